@@ -1,0 +1,1 @@
+"""Deployment definitions of the terazi flows."""

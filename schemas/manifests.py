@@ -1,0 +1,145 @@
+"""What crosses task boundaries: small manifests that point at files by path and fingerprint.
+
+Heavy data (embeddings, candidate lists, scores) stays in terazi's own stores; Prefect only
+ever sees these.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetManifest(_Manifest):
+    name: str
+    path: str
+    split: str
+    task_type: str
+    in_ranking: bool
+    fingerprint: str = Field(description="hash of corpus, queries and the split's judgments")
+    corpus_fingerprint: str
+    n_docs: int
+    n_queries: int = Field(description="queries that have judgments in the split")
+    n_judgments: int
+    n_queries_without_relevant: int
+
+
+class VariantSet(_Manifest):
+    """The query variants of one dataset under one condition."""
+
+    dataset: str
+    condition: str
+    params: dict[str, float]
+    seed: int
+    samples: int
+    path: str
+    n_queries: int
+    n_changed: int = Field(description="queries whose text changed in at least one sample")
+
+    @property
+    def share_changed(self) -> float:
+        return self.n_changed / self.n_queries if self.n_queries else 0.0
+
+
+class CandidateSet(_Manifest):
+    """Frozen first-stage candidates for every variant of one dataset."""
+
+    fingerprint: str = Field(description="hash of the manifest, candidate ids included")
+    lookup_key: str = Field(description="hash of the inputs; finds the frozen set before retrieving")
+    dataset: str
+    dataset_fingerprint: str
+    encoder: str
+    encoder_identity: str
+    index: dict[str, str | int]
+    depth: int
+    faiss_version: str
+    path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score")
+    trec_dir: str
+    recall: dict[str, float] = Field(description="recall@depth of the first stage per condition")
+    reused: bool
+    queries_encoded: int
+    docs_encoded: int
+    seconds: float
+
+
+class RerankResult(_Manifest):
+    """One system's ranking of one dataset's candidates, all conditions."""
+
+    system: str
+    dataset: str
+    identity: str = Field(description="model identity used in the score cache")
+    candidates: str = Field(description="candidate fingerprint")
+    path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score")
+    pairs_needed: int = 0
+    pairs_unique: int = 0
+    pairs_cached: int = 0
+    pairs_scored: int = 0
+    seconds: float = 0.0
+
+
+class MetricContract(_Manifest):
+    """The conventions a score was computed under; printed and stored beside every number."""
+
+    measure: str
+    cutoff: int
+    gain: str
+    relevance_threshold: int
+    no_relevant: str
+    missing_query: str
+    extra_query: str
+    unjudged: str
+    zero_ideal: str = "score 0"
+    ties: str = "score descending, then document id descending (trec_eval)"
+
+
+class MetricRecord(_Manifest):
+    """One per-query value (a row of per_query.parquet)."""
+
+    dataset: str
+    system: str
+    condition: str
+    query_id: str
+    measure: str
+    value: float
+    changed: bool
+
+
+class ScoreSet(_Manifest):
+    """Per-query metrics of one system on one dataset, all conditions."""
+
+    system: str
+    dataset: str
+    path: str
+    contracts: list[MetricContract]
+
+
+class LeaderboardRow(_Manifest):
+    system: str
+    borda_votes: float
+    borda_rank: int
+    mean_task: float | None
+    mean_task_type: float | None
+    per_dataset: dict[str, float]
+    per_condition: dict[str, float]
+    retention: dict[str, float | None]
+
+
+class RunManifest(BaseModel):
+    """manifest.json of a results folder."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    terazi_version: str
+    run_dir: str
+    started: str
+    seconds: float
+    config: dict
+    datasets: list[DatasetManifest]
+    variants: list[VariantSet]
+    candidates: list[CandidateSet]
+    reranks: list[RerankResult]
+    scores: list[ScoreSet]
+    leaderboard: list[LeaderboardRow]

@@ -1,0 +1,106 @@
+"""Stage 6: the leaderboard, written as files (csv, md, parquet) and published as Prefect artifacts."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+
+from schemas import DatasetManifest, EvalConfig, LeaderboardRow, ScoreSet, VariantSet
+from terazi import leaderboard, summary
+
+log = logging.getLogger("terazi.aggregate")
+
+
+def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str,
+                      conditions: list[str]) -> pl.DataFrame:
+    """Wide leaderboard: Borda and means on clean queries, then each condition and its retention."""
+    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    types = {d.name: d.task_type for d in datasets}
+    clean = summary.cell_means(per_query.filter((pl.col("condition") == "clean") & (pl.col("measure") == headline)))
+    long = clean.select("system", pl.col("dataset").alias("task"),
+                        pl.col("dataset").replace_strict(types).alias("task_type"), pl.col("mean").alias("score"))
+    board = leaderboard.aggregate(long, out_of_ranking={d.name for d in datasets if not d.in_ranking})
+    wide = clean.pivot(on="dataset", index="system", values="mean")
+    board = board.join(wide, on="system", how="left")
+    conds = summary.condition_means(per_query, headline, ranked).filter(pl.col("condition") != "clean")
+    if conds.height:
+        board = board.join(conds.pivot(on="condition", index="system", values="mean"), on="system", how="left")
+    ret = summary.retention(per_query, headline, ranked)
+    if ret.height:
+        ret_w = ret.pivot(on="condition", index="system", values="retention")
+        ret_w = ret_w.rename({c: f"{c} retention" for c in ret_w.columns if c != "system"})
+        board = board.join(ret_w, on="system", how="left")
+    ordered = [c for cond in conditions if cond != "clean" for c in (cond, f"{cond} retention") if c in board.columns]
+    return board.select([c for c in board.columns if c not in ordered] + ordered)
+
+
+def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict) -> str:
+    cols = [c for c in board.columns if c not in ("mean_task_available", "tasks")]
+
+    def fmt(v) -> str:
+        if v is None:
+            return "–"
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        return str(v)
+
+    lines = [f"# terazi leaderboard: {headline}", "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in board.iter_rows(named=True)]
+    lines += ["", "Borda count and means over datasets in the ranking, clean queries; condition columns are "
+              "dataset-balanced means; retention = corrupted / clean over the queries a condition changed.", "",
+              "## Conditions", "", "| dataset | condition | samples | queries | changed | share changed |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['dataset']} | {r['condition']} | {r['samples']} | {r['queries']} | {r['changed']} | {r['share_changed']:.1%} |"
+              for r in conditions.iter_rows(named=True)]
+    lines += ["", "## Metric contract", ""] + [f"- {k}: {v}" for k, v in contract.items()]
+    return "\n".join(lines) + "\n"
+
+
+def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], score_sets: list[ScoreSet],
+                      config: EvalConfig, run_dir: str) -> list[LeaderboardRow]:
+    run = Path(run_dir)
+    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
+    per_query.write_parquet(run / "per_query.parquet")
+    summary.cell_means(per_query).write_csv(run / "scores.csv")
+    conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
+                                "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed}
+                               for v in variant_sets])
+    conditions.write_csv(run / "conditions.csv")
+    board = leaderboard_table(per_query, datasets, config.headline, config.conditions)
+    board.write_csv(run / "leaderboard.csv")
+    c = score_sets[0].contracts[0].model_dump()
+    contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")}}
+    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract))
+
+    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    cond_cols = [c for c in config.conditions if c != "clean" and c in board.columns]
+    rows = []
+    for r in board.iter_rows(named=True):
+        rows.append(LeaderboardRow(
+            system=r["system"], borda_votes=r["borda_votes"], borda_rank=r["borda_rank"], mean_task=r["mean_task"],
+            mean_task_type=r["mean_task_type"], per_dataset={d.name: r[d.name] for d in datasets if r.get(d.name) is not None},
+            per_condition={"clean": r["mean_task_available"], **{c: r[c] for c in cond_cols}},
+            retention={c: r.get(f"{c} retention") for c in cond_cols}))
+    log.info("leaderboard over %d dataset(s) written to %s", len(ranked), run)
+    return rows
+
+
+def publish(board_rows: list[LeaderboardRow], run_dir: str) -> None:
+    """The leaderboard as a Prefect table artifact and the markdown report as a markdown artifact."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    table = [{"rank": r.borda_rank, "system": r.system, "borda": r.borda_votes,
+              "mean_task": None if r.mean_task is None else round(r.mean_task, 4),
+              **{k: round(v, 4) for k, v in r.per_condition.items() if v is not None},
+              **{f"{k} retention": round(v, 4) for k, v in r.retention.items() if v is not None}} for r in board_rows]
+    create_table_artifact(table=table, key="terazi-leaderboard", description=f"terazi leaderboard ({run_dir})")
+    create_markdown_artifact(markdown=(Path(run_dir) / "leaderboard.md").read_text(), key="terazi-report",
+                             description="leaderboard, conditions and metric contract")
+
+
+aggregate_task = task(build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard")
+publish_task = task(publish, name="publish-artifacts", retries=2, retry_delay_seconds=2)

@@ -1,0 +1,54 @@
+"""Stage 2: the query variants of one dataset under one condition, written as parquet."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+
+from schemas import CorruptionSpec, DatasetManifest, VariantSet
+from tasks.load import open_dataset
+from terazi.corrupt import corrupt, samples_for
+
+log = logging.getLogger("terazi.corrupt")
+
+
+def condition_params(condition: str, spec: CorruptionSpec) -> dict[str, float]:
+    return {
+        "ascii_partial": {"rate": spec.ascii_partial_rate},
+        "typo": {"rate": spec.typo_rate},
+        "mobile": {"slip_rate": spec.mobile_slip_rate},
+    }.get(condition, {})
+
+
+def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str) -> VariantSet:
+    ds = open_dataset(dataset)
+    params = condition_params(condition, spec)
+    k = samples_for(condition, spec.samples, **params)
+    rows = []
+    for qid in ds.judged_query_ids:
+        original = ds.queries[qid].text
+        for s in range(k):
+            text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, **params)
+            rows.append((condition, s, qid, text, original, text != original))
+    df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
+    df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
+    path = Path(out_dir) / "variants" / dataset.name / f"{condition}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.write_parquet(path)
+    changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
+    vs = VariantSet(dataset=dataset.name, condition=condition, params=params, seed=seed, samples=k, path=str(path),
+                    n_queries=len(ds.judged_query_ids), n_changed=int(changed))
+    log.info("%s / %s: %d of %d queries changed (%.0f%%)", dataset.name, condition, vs.n_changed, vs.n_queries,
+             100 * vs.share_changed)
+    return vs
+
+
+corrupt_queries_task = task(corrupt_queries, name="corrupt-queries", retries=1,
+                            task_run_name="corrupt {dataset.name} {condition}")
+
+
+def read_variants(sets: list[VariantSet]) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(v.path) for v in sets])

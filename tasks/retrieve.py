@@ -1,0 +1,120 @@
+"""Stage 3: first-stage dense retrieval over all variants of one dataset, frozen under a fingerprint.
+
+The frozen set lives in the cache folder under a lookup key built from everything that decides
+the candidates (dataset, encoder identity, index, depth, the variant texts). A later run with the
+same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
+manifest including the candidate ids, so anyone can check they rank the same lists.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+import polars as pl
+from prefect import task
+
+from schemas import CandidateSet, DatasetManifest, EncoderSpec, VariantSet
+from tasks.corrupt import read_variants
+from tasks.load import open_dataset
+from terazi import fingerprint
+from terazi.metrics import evaluate
+from terazi.models import load_bi_encoder, prepare_environment, resolve
+from terazi.retrieval import build_index, cached_corpus_embeddings, encode, search
+from terazi.trec import write_run
+
+log = logging.getLogger("terazi.retrieve")
+
+
+def _index_request(enc: EncoderSpec) -> dict:
+    return {"flat": {"kind": "flat"},
+            "hnsw": {"kind": "hnsw", "M": enc.hnsw_m, "efSearch": enc.hnsw_ef_search},
+            "ivf": {"kind": "ivf", "nlist": enc.ivf_nlist, "nprobe": enc.ivf_nprobe}}[enc.index]
+
+
+def candidates_file_name(condition: str, sample: int, samples: int) -> str:
+    return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
+
+
+def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
+             cache_dir: str, offline: bool = False) -> CandidateSet:
+    start = time.perf_counter()
+    ds = open_dataset(dataset)
+    variants = read_variants(variant_sets).sort("condition", "sample", "query_id")
+    ref = resolve(encoder.model, encoder.revision, offline)
+    prepare_environment([ref], offline)
+    enc_params = encoder.model_dump(exclude={"model", "revision", "batch_size", "device", "trust_remote_code"})
+    lookup_key = fingerprint.of_json({
+        "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
+        "variants": fingerprint.of_text("\n".join(f"{c}\t{s}\t{q}\t{t}" for c, s, q, t in
+                                                  variants.select("condition", "sample", "query_id", "text").iter_rows())),
+    })
+    folder = Path(cache_dir).resolve() / "candidates" / lookup_key
+    manifest_path = folder / "manifest.json"
+    if manifest_path.is_file():
+        cs = CandidateSet.model_validate({**json.loads(manifest_path.read_text()), "reused": True})
+        log.info("%s: reusing frozen candidates %s (no encoding)", dataset.name, cs.fingerprint)
+        return cs
+
+    model = load_bi_encoder(ref, encoder.device, encoder.max_length, encoder.trust_remote_code)
+    doc_ids = list(ds.docs)
+    emb_path = Path(cache_dir).resolve() / "embeddings" / f"{fingerprint.of_json([ref.identity, enc_params, dataset.corpus_fingerprint])}.npy"
+    doc_emb, emb_cached = cached_corpus_embeddings(model, [ds.docs[d].full_text for d in doc_ids], emb_path,
+                                                   encoder.batch_size, encoder.document_prefix)
+    texts = variants["text"].unique(maintain_order=True).to_list()
+    log.info("%s: encoding %d distinct query texts for %d variants%s", dataset.name, len(texts), variants.height,
+             "" if emb_cached else f" and {len(doc_ids)} documents")
+    q_emb = encode(model, texts, encoder.batch_size, encoder.query_prefix)
+    index, index_params = build_index(doc_emb, encoder.index, encoder.hnsw_m, encoder.hnsw_ef_search,
+                                      encoder.ivf_nlist, encoder.ivf_nprobe)
+    scores, rows = search(index, q_emb, depth)
+    row_of_text = {t: i for i, t in enumerate(texts)}
+    vi = np.array([row_of_text[t] for t in variants["text"].to_list()], dtype=np.int64)
+    k = rows.shape[1]
+    r, s = rows[vi], scores[vi]
+    keep = r >= 0
+    doc_arr = np.array(doc_ids, dtype=object)
+    cand = pl.DataFrame({
+        "condition": np.repeat(variants["condition"].to_numpy(), k)[keep.ravel()],
+        "sample": np.repeat(variants["sample"].to_numpy(), k)[keep.ravel()],
+        "query_id": np.repeat(variants["query_id"].to_numpy(), k)[keep.ravel()],
+        "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(vi))[keep.ravel()],
+        "doc_id": doc_arr[r[keep]].astype(str),
+        "score": s[keep].astype(np.float64),
+    })
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cand.write_parquet(folder / "candidates.parquet")
+    samples = {vs.condition: vs.samples for vs in variant_sets}
+    for (cond, smp), part in cand.group_by(["condition", "sample"], maintain_order=True):
+        write_run(part, folder / "runs" / candidates_file_name(cond, smp, samples[cond]), "terazi-first-stage")
+    recall = {}
+    for cond, part in cand.group_by("condition", maintain_order=True):
+        ev = evaluate(ds.qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
+        recall[cond[0]] = round(ev.aggregate[f"R@{depth}"], 6)
+    body = {
+        "lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
+        "encoder": encoder.model, "encoder_identity": ref.identity, "index": index_params, "depth": depth,
+        "faiss_version": faiss.__version__, "path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs"),
+        "recall": recall, "queries_encoded": len(texts), "docs_encoded": 0 if emb_cached else len(doc_ids),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    ids_hash = fingerprint.of_text("\n".join(f"{c}\t{s}\t{q}\t{d}" for c, s, q, d in
+                                             cand.select("condition", "sample", "query_id", "doc_id").iter_rows()))
+    fp = fingerprint.of_json({k_: v for k_, v in body.items()
+                              if k_ not in ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded")} | {"ids": ids_hash})
+    cs = CandidateSet(fingerprint=fp, reused=False, **body)
+    tmp = manifest_path.with_suffix(".tmp")
+    tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
+    tmp.replace(manifest_path)
+    log.info("%s: froze candidates %s (recall@%d clean %.3f) in %.1fs", dataset.name, fp, depth, recall.get("clean", 0.0),
+             cs.seconds)
+    return cs
+
+
+retrieve_task = task(retrieve, name="first-stage", retries=2, retry_delay_seconds=[2, 10],
+                     task_run_name="first-stage {dataset.name}")

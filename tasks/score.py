@@ -1,0 +1,50 @@
+"""Stage 5: per-query metrics of one system on one dataset, every condition, under a stated contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from prefect import task
+
+from schemas import DatasetManifest, MetricContract, RerankResult, ScoreSet, VariantSet
+from tasks.corrupt import read_variants
+from tasks.load import open_dataset
+from terazi.metrics import Policies, evaluate, parse_measure
+
+
+def contracts(measures: list[str], policies: Policies = Policies()) -> list[MetricContract]:
+    out = []
+    for name in measures:
+        m = parse_measure(name)
+        out.append(MetricContract(measure=m.name, cutoff=m.cutoff or 0, gain=m.gain, relevance_threshold=m.rel,
+                                  no_relevant=policies.no_relevant, missing_query=policies.missing_query,
+                                  extra_query=policies.extra_query, unjudged=policies.unjudged))
+    return out
+
+
+def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
+                 measures: list[str], out_dir: str, policies: Policies = Policies()) -> ScoreSet:
+    """Evaluate each (condition, sample) ranking; samples of one query are averaged."""
+    ds = open_dataset(dataset)
+    ranked = pl.read_parquet(ranking.path)
+    changed = read_variants(variant_sets).group_by("condition", "query_id").agg(pl.col("changed").any())
+    frames = []
+    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
+        ev = evaluate(ds.qrels, part.select("query_id", "doc_id", "rank", "score"), measures, policies, order="rank")
+        for m in measures:
+            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
+                                        "measure": m, "value": ev.per_query[m]}))
+    per_query = (
+        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
+        .join(changed, on=["condition", "query_id"], how="left")
+        .select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"), "condition", "query_id",
+                "measure", "value", pl.col("changed").fill_null(False))
+    )
+    path = Path(out_dir) / "per_query" / dataset.name / f"{ranking.system}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    per_query.write_parquet(path)
+    return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(path), contracts=contracts(measures, policies))
+
+
+score_task = task(score_system, name="score", task_run_name="score {dataset.name} {ranking.system}")

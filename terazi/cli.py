@@ -1,0 +1,221 @@
+"""`terazi` command line: run evaluations, and the building blocks on their own."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Weigh text rerankers and retrievers honestly.")
+console = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+DEMO_DIR = Path(__file__).parent / "demo"
+
+# Prefect settings that must be in place before prefect is imported: no telemetry unless the
+# user opted in, and a start-up timeout that suits small machines. Values already set win.
+_PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def _setup(verbose: bool) -> None:
+    for k, v in _PREFECT_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
+    log = logging.getLogger("terazi")
+    log.handlers[:] = [handler]
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    log.propagate = False
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _read_config_file(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        return yaml.safe_load(text) or {}
+    if path.suffix == ".toml":
+        import tomllib
+
+        return tomllib.loads(text)
+    return json.loads(text)
+
+
+def parse_reranker(text: str) -> dict:
+    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `rrf:first-stage+bm25`; `=NAME` at the end names the row."""
+    body, _, name = text.partition("=")
+    kind, _, arg = body.partition(":")
+    if kind == "bm25":
+        return {"name": name or "bm25", "kind": "bm25"}
+    if kind == "rrf":
+        fuse = arg.split("+") if arg else ["first-stage", "bm25"]
+        return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
+    if kind in ("cross-encoder", "bi-encoder") and arg:
+        return {"name": name or Path(arg.rstrip("/")).name, "kind": kind, "model": arg}
+    raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL or rrf:A+B")
+
+
+def demo_config(out_dir: str, cache_dir: str, run_name: str | None) -> dict:
+    return {
+        "datasets": [{"path": str(DEMO_DIR), "name": "terazi-demo", "task_type": "retrieval"}],
+        "rerankers": [
+            {"name": "bm25-tr", "kind": "bm25"},
+            {"name": "hybrid-rrf", "kind": "rrf", "fuse": ["first-stage", "bm25-tr"]},
+        ],
+        "conditions": ["clean", "upper", "ascii_full", "mobile", "typo"],
+        "corruption": {"samples": 3},
+        "out_dir": out_dir, "cache_dir": cache_dir, "run_name": run_name, "offline": True,
+    }
+
+
+def _run(raw: dict) -> None:
+    from pydantic import ValidationError
+
+    from schemas import EvalConfig
+
+    try:
+        config = EvalConfig.model_validate(raw)
+    except ValidationError as e:
+        _fail("invalid configuration:\n" + "\n".join(
+            f"  {'.'.join(str(x) for x in er['loc'])}: {er['msg']}" for er in e.errors()))
+    from terazi.errors import DatasetError
+    from terazi.models import ModelError
+
+    err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
+    from flows.evaluate import evaluate
+
+    t0 = time.perf_counter()
+    try:
+        manifest = evaluate(config)
+    except (DatasetError, ModelError) as e:
+        _fail(str(e))
+    print_leaderboard(Path(manifest.run_dir) / "leaderboard.csv", config.headline)
+    for cs in manifest.candidates:
+        how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
+        err.print(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
+                  f"{cs.recall.get('clean', 0):.3f}")
+    for r in manifest.reranks:
+        if r.pairs_needed:
+            err.print(f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} duplicates, "
+                      f"{r.pairs_cached} cached, {r.pairs_scored} scored")
+    err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
+
+
+def print_leaderboard(path: Path, headline: str) -> None:
+    """Rank, system, Borda votes, means; then the headline per condition with its retention."""
+    import polars as pl
+
+    board = pl.read_csv(path)
+    conditions = [c for c in board.columns if f"{c} retention" in board.columns]  # config order
+    datasets = [c for c in board.columns if c not in {"system", "borda_votes", "borda_rank", "mean_task",
+                "mean_task_type", "mean_task_available", "tasks"} and c not in conditions and not c.endswith(" retention")]
+    table = Table(title=f"terazi leaderboard — {headline} (clean; corrupted with retention)")
+    for c in ["#", "system", "Borda", "Mean (Task)", "Mean (TaskType)", *(datasets if len(datasets) > 1 else []), *conditions]:
+        table.add_column(c, justify="left" if c == "system" else "right")
+
+    def num(v, fmt="{:.4f}") -> str:
+        return "–" if v is None else fmt.format(v)
+
+    for r in board.iter_rows(named=True):
+        cells = [str(r["borda_rank"]), r["system"], num(r["borda_votes"], "{:g}"), num(r["mean_task"]), num(r["mean_task_type"])]
+        cells += [num(r[d]) for d in datasets] if len(datasets) > 1 else []
+        cells += [f"{num(r[c])} ({num(r[f'{c} retention'], '{:.0%}')})" for c in conditions]
+        table.add_row(*cells)
+    console.print(table)
+
+
+@app.command()
+def demo(
+    out: str = typer.Option("results", help="results folder"),
+    cache: str = typer.Option(".terazi-cache", help="frozen candidates, embeddings and score cache"),
+    run_name: Optional[str] = typer.Option("demo", help="sub-folder of the results folder"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Full evaluation on the bundled Turkish demo dataset, offline; prints the leaderboard."""
+    _setup(verbose)
+    _run(demo_config(out, cache, run_name))
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
+                                          help="YAML, JSON or TOML file with an EvalConfig"),
+    dataset: list[str] = typer.Option([], "--dataset", "-d", help="BEIR folder (repeatable)"),
+    reranker: list[str] = typer.Option([], "--reranker", "-r",
+                                       help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | rrf:A+B, optional =NAME"),
+    encoder: Optional[str] = typer.Option(None, help="first-stage encoder: HF id or local path"),
+    condition: list[str] = typer.Option([], "--condition", help="query condition (repeatable)"),
+    split: Optional[str] = typer.Option(None, help="qrels split"),
+    depth: Optional[int] = typer.Option(None, help="first-stage candidates per query"),
+    rerank_depth: Optional[int] = typer.Option(None, help="candidates each reranker rescores"),
+    samples: Optional[int] = typer.Option(None, help="samples per query for stochastic conditions"),
+    seed: Optional[int] = typer.Option(None),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="results folder; the run goes straight into it"),
+    cache: Optional[str] = typer.Option(None, help="cache folder"),
+    offline: bool = typer.Option(False, help="never contact a model hub"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Evaluate from a config file and/or flags (flags override the file)."""
+    _setup(verbose)
+    raw: dict = _read_config_file(config) if config else {}
+    if dataset:
+        raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in dataset]
+    elif split:
+        for d in raw.get("datasets", []):
+            d["split"] = split
+    if reranker:
+        raw["rerankers"] = [parse_reranker(r) for r in reranker]
+    elif "rerankers" not in raw:
+        raw["rerankers"] = [parse_reranker("bm25"), parse_reranker("rrf:first-stage+bm25")]
+    if encoder:
+        raw.setdefault("encoder", {})["model"] = encoder
+    if condition:
+        raw["conditions"] = condition
+    if samples:
+        raw.setdefault("corruption", {})["samples"] = samples
+    for key, value in (("depth", depth), ("rerank_depth", rerank_depth), ("seed", seed), ("cache_dir", cache)):
+        if value is not None:
+            raw[key] = value
+    if out:
+        raw["out_dir"], raw["run_name"] = str(Path(out).parent), Path(out).name
+    if offline:
+        raw["offline"] = True
+    if not raw.get("datasets"):
+        _fail("no dataset: give --dataset PATH or a --config file with datasets")
+    _run(raw)
+
+
+@app.command("convert-squad")
+def convert_squad(
+    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="SQuAD-format JSON file"),
+    target: Path = typer.Argument(..., help="BEIR folder to write"),
+    split: str = typer.Option("test"),
+) -> None:
+    """SQuAD → BEIR: paragraphs become the corpus, questions the queries, the answer paragraph grade 1."""
+    from terazi.squad import squad_to_beir
+
+    counts = squad_to_beir(source, target, split)
+    err.print(f"wrote {target}: {counts['docs']} passages, {counts['queries']} queries")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,118 @@
+"""Reading BEIR-format datasets strictly: every problem names the file, the line and what is wrong."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from schemas.records import Document, Query
+from terazi import fingerprint
+from terazi.errors import DatasetError
+from terazi.trec import read_qrels
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    root: Path
+    split: str
+    docs: dict[str, Document]
+    queries: dict[str, Query]
+    qrels: dict[str, dict[str, int]]
+    files: tuple[Path, ...] = field(repr=False)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return fingerprint.of_files(self.files)
+
+    @cached_property
+    def corpus_fingerprint(self) -> str:
+        return fingerprint.of_files(self.files[:1])
+
+    @property
+    def judged_query_ids(self) -> list[str]:
+        """Queries that are evaluated: those with judgments in this split, in file order."""
+        return [q for q in self.queries if q in self.qrels]
+
+
+def _pydantic_problem(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "record"
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"field '{loc}': {msg}")
+    return "; ".join(parts)
+
+
+def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
+    if not path.is_file():
+        raise DatasetError(path, None, f"missing {what} file")
+    out: dict = {}
+    first_line: dict[str, int] = {}
+    with open(path, encoding="utf-8-sig") as f:
+        for n, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                raise DatasetError(path, n, f"not valid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise DatasetError(path, n, "expected a JSON object")
+            try:
+                rec = model.model_validate(obj)
+            except ValidationError as e:
+                raise DatasetError(path, n, _pydantic_problem(e)) from None
+            if rec.id in out:
+                raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
+            out[rec.id] = rec
+            first_line[rec.id] = n
+    if not out:
+        raise DatasetError(path, None, f"no {what} records")
+    return out
+
+
+def _check_ids(path: Path, qrels: pl.DataFrame, docs: dict, queries: dict) -> dict[str, dict[str, int]]:
+    for col, known, what in (("doc_id", docs, "document id"), ("query_id", queries, "query id")):
+        unknown = qrels.filter(~pl.col(col).is_in(list(known)))
+        if unknown.height:
+            row = unknown.row(0, named=True)
+            where = "the corpus" if col == "doc_id" else "queries"
+            raise DatasetError(path, row["lineno"], f"unknown {what} {row[col]!r} (not in {where})")
+    out: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.select("query_id", "doc_id", "grade").iter_rows():
+        out.setdefault(q, {})[d] = g
+    return out
+
+
+def load_beir(root: str | Path, split: str = "test", name: str | None = None) -> Dataset:
+    """Load and validate `corpus.jsonl`, `queries.jsonl` and `qrels/<split>.tsv` under `root`."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise DatasetError(root, None, "dataset folder not found")
+    corpus_p, queries_p, qrels_p = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
+    docs = _read_jsonl(corpus_p, Document, "corpus")
+    queries = _read_jsonl(queries_p, Query, "queries")
+    qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), docs, queries)
+    return Dataset(name or root.name, root, split, docs, queries, qrels, (corpus_p, queries_p, qrels_p))
+
+
+def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test") -> Path:
+    """Write a BEIR folder (used by the SQuAD converter and by tests)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "qrels").mkdir(exist_ok=True)
+    for fname, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        with open(root / fname, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    with open(root / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(["query-id", "corpus-id", "score"])
+        w.writerows(qrels)
+    return root

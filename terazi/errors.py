@@ -1,0 +1,14 @@
+"""Errors about users' files: they say which file, which line and what is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DatasetError(ValueError):
+    """A user's file is malformed. Carries where, so the message can say it."""
+
+    def __init__(self, path: Path | str, line: int | None, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        where = f"{path}, line {line}" if line else f"{path}"
+        super().__init__(f"{where}: {problem}")

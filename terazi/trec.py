@@ -1,0 +1,87 @@
+"""TREC run and qrels files, read and written with polars (vectorised, no per-line Python)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from terazi.errors import DatasetError
+
+
+def _lines(path: Path, ncols: int, what: str) -> pl.DataFrame:
+    if not Path(path).is_file():
+        raise DatasetError(path, None, f"missing {what} file")
+    raw = pl.read_csv(path, has_header=False, new_columns=["line"], separator="\x1f", quote_char=None,
+                      schema_overrides={"line": pl.Utf8})
+    raw = raw.with_row_index("lineno", offset=1).filter(pl.col("line").str.strip_chars() != "")
+    parts = raw.with_columns(pl.col("line").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ").alias("p"))
+    bad = parts.filter(pl.col("p").list.len() != ncols)
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise DatasetError(path, row["lineno"], f"expected {ncols} whitespace-separated columns, got {len(row['p'])}")
+    return parts
+
+
+def read_run(path: str | Path) -> pl.DataFrame:
+    """`qid Q0 docid rank score tag` → (query_id, doc_id, score). Rank is ignored, as trec_eval does."""
+    p = _lines(Path(path), 6, "run")
+    df = p.select(
+        pl.col("lineno"),
+        pl.col("p").list.get(0).alias("query_id"),
+        pl.col("p").list.get(2).alias("doc_id"),
+        pl.col("p").list.get(4).cast(pl.Float64, strict=False).alias("score"),
+    )
+    bad = df.filter(pl.col("score").is_null())
+    if bad.height:
+        raise DatasetError(path, bad["lineno"][0], "score is not a number")
+    return df.drop("lineno")
+
+
+def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
+    """TREC qrels `qid 0 docid grade` or BEIR tsv `query-id corpus-id score` → (query_id, doc_id, grade).
+
+    Tabs or spaces separate columns; a BEIR header line is skipped; `keep_lines` adds `lineno`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(path, None, "missing qrels file")
+    with open(path, encoding="utf-8-sig") as f:
+        first = f.readline().split()
+    header = bool(first) and first[0].lower() in ("query-id", "query_id", "qid")
+    ncols = len(first)
+    if ncols not in (3, 4):
+        raise DatasetError(path, 1, f"expected 3 (BEIR) or 4 (TREC) columns, got {ncols}")
+    p = _lines(path, ncols, "qrels")
+    if header:
+        p = p.filter(pl.col("lineno") > 1)
+    doc_i, grade_i = (1, 2) if ncols == 3 else (2, 3)
+    df = p.select(
+        pl.col("lineno"),
+        pl.col("p").list.get(0).alias("query_id"),
+        pl.col("p").list.get(doc_i).alias("doc_id"),
+        pl.col("p").list.get(grade_i).alias("_g"),
+    ).with_columns(pl.col("_g").cast(pl.Int64, strict=False).alias("grade"))
+    bad = df.filter(pl.col("grade").is_null())
+    if bad.height:
+        raise DatasetError(path, bad["lineno"][0], f"grade {bad['_g'][0]!r} is not an integer")
+    neg = df.filter(pl.col("grade") < 0)
+    if neg.height:
+        raise DatasetError(path, neg["lineno"][0], f"negative grade {neg['grade'][0]}")
+    dup = df.filter(pl.struct("query_id", "doc_id").is_duplicated())
+    if dup.height:
+        raise DatasetError(path, dup["lineno"][1] if dup.height > 1 else dup["lineno"][0],
+                           f"duplicate judgment for query {dup['query_id'][0]!r}, document {dup['doc_id'][0]!r}")
+    if df.height == 0:
+        raise DatasetError(path, None, "no judgments")
+    return df.select(*(["lineno"] if keep_lines else []), "query_id", "doc_id", "grade")
+
+
+def write_run(df: pl.DataFrame, path: str | Path, tag: str) -> Path:
+    """(query_id, doc_id, rank, score) → a TREC run file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.sort("query_id", "rank").select(
+        "query_id", pl.lit("Q0").alias("q0"), "doc_id", "rank", pl.col("score").round(6), pl.lit(tag).alias("tag")
+    ).write_csv(path, separator=" ", include_header=False, quote_style="never")
+    return path

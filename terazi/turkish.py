@@ -1,0 +1,57 @@
+"""Turkish casing, transliteration and tokenising.
+
+Python's `str.upper` turns i into I and `str.lower` turns I into i and İ into "i̇" (i plus a
+combining dot), which is wrong for Turkish: here i ↔ İ and ı ↔ I.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+COMBINING_DOT = "\u0307"
+TURKISH_LETTERS = "çğıöşüÇĞİÖŞÜ"
+_ASCII = str.maketrans("çğıöşüÇĞİÖŞÜâîûÂÎÛ", "cgiosuCGIOSUaiuAIU")
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def tr_upper(text: str) -> str:
+    """UPPERCASE the Turkish way: i → İ, ı → I."""
+    text = unicodedata.normalize("NFC", text).replace("i" + COMBINING_DOT, "i")
+    return text.replace("i", "İ").replace("ı", "I").upper()
+
+
+def tr_lower(text: str) -> str:
+    """lowercase the Turkish way: İ → i, I → ı (and I + combining dot → i)."""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("I" + COMBINING_DOT, "i").replace("İ", "i").replace("I", "ı")
+    return text.lower().replace("i" + COMBINING_DOT, "i")
+
+
+def to_ascii(text: str) -> str:
+    """Strip Turkish letters to their base letters: ç ğ ı ö ş ü → c g i o s u (and capitals)."""
+    return unicodedata.normalize("NFC", text).replace("i" + COMBINING_DOT, "i").translate(_ASCII)
+
+
+def has_turkish_letters(text: str) -> bool:
+    return any(ch in TURKISH_LETTERS for ch in text)
+
+
+@lru_cache(maxsize=8)
+def _stemmer(language: str):
+    import Stemmer
+
+    return Stemmer.Stemmer(language)
+
+
+def analyse(text: str, language: str = "turkish") -> list[str]:
+    """Tokens for lexical matching: Turkish lowercasing, word characters, Snowball stems.
+
+    Folding to ASCII after stemming makes "sehir" and "şehir" meet, which is what a search box
+    has to do for people typing without Turkish characters.
+    """
+    lowered = tr_lower(text) if language == "turkish" else text.lower()
+    words = _TOKEN.findall(lowered)
+    stems = _stemmer(language).stemWords(words)
+    return [to_ascii(s) for s in stems]

