@@ -182,7 +182,6 @@ def evaluate(
         raise MetricError(f"{len(extra)} queries in the run have no judgments, e.g. {sorted(extra)[0]!r}")
     missing = [x for x in judged_q if x not in run_q]
     qids = judged_q if policies.missing_query == "zero" else [x for x in judged_q if x in run_q]
-    index = {x: i for i, x in enumerate(qids)}
     nq = len(qids)
 
     max_k = max((m.cutoff or 0) for m in parsed.values())
@@ -190,31 +189,30 @@ def evaluate(
         max_k = max(max_k, int(r["_pos"].max() or 0))
     max_k = max(max_k, 1)
 
-    r = r.filter(pl.col("query_id").is_in(list(index)) & (pl.col("_pos") <= max_k))
+    r = r.filter(pl.col("query_id").is_in(qids) & (pl.col("_pos") <= max_k))
     r = r.join(q, on=["query_id", "doc_id"], how="left")
     unjudged = int(r["grade"].null_count())
     if unjudged and policies.unjudged == "error":
         row = r.filter(pl.col("grade").is_null()).row(0, named=True)
         raise MetricError(f"document {row['doc_id']!r} retrieved for query {row['query_id']!r} is unjudged")
 
-    qi = np.fromiter((index[x] for x in r["query_id"].to_list()), dtype=np.int64, count=r.height)
-    pos = r["_pos"].to_numpy().astype(np.int64) - 1
+    qindex = pl.DataFrame({"query_id": qids, "_qi": np.arange(nq, dtype=np.int64)})
+    r = r.join(qindex, on="query_id", how="left")
+    qi, pos = r["_qi"].to_numpy(), r["_pos"].to_numpy().astype(np.int64) - 1
     grades = np.zeros((nq, max_k), dtype=np.float64)
     judged = np.zeros((nq, max_k), dtype=bool)
     returned = np.zeros((nq, max_k), dtype=bool)
-    g = r["grade"].to_numpy()
-    grades[qi, pos] = np.nan_to_num(g.astype(np.float64), nan=0.0)
-    judged[qi, pos] = ~np.isnan(g.astype(np.float64))
+    g = r["grade"].cast(pl.Float64).to_numpy()
+    grades[qi, pos] = np.nan_to_num(g, nan=0.0)
+    judged[qi, pos] = ~np.isnan(g)
     returned[qi, pos] = True
 
-    qk = q.filter(pl.col("query_id").is_in(list(index))).sort(["query_id", "grade"], descending=[False, True])
-    qk = qk.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("_pos"))
+    qk = q.join(qindex, on="query_id", how="inner").sort(["_qi", "grade"], descending=[False, True])
+    qk = qk.with_columns(pl.int_range(1, pl.len() + 1).over("_qi").alias("_pos"))
     ideal = np.zeros((nq, max_k), dtype=np.float64)
     iq = qk.filter(pl.col("_pos") <= max_k)
-    ideal[
-        np.fromiter((index[x] for x in iq["query_id"].to_list()), dtype=np.int64, count=iq.height),
-        iq["_pos"].to_numpy().astype(np.int64) - 1,
-    ] = iq["grade"].to_numpy()
+    ideal[iq["_qi"].to_numpy(), iq["_pos"].to_numpy().astype(np.int64) - 1] = iq["grade"].to_numpy()
+    num_rel_by = {}
 
     values: dict[str, np.ndarray] = {}
     ids: dict[str, list[str]] = {}
@@ -223,7 +221,9 @@ def evaluate(
               "queries_extra_in_run": len(extra), "unjudged_retrieved": unjudged}
     for name, m in parsed.items():
         k = m.cutoff or max_k
-        num_rel = _num_relevant(qk, index, nq, m.rel)
+        if m.rel not in num_rel_by:
+            num_rel_by[m.rel] = np.bincount(qk.filter(pl.col("grade") >= m.rel)["_qi"].to_numpy(), minlength=nq).astype(np.float64)
+        num_rel = num_rel_by[m.rel]
         if m.family == "nDCG":
             gain = (lambda x: np.power(2.0, x) - 1.0) if m.gain == "exponential" else (lambda x: x)
             dcg = (gain(grades[:, :k]) * discount[:k]).sum(axis=1)
@@ -254,12 +254,4 @@ def evaluate(
         values[name] = v[keep]
         ids[name] = [x for x, k_ in zip(qids, keep) if k_]
     return Evaluation(ids, values, policies, parsed, counts)
-
-
-def _num_relevant(qk: pl.DataFrame, index: dict[str, int], nq: int, rel: int) -> np.ndarray:
-    out = np.zeros(nq, dtype=np.float64)
-    rel_q = qk.filter(pl.col("grade") >= rel).group_by("query_id").len()
-    if rel_q.height:
-        out[np.fromiter((index[x] for x in rel_q["query_id"].to_list()), dtype=np.int64)] = rel_q["len"].to_numpy()
-    return out
 

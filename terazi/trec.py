@@ -23,9 +23,31 @@ def _lines(path: Path, ncols: int, what: str) -> pl.DataFrame:
     return parts
 
 
+def _fast(path: Path, names: list[str], types: dict, skip: int = 0) -> pl.DataFrame | None:
+    """Files separated by single spaces or tabs parse in one polars call; anything else returns None."""
+    with open(path, encoding="utf-8-sig") as f:
+        first = f.readline()
+    sep = "\t" if "\t" in first else " "
+    try:
+        df = pl.read_csv(path, separator=sep, has_header=False, new_columns=names, quote_char=None,
+                         schema_overrides=types, encoding="utf8-lossy", truncate_ragged_lines=False,
+                         skip_rows=skip)
+    except (pl.exceptions.PolarsError, ValueError):
+        return None
+    if df.width != len(names) or any(df[c].null_count() for c in types):
+        return None
+    return df
+
+
 def read_run(path: str | Path) -> pl.DataFrame:
     """`qid Q0 docid rank score tag` → (query_id, doc_id, score). Rank is ignored, as trec_eval does."""
-    p = _lines(Path(path), 6, "run")
+    path = Path(path)
+    if path.is_file():
+        fast = _fast(path, ["query_id", "q0", "doc_id", "rank", "score", "tag"],
+                     {"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
+        if fast is not None:
+            return fast.select("query_id", "doc_id", "score")
+    p = _lines(path, 6, "run")
     df = p.select(
         pl.col("lineno"),
         pl.col("p").list.get(0).alias("query_id"),
@@ -52,6 +74,14 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     ncols = len(first)
     if ncols not in (3, 4):
         raise DatasetError(path, 1, f"expected 3 (BEIR) or 4 (TREC) columns, got {ncols}")
+    names = ["query_id", "doc_id", "grade"] if ncols == 3 else ["query_id", "iter", "doc_id", "grade"]
+    fast = None if keep_lines else _fast(path, names, {"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
+                                         skip=int(header))
+    if fast is not None and not fast.filter(pl.col("grade") < 0).height \
+            and not fast.select(pl.struct("query_id", "doc_id").is_duplicated().any()).item():
+        if fast.height == 0:
+            raise DatasetError(path, None, "no judgments")
+        return fast.select("query_id", "doc_id", "grade")
     p = _lines(path, ncols, "qrels")
     if header:
         p = p.filter(pl.col("lineno") > 1)

@@ -1,0 +1,109 @@
+"""terazi's metrics vs pytrec_eval and ranx on 10,000 queries × 100 documents, file parsing included.
+
+    .venv/bin/pip install ranx        # optional; skipped with a note when absent
+    .venv/bin/python benchmarks/bench_metrics.py [--queries 10000] [--depth 100] [--repeat 3]
+
+Writes a TREC qrels and run file, then for each tool times: read both files + compute nDCG@10,
+RR@10, P@10, R@100 and AP@100 for every query. Checks that per-query values agree (1e-9) and
+prints the best time of `--repeat` runs and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+MEASURES = {"nDCG@10": "ndcg_cut_10", "RR@10": None, "P@10": "P_10", "R@100": "recall_100", "AP@100": "map_cut_100"}
+
+
+def make_files(folder: Path, n_q: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
+    rng = np.random.default_rng(seed)
+    qrels, run = folder / "qrels.txt", folder / "run.txt"
+    with open(qrels, "w") as fq, open(run, "w") as fr:
+        for q in range(n_q):
+            docs = rng.choice(5 * depth, size=depth, replace=False)
+            judged = rng.choice(5 * depth, size=20, replace=False)
+            for d in judged:
+                fq.write(f"q{q} 0 d{d} {rng.integers(0, 3)}\n")
+            scores = np.round(rng.random(depth), 3)  # 3 decimals: ties happen
+            for rank, (d, s) in enumerate(sorted(zip(docs, scores), key=lambda x: -x[1]), start=1):
+                fr.write(f"q{q} Q0 d{d} {rank} {s} bench\n")
+    return qrels, run
+
+
+def run_terazi(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
+    from terazi.metrics import evaluate
+    from terazi.trec import read_qrels, read_run
+
+    ev = evaluate(read_qrels(qrels), read_run(run), list(MEASURES))
+    return {m: ev.per_query_dict(m) for m in MEASURES}
+
+
+def run_pytrec(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
+    import pytrec_eval
+
+    with open(qrels) as f:
+        qd = pytrec_eval.parse_qrel(f)
+    with open(run) as f:
+        rd = pytrec_eval.parse_run(f)
+    res = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut.10", "P.10", "recall.100", "map_cut.100", "recip_rank"}).evaluate(rd)
+    # trec_eval's recip_rank has no cutoff: RR@10 is computed from it only where the first hit is in the top 10
+    out = {m: {q: v[k] for q, v in res.items()} for m, k in MEASURES.items() if k}
+    out["RR@10"] = {q: (v["recip_rank"] if v["recip_rank"] >= 0.1 else 0.0) for q, v in res.items()}
+    return out
+
+
+def run_ranx(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
+    from ranx import Qrels, Run, evaluate
+
+    q = Qrels.from_file(str(qrels), kind="trec")
+    r = Run.from_file(str(run), kind="trec")
+    names = {"nDCG@10": "ndcg@10", "RR@10": "mrr@10", "P@10": "precision@10", "R@100": "recall@100", "AP@100": "map@100"}
+    res = evaluate(q, r, list(names.values()), return_mean=False)
+    ids = list(r.keys())
+    return {m: dict(zip(ids, np.asarray(res[n]).tolist())) for m, n in names.items()}
+
+
+def best_of(fn, repeat: int, *args):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn(*args)
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        qrels, run = make_files(Path(tmp), args.queries, args.depth)
+        print(f"{args.queries} queries × {args.depth} documents; measures {', '.join(MEASURES)}")
+        t_ours, ours = best_of(run_terazi, args.repeat, qrels, run)
+        t_trec, trec = best_of(run_pytrec, args.repeat, qrels, run)
+        rows = [("terazi", t_ours), ("pytrec_eval", t_trec)]
+        for m in MEASURES:
+            diff = max(abs(ours[m][q] - trec[m][q]) for q in trec[m])
+            assert diff <= 1e-9, f"{m}: terazi and pytrec_eval differ by {diff}"
+        print("agreement with pytrec_eval: every measure, every query within 1e-9")
+        try:
+            run_ranx(qrels, run)  # first call compiles numba kernels; not timed
+            t_ranx, rx = best_of(run_ranx, args.repeat, qrels, run)
+            rows.append(("ranx (warm)", t_ranx))
+            worst = max(abs(ours[m][q] - rx[m][q]) for m in MEASURES for q in rx[m])
+            print(f"largest difference from ranx: {worst:.2e} (ranx breaks ties by input order, not trec_eval's rule)")
+        except ImportError:
+            print("ranx not installed: skipped (pip install ranx)")
+        for name, t in rows:
+            print(f"{name:>14}: {t:7.3f} s   ({t / t_ours:5.2f}× terazi)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""`terazi score` on TREC files: JSON contract, agreement with pytrec_eval, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytrec_eval
+from typer.testing import CliRunner
+
+from terazi.cli import app
+
+QRELS = "Q1 0 A 3\nQ1 0 B 2\nQ1 0 C 1\nQ1 0 D 0\nQ2 0 A 3\nQ2 0 B 2\nQ2 0 C 1\nQ2 0 D 0\nQ3 0 A 0\nQ3 0 B 0\n"
+# Q2 has a tie between C and B: trec_eval ranks the larger document id first (C before B)
+RUN = ("Q1 Q0 D 1 4 x\nQ1 Q0 A 2 3 x\nQ1 Q0 B 3 2 x\nQ1 Q0 C 4 1 x\n"
+       "Q2 Q0 A 1 3 x\nQ2 Q0 B 2 2 x\nQ2 Q0 C 3 2 x\nQ2 Q0 D 4 1 x\nQ3 Q0 A 1 2 x\nQ3 Q0 B 2 1 x\n")
+
+
+def _files(tmp_path):
+    (tmp_path / "q.txt").write_text(QRELS)
+    (tmp_path / "r.txt").write_text(RUN)
+    return str(tmp_path / "q.txt"), str(tmp_path / "r.txt")
+
+
+def test_json_output_has_aggregate_per_query_queries_and_contract(tmp_path):
+    q, r = _files(tmp_path)
+    res = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "-m", "RR@3", "-m", "nDCG@3",
+                                   "--format", "json", "--per-query"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert set(out) == {"aggregate", "per_query", "queries", "contract"}
+    assert out["aggregate"]["RR@3"] == 0.5
+    assert out["queries"]["no_relevant"]["RR@3"] == 1
+    assert out["contract"]["no_relevant"] == "zero"
+    with open(q) as fq, open(r) as fr:
+        ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.3"}).evaluate(pytrec_eval.parse_run(fr))
+    for qid, v in ref.items():
+        assert abs(out["per_query"]["nDCG@3"][qid] - v["ndcg_cut_3"]) < 1e-12
+
+
+def test_skip_policy_and_table_output(tmp_path):
+    q, r = _files(tmp_path)
+    res = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "-m", "RR@3", "--no-relevant", "skip",
+                                   "--format", "json"])
+    assert json.loads(res.output)["aggregate"]["RR@3"] == 0.75
+    table = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "-m", "RR@3"])
+    assert table.exit_code == 0 and "0.5000" in table.output and "1 (zero)" in table.output
+
+
+def test_errors_are_clear(tmp_path):
+    q, r = _files(tmp_path)
+    bad = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "-m", "nDCG@0"])
+    assert bad.exit_code == 2 and "positive integer" in bad.output
+    (tmp_path / "bad.txt").write_text("Q1 0 A 3\nQ1 0 B -2\n")
+    neg = CliRunner().invoke(app, ["score", "--qrels", str(tmp_path / "bad.txt"), "--run", r])
+    assert neg.exit_code == 2 and "line 2: negative grade -2" in neg.output.replace("\n", "")
+    pol = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "--unjudged", "maybe"])
+    assert pol.exit_code == 2 and "irrelevant, error" in pol.output
