@@ -264,6 +264,45 @@ def score(
         console.print(pq)
 
 
+@app.command()
+def corrupt(
+    condition: str = typer.Option(..., help="clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile"),
+    source: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
+                                            help="queries JSONL ({\"_id\": …, \"text\": …}); stdin when absent"),
+    seed: int = typer.Option(13),
+    rate: Optional[float] = typer.Option(None, help="typo: share of words edited; ascii_partial: share of letters stripped"),
+    slip_rate: Optional[float] = typer.Option(None, help="mobile: share of words with a neighbour-key slip"),
+    samples: int = typer.Option(1, min=1, help="samples per query (stochastic conditions only)"),
+) -> None:
+    """Corrupt queries the way people type; one JSONL record per variant on stdout."""
+    from pydantic import ValidationError
+
+    from schemas import Query
+    from terazi.corrupt import CONDITIONS
+    from terazi.corrupt import corrupt as corrupt_text
+    from terazi.corrupt import samples_for
+
+    if condition not in CONDITIONS:
+        _fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)}")
+    params = {k: v for k, v in (("rate", rate), ("slip_rate", slip_rate)) if v is not None}
+    k = samples_for(condition, samples, **params)
+    stream = open(source, encoding="utf-8-sig") if source else sys.stdin
+    where = str(source) if source else "stdin"
+    with stream:
+        for n, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                q = Query.model_validate_json(line)
+            except ValidationError as e:
+                _fail(f"{where}, line {n}: " + "; ".join(f"{'.'.join(map(str, x['loc'])) or 'record'}: {x['msg']}"
+                                                          for x in e.errors()))
+            for s in range(k):
+                text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, **params)
+                print(json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition,
+                                  "seed": seed, "sample": s, "changed": text != q.text}, ensure_ascii=False))
+
+
 @app.command("convert-squad")
 def convert_squad(
     source: Path = typer.Argument(..., exists=True, dir_okay=False, help="SQuAD-format JSON file"),

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from terazi.corrupt import CONDITIONS, KEY_NEIGHBOURS, colloquial, corrupt, mobile, typo_with_edits
+from tests.conftest import XQUAD_TR
 from terazi.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
 
 
@@ -120,3 +121,37 @@ def test_typo_changes_each_affected_word_by_exactly_its_edit(words, seed):
 
 def test_to_ascii_maps_every_turkish_letter():
     assert to_ascii("çğıöşüÇĞİÖŞÜ") == "cgiosuCGIOSU"
+
+
+def test_cli_writes_one_record_per_variant(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from terazi.cli import app
+
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"_id": "a", "text": "Türkiye\'nin başkenti neresi"}\n{"_id": "b", "text": "ok"}\n', encoding="utf-8")
+    res = CliRunner().invoke(app, ["corrupt", "--condition", "typo", "--samples", "3", "--rate", "0.5", str(src)])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in res.output.splitlines()]
+    assert [(r["_id"], r["sample"]) for r in recs] == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)]
+    assert all(r["changed"] for r in recs if r["_id"] == "a")
+    assert all(not r["changed"] and r["text"] == "ok" for r in recs if r["_id"] == "b")  # too short to edit
+    up = CliRunner().invoke(app, ["corrupt", "--condition", "upper"], input='{"_id": "x", "text": "ılık şehir"}\n')
+    assert json.loads(up.output) == {"_id": "x", "text": "ILIK ŞEHİR", "original": "ılık şehir", "condition": "upper",
+                                     "seed": 13, "sample": 0, "changed": True}
+
+
+@pytest.mark.skipif(not XQUAD_TR.is_file(), reason="../shared/data/xquad not present")
+def test_share_of_xquad_questions_changed():
+    from benchmarks.bench_corruptions import questions, shares
+
+    res = shares(questions(), samples=2, seed=13)
+    print({c: round(q, 3) for c, (q, _) in res.items()})
+    assert res["clean"][0] == 0.0
+    assert res["upper"][0] == 1.0  # every question has a lowercase letter
+    assert 0.9 < res["ascii_full"][0] < 1.0  # a few questions have no Turkish letter
+    assert res["ascii_partial"][0] <= res["ascii_full"][0]
+    assert res["typo"][0] > 0.99 and res["mobile"][0] > 0.99
+    assert 0.05 < res["colloquial"][0] < 0.6

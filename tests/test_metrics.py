@@ -153,13 +153,17 @@ def test_matches_pytrec_eval(data, k):
     qrels, run = data
     trec_measures = {m.format(k=k) for m in TREC} | {"recip_rank", "map"}
     ref = pytrec_eval.RelevanceEvaluator(qrels, trec_measures).evaluate(run)
-    ours = evaluate(qrels, run, [m.format(k=k) for m in TREC.values()] + ["RR@1000", "AP"])
+    ours = evaluate(qrels, run, [m.format(k=k) for m in TREC.values()] + ["RR@1000", "AP", f"RR@{k}"])
     for trec, name in list(TREC.items()) + [("recip_rank", "RR@1000"), ("map", "AP")]:
         t = trec.format(k=k).replace(".", "_") if "{k}" in trec else trec
         n = name.format(k=k)
         got = ours.per_query_dict(n)
         for qid, values in ref.items():
             assert got[qid] == pytest.approx(values[t], abs=1e-9), (n, qid, qrels[qid], run[qid])
+    # trec_eval's recip_rank has no cutoff: RR@k equals it when the first hit is within the top k
+    for qid, values in ref.items():
+        expected = values["recip_rank"] if values["recip_rank"] >= 1 / k - 1e-12 else 0.0
+        assert ours.per_query_dict(f"RR@{k}")[qid] == pytest.approx(expected, abs=1e-9)
 
 
 def test_vectorised_over_many_queries():
