@@ -110,9 +110,9 @@ class EvalConfig(_Config):
     @field_validator("conditions")
     @classmethod
     def _known_conditions(cls, v: list[str]) -> list[str]:
-        unknown = [c for c in v if c not in CONDITIONS]
+        unknown = [c for c in v if any(p not in CONDITIONS for p in c.split("+"))]
         if unknown:
-            raise ValueError(f"unknown condition(s) {unknown}; known: {list(CONDITIONS)}")
+            raise ValueError(f"unknown condition(s) {unknown}; known: {list(CONDITIONS)}, composable with '+'")
         if "clean" not in v:
             v = ["clean", *v]
         return list(dict.fromkeys(v))

@@ -266,7 +266,8 @@ def score(
 
 @app.command()
 def corrupt(
-    condition: str = typer.Option(..., help="clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile"),
+    condition: str = typer.Option(..., help="clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile; "
+                                                 "compose with '+', e.g. upper+typo"),
     source: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
                                             help="queries JSONL ({\"_id\": …, \"text\": …}); stdin when absent"),
     seed: int = typer.Option(13),
@@ -282,8 +283,8 @@ def corrupt(
     from terazi.corrupt import corrupt as corrupt_text
     from terazi.corrupt import samples_for
 
-    if condition not in CONDITIONS:
-        _fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)}")
+    if any(p not in CONDITIONS for p in condition.split("+")):
+        _fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")
     params = {k: v for k, v in (("rate", rate), ("slip_rate", slip_rate)) if v is not None}
     k = samples_for(condition, samples, **params)
     stream = open(source, encoding="utf-8-sig") if source else sys.stdin

@@ -203,20 +203,28 @@ def sample_rng(seed: int, condition: str, query_id: str, sample: int) -> random.
     return random.Random(f"terazi|{seed}|{condition}|{query_id}|{sample}")
 
 
+def parts(condition: str) -> list[Condition]:
+    """`upper+typo` composes conditions left to right; each name must be known."""
+    out = []
+    for name in condition.split("+"):
+        if name not in CONDITIONS:
+            raise ValueError(f"unknown condition {name!r}; known: {sorted(CONDITIONS)} (compose with '+')")
+        out.append(CONDITIONS[name])
+    return out
+
+
 def corrupt(text: str, condition: str, seed: int = 0, query_id: str = "", sample: int = 0, **params: float) -> str:
     """One variant of `text`; never empty (an emptied query is returned unchanged)."""
-    try:
-        cond = CONDITIONS[condition]
-    except KeyError:
-        raise ValueError(f"unknown condition {condition!r}; known: {sorted(CONDITIONS)}") from None
-    kwargs = {k: v for k, v in params.items() if k in cond.params}
-    out = cond.fn(text, sample_rng(seed, condition, query_id, sample), **kwargs)
+    out = text
+    for cond in parts(condition):
+        kwargs = {k: v for k, v in params.items() if k in cond.params}
+        out = cond.fn(out, sample_rng(seed, cond.name, query_id, sample), **kwargs)
     return out if out.strip() else text
 
 
 def samples_for(condition: str, samples: int, **params: float) -> int:
     """How many samples a condition needs: 1 when it is deterministic."""
-    cond = CONDITIONS[condition]
-    if not cond.stochastic or (condition == "mobile" and params.get("slip_rate", 0.05) == 0):
-        return 1
-    return samples
+    for cond in parts(condition):
+        if cond.stochastic and not (cond.name == "mobile" and params.get("slip_rate", 0.05) == 0):
+            return samples
+    return 1

@@ -155,3 +155,13 @@ def test_share_of_xquad_questions_changed():
     assert res["ascii_partial"][0] <= res["ascii_full"][0]
     assert res["typo"][0] > 0.99 and res["mobile"][0] > 0.99
     assert 0.05 < res["colloquial"][0] < 0.6
+
+
+def test_conditions_compose_left_to_right():
+    text = "Işık şehirde yanıyor"
+    up_typo = corrupt(text, "upper+typo", seed=3, query_id="q", rate=1.0)
+    assert up_typo == corrupt(tr_upper(text), "typo", seed=3, query_id="q", rate=1.0)
+    assert corrupt(text, "upper+ascii_full") == "ISIK SEHIRDE YANIYOR"
+    assert corrupt(text, "ascii_full+upper") == "ISİK SEHİRDE YANİYOR"  # order matters: ascii i, then Turkish upper
+    with pytest.raises(ValueError, match="unknown condition 'shout'"):
+        corrupt(text, "upper+shout")
