@@ -44,7 +44,8 @@ def evaluate(config: EvalConfig) -> RunManifest:
         futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
         vs = [f.result() for f in futures]
         variants += vs
-        cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline)
+        cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
+                           config.candidates.get(ds.name))
         candidates.append(cs)
         systems = [first_stage_task(ds, cs, out)]
         for spec in config.rerankers:

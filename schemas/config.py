@@ -97,6 +97,8 @@ class EvalConfig(_Config):
     rerankers: list[RerankerSpec] = Field(default_factory=list)
     conditions: list[str] = Field(default_factory=lambda: ["clean", "upper", "ascii_full", "mobile", "typo"])
     corruption: CorruptionSpec = Field(default_factory=CorruptionSpec)
+    candidates: dict[str, str] = Field(default_factory=dict,
+                                       description="dataset label → frozen candidate fingerprint to reuse as it is")
     depth: int = Field(100, ge=1, description="first-stage candidates per query")
     rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores")
     metrics: list[str] = Field(default_factory=lambda: ["nDCG@10", "RR@10"])
@@ -130,6 +132,9 @@ class EvalConfig(_Config):
         labels = [d.label for d in self.datasets]
         if len(set(labels)) != len(labels):
             raise ValueError(f"dataset labels must be unique, got {labels}")
+        stray = [k for k in self.candidates if k not in labels]
+        if stray:
+            raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
         names = [r.name for r in self.rerankers]
         if len(set(names)) != len(names):
             raise ValueError(f"reranker names must be unique, got {names}")

@@ -40,8 +40,32 @@ def candidates_file_name(condition: str, sample: int, samples: int) -> str:
     return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
 
 
+def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> CandidateSet:
+    """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
+    for path in (Path(cache_dir).resolve() / "candidates").glob("*/manifest.json"):
+        body = json.loads(path.read_text())
+        if body.get("fingerprint") == fingerprint_:
+            if body["dataset_fingerprint"] != dataset.fingerprint:
+                raise ValueError(f"candidates {fingerprint_} were frozen for another version of dataset "
+                                 f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
+            return CandidateSet.model_validate({**body, "reused": True})
+    raise ValueError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
+
+
 def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
-             cache_dir: str, offline: bool = False) -> CandidateSet:
+             cache_dir: str, offline: bool = False, frozen: str | None = None) -> CandidateSet:
+    """Frozen candidates for every variant: reused when they exist (or when `frozen` names them)."""
+    if frozen:
+        cs = find_frozen(cache_dir, frozen, dataset)
+        have = pl.read_parquet(cs.path, columns=["condition", "sample", "query_id"]).unique()
+        need = read_variants(variant_sets).select("condition", "sample", "query_id")
+        missing = need.join(have, on=["condition", "sample", "query_id"], how="anti")
+        if missing.height:
+            c, s_, q = missing.row(0)
+            raise ValueError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
+                             f"{c} sample {s_}: use the conditions, samples and seed they were frozen with")
+        log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
+        return cs
     start = time.perf_counter()
     ds = open_dataset(dataset)
     variants = read_variants(variant_sets).sort("condition", "sample", "query_id")

@@ -14,7 +14,7 @@ log = logging.getLogger("terazi.retrieval")
 def encode(model, texts: list[str], batch_size: int, prefix: str = "", progress: bool = False) -> np.ndarray:
     """Unit-normalised float32 embeddings, so inner product is cosine similarity."""
     if not texts:
-        return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
     emb = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
                        normalize_embeddings=True, show_progress_bar=progress)
     return np.ascontiguousarray(emb, dtype=np.float32)

@@ -1,0 +1,78 @@
+"""Frozen first stage: stable fingerprints, reuse, and sensitivity to corpus, encoder and depth."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import polars as pl
+import pytest
+
+from schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+from tasks.corrupt import corrupt_queries
+from tasks.load import load_dataset
+from tasks.retrieve import retrieve
+
+
+@pytest.fixture(scope="module")
+def tiny_bi_encoder(tmp_path_factory, minilm_path):
+    """A 2-layer random bi-encoder (Transformer + mean pooling + Normalize) with MiniLM's tokenizer."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-bi")
+    hf = folder / "hf"
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(hf)
+    tok.save_pretrained(hf)
+    word = models.Transformer(str(hf), max_seq_length=64)
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()])
+    st.save(str(folder / "st"), create_model_card=False)
+    return str(folder / "st")
+
+
+def prepare(root, out):
+    ds = load_dataset(DatasetSpec(path=str(root), name="tiny"))
+    vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(out)) for c in ("clean", "upper")]
+    return ds, vs
+
+
+def test_fingerprint_stable_and_reused(tmp_path, tiny_dataset):
+    ds, vs = prepare(tiny_dataset, tmp_path / "run")
+    a = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
+    b = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
+    assert not a.reused and b.reused and a.fingerprint == b.fingerprint
+    fresh = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c2"), offline=True)  # recomputed from scratch
+    assert not fresh.reused and fresh.fingerprint == a.fingerprint
+    cands = pl.read_parquet(a.path)
+    assert cands.group_by("condition", "query_id").len()["len"].to_list() == [10] * 8
+    assert (tmp_path / "c1" / "candidates" / a.lookup_key / "runs" / "upper.trec").is_file()
+    assert a.recall["clean"] > 0 and a.index == {"type": "IndexFlatIP"}
+    manifest = json.loads((tmp_path / "c1" / "candidates" / a.lookup_key / "manifest.json").read_text())
+    assert manifest["fingerprint"] == a.fingerprint and manifest["faiss_version"]
+
+    # named by fingerprint: reused as it is, even with another encoder in the config
+    named = retrieve(ds, vs, EncoderSpec(model="/nonexistent"), 10, str(tmp_path / "c1"), True, frozen=a.fingerprint)
+    assert named.reused and named.fingerprint == a.fingerprint
+    with pytest.raises(ValueError, match="no frozen candidates"):
+        retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), True, frozen="0" * 16)
+
+
+def test_fingerprint_changes_with_corpus_encoder_and_depth(tmp_path, tiny_dataset, tiny_bi_encoder):
+    ds, vs = prepare(tiny_dataset, tmp_path / "run")
+    cache = str(tmp_path / "cache")
+    base = retrieve(ds, vs, EncoderSpec(), 10, cache, offline=True).fingerprint
+    assert retrieve(ds, vs, EncoderSpec(), 9, cache, offline=True).fingerprint != base
+    assert retrieve(ds, vs, EncoderSpec(model=tiny_bi_encoder), 10, cache, offline=True).fingerprint != base
+    assert retrieve(ds, vs, EncoderSpec(index="hnsw"), 10, cache, offline=True).index["type"] == "IndexHNSWFlat"
+
+    changed = tmp_path / "changed"
+    shutil.copytree(tiny_dataset, changed)
+    with open(changed / "corpus.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"_id": "d13", "text": "Karadeniz'de hamsi kışın bol olur."}, ensure_ascii=False) + "\n")
+    ds2, vs2 = prepare(changed, tmp_path / "run2")
+    assert ds2.fingerprint != ds.fingerprint
+    assert retrieve(ds2, vs2, EncoderSpec(), 10, cache, offline=True).fingerprint != base
