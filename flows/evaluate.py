@@ -13,7 +13,7 @@ from pathlib import Path
 
 from prefect import flow
 
-from schemas import EvalConfig, RunManifest
+from schemas import FIRST_STAGE, EvalConfig, RunManifest
 from tasks.aggregate import aggregate_task, publish_task
 from tasks.corrupt import corrupt_queries_task
 from tasks.load import load_dataset_task
@@ -28,6 +28,29 @@ def run_folder(config: EvalConfig) -> Path:
     path = (Path(config.out_dir) / name).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def task_runner(config: EvalConfig):
+    """The runner the config asks for: threads by default, Dask or Ray to spread model tasks out."""
+    if config.task_runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if config.task_runner_address:
+            return DaskTaskRunner(address=config.task_runner_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": config.task_runner_workers, "threads_per_worker": 1,
+                                              "processes": True})
+    if config.task_runner == "ray":
+        from prefect_ray import RayTaskRunner
+
+        return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner()
+
+
+def run_evaluation(config: EvalConfig) -> RunManifest:
+    """Run the flow with the task runner named in the config."""
+    return evaluate.with_options(task_runner=task_runner(config))(config)
 
 
 @flow(name="terazi-evaluate", log_prints=True, validate_parameters=True)
@@ -47,14 +70,16 @@ def evaluate(config: EvalConfig) -> RunManifest:
         cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
                            config.candidates.get(ds.name))
         candidates.append(cs)
-        systems = [first_stage_task(ds, cs, out)]
+        # model rows go to the task runner (threads, or Dask/Ray workers); fusion waits for its inputs
+        systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
+        for spec in config.rerankers:
+            if spec.kind != "rrf":
+                systems[spec.name] = rerank_task.submit(ds, cs, vs, spec, config.rerank_depth, cache, out, config.offline)
         for spec in config.rerankers:
             if spec.kind == "rrf":
-                systems.append(fuse_task(ds, spec, systems, config.rerank_depth, out))
-            else:
-                systems.append(rerank_task(ds, cs, vs, spec, config.rerank_depth, cache, out, config.offline))
-        rankings += systems
-        score_futures = [score_task.submit(ds, r, vs, config.metrics, out) for r in systems]
+                systems[spec.name] = fuse_task.submit(ds, spec, [systems[n] for n in spec.fuse], config.rerank_depth, out)
+        score_futures = [score_task.submit(ds, r, vs, config.metrics, out) for r in systems.values()]
+        rankings += [f.result() for f in systems.values()]
         scores += [f.result() for f in score_futures]
 
     board = aggregate_task(datasets, variants, scores, config, out)

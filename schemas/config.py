@@ -104,6 +104,12 @@ class EvalConfig(_Config):
     metrics: list[str] = Field(default_factory=lambda: ["nDCG@10", "RR@10"])
     headline: str = Field("nDCG@10", description="metric of the leaderboard")
     seed: int = 13
+    bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    holm: bool = Field(False, description="Holm correction across the cells of each pairwise comparison")
+    task_runner: Literal["thread", "dask", "ray"] = Field("thread", description="where model tasks run")
+    task_runner_workers: int = Field(2, ge=1, description="local Dask workers (when no address is given)")
+    task_runner_address: str | None = Field(None, description="existing Dask scheduler or Ray cluster address")
     out_dir: str = "results"
     cache_dir: str = ".terazi-cache"
     run_name: str | None = Field(None, description="results sub-folder; default: time stamp")

@@ -122,6 +122,9 @@ class LeaderboardRow(_Manifest):
     borda_rank: int
     mean_task: float | None
     mean_task_type: float | None
+    group: int | None = Field(None, description="significance group (1 = top)")
+    ci_low: float | None = None
+    ci_high: float | None = None
     per_dataset: dict[str, float]
     per_condition: dict[str, float]
     retention: dict[str, float | None]

@@ -9,7 +9,7 @@ import polars as pl
 from prefect import task
 
 from schemas import DatasetManifest, EvalConfig, LeaderboardRow, ScoreSet, VariantSet
-from terazi import leaderboard, summary
+from terazi import analysis, leaderboard, report, summary
 
 log = logging.getLogger("terazi.aggregate")
 
@@ -38,7 +38,7 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
 
 
 def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict) -> str:
-    cols = [c for c in board.columns if c not in ("mean_task_available", "tasks")]
+    cols = [c for c in board.columns if c not in ("mean_task_available", "tasks", "ci_low", "ci_high")]
 
     def fmt(v) -> str:
         if v is None:
@@ -70,19 +70,41 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed}
                                for v in variant_sets])
     conditions.write_csv(run / "conditions.csv")
+    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    headline = per_query.filter(pl.col("measure") == config.headline)
+    stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
+    intervals = analysis.system_intervals(headline, ranked, *stats_args)
     board = leaderboard_table(per_query, datasets, config.headline, config.conditions)
+    board = board.join(intervals.select("system", "group", "ci_low", "ci_high"), on="system", how="left")
+    front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
+    board = board.select(front + [c for c in board.columns if c not in front])
     board.write_csv(run / "leaderboard.csv")
     c = score_sets[0].contracts[0].model_dump()
-    contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")}}
+    contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
+                "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
+                             f"{config.confidence:.0%} percentile interval"}
     (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract))
 
-    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    retention = analysis.retention_intervals(headline, ranked, config.conditions, *stats_args)
+    retention.write_csv(run / "retention.csv")
+    pairs = analysis.pairwise(headline, [d.name for d in datasets], config.conditions, *stats_args, correct=config.holm)
+    pairs.write_csv(run / "comparisons.csv")
+    pair_summary = analysis.pairwise_summary(pairs)
+    per_dataset = summary.cell_means(headline).pivot(on="condition", index=["dataset", "system"], values="mean") \
+        .sort("dataset", "system")
+    page = report.render(title=f"terazi report: {run.name}", headline=config.headline, board=board, intervals=intervals,
+                         per_dataset=per_dataset, retention=retention, pair_summary=pair_summary, pairs=pairs,
+                         conditions=conditions, contract=contract,
+                         correction="Holm across each pair's cells" if config.holm else "none")
+    (run / "report.html").write_text(page, encoding="utf-8")
+
     cond_cols = [c for c in config.conditions if c != "clean" and c in board.columns]
     rows = []
     for r in board.iter_rows(named=True):
         rows.append(LeaderboardRow(
             system=r["system"], borda_votes=r["borda_votes"], borda_rank=r["borda_rank"], mean_task=r["mean_task"],
             mean_task_type=r["mean_task_type"], per_dataset={d.name: r[d.name] for d in datasets if r.get(d.name) is not None},
+            group=r["group"], ci_low=r["ci_low"], ci_high=r["ci_high"],
             per_condition={"clean": r["mean_task_available"], **{c: r[c] for c in cond_cols}},
             retention={c: r.get(f"{c} retention") for c in cond_cols}))
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked), run)
@@ -93,11 +115,18 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str) -> None:
     """The leaderboard as a Prefect table artifact and the markdown report as a markdown artifact."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-    table = [{"rank": r.borda_rank, "system": r.system, "borda": r.borda_votes,
+    table = [{"rank": r.borda_rank, "system": r.system, "borda": r.borda_votes, "group": r.group,
               "mean_task": None if r.mean_task is None else round(r.mean_task, 4),
               **{k: round(v, 4) for k, v in r.per_condition.items() if v is not None},
               **{f"{k} retention": round(v, 4) for k, v in r.retention.items() if v is not None}} for r in board_rows]
     create_table_artifact(table=table, key="terazi-leaderboard", description=f"terazi leaderboard ({run_dir})")
+    run = Path(run_dir)
+    retention = pl.read_csv(run / "retention.csv")
+    create_table_artifact(table=retention.to_dicts(), key="terazi-retention",
+                          description="retention per system and condition, over the queries each condition changed")
+    pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
+    create_table_artifact(table=pairs.to_dicts(), key="terazi-comparisons",
+                          description="pairwise comparisons: cells better / no difference / worse")
     create_markdown_artifact(markdown=(Path(run_dir) / "leaderboard.md").read_text(), key="terazi-report",
                              description="leaderboard, conditions and metric contract")
 

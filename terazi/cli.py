@@ -101,11 +101,11 @@ def _run(raw: dict) -> None:
     from terazi.models import ModelError
 
     err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
-    from flows.evaluate import evaluate
+    from flows.evaluate import run_evaluation
 
     t0 = time.perf_counter()
     try:
-        manifest = evaluate(config)
+        manifest = run_evaluation(config)
     except (DatasetError, ModelError) as e:
         _fail(str(e))
     print_leaderboard(Path(manifest.run_dir) / "leaderboard.csv", config.headline)
@@ -126,17 +126,21 @@ def print_leaderboard(path: Path, headline: str) -> None:
 
     board = pl.read_csv(path)
     conditions = [c for c in board.columns if f"{c} retention" in board.columns]  # config order
-    datasets = [c for c in board.columns if c not in {"system", "borda_votes", "borda_rank", "mean_task",
-                "mean_task_type", "mean_task_available", "tasks"} and c not in conditions and not c.endswith(" retention")]
-    table = Table(title=f"terazi leaderboard — {headline} (clean; corrupted with retention)")
-    for c in ["#", "system", "Borda", "Mean (Task)", "Mean (TaskType)", *(datasets if len(datasets) > 1 else []), *conditions]:
+    datasets = [c for c in board.columns if c not in {"system", "borda_votes", "borda_rank", "mean_task", "group", "ci_low",
+                "ci_high", "mean_task_type", "mean_task_available", "tasks"} and c not in conditions and not c.endswith(" retention")]
+    table = Table(title=f"terazi leaderboard — {headline} (clean; corrupted with retention)",
+                  caption="group: systems in one group are not significantly different (paired bootstrap)")
+    for c in ["#", "system", "Borda", "group", "Mean (Task) [95% CI]", "Mean (TaskType)",
+              *(datasets if len(datasets) > 1 else []), *conditions]:
         table.add_column(c, justify="left" if c == "system" else "right")
 
     def num(v, fmt="{:.4f}") -> str:
         return "–" if v is None else fmt.format(v)
 
     for r in board.iter_rows(named=True):
-        cells = [str(r["borda_rank"]), r["system"], num(r["borda_votes"], "{:g}"), num(r["mean_task"]), num(r["mean_task_type"])]
+        ci = f" [{num(r['ci_low'], '{:.3f}')}, {num(r['ci_high'], '{:.3f}')}]" if r["mean_task"] is not None else ""
+        cells = [str(r["borda_rank"]), r["system"], num(r["borda_votes"], "{:g}"), str(r["group"]),
+                 num(r["mean_task"]) + ci, num(r["mean_task_type"])]
         cells += [num(r[d]) for d in datasets] if len(datasets) > 1 else []
         cells += [f"{num(r[c])} ({num(r[f'{c} retention'], '{:.0%}')})" for c in conditions]
         table.add_row(*cells)
@@ -302,6 +306,68 @@ def corrupt(
                 text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, **params)
                 print(json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition,
                                   "seed": seed, "sample": s, "changed": text != q.text}, ensure_ascii=False))
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="CSV or parquet: system,task,task_type,score"),
+    fmt: str = typer.Option("table", "--format", help="table | csv | json"),
+    out_of_ranking: list[str] = typer.Option([], "--out-of-ranking", help="task shown but not aggregated (repeatable)"),
+) -> None:
+    """Borda count, Mean (Task) and Mean (TaskType) from any long score table (MTEB semantics)."""
+    import polars as pl
+
+    from terazi.leaderboard import aggregate
+
+    try:
+        long = pl.read_parquet(source) if source.suffix == ".parquet" else pl.read_csv(source, infer_schema_length=None)
+        board = aggregate(long, set(out_of_ranking))
+    except (ValueError, pl.exceptions.PolarsError) as e:
+        _fail(f"{source}: {e}")
+    cols = ["system", "borda_votes", "borda_rank", "mean_task", "mean_task_type"]
+    board = board.select(*cols, "mean_task_available")
+    if fmt == "json":
+        print(json.dumps(board.select(cols).to_dicts(), indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        sys.stdout.write(board.select(cols).write_csv())
+    elif fmt == "table":
+        table = Table(title=f"{source.name}: Borda count (MTEB semantics)",
+                      caption="Mean (Task)/(TaskType) are empty for systems missing a task; "
+                              "'available' averages the tasks a system has")
+        for c in ("#", "system", "Borda", "Mean (Task)", "Mean (TaskType)", "Mean (available)"):
+            table.add_column(c, justify="left" if c == "system" else "right")
+        for r in board.iter_rows(named=True):
+            table.add_row(str(r["borda_rank"]), r["system"], f"{r['borda_votes']:g}",
+                          *("–" if r[k] is None else f"{r[k]:.4f}" for k in ("mean_task", "mean_task_type", "mean_task_available")))
+        console.print(table)
+    else:
+        _fail(f"--format must be table, csv or json, got {fmt!r}")
+
+
+@app.command()
+def serve(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
+                                          help="benchmark config for both deployments' defaults (default: the demo)"),
+    cron: str = typer.Option("0 2 * * *", help="nightly schedule (cron)"),
+    timezone: str = typer.Option("Europe/Istanbul", help="time zone of the schedule"),
+    limit: Optional[int] = typer.Option(None, help="most flow runs at once"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Serve the ad-hoc and nightly deployments from this process (needs PREFECT_API_URL for a lasting server)."""
+    _setup(verbose)
+    from pydantic import ValidationError
+
+    from deployments.evaluate import load_config, serve_all
+
+    try:
+        cfg = load_config(config)
+    except ValidationError as e:
+        _fail(f"invalid configuration {config}:\n{e}")
+    if not os.environ.get("PREFECT_API_URL"):
+        err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
+                  "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
+    err.print(f"serving terazi-run/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
+    serve_all(cfg, cron, timezone, limit)
 
 
 @app.command("convert-squad")

@@ -33,39 +33,54 @@ class PairScorer(Protocol):
     def score(self, pairs: list[Pair]) -> np.ndarray: ...
 
 
-class CrossEncoderScorer:
-    """sentence-transformers CrossEncoder; loaded on first use so a fully cached run never loads it."""
+class _ModelScorer:
+    """A sentence-transformers model loaded on first use, so a fully cached run never loads it."""
+
+    kind = ""
 
     def __init__(self, ref: ModelRef, max_length: int | None, batch_size: int, device: str, trust_remote_code: bool):
         self.ref, self.batch_size, self.device, self.trust = ref, batch_size, device, trust_remote_code
         self.max_length = max_length or 0
-        self.identity = f"cross-encoder:{ref.identity}"
+        self.identity = f"{self.kind}:{ref.identity}"
         self._model = None
 
-    def score(self, pairs: list[Pair]) -> np.ndarray:
+    def _load(self):
+        raise NotImplementedError
+
+    @property
+    def model(self):
         if self._model is None:
-            self._model = load_cross_encoder(self.ref, self.device, self.max_length or None, self.trust)
-        out = self._model.predict([(p.query, p.doc) for p in pairs], batch_size=self.batch_size,
-                                  show_progress_bar=False, convert_to_numpy=True)
+            self._model = self._load()
+        return self._model
+
+
+class CrossEncoderScorer(_ModelScorer):
+    """sentence-transformers CrossEncoder (CUDA fp16 when present)."""
+
+    kind = "cross-encoder"
+
+    def _load(self):
+        return load_cross_encoder(self.ref, self.device, self.max_length or None, self.trust)
+
+    def score(self, pairs: list[Pair]) -> np.ndarray:
+        out = self.model.predict([(p.query, p.doc) for p in pairs], batch_size=self.batch_size,
+                                 show_progress_bar=False, convert_to_numpy=True)
         return np.asarray(out, dtype=np.float64).reshape(len(pairs), -1)[:, -1]
 
 
-class BiEncoderScorer:
+class BiEncoderScorer(_ModelScorer):
     """Cosine similarity of a sentence-transformers bi-encoder's embeddings."""
 
-    def __init__(self, ref: ModelRef, max_length: int | None, batch_size: int, device: str, trust_remote_code: bool):
-        self.ref, self.batch_size, self.device, self.trust = ref, batch_size, device, trust_remote_code
-        self.max_length = max_length or 0
-        self.identity = f"bi-encoder:{ref.identity}"
-        self._model = None
+    kind = "bi-encoder"
+
+    def _load(self):
+        return load_bi_encoder(self.ref, self.device, self.max_length or None, self.trust)
 
     def score(self, pairs: list[Pair]) -> np.ndarray:
-        if self._model is None:
-            self._model = load_bi_encoder(self.ref, self.device, self.max_length or None, self.trust)
         queries = list(dict.fromkeys(p.query for p in pairs))
         docs = list(dict.fromkeys(p.doc for p in pairs))
-        qe = self._model.encode(queries, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        de = self._model.encode(docs, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        qe = self.model.encode(queries, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        de = self.model.encode(docs, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
         qi = {t: i for i, t in enumerate(queries)}
         di = {t: i for i, t in enumerate(docs)}
         a = qe[[qi[p.query] for p in pairs]]

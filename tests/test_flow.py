@@ -40,7 +40,18 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
         assert (run / name).is_file(), name
     board = pl.read_csv(run / "leaderboard.csv")
     assert set(board["system"]) == {"first-stage", "bm25", "tiny-ce", "hybrid"}
-    assert {"upper", "typo", "upper retention", "typo retention"} <= set(board.columns)
+    assert {"upper", "typo", "upper retention", "typo retention", "group", "ci_low", "ci_high"} <= set(board.columns)
+    assert (board["ci_low"] <= board["mean_task"]).all() and (board["mean_task"] <= board["ci_high"]).all()
+    page = (run / "report.html").read_text()
+    for anchor in ('id="leaderboard"', 'id="per-dataset"', 'id="retention"', 'id="pairwise-summary"', 'id="pairwise"',
+                   'id="plot-scores"', 'id="plot-retention"'):
+        assert anchor in page, anchor
+    assert page.count('src="data:image/png;base64,') == 2 and "http" not in page.split("<body>")[1][:200]
+    comparisons = pl.read_csv(run / "comparisons.csv")
+    assert comparisons.height == 6 * 3  # 4 systems -> 6 pairs, 1 dataset x 3 conditions
+    assert set(comparisons["verdict"]) <= {"better", "no difference", "worse"}
+    retention = pl.read_csv(run / "retention.csv")
+    assert set(retention["condition"]) == {"upper", "typo"} and retention.height == 8
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["candidates"][0]["fingerprint"] == m1.candidates[0].fingerprint
     assert manifest["config"]["rerank_depth"] == 5
@@ -67,7 +78,7 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
 
     import asyncio
 
-    assert {"terazi-leaderboard", "terazi-report"} <= asyncio.run(artifact_keys())
+    assert {"terazi-leaderboard", "terazi-report", "terazi-retention", "terazi-comparisons"} <= asyncio.run(artifact_keys())
 
 
 def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_path, tiny_dataset):

@@ -53,3 +53,27 @@ def test_retention_by_hand():
     })
     r = retention(pq, "nDCG@10", ["d"]).row(0, named=True)
     assert r["retention"] == pytest.approx(0.75) and r["changed_queries"] == 1
+
+
+def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from terazi.cli import app
+
+    src = tmp_path / "mteb-like.csv"
+    src.write_text("system,task,task_type,score\n" + "\n".join(
+        f"{s},{t},{tt},{'' if v != v else v}" for s, t, tt, v in long_table().iter_rows()) + "\n")
+    res = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert [r["system"] for r in rows] == ["A", "B", "C", "D"]
+    assert [r["borda_rank"] for r in rows] == [1, 1, 3, 4]
+    assert rows[2]["mean_task"] is None and set(rows[0]) == {"system", "borda_votes", "borda_rank", "mean_task", "mean_task_type"}
+    csv = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "csv"])
+    assert csv.output.splitlines()[0] == "system,borda_votes,borda_rank,mean_task,mean_task_type"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,score\nA,1\n")
+    err = CliRunner().invoke(app, ["leaderboard", str(bad)])
+    assert err.exit_code == 2 and "missing column" in err.output
