@@ -92,7 +92,9 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     pair_summary = analysis.pairwise_summary(pairs)
     per_dataset = summary.cell_means(headline).pivot(on="condition", index=["dataset", "system"], values="mean") \
         .sort("dataset", "system")
-    page = report.render(title=f"terazi report: {run.name}", headline=config.headline, board=board, intervals=intervals,
+    per_dataset = per_dataset.select("dataset", "system", *[c for c in config.conditions if c in per_dataset.columns])
+    page = report.render(title=f"terazi report: {run.name}", headline=config.headline,
+                         board=board.drop("mean_task_available", "tasks"), intervals=intervals,
                          per_dataset=per_dataset, retention=retention, pair_summary=pair_summary, pairs=pairs,
                          conditions=conditions, contract=contract,
                          correction="Holm across each pair's cells" if config.holm else "none")

@@ -119,3 +119,25 @@ def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_data
     b = pl.read_csv(Path(dask.run_dir) / "leaderboard.csv")
     assert a.equals(b)
     assert all(r.pairs_scored > 0 for r in dask.reranks if r.system == "bm25")  # scored afresh on the workers
+
+
+def test_nightly_publishes_what_changed(prefect_server, tmp_path, tiny_dataset):
+    from prefect.client.orchestration import get_client
+
+    from flows.service import nightly
+
+    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset))
+    first = nightly(cfg)
+    assert "first nightly run" in first
+    time.sleep(1.1)  # run folders are named by the second
+    second_cfg = cfg.model_copy(update={"rerankers": cfg.rerankers[:1]})  # tonight the hybrid row is gone
+    second = nightly(second_cfg)
+    assert "systems gone: hybrid" in second
+    runs = sorted((tmp_path / "results").iterdir())
+    assert len(runs) == 2 and (runs[-1] / "changes.md").read_text() == second
+
+    async def keys():
+        async with get_client() as client:
+            return {a.key for a in await client.read_artifacts()}
+
+    assert "terazi-nightly-changes" in asyncio.run(keys())
