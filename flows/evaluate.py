@@ -82,7 +82,7 @@ def evaluate(config: EvalConfig) -> RunManifest:
         rankings += [f.result() for f in systems.values()]
         scores += [f.result() for f in score_futures]
 
-    board = aggregate_task(datasets, variants, scores, config, out)
+    board = aggregate_task(datasets, variants, candidates, scores, config, out)
     publish_task(board, out)
     manifest = RunManifest(
         terazi_version=__version__, run_dir=out, started=started, seconds=round(time.perf_counter() - t0, 2),

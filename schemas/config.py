@@ -44,7 +44,8 @@ class EncoderSpec(_Config):
     query_prefix: str = ""
     document_prefix: str = ""
     device: str = "auto"
-    index: Literal["flat", "hnsw", "ivf"] = "flat"
+    index: Literal["flat", "hnsw", "ivf", "auto"] = Field(
+        "flat", description="flat = exact; auto = exact up to 500k documents, HNSW above")
     hnsw_m: int = Field(32, ge=4)
     hnsw_ef_search: int = Field(256, ge=1)
     ivf_nlist: int = Field(256, ge=1)

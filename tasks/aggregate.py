@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import DatasetManifest, EvalConfig, LeaderboardRow, ScoreSet, VariantSet
+from schemas import CandidateSet, DatasetManifest, EvalConfig, LeaderboardRow, ScoreSet, VariantSet
 from terazi import analysis, leaderboard, report, summary
 
 log = logging.getLogger("terazi.aggregate")
@@ -37,7 +37,8 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     return board.select([c for c in board.columns if c not in ordered] + ordered)
 
 
-def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict) -> str:
+def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict,
+             candidates: list[CandidateSet]) -> str:
     cols = [c for c in board.columns if c not in ("mean_task_available", "tasks", "ci_low", "ci_high")]
 
     def fmt(v) -> str:
@@ -56,12 +57,15 @@ def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contr
               "|---|---|---|---|---|---|"]
     lines += [f"| {r['dataset']} | {r['condition']} | {r['samples']} | {r['queries']} | {r['changed']} | {r['share_changed']:.1%} |"
               for r in conditions.iter_rows(named=True)]
+    lines += ["", "## First stage", ""]
+    lines += [f"- {c.dataset}: candidates `{c.fingerprint}` ({c.encoder}, {c.index.get('type')}, depth {c.depth}); "
+              f"recall@{c.depth} " + ", ".join(f"{k} {v:.3f}" for k, v in c.recall.items()) for c in candidates]
     lines += ["", "## Metric contract", ""] + [f"- {k}: {v}" for k, v in contract.items()]
     return "\n".join(lines) + "\n"
 
 
-def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], score_sets: list[ScoreSet],
-                      config: EvalConfig, run_dir: str) -> list[LeaderboardRow]:
+def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
+                      score_sets: list[ScoreSet], config: EvalConfig, run_dir: str) -> list[LeaderboardRow]:
     run = Path(run_dir)
     per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
     per_query.write_parquet(run / "per_query.parquet")
@@ -83,7 +87,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
                              f"{config.confidence:.0%} percentile interval"}
-    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract))
+    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract, candidates))
 
     retention = analysis.retention_intervals(headline, ranked, config.conditions, *stats_args)
     retention.write_csv(run / "retention.csv")

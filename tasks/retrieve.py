@@ -30,12 +30,6 @@ from terazi.trec import write_run
 log = logging.getLogger("terazi.retrieve")
 
 
-def _index_request(enc: EncoderSpec) -> dict:
-    return {"flat": {"kind": "flat"},
-            "hnsw": {"kind": "hnsw", "M": enc.hnsw_m, "efSearch": enc.hnsw_ef_search},
-            "ivf": {"kind": "ivf", "nlist": enc.ivf_nlist, "nprobe": enc.ivf_nprobe}}[enc.index]
-
-
 def candidates_file_name(condition: str, sample: int, samples: int) -> str:
     return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
 
@@ -140,5 +134,5 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
     return cs
 
 
-retrieve_task = task(retrieve, name="first-stage", retries=2, retry_delay_seconds=[2, 10],
+retrieve_task = task(retrieve, name="first-stage", retries=2, retry_delay_seconds=[2, 10], timeout_seconds=6 * 3600,
                      task_run_name="first-stage {dataset.name}")

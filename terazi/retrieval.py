@@ -9,6 +9,7 @@ import faiss
 import numpy as np
 
 log = logging.getLogger("terazi.retrieval")
+AUTO_EXACT_LIMIT = 500_000
 
 
 def encode(model, texts: list[str], batch_size: int, prefix: str = "", progress: bool = False) -> np.ndarray:
@@ -39,6 +40,8 @@ def build_index(emb: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search
                 nlist: int = 256, nprobe: int = 16) -> tuple[faiss.Index, dict[str, str | int]]:
     """Exact inner-product search by default; HNSW or IVF when asked. Returns the parameters used."""
     d = emb.shape[1]
+    if kind == "auto":  # exact search is cheap up to a few hundred thousand vectors (see the notes)
+        kind = "flat" if emb.shape[0] <= AUTO_EXACT_LIMIT else "hnsw"
     if kind == "flat":
         index, params = faiss.IndexFlatIP(d), {"type": "IndexFlatIP"}
     elif kind == "hnsw":
