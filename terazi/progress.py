@@ -1,19 +1,32 @@
-"""A progress bar with pairs/second for long scoring, quiet when nobody is watching."""
+"""Progress of long scoring with pairs/second: a bar on a terminal, log lines elsewhere (CI, Prefect)."""
 
 from __future__ import annotations
 
+import logging
 import sys
+import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+log = logging.getLogger("terazi.progress")
+LOG_EVERY_S = 30.0
+
 
 @contextmanager
 def pair_progress(description: str) -> Iterator[Callable[[int, int], None]]:
-    """Yields on_progress(done, total); draws a bar on an interactive terminal only."""
+    """Yields on_progress(done, total)."""
     if not sys.stderr.isatty():
-        yield lambda done, total: None
+        start, last = time.perf_counter(), [time.perf_counter()]
+
+        def log_line(done: int, total: int) -> None:
+            now = time.perf_counter()
+            if now - last[0] >= LOG_EVERY_S or done == total:
+                last[0] = now
+                log.info("%s: %d/%d pairs scored, %.1f pairs/s", description, done, total, done / max(now - start, 1e-9))
+
+        yield log_line
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
