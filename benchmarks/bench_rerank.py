@@ -12,7 +12,6 @@ Prints (a) terazi's cold reranking stage vs `CrossEncoder.predict` on the same u
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -26,27 +25,23 @@ from schemas import CorruptionSpec, DatasetSpec, EncoderSpec, RerankerSpec  # no
 from tasks.corrupt import corrupt_queries, read_variants  # noqa: E402
 from tasks.load import load_dataset, open_dataset  # noqa: E402
 from tasks.retrieve import retrieve  # noqa: E402
-from terazi.data import write_beir  # noqa: E402
+from terazi.data import load_beir, write_beir  # noqa: E402
 from terazi.rerank import rerank  # noqa: E402
 from terazi.rerankers import make_scorer, pair_key  # noqa: E402
 from terazi.score_cache import ScoreCache  # noqa: E402
+from terazi.squad import squad_to_beir  # noqa: E402
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 
 
 def xquad_subset(target: Path, n_queries: int) -> Path:
-    data = json.loads(XQUAD.read_text(encoding="utf-8-sig"))["data"]
-    docs, queries, qrels = [], [], []
-    for article in data:
-        for para in article["paragraphs"]:
-            pid = f"p{len(docs)}"
-            docs.append({"_id": pid, "text": para["context"].lstrip("\ufeff").strip()})
-            for qa in para["qas"]:
-                queries.append({"_id": qa["id"], "text": qa["question"]})
-                qrels.append((qa["id"], pid, 1))
-    keep = queries[:: max(1, len(queries) // n_queries)][:n_queries]
-    ids = {q["_id"] for q in keep}
-    return write_beir(target, docs, keep, [r for r in qrels if r[0] in ids])
+    """XQuAD Turkish as BEIR (all 240 paragraphs), keeping every k-th question up to `n_queries`."""
+    squad_to_beir(XQUAD, target / "full")
+    full = load_beir(target / "full")
+    keep = full.judged_query_ids[:: max(1, len(full.judged_query_ids) // n_queries)][:n_queries]
+    return write_beir(target / "subset", [{"_id": d, "text": doc.text} for d, doc in full.docs.items()],
+                      [{"_id": q, "text": full.queries[q].text} for q in keep],
+                      [(q, d, g) for q in keep for d, g in full.qrels[q].items()])
 
 
 def small_cross_encoder(folder: Path) -> str:
@@ -71,7 +66,7 @@ def main() -> None:
     if not XQUAD.is_file():
         raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
     tmp = Path(tempfile.mkdtemp(prefix="terazi-bench-"))
-    root = xquad_subset(tmp / "xquad", args.queries)
+    root = xquad_subset(tmp, args.queries)
     ds = load_dataset(DatasetSpec(path=str(root)))
     spec = CorruptionSpec(samples=2)
     vs = [corrupt_queries(ds, c, spec, 13, str(tmp / "run")) for c in ("clean", "upper", "ascii_full", "typo")]

@@ -15,7 +15,7 @@ log = logging.getLogger("terazi.aggregate")
 
 
 def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str,
-                      conditions: list[str]) -> pl.DataFrame:
+                      conditions: list[str], retention: pl.DataFrame) -> pl.DataFrame:
     """Wide leaderboard: Borda and means on clean queries, then each condition and its retention."""
     ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
     types = {d.name: d.task_type for d in datasets}
@@ -28,9 +28,8 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     conds = summary.condition_means(per_query, headline, ranked).filter(pl.col("condition") != "clean")
     if conds.height:
         board = board.join(conds.pivot(on="condition", index="system", values="mean"), on="system", how="left")
-    ret = summary.retention(per_query, headline, ranked)
-    if ret.height:
-        ret_w = ret.pivot(on="condition", index="system", values="retention")
+    if retention.height:
+        ret_w = retention.pivot(on="condition", index="system", values="retention")
         ret_w = ret_w.rename({c: f"{c} retention" for c in ret_w.columns if c != "system"})
         board = board.join(ret_w, on="system", how="left")
     ordered = [c for cond in conditions if cond != "clean" for c in (cond, f"{cond} retention") if c in board.columns]
@@ -78,7 +77,9 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     headline = per_query.filter(pl.col("measure") == config.headline)
     stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
     intervals = analysis.system_intervals(headline, ranked, *stats_args)
-    board = leaderboard_table(per_query, datasets, config.headline, config.conditions)
+    retention = analysis.retention_intervals(headline, ranked, config.conditions, *stats_args)
+    retention.write_csv(run / "retention.csv")
+    board = leaderboard_table(per_query, datasets, config.headline, config.conditions, retention)
     board = board.join(intervals.select("system", "group", "ci_low", "ci_high"), on="system", how="left")
     front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
     board = board.select(front + [c for c in board.columns if c not in front])
@@ -89,8 +90,6 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                              f"{config.confidence:.0%} percentile interval"}
     (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract, candidates))
 
-    retention = analysis.retention_intervals(headline, ranked, config.conditions, *stats_args)
-    retention.write_csv(run / "retention.csv")
     pairs = analysis.pairwise(headline, [d.name for d in datasets], config.conditions, *stats_args, correct=config.holm)
     pairs.write_csv(run / "comparisons.csv")
     pair_summary = analysis.pairwise_summary(pairs)

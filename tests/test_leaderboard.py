@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from terazi.leaderboard import aggregate
-from terazi.summary import retention
+from terazi.analysis import retention_intervals
 
 
 def long_table():
@@ -51,8 +51,9 @@ def test_retention_by_hand():
         "condition": ["clean", "clean", "typo", "typo"], "query_id": ["q1", "q2", "q1", "q2"],
         "measure": ["nDCG@10"] * 4, "value": [0.8, 0.4, 0.6, 0.4], "changed": [False, False, True, False],
     })
-    r = retention(pq, "nDCG@10", ["d"]).row(0, named=True)
+    r = retention_intervals(pq, ["d"], ["clean", "typo"], 200, 0, 0.95).row(0, named=True)
     assert r["retention"] == pytest.approx(0.75) and r["changed_queries"] == 1
+    assert r["share_changed"] == 0.5 and r["delta"] == pytest.approx(-0.2)
 
 
 def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
