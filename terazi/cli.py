@@ -22,6 +22,19 @@ err = Console(stderr=True)
 
 DEMO_DIR = Path(__file__).parent / "demo"
 
+
+def _version(value: bool) -> None:
+    if value:
+        from terazi import __version__
+
+        console.print(f"terazi {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version.")) -> None:
+    """Weigh text rerankers and retrievers honestly."""
+
 # Prefect settings that must be in place before prefect is imported: no telemetry unless the
 # user opted in, and a start-up timeout that suits small machines. Values already set win.
 _PREFECT_DEFAULTS = {

@@ -104,6 +104,30 @@ def test_cli_run_on_a_beir_folder(prefect_server, tmp_path, tiny_dataset):
     assert (out / "leaderboard.csv").is_file() and (out / "candidates" / "tiny" / "upper.trec").is_file()
 
 
+def test_cli_run_from_a_yaml_config_with_flag_overrides(prefect_server, tmp_path, tiny_dataset):
+    from terazi.cli import app
+
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(f"""
+datasets:
+  - {{path: {tiny_dataset}, name: from-yaml}}
+rerankers:
+  - {{name: lexical, kind: bm25, k1: 1.2}}
+conditions: [clean, ascii_full]
+depth: 10
+rerank_depth: 4
+cache_dir: {tmp_path / "cache"}
+offline: true
+""")
+    out = tmp_path / "yaml-run"
+    result = CliRunner().invoke(app, ["run", "--config", str(cfg), "--out", str(out), "--rerank-depth", "3"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["rerank_depth"] == 3 and manifest["config"]["rerankers"][0]["k1"] == 1.2
+    assert set(pl.read_csv(out / "leaderboard.csv")["system"]) == {"first-stage", "lexical"}
+    assert "ascii_full" in pl.read_csv(out / "conditions.csv")["condition"].to_list()
+
+
 def test_bad_config_is_rejected_with_a_readable_message():
     from pydantic import ValidationError
 
