@@ -13,13 +13,16 @@ from tasks.load import open_dataset
 from terazi.metrics import Policies, evaluate, parse_measure
 
 
+FLOW_TIES = "ranked as the system ranked: model score descending, ties kept in first-stage order"
+
+
 def contracts(measures: list[str], policies: Policies = Policies()) -> list[MetricContract]:
     out = []
     for name in measures:
         m = parse_measure(name)
         out.append(MetricContract(measure=m.name, cutoff=m.cutoff or 0, gain=m.gain, relevance_threshold=m.rel,
                                   no_relevant=policies.no_relevant, missing_query=policies.missing_query,
-                                  extra_query=policies.extra_query, unjudged=policies.unjudged))
+                                  extra_query=policies.extra_query, unjudged=policies.unjudged, ties=FLOW_TIES))
     return out
 
 
