@@ -13,13 +13,12 @@ from prefect.schedules import Cron
 
 from flows.service import nightly, run
 from schemas import EvalConfig
+from terazi.configs import demo_config, read_config_file
 
 
 def load_config(path: str | Path | None) -> EvalConfig:
     """A config file (YAML, JSON or TOML), or the bundled demo benchmark."""
-    from terazi.cli import _read_config_file, demo_config
-
-    raw = _read_config_file(Path(path)) if path else demo_config("results", ".terazi-cache", None)
+    raw = read_config_file(Path(path)) if path else demo_config()
     return EvalConfig.model_validate(raw)
 
 

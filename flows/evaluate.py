@@ -7,6 +7,7 @@ per dataset × system for reranking and scoring) and exchange manifests only.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -94,6 +95,6 @@ def evaluate(config: EvalConfig) -> RunManifest:
         target = run_dir / "candidates" / cs.dataset
         target.mkdir(parents=True, exist_ok=True)
         for f in Path(cs.trec_dir).glob("*.trec"):
-            (target / f.name).write_bytes(f.read_bytes())
+            shutil.copyfile(f, target / f.name)
     return manifest
 

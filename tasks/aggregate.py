@@ -14,10 +14,15 @@ from terazi import analysis, leaderboard, report, summary
 log = logging.getLogger("terazi.aggregate")
 
 
+def ranked_datasets(datasets: list[DatasetManifest]) -> list[str]:
+    """Datasets in the ranking (all of them if every one was marked out)."""
+    return [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+
+
 def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str,
                       conditions: list[str], retention: pl.DataFrame) -> pl.DataFrame:
     """Wide leaderboard: Borda and means on clean queries, then each condition and its retention."""
-    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    ranked = ranked_datasets(datasets)
     types = {d.name: d.task_type for d in datasets}
     clean = summary.cell_means(per_query.filter((pl.col("condition") == "clean") & (pl.col("measure") == headline)))
     long = clean.select("system", pl.col("dataset").alias("task"),
@@ -39,14 +44,7 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
 def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict,
              candidates: list[CandidateSet]) -> str:
     cols = [c for c in board.columns if c not in ("mean_task_available", "tasks", "ci_low", "ci_high")]
-
-    def fmt(v) -> str:
-        if v is None:
-            return "–"
-        if isinstance(v, float):
-            return f"{v:.4f}"
-        return str(v)
-
+    fmt = report.fmt
     lines = [f"# terazi leaderboard: {headline}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in board.iter_rows(named=True)]
@@ -73,7 +71,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed}
                                for v in variant_sets])
     conditions.write_csv(run / "conditions.csv")
-    ranked = [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+    ranked = ranked_datasets(datasets)
     headline = per_query.filter(pl.col("measure") == config.headline)
     stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
     intervals = analysis.system_intervals(headline, ranked, *stats_args)
@@ -132,7 +130,7 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str) -> None:
     pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
     create_table_artifact(table=pairs.to_dicts(), key="terazi-comparisons",
                           description="pairwise comparisons: cells better / no difference / worse")
-    create_markdown_artifact(markdown=(Path(run_dir) / "leaderboard.md").read_text(), key="terazi-report",
+    create_markdown_artifact(markdown=(run / "leaderboard.md").read_text(), key="terazi-report",
                              description="leaderboard, conditions and metric contract")
 
 

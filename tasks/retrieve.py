@@ -68,8 +68,7 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
     enc_params = encoder.model_dump(exclude={"model", "revision", "batch_size", "device", "trust_remote_code"})
     lookup_key = fingerprint.of_json({
         "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
-        "variants": fingerprint.of_text("\n".join(f"{c}\t{s}\t{q}\t{t}" for c, s, q, t in
-                                                  variants.select("condition", "sample", "query_id", "text").iter_rows())),
+        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
     })
     folder = Path(cache_dir).resolve() / "candidates" / lookup_key
     manifest_path = folder / "manifest.json"
@@ -121,8 +120,7 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
         "recall": recall, "queries_encoded": len(texts), "docs_encoded": 0 if emb_cached else len(doc_ids),
         "seconds": round(time.perf_counter() - start, 3),
     }
-    ids_hash = fingerprint.of_text("\n".join(f"{c}\t{s}\t{q}\t{d}" for c, s, q, d in
-                                             cand.select("condition", "sample", "query_id", "doc_id").iter_rows()))
+    ids_hash = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
     fp = fingerprint.of_json({k_: v for k_, v in body.items()
                               if k_ not in ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded")} | {"ids": ids_hash})
     cs = CandidateSet(fingerprint=fp, reused=False, **body)

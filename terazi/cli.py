@@ -15,13 +15,13 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
 
+from terazi.configs import demo_config, read_config_file
+from terazi.errors import DatasetError, describe
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Weigh text rerankers and retrievers honestly.")
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
-
-DEMO_DIR = Path(__file__).parent / "demo"
-
 
 def _version(value: bool) -> None:
     if value:
@@ -60,19 +60,6 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _read_config_file(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        return yaml.safe_load(text) or {}
-    if path.suffix == ".toml":
-        import tomllib
-
-        return tomllib.loads(text)
-    return json.loads(text)
-
-
 def parse_reranker(text: str) -> dict:
     """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `rrf:first-stage+bm25`; `=NAME` at the end names the row."""
     body, _, name = text.partition("=")
@@ -87,19 +74,6 @@ def parse_reranker(text: str) -> dict:
     raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL or rrf:A+B")
 
 
-def demo_config(out_dir: str, cache_dir: str, run_name: str | None) -> dict:
-    return {
-        "datasets": [{"path": str(DEMO_DIR), "name": "terazi-demo", "task_type": "retrieval"}],
-        "rerankers": [
-            {"name": "bm25-tr", "kind": "bm25"},
-            {"name": "hybrid-rrf", "kind": "rrf", "fuse": ["first-stage", "bm25-tr"]},
-        ],
-        "conditions": ["clean", "upper", "ascii_full", "mobile", "typo"],
-        "corruption": {"samples": 3},
-        "out_dir": out_dir, "cache_dir": cache_dir, "run_name": run_name, "offline": True,
-    }
-
-
 def _run(raw: dict) -> None:
     from pydantic import ValidationError
 
@@ -108,9 +82,7 @@ def _run(raw: dict) -> None:
     try:
         config = EvalConfig.model_validate(raw)
     except ValidationError as e:
-        _fail("invalid configuration:\n" + "\n".join(
-            f"  {'.'.join(str(x) for x in er['loc'])}: {er['msg']}" for er in e.errors()))
-    from terazi.errors import DatasetError
+        _fail("invalid configuration:\n  " + describe(e, sep="\n  "))
     from terazi.models import ModelError
 
     err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
@@ -193,7 +165,7 @@ def run(
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
     _setup(verbose)
-    raw: dict = _read_config_file(config) if config else {}
+    raw: dict = read_config_file(config) if config else {}
     if dataset:
         raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in dataset]
     elif split:
@@ -234,7 +206,6 @@ def score(
     fmt: str = typer.Option("table", "--format", help="table | json"),
 ) -> None:
     """Score a TREC run against qrels under an explicit, printed contract (trec_eval-compatible)."""
-    from terazi.errors import DatasetError
     from terazi.metrics import MetricError, Policies, evaluate
     from terazi.trec import read_qrels, read_run
 
@@ -313,8 +284,7 @@ def corrupt(
             try:
                 q = Query.model_validate_json(line)
             except ValidationError as e:
-                _fail(f"{where}, line {n}: " + "; ".join(f"{'.'.join(map(str, x['loc'])) or 'record'}: {x['msg']}"
-                                                          for x in e.errors()))
+                _fail(f"{where}, line {n}: {describe(e)}")
             for s in range(k):
                 text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, **params)
                 print(json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition,
@@ -375,7 +345,7 @@ def serve(
     try:
         cfg = load_config(config)
     except ValidationError as e:
-        _fail(f"invalid configuration {config}:\n{e}")
+        _fail(f"invalid configuration {config}:\n  " + describe(e, sep="\n  "))
     if not os.environ.get("PREFECT_API_URL"):
         err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
                   "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")

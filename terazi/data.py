@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.records import Document, Query
 from terazi import fingerprint
-from terazi.errors import DatasetError
+from terazi.errors import DatasetError, describe
 from terazi.trec import read_qrels
 
 
@@ -41,15 +41,6 @@ class Dataset:
         return [q for q in self.queries if q in self.qrels]
 
 
-def _pydantic_problem(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "record"
-        msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"field '{loc}': {msg}")
-    return "; ".join(parts)
-
-
 def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
     if not path.is_file():
         raise DatasetError(path, None, f"missing {what} file")
@@ -68,7 +59,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
             try:
                 rec = model.model_validate(obj)
             except ValidationError as e:
-                raise DatasetError(path, n, _pydantic_problem(e)) from None
+                raise DatasetError(path, n, describe(e)) from None
             if rec.id in out:
                 raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
             out[rec.id] = rec

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 
 class DatasetError(ValueError):
     """A user's file is malformed. Carries where, so the message can say it."""
@@ -12,3 +14,12 @@ class DatasetError(ValueError):
         self.path, self.line, self.problem = str(path), line, problem
         where = f"{path}, line {line}" if line else f"{path}"
         super().__init__(f"{where}: {problem}")
+
+
+def describe(err: ValidationError, sep: str = "; ") -> str:
+    """pydantic's errors as `field 'a.b': message` parts, for messages that name what was wrong."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "record"
+        parts.append(f"field '{loc}': {e['msg'].removeprefix('Value error, ')}")
+    return sep.join(parts)

@@ -29,3 +29,8 @@ def of_files(paths: Iterable[Path]) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:LENGTH]
+
+
+def of_rows(frame) -> str:
+    """Hash of a table's rows in order (tab-separated cells, one row a line)."""
+    return of_text("\n".join("\t".join(map(str, row)) for row in frame.iter_rows()))

@@ -17,12 +17,17 @@ caption{caption-side:bottom;color:#666;font-size:.85rem;text-align:left}img{max-
 """
 
 
-def _cell(v) -> str:
+def fmt(v) -> str:
+    """A table cell as text: – for missing, four decimals for floats."""
     if v is None:
         return "–"
     if isinstance(v, float):
         return f"{v:.4f}"
-    return html.escape(str(v))
+    return str(v)
+
+
+def _cell(v) -> str:
+    return html.escape(fmt(v))
 
 
 def table(df: pl.DataFrame, caption: str = "", table_id: str = "") -> str:
