@@ -145,9 +145,10 @@ class EvalConfig(_Config):
         names = [r.name for r in self.rerankers]
         if len(set(names)) != len(names):
             raise ValueError(f"reranker names must be unique, got {names}")
-        known = {FIRST_STAGE, *names}
+        earlier = {FIRST_STAGE}  # a fusion can only use rows listed before it
         for r in self.rerankers:
-            missing = [f for f in r.fuse if f not in known or f == r.name]
+            missing = [f for f in r.fuse if f not in earlier]
             if missing:
-                raise ValueError(f"reranker {r.name!r} fuses unknown rows {missing}")
+                raise ValueError(f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it")
+            earlier.add(r.name)
         return self

@@ -135,5 +135,8 @@ def test_bad_config_is_rejected_with_a_readable_message():
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "conditions": ["shouting"]})
     with pytest.raises(ValidationError, match="rerank_depth"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "depth": 10, "rerank_depth": 30})
+    with pytest.raises(ValidationError, match="rows listed above it"):
+        EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [
+            {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]}, {"name": "b", "kind": "bm25"}]})
     with pytest.raises(ValidationError, match="needs a model"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})
