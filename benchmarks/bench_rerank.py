@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import polars as pl  # noqa: E402
 
-from schemas import CorruptionSpec, DatasetSpec, EncoderSpec, RerankerSpec  # noqa: E402
+from schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
 from tasks.corrupt import corrupt_queries, read_variants  # noqa: E402
 from tasks.load import load_dataset, open_dataset  # noqa: E402
 from tasks.retrieve import retrieve  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
     cs = retrieve(ds, vs, EncoderSpec(), 100, str(tmp / "cache"), offline=True)
     print(f"first stage: {ds.n_queries} queries, {sum(v.samples for v in vs)} variants each, {time.perf_counter() - t:.1f}s")
 
-    ce_spec = RerankerSpec(name="small-ce", kind="cross-encoder", model=small_cross_encoder(tmp / "ce"), max_length=128)
+    ce_spec = CrossEncoderSpec(name="small-ce", kind="cross-encoder", model=small_cross_encoder(tmp / "ce"), max_length=128)
     data = open_dataset(ds)
     docs = {d: doc.full_text for d, doc in data.docs.items()}
     cands, variants = pl.read_parquet(cs.path), read_variants(vs)

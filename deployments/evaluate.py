@@ -1,7 +1,9 @@
 """Deployments of terazi's flows: ad-hoc (parameters from the UI or CLI) and nightly (cron).
 
-`terazi serve` serves both from one process, without any work pool or infrastructure;
-`prefect.yaml` at the repository root declares the same for `prefect deploy` with a process pool.
+`terazi serve` serves both from one process, without any work pool or infrastructure, as
+`terazi-evaluate/ad-hoc` and `terazi-nightly/nightly`. `prefect.yaml` at the repository root declares
+work-pool deployments under other names (`ad-hoc-pool`, `nightly-pool`), so neither route can
+overwrite the other's.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from pathlib import Path
 from prefect import serve
 from prefect.schedules import Cron
 
-from flows.service import nightly, run
+from flows.evaluate import evaluate
+from flows.service import nightly
 from schemas import EvalConfig
 from terazi.configs import demo_config, read_config_file
+from terazi.policy import ServicePolicy
 
 
 def load_config(path: str | Path | None) -> EvalConfig:
@@ -22,19 +26,37 @@ def load_config(path: str | Path | None) -> EvalConfig:
     return EvalConfig.model_validate(raw)
 
 
-def deployments(config: EvalConfig, cron: str = "0 2 * * *", timezone: str = "Europe/Istanbul",
-                name_prefix: str = "") -> list:
+def form_defaults(config: EvalConfig) -> dict:
+    """The config as the form's defaults, with its folders made absolute (relative paths would depend on
+    where a run happens to start)."""
+    here = Path.cwd()
+
+    def absolute(p: str) -> str:
+        q = Path(p).expanduser()
+        return str((q if q.is_absolute() else here / q).resolve())
+
+    body = config.model_dump(mode="json")
+    body["out_dir"], body["cache_dir"] = absolute(config.out_dir), absolute(config.cache_dir)
+    for d in body["datasets"]:
+        d["path"] = absolute(d["path"])
+    return {"config": body}
+
+
+def deployments(config: EvalConfig, cron: str = "0 2 * * *", timezone: str = "Europe/Istanbul") -> list:
     """The ad-hoc deployment (defaults: `config`) and the nightly one (on `cron` in `timezone`)."""
-    params = {"config": config.model_dump(mode="json")}
+    params = form_defaults(config)
     return [
-        run.to_deployment(name=f"{name_prefix}ad-hoc", parameters=params, tags=["terazi"],
-                          description="Evaluate with any EvalConfig; the form shows every parameter with its default."),
-        nightly.to_deployment(name=f"{name_prefix}nightly", parameters=params, tags=["terazi", "nightly"],
+        evaluate.to_deployment(name="ad-hoc", parameters=params, tags=["terazi"],
+                               description="Evaluate with any EvalConfig: Run › Custom run shows every parameter with "
+                                           "its default and description."),
+        nightly.to_deployment(name="nightly", parameters=params, tags=["terazi", "nightly"],
                               schedule=Cron(cron, timezone=timezone),
-                              description="Nightly benchmark; publishes what changed since the previous run."),
+                              description="Nightly benchmark: publishes what changed since the previous nightly of "
+                                          "the same benchmark."),
     ]
 
 
-def serve_all(config: EvalConfig, cron: str, timezone: str, limit: int | None = None) -> None:
-    """Serve both deployments from this process until interrupted."""
+def serve_all(config: EvalConfig, policy: ServicePolicy, cron: str, timezone: str, limit: int | None = None) -> None:
+    """Serve both deployments from this process until interrupted; runs inherit the policy."""
+    policy.to_env()
     serve(*deployments(config, cron, timezone), limit=limit)

@@ -1,38 +1,41 @@
 """The evaluation flow: datasets → corruptions → frozen first stage → cached reranking → metrics → leaderboard.
 
-Tasks are coarse (one per dataset × condition for corruption, per dataset for the first stage,
-per dataset × system for reranking and scoring) and exchange manifests only.
+`evaluation()` is the recipe; it runs inside whichever flow started it (`terazi-evaluate` for the CLI
+and the ad-hoc deployment, `terazi-nightly` for the schedule), so every task, log line and artifact
+belongs to the run the user opens. Model tasks go to the task runner the config names (threads,
+or a Dask/Ray cluster entered here); everything else runs on the flow's own threads. Tasks are
+coarse and exchange manifests only.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Iterator
 
 from prefect import flow
 
 from schemas import FIRST_STAGE, EvalConfig, RunManifest
 from tasks.aggregate import aggregate_task, publish_task
 from tasks.corrupt import corrupt_queries_task
-from tasks.load import load_dataset_task
+from tasks.preflight import preflight_task
 from tasks.rerank import first_stage_task, fuse_task, rerank_task
 from tasks.retrieve import retrieve_task
 from tasks.score import score_task
-from terazi import __version__
+from terazi import __version__, benchmark, results
+from terazi.paths import inside, writable_folder
+
+log = logging.getLogger("terazi.flow")
+Submit = Callable[..., object]
 
 
-def run_folder(config: EvalConfig) -> Path:
-    name = config.run_name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    path = (Path(config.out_dir) / name).resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def task_runner(config: EvalConfig):
-    """The runner the config asks for: threads by default, Dask or Ray to spread model tasks out."""
+def make_task_runner(config: EvalConfig):
+    """A Dask or Ray task runner for the model tasks, as the config asks."""
     if config.task_runner == "dask":
         from prefect_dask import DaskTaskRunner
 
@@ -40,61 +43,105 @@ def task_runner(config: EvalConfig):
             return DaskTaskRunner(address=config.task_runner_address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": config.task_runner_workers, "threads_per_worker": 1,
                                               "processes": True})
-    if config.task_runner == "ray":
-        from prefect_ray import RayTaskRunner
+    from prefect_ray import RayTaskRunner
 
-        return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
-    from prefect.task_runners import ThreadPoolTaskRunner
+    return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
 
-    return ThreadPoolTaskRunner()
+
+@contextmanager
+def model_runner(config: EvalConfig) -> Iterator[Submit]:
+    """`submit(task, **parameters)` for model tasks: the flow's threads, or a Dask/Ray cluster."""
+    if config.task_runner == "thread":
+        yield lambda task, **params: task.submit(**params)
+        return
+    with make_task_runner(config) as runner:
+        yield lambda task, **params: runner.submit(task, parameters=params)
+
+
+def run_kind(default: str) -> str:
+    """'ad-hoc' for a deployment's run, else `default` ('cli' or 'python')."""
+    from prefect.runtime import deployment
+
+    return "ad-hoc" if deployment.id else default
+
+
+def current_flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    return flow_run.id
+
+
+def evaluation(config: EvalConfig, kind: str) -> RunManifest:
+    """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    run_dir = results.start(config.out_dir, config.run_name, kind, current_flow_run_id())
+    out, cache = str(run_dir), str(writable_folder(config.cache_dir, "cache folder"))
+    log.info("results folder: %s (incomplete until the manifest is written)", run_dir)
+    try:
+        datasets = preflight_task(config)
+        variants, candidates, rankings, scores = [], [], [], []
+        with model_runner(config) as submit:
+            for ds in datasets:
+                futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
+                vs = [f.result() for f in futures]
+                variants += vs
+                cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
+                                   config.candidates.get(ds.name))
+                candidates.append(cs)
+                systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
+                for spec in config.rerankers:
+                    if spec.kind != "rrf":
+                        systems[spec.name] = submit(rerank_task, dataset=ds, candidates=cs, variant_sets=vs, spec=spec,
+                                                    rerank_depth=config.rerank_depth, cache_dir=cache, out_dir=out,
+                                                    offline=config.offline)
+                ranked = {}
+                for name, future in systems.items():  # a fusion waits for the rows it fuses
+                    ranked[name] = future.result()
+                for spec in config.rerankers:
+                    if spec.kind == "rrf":
+                        ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out)
+                score_futures = [score_task.submit(ds, r, vs, config.metrics, out) for r in ranked.values()]
+                rankings += list(ranked.values())
+                scores += [f.result() for f in score_futures]
+
+        identity = benchmark.identity(config, datasets, candidates)
+        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity)
+        for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
+            target = inside(run_dir, "candidates", cs.dataset)
+            target.mkdir(parents=True, exist_ok=True)
+            for f in Path(cs.trec_dir).glob("*.trec"):
+                shutil.copyfile(f, target / f.name)
+        manifest = RunManifest(
+            terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
+            started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
+            datasets=datasets, variants=variants, candidates=candidates, reranks=rankings, scores=scores, leaderboard=board,
+        )
+        publish_task(board, out, artifact_prefix(config, kind))
+        results.finish(run_dir, manifest.model_dump_json(indent=2))
+    except BaseException as e:
+        results.mark_stopped(run_dir, f"{type(e).__name__}: {e}")
+        raise
+    log.info("finished in %.1fs: %s", manifest.seconds, run_dir)
+    return manifest
+
+
+def artifact_prefix(config: EvalConfig, kind: str) -> str:
+    """Artifact keys name the benchmark, so each key's history is one benchmark's (nightly runs apart)."""
+    return f"{config.benchmark}-nightly" if kind == "nightly" else config.benchmark
+
+
+@flow(name="terazi-evaluate", validate_parameters=True)
+def evaluate(config: EvalConfig) -> RunManifest:
+    """Evaluate the configured rerankers on the configured datasets and write a results folder.
+
+    Served as the ad-hoc deployment; the CLI and `terazi.evaluate()` run it too.
+    """
+    from terazi.policy import enforce_if_served
+
+    return evaluation(enforce_if_served(config), run_kind("cli"))
 
 
 def run_evaluation(config: EvalConfig) -> RunManifest:
-    """Run the flow with the task runner named in the config."""
-    return evaluate.with_options(task_runner=task_runner(config))(config)
-
-
-@flow(name="terazi-evaluate", log_prints=True, validate_parameters=True)
-def evaluate(config: EvalConfig) -> RunManifest:
-    """Evaluate the configured rerankers on the configured datasets and write a results folder."""
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    t0 = time.perf_counter()
-    run_dir = run_folder(config)
-    out, cache = str(run_dir), str(Path(config.cache_dir).resolve())
-
-    datasets = [load_dataset_task(spec) for spec in config.datasets]
-    variants, candidates, rankings, scores = [], [], [], []
-    for ds in datasets:
-        futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
-        vs = [f.result() for f in futures]
-        variants += vs
-        cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
-                           config.candidates.get(ds.name))
-        candidates.append(cs)
-        # model rows go to the task runner (threads, or Dask/Ray workers); fusion waits for its inputs
-        systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
-        for spec in config.rerankers:
-            if spec.kind != "rrf":
-                systems[spec.name] = rerank_task.submit(ds, cs, vs, spec, config.rerank_depth, cache, out, config.offline)
-        for spec in config.rerankers:
-            if spec.kind == "rrf":
-                systems[spec.name] = fuse_task.submit(ds, spec, [systems[n] for n in spec.fuse], config.rerank_depth, out)
-        score_futures = [score_task.submit(ds, r, vs, config.metrics, out) for r in systems.values()]
-        rankings += [f.result() for f in systems.values()]
-        scores += [f.result() for f in score_futures]
-
-    board = aggregate_task(datasets, variants, candidates, scores, config, out)
-    publish_task(board, out)
-    manifest = RunManifest(
-        terazi_version=__version__, run_dir=out, started=started, seconds=round(time.perf_counter() - t0, 2),
-        config=json.loads(config.model_dump_json()), datasets=datasets, variants=variants, candidates=candidates,
-        reranks=rankings, scores=scores, leaderboard=board,
-    )
-    (run_dir / "manifest.json").write_text(manifest.model_dump_json(indent=2))
-    for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
-        target = run_dir / "candidates" / cs.dataset
-        target.mkdir(parents=True, exist_ok=True)
-        for f in Path(cs.trec_dir).glob("*.trec"):
-            shutil.copyfile(f, target / f.name)
-    return manifest
-
+    """Run the evaluation flow (the CLI's entry point)."""
+    return evaluate(config)

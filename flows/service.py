@@ -1,38 +1,39 @@
-"""Flows for deployments: an ad-hoc run and a nightly run that reports what changed since last night.
+"""The nightly flow: tonight's evaluation, compared with the previous completed nightly of the same benchmark.
 
-Both dispatch to `terazi-evaluate` with the task runner the config names, as a subflow, so one
-deployment form (the `EvalConfig`) serves threads, Dask and Ray alike.
+The ad-hoc deployment serves `flows.evaluate.evaluate` itself. Both run the evaluation inside their
+own flow run, so its tasks, logs and artifacts are on the run the user opens.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from flows.evaluate import run_evaluation
-from schemas import EvalConfig, RunManifest
-from terazi.changes import compare_runs, previous_run
+from flows.evaluate import artifact_prefix, evaluation
+from schemas import EvalConfig
+from terazi.changes import compare_runs, previous_nightly
+from terazi.policy import enforce_if_served
 
-
-@flow(name="terazi-run", validate_parameters=True)
-def run(config: EvalConfig) -> RunManifest:
-    """One evaluation with the given configuration."""
-    return run_evaluation(config)
+log = logging.getLogger("terazi.nightly")
 
 
 @flow(name="terazi-nightly", validate_parameters=True)
 def nightly(config: EvalConfig) -> str:
-    """Tonight's evaluation, compared with the newest earlier run in the same results folder."""
-    config = config.model_copy(update={"run_name": None})  # a new, time-stamped folder each night
-    manifest = run_evaluation(config)
+    """Tonight's evaluation in a new time-stamped folder, and what changed since the last nightly."""
+    config = enforce_if_served(config).model_copy(update={"run_name": None})
+    manifest = evaluation(config, "nightly")
     current = Path(manifest.run_dir)
-    before = previous_run(current.parent, current)
+    before = previous_nightly(current.parent, manifest)
     if before is None:
-        text = f"# terazi: first nightly run\n\nNo earlier run under {current.parent} to compare with.\n"
+        text = (f"# terazi: first nightly run of benchmark `{config.benchmark}`\n\n"
+                f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n")
     else:
+        log.info("comparing with the previous nightly %s", before)
         text = compare_runs(before, current, config.headline, config.bootstrap_resamples, config.seed)
     (current / "changes.md").write_text(text)
-    create_markdown_artifact(markdown=text, key="terazi-nightly-changes", description="what changed since the last run")
+    create_markdown_artifact(markdown=text, key=f"{artifact_prefix(config, 'nightly')}-changes",
+                             description="what changed since the previous nightly of this benchmark")
     return text

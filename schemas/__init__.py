@@ -4,13 +4,18 @@ from schemas.config import (
     BUNDLED_ENCODER,
     CONDITIONS,
     FIRST_STAGE,
+    BiEncoderSpec,
+    BM25Spec,
     CorruptionSpec,
+    CrossEncoderSpec,
     DatasetSpec,
     EncoderSpec,
     EvalConfig,
     RerankerSpec,
+    RRFSpec,
 )
 from schemas.manifests import (
+    BenchmarkIdentity,
     CandidateSet,
     DatasetManifest,
     LeaderboardRow,
@@ -24,8 +29,8 @@ from schemas.manifests import (
 from schemas.records import Document, Judgment, Query, QueryVariant
 
 __all__ = [
-    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "CandidateSet", "CorruptionSpec",
+    "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
     "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
     "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
-    "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet",
+    "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet",
 ]

@@ -6,6 +6,8 @@ ever sees these.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -130,13 +132,26 @@ class LeaderboardRow(_Manifest):
     retention: dict[str, float | None]
 
 
+class BenchmarkIdentity(_Manifest):
+    """What a run measured, so that runs of the same benchmark can be compared (and others cannot)."""
+
+    name: str = Field(description="the config's benchmark name")
+    fingerprint: str = Field(description="hash of every dataset's frozen candidate fingerprint: one 16-hex number "
+                                         "for the benchmark's inputs (datasets, first stage, query variants)")
+    parts: dict[str, str] = Field(description="hash per part (datasets, first_stage, conditions, systems, metrics), "
+                                              "to say which part changed between two runs")
+
+
 class RunManifest(BaseModel):
-    """manifest.json of a results folder."""
+    """manifest.json of a results folder; written last, so its presence means the run completed."""
 
     model_config = ConfigDict(extra="forbid")
 
     terazi_version: str
     run_dir: str
+    kind: Literal["cli", "ad-hoc", "nightly", "python"] = Field(description="what started the run")
+    flow_run_id: str | None = None
+    benchmark: BenchmarkIdentity
     started: str
     seconds: float
     config: dict

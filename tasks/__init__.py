@@ -1,5 +1,16 @@
 """Prefect tasks: each module holds a stage's plain function and a thin `@task` wrapper around it.
 
 Tasks exchange the small manifests of `schemas.manifests`; heavy data stays on disk, named by
-fingerprints, so retries and re-runs never pickle arrays.
+fingerprints, so retries and re-runs never pickle arrays. terazi's log lines reach the Prefect
+run they belong to (`terazi.logs`), wherever the task runs.
 """
+
+from terazi.errors import TeraziError
+from terazi.logs import send_to_prefect
+
+send_to_prefect()
+
+
+def transient(task, task_run, state) -> bool:
+    """Retry condition: retry I/O and model hiccups, never terazi's own (deterministic) errors."""
+    return not isinstance(state.data, TeraziError)

@@ -8,7 +8,16 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import CandidateSet, DatasetManifest, EvalConfig, LeaderboardRow, ScoreSet, VariantSet
+from schemas import (
+    BenchmarkIdentity,
+    CandidateSet,
+    DatasetManifest,
+    EvalConfig,
+    LeaderboardRow,
+    ScoreSet,
+    VariantSet,
+)
+from tasks import transient
 from terazi import analysis, leaderboard, report, summary
 
 log = logging.getLogger("terazi.aggregate")
@@ -42,10 +51,12 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
 
 
 def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict,
-             candidates: list[CandidateSet]) -> str:
+             candidates: list[CandidateSet], identity: BenchmarkIdentity) -> str:
     cols = [c for c in board.columns if c not in ("mean_task_available", "tasks", "ci_low", "ci_high")]
     fmt = report.fmt
     lines = [f"# terazi leaderboard: {headline}", "",
+             f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` (hash of every dataset's frozen "
+             "candidates).", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in board.iter_rows(named=True)]
     lines += ["", "Borda count and means over datasets in the ranking, clean queries; condition columns are "
@@ -62,7 +73,8 @@ def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contr
 
 
 def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
-                      score_sets: list[ScoreSet], config: EvalConfig, run_dir: str) -> list[LeaderboardRow]:
+                      score_sets: list[ScoreSet], config: EvalConfig, run_dir: str,
+                      identity: BenchmarkIdentity) -> list[LeaderboardRow]:
     run = Path(run_dir)
     per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
     per_query.write_parquet(run / "per_query.parquet")
@@ -86,7 +98,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
                              f"{config.confidence:.0%} percentile interval"}
-    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract, candidates))
+    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract, candidates, identity))
 
     pairs = analysis.pairwise(headline, [d.name for d in datasets], config.conditions, *stats_args, correct=config.holm)
     pairs.write_csv(run / "comparisons.csv")
@@ -94,7 +106,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     per_dataset = summary.cell_means(headline).pivot(on="condition", index=["dataset", "system"], values="mean") \
         .sort("dataset", "system")
     per_dataset = per_dataset.select("dataset", "system", *[c for c in config.conditions if c in per_dataset.columns])
-    page = report.render(title=f"terazi report: {run.name}", headline=config.headline,
+    page = report.render(title=f"terazi report: {run.name}", headline=config.headline, identity=identity,
                          board=board.drop("mean_task_available", "tasks"), intervals=intervals,
                          per_dataset=per_dataset, retention=retention, pair_summary=pair_summary, pairs=pairs,
                          conditions=conditions, contract=contract,
@@ -114,25 +126,31 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     return rows
 
 
-def publish(board_rows: list[LeaderboardRow], run_dir: str) -> None:
-    """The leaderboard as a Prefect table artifact and the markdown report as a markdown artifact."""
+def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None:
+    """The results as Prefect artifacts of the run: leaderboard (with intervals), retention, comparisons,
+    and the markdown report saying where report.html is. Keys start with `prefix` (the benchmark)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-    table = [{"rank": r.borda_rank, "system": r.system, "borda": r.borda_votes, "group": r.group,
+    run = Path(run_dir)
+    table = [{"rank": r.borda_rank, "system": r.system, "group": r.group, "borda": r.borda_votes,
               "mean_task": None if r.mean_task is None else round(r.mean_task, 4),
+              "95% CI": None if r.ci_low is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
               **{k: round(v, 4) for k, v in r.per_condition.items() if v is not None},
               **{f"{k} retention": round(v, 4) for k, v in r.retention.items() if v is not None}} for r in board_rows]
-    create_table_artifact(table=table, key="terazi-leaderboard", description=f"terazi leaderboard ({run_dir})")
-    run = Path(run_dir)
+    legend = ("group: systems sorted by Mean (Task); a system shares its upper neighbour's group unless their paired "
+              "bootstrap difference is significant (group 1 = top). 95% CI: dataset-balanced paired bootstrap.")
+    create_table_artifact(table=table, key=f"{prefix}-leaderboard", description=f"terazi leaderboard ({run}). {legend}")
     retention = pl.read_csv(run / "retention.csv")
-    create_table_artifact(table=retention.to_dicts(), key="terazi-retention",
+    create_table_artifact(table=retention.to_dicts(), key=f"{prefix}-retention",
                           description="retention per system and condition, over the queries each condition changed")
     pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
-    create_table_artifact(table=pairs.to_dicts(), key="terazi-comparisons",
+    create_table_artifact(table=pairs.to_dicts(), key=f"{prefix}-comparisons",
                           description="pairwise comparisons: cells better / no difference / worse")
-    create_markdown_artifact(markdown=(run / "leaderboard.md").read_text(), key="terazi-report",
-                             description="leaderboard, conditions and metric contract")
+    report_md = (run / "leaderboard.md").read_text() + (
+        f"\n## Files\n\n- full report: `{run / 'report.html'}` (open it in a browser)\n- results folder: `{run}`\n")
+    create_markdown_artifact(markdown=report_md, key=f"{prefix}-report",
+                             description="leaderboard, conditions, metric contract and where report.html is")
 
 
-aggregate_task = task(build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard")
-publish_task = task(publish, name="publish-artifacts", retries=2, retry_delay_seconds=2)
+aggregate_task = task(build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard", retry_condition_fn=transient)
+publish_task = task(publish, name="publish-artifacts", retries=2, retry_delay_seconds=2, retry_condition_fn=transient)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import polars as pl
 from prefect import task
 
 from schemas import CorruptionSpec, DatasetManifest, VariantSet
+from tasks import transient
 from tasks.load import open_dataset
 from terazi.corrupt import corrupt, samples_for
+from terazi.paths import inside
 
 log = logging.getLogger("terazi.corrupt")
 
@@ -35,7 +36,7 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
             rows.append((condition, s, qid, text, original, text != original))
     df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
     df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
-    path = Path(out_dir) / "variants" / dataset.name / f"{condition}.parquet"
+    path = inside(out_dir, "variants", dataset.name, f"{condition}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     df.write_parquet(path)
     changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
@@ -47,7 +48,7 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
 
 
 corrupt_queries_task = task(corrupt_queries, name="corrupt-queries", retries=1,
-                            task_run_name="corrupt {dataset.name} {condition}")
+                            task_run_name="corrupt {dataset.name} {condition}", retry_condition_fn=transient)
 
 
 def read_variants(sets: list[VariantSet]) -> pl.DataFrame:

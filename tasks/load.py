@@ -5,31 +5,38 @@ from __future__ import annotations
 import logging
 import os
 from functools import lru_cache
-
-from prefect import task
+from pathlib import Path
 
 from schemas import DatasetManifest, DatasetSpec
 from terazi.data import Dataset, load_beir
+from terazi.errors import DatasetError
 
 log = logging.getLogger("terazi.load")
 
 
 @lru_cache(maxsize=8)
-def _open(path: str, split: str, name: str, mtimes: tuple[float, ...]) -> Dataset:
+def _cached(path: str, split: str, name: str, mtimes: tuple[float, ...]) -> Dataset:
     return load_beir(path, split, name)
 
 
+def _open(path: str, split: str, name: str) -> Dataset:
+    """Read once per process (keyed by the files' modification times, so an edited file is read again)."""
+    files = [os.path.join(path, f) for f in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv")]
+    mtimes = tuple(os.path.getmtime(f) if os.path.exists(f) else -1.0 for f in files)
+    return _cached(str(Path(path).resolve()), split, name, mtimes)
+
+
 def open_dataset(manifest: DatasetManifest) -> Dataset:
-    """The dataset a manifest points at, read once per process and checked against its fingerprint."""
-    files = [os.path.join(manifest.path, f) for f in ("corpus.jsonl", "queries.jsonl", f"qrels/{manifest.split}.tsv")]
-    ds = _open(manifest.path, manifest.split, manifest.name, tuple(os.path.getmtime(f) for f in files))
+    """The dataset a manifest points at, checked against its fingerprint."""
+    ds = _open(manifest.path, manifest.split, manifest.name)
     if ds.fingerprint != manifest.fingerprint:
-        raise RuntimeError(f"dataset {manifest.name} changed on disk during the run ({manifest.path})")
+        raise DatasetError(manifest.path, None, f"dataset {manifest.name} changed on disk during the run")
     return ds
 
 
 def load_dataset(spec: DatasetSpec) -> DatasetManifest:
-    ds = load_beir(spec.path, spec.split, spec.label)
+    """Read and validate a dataset; its manifest carries the fingerprints and counts."""
+    ds = _open(spec.path, spec.split, spec.label)
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
@@ -41,5 +48,3 @@ def load_dataset(spec: DatasetSpec) -> DatasetManifest:
     return m
 
 
-load_dataset_task = task(load_dataset, name="load-dataset", retries=2, retry_delay_seconds=[1, 5],
-                         task_run_name="load {spec.path}")

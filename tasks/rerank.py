@@ -14,11 +14,20 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import FIRST_STAGE, CandidateSet, DatasetManifest, RerankerSpec, RerankResult, VariantSet
+from schemas import (
+    FIRST_STAGE,
+    CandidateSet,
+    DatasetManifest,
+    RerankerSpec,
+    RerankResult,
+    VariantSet,
+)
+from tasks import transient
 from tasks.corrupt import read_variants
 from tasks.load import open_dataset
 from terazi.models import prepare_environment, resolve
-from terazi.progress import pair_progress
+from terazi.paths import inside
+from terazi.progress import progress
 from terazi.rerank import reciprocal_rank_fusion, rerank
 from terazi.rerankers import make_scorer
 from terazi.score_cache import ScoreCache
@@ -27,7 +36,7 @@ log = logging.getLogger("terazi.rerank")
 
 
 def ranking_path(out_dir: str, dataset: str, system: str) -> Path:
-    return Path(out_dir) / "rankings" / dataset / f"{system}.parquet"
+    return inside(out_dir, "rankings", dataset, f"{system}.parquet")
 
 
 def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
@@ -44,14 +53,14 @@ def rerank_system(dataset: DatasetManifest, candidates: CandidateSet, variant_se
                   offline: bool = False) -> RerankResult:
     start = time.perf_counter()
     ds = open_dataset(dataset)
-    if spec.model:
+    if getattr(spec, "model", None):
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
     docs = {d: doc.full_text for d, doc in ds.docs.items()}
     scorer = make_scorer(spec, docs, dataset.corpus_fingerprint, offline)
     cache = ScoreCache(Path(cache_dir) / "scores.sqlite")
-    with pair_progress(f"{spec.name} on {dataset.name}") as progress:
+    with progress(f"{spec.name} on {dataset.name}") as on_progress:
         ranked, stats = rerank(pl.read_parquet(candidates.path), read_variants(variant_sets), docs, scorer, cache,
-                               rerank_depth, progress)
+                               rerank_depth, on_progress)
     path = ranking_path(out_dir, dataset.name, spec.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     ranked.write_parquet(path)
@@ -75,6 +84,6 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
 
 
 first_stage_task = task(first_stage_ranking, name="first-stage-row", task_run_name="no-rerank {dataset.name}")
-rerank_task = task(rerank_system, name="rerank", retries=2, retry_delay_seconds=[2, 10], timeout_seconds=6 * 3600,
-                   task_run_name="rerank {dataset.name} {spec.name}", tags=["terazi-model"])
+rerank_task = task(rerank_system, name="rerank", retries=2, retry_delay_seconds=[2, 10],
+                   task_run_name="rerank {dataset.name} {spec.name}", tags=["terazi-model"], retry_condition_fn=transient)
 fuse_task = task(fuse_systems, name="fuse", task_run_name="fuse {dataset.name} {spec.name}")

@@ -19,11 +19,13 @@ import polars as pl
 from prefect import task
 
 from schemas import CandidateSet, DatasetManifest, EncoderSpec, VariantSet
+from tasks import transient
 from tasks.corrupt import read_variants
 from tasks.load import open_dataset
 from terazi import fingerprint
 from terazi.metrics import evaluate
 from terazi.models import load_bi_encoder, prepare_environment, resolve
+from terazi.progress import progress
 from terazi.retrieval import build_index, cached_corpus_embeddings, encode, search
 from terazi.trec import write_run
 
@@ -80,12 +82,14 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
     model = load_bi_encoder(ref, encoder.device, encoder.max_length, encoder.trust_remote_code)
     doc_ids = list(ds.docs)
     emb_path = Path(cache_dir).resolve() / "embeddings" / f"{fingerprint.of_json([ref.identity, enc_params, dataset.corpus_fingerprint])}.npy"
-    doc_emb, emb_cached = cached_corpus_embeddings(model, [ds.docs[d].full_text for d in doc_ids], emb_path,
-                                                   encoder.batch_size, encoder.document_prefix)
+    with progress(f"{dataset.name}: encoding the corpus", "documents") as on_progress:
+        doc_emb, emb_cached = cached_corpus_embeddings(model, [ds.docs[d].full_text for d in doc_ids], emb_path,
+                                                       encoder.batch_size, encoder.document_prefix, on_progress)
     texts = variants["text"].unique(maintain_order=True).to_list()
-    log.info("%s: encoding %d distinct query texts for %d variants%s", dataset.name, len(texts), variants.height,
-             "" if emb_cached else f" and {len(doc_ids)} documents")
-    q_emb = encode(model, texts, encoder.batch_size, encoder.query_prefix)
+    log.info("%s: %s; encoding %d distinct query texts for %d variants", dataset.name,
+             "corpus embeddings reused" if emb_cached else f"{len(doc_ids)} documents encoded", len(texts), variants.height)
+    with progress(f"{dataset.name}: encoding queries", "queries") as on_progress:
+        q_emb = encode(model, texts, encoder.batch_size, encoder.query_prefix, on_progress)
     index, index_params = build_index(doc_emb, encoder.index, encoder.hnsw_m, encoder.hnsw_ef_search,
                                       encoder.ivf_nlist, encoder.ivf_nprobe)
     scores, rows = search(index, q_emb, depth)
@@ -132,5 +136,5 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
     return cs
 
 
-retrieve_task = task(retrieve, name="first-stage", retries=2, retry_delay_seconds=[2, 10], timeout_seconds=6 * 3600,
-                     task_run_name="first-stage {dataset.name}")
+retrieve_task = task(retrieve, name="first-stage", retries=2, retry_delay_seconds=[2, 10],
+                     task_run_name="first-stage {dataset.name}", retry_condition_fn=transient)

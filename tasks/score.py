@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 from prefect import task
 
@@ -11,7 +9,7 @@ from schemas import DatasetManifest, MetricContract, RerankResult, ScoreSet, Var
 from tasks.corrupt import read_variants
 from tasks.load import open_dataset
 from terazi.metrics import Policies, evaluate, parse_measure
-
+from terazi.paths import inside
 
 FLOW_TIES = "ranked as the system ranked: model score descending, ties kept in first-stage order"
 
@@ -44,7 +42,7 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
         .select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"), "condition", "query_id",
                 "measure", "value", pl.col("changed").fill_null(False))
     )
-    path = Path(out_dir) / "per_query" / dataset.name / f"{ranking.system}.parquet"
+    path = inside(out_dir, "per_query", dataset.name, f"{ranking.system}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     per_query.write_parquet(path)
     return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(path), contracts=contracts(measures, policies))

@@ -2,30 +2,65 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 
+from schemas import RunManifest
+from terazi import results
+from terazi.benchmark import changed_parts
 from terazi.stats import paired_difference
 
 
-def previous_run(out_dir: Path, current: Path) -> Path | None:
-    """The newest other results folder under `out_dir` that holds a leaderboard."""
-    runs = [p for p in out_dir.iterdir() if p.is_dir() and p.resolve() != current.resolve()
-            and (p / "leaderboard.csv").is_file() and (p / "per_query.parquet").is_file()]
-    return max(runs, key=lambda p: (p / "leaderboard.csv").stat().st_mtime, default=None)
+def read_manifest(run: Path) -> RunManifest | None:
+    """The manifest of a completed run (None for incomplete or foreign folders)."""
+    if not results.is_complete(run):
+        return None
+    try:
+        return RunManifest.model_validate(json.loads((run / results.MANIFEST).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
+    """The newest completed nightly of the same benchmark under `out_dir`, started before `current`.
+
+    Ad-hoc and CLI runs never count, nor do interrupted runs or other benchmarks' runs.
+    """
+    best: tuple[str, Path] | None = None
+    for p in out_dir.iterdir():
+        if not p.is_dir() or p.resolve() == Path(current.run_dir).resolve():
+            continue
+        m = read_manifest(p)
+        if m is None or m.kind != "nightly" or m.benchmark.name != current.benchmark.name or m.started > current.started:
+            continue
+        if best is None or m.started > best[0]:
+            best = (m.started, p)
+    return best[1] if best else None
 
 
 def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
     """Markdown summary of what changed from `before` to `after`."""
+    m_old, m_new = read_manifest(before), read_manifest(after)
+    lines = [f"# terazi: changes from {before.name} to {after.name}", "",
+             f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
+             f"- after: `{after}`" + (f" ({m_new.kind} run, started {m_new.started})" if m_new else ""), ""]
+    header = len(lines)
+    parts = changed_parts(m_old.benchmark, m_new.benchmark) if m_old and m_new else []
+    system_change = any(p.startswith("systems") for p in parts)
+    inputs = [p for p in parts if not p.startswith("systems")]
+    if inputs:
+        lines.append("- **the benchmark itself changed**: " + "; ".join(inputs)
+                     + ". Scores are not comparable; only what was rerun the same way is compared below.")
     old, new = pl.read_csv(before / "leaderboard.csv"), pl.read_csv(after / "leaderboard.csv")
-    lines = [f"# terazi: changes since {before.name}", ""]
     added = sorted(set(new["system"]) - set(old["system"]))
     removed = sorted(set(old["system"]) - set(new["system"]))
+    why = " (the benchmark's list of systems changed)" if system_change else ""
     if added:
-        lines.append("- new systems: " + ", ".join(added))
+        lines.append("- new systems: " + ", ".join(added) + why)
     if removed:
-        lines.append("- systems gone: " + ", ".join(removed))
+        lines.append("- systems gone: " + ", ".join(removed) + why)
     joined = new.join(old, on="system", suffix="_before")
     for r in joined.iter_rows(named=True):
         if r["borda_rank"] != r["borda_rank_before"]:
@@ -44,6 +79,6 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
         if ci.significant:
             lines.append(f"- {system}: {headline} changed significantly by {ci.estimate:+.4f} "
                          f"[{ci.low:+.4f}, {ci.high:+.4f}]")
-    if len(lines) == 2:
-        lines.append("- nothing changed: same systems, ranks and groups, no significant score change")
+    if len(lines) == header:
+        lines.append("- nothing changed: same benchmark, same systems, ranks and groups, no significant score change")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,8 @@
-"""Errors about users' files: they say which file, which line and what is wrong."""
+"""terazi's own errors: each says which file (and line), which field or which thing, and what to do.
+
+Every `TeraziError` is deterministic: retrying cannot help, so tasks never retry them and the CLI
+prints them as one `error:` line (exit 2) without a traceback.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,33 @@ from pathlib import Path
 from pydantic import ValidationError
 
 
-class DatasetError(ValueError):
+class TeraziError(Exception):
+    """A problem with the user's input or setup, not a bug: shown as one line, never retried."""
+
+
+class DatasetError(TeraziError, ValueError):
     """A user's file is malformed. Carries where, so the message can say it."""
 
     def __init__(self, path: Path | str, line: int | None, problem: str):
         self.path, self.line, self.problem = str(path), line, problem
         where = f"{path}, line {line}" if line else f"{path}"
         super().__init__(f"{where}: {problem}")
+
+
+class ConfigError(TeraziError, ValueError):
+    """A configuration file or value that cannot be used."""
+
+
+class PolicyError(TeraziError):
+    """The serving side's policy forbids what a run asked for (e.g. remote code from the form)."""
+
+
+class OutputPathError(TeraziError):
+    """A results or cache path that is unusable or would leave its root."""
+
+
+class CacheError(TeraziError):
+    """A damaged cache file; the message names it and the command that repairs it."""
 
 
 def describe(err: ValidationError, sep: str = "; ") -> str:
@@ -23,3 +47,21 @@ def describe(err: ValidationError, sep: str = "; ") -> str:
         loc = ".".join(str(x) for x in e["loc"]) or "record"
         parts.append(f"field '{loc}': {e['msg'].removeprefix('Value error, ')}")
     return sep.join(parts)
+
+
+def utf8_error(path: Path | str, data: bytes, exc: UnicodeDecodeError, line_offset: int = 0) -> DatasetError:
+    """Where a file stops being UTF-8: line, column and the offending byte (never the file's text)."""
+    start = exc.start
+    line = data.count(b"\n", 0, start) + 1 + line_offset
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return DatasetError(path, line, f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
+                                    "save the file as UTF-8")
+
+
+def check_utf8(path: Path | str) -> None:
+    """Raise a `DatasetError` naming the line and byte if the file is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise utf8_error(path, data, e) from None

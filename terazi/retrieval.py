@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 import faiss
 import numpy as np
@@ -12,23 +13,34 @@ log = logging.getLogger("terazi.retrieval")
 AUTO_EXACT_LIMIT = 500_000
 
 
-def encode(model, texts: list[str], batch_size: int, prefix: str = "", progress: bool = False) -> np.ndarray:
-    """Unit-normalised float32 embeddings, so inner product is cosine similarity."""
+ENCODE_BLOCK = 2048
+
+
+def encode(model, texts: list[str], batch_size: int, prefix: str = "",
+           on_progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Unit-normalised float32 embeddings, so inner product is cosine similarity; encoded in blocks so
+    that long encodings report progress (and can be stopped) between blocks."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
-    emb = model.encode([prefix + t for t in texts], batch_size=batch_size, convert_to_numpy=True,
-                       normalize_embeddings=True, show_progress_bar=progress)
-    return np.ascontiguousarray(emb, dtype=np.float32)
+    parts = []
+    for i in range(0, len(texts), ENCODE_BLOCK):
+        block = [prefix + t for t in texts[i : i + ENCODE_BLOCK]]
+        parts.append(model.encode(block, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                  show_progress_bar=False))
+        if on_progress:
+            on_progress(min(i + ENCODE_BLOCK, len(texts)), len(texts))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
-def cached_corpus_embeddings(model, texts: list[str], path: Path, batch_size: int, prefix: str = "") -> tuple[np.ndarray, bool]:
+def cached_corpus_embeddings(model, texts: list[str], path: Path, batch_size: int, prefix: str = "",
+                             on_progress: Callable[[int, int], None] | None = None) -> tuple[np.ndarray, bool]:
     """Embeddings of the corpus, read from `path` when an earlier run computed them."""
     if path.is_file():
         emb = np.load(path)
         if emb.shape[0] == len(texts):
             return emb, True
         log.warning("embedding cache %s has %d rows for %d documents; recomputing", path, emb.shape[0], len(texts))
-    emb = encode(model, texts, batch_size, prefix, progress=len(texts) > 500)
+    emb = encode(model, texts, batch_size, prefix, on_progress)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, emb)

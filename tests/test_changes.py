@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from terazi.changes import compare_runs, previous_run
+from schemas import BenchmarkIdentity, RunManifest
+from terazi import results
+from terazi.changes import compare_runs, previous_nightly
 
 
 def fake_run(folder, board, values):
@@ -28,4 +30,34 @@ def test_rank_group_and_significant_changes(tmp_path):
     assert "y: rank 2 → 1" in text and "y: group 2 → 1" in text and "x: rank 1 → 2" in text
     assert "y: nDCG@10 changed significantly by +0.3000" in text
     assert "x: nDCG@10 changed significantly" not in text
-    assert previous_run(tmp_path, after) == before
+
+
+def manifest(folder, kind, name, started, parts=None) -> RunManifest:
+    m = RunManifest(terazi_version="t", run_dir=str(folder), kind=kind, started=started, seconds=1.0, config={},
+                    benchmark=BenchmarkIdentity(name=name, fingerprint="f" * 16, parts=parts or {"datasets": "a"}),
+                    datasets=[], variants=[], candidates=[], reranks=[], scores=[], leaderboard=[])
+    folder.mkdir(parents=True, exist_ok=True)
+    results.finish(folder, m.model_dump_json())
+    return m
+
+
+def test_previous_nightly_is_the_last_completed_nightly_of_the_same_benchmark(tmp_path):
+    manifest(tmp_path / "n1", "nightly", "bench", "2026-01-01T02:00:00+00:00")
+    manifest(tmp_path / "n0", "nightly", "bench", "2025-12-31T02:00:00+00:00")
+    manifest(tmp_path / "adhoc", "ad-hoc", "bench", "2026-01-01T12:00:00+00:00")       # not a nightly
+    manifest(tmp_path / "other", "nightly", "other", "2026-01-01T13:00:00+00:00")      # another benchmark
+    broken = tmp_path / "killed"
+    manifest(broken, "nightly", "bench", "2026-01-01T14:00:00+00:00")
+    (broken / results.MARKER).write_text("{}")                                        # interrupted: incomplete
+    now = manifest(tmp_path / "n2", "nightly", "bench", "2026-01-02T02:00:00+00:00")
+    assert previous_nightly(tmp_path, now) == tmp_path / "n1"
+
+
+def test_a_changed_benchmark_is_said_plainly(tmp_path):
+    a = fake_run(tmp_path / "a", [("x", 1, 1)], {"x": [0.5, 0.6]})
+    b = fake_run(tmp_path / "b", [("x", 1, 1)], {"x": [0.5, 0.6]})
+    manifest(a, "nightly", "bench", "2026-01-01T02:00:00+00:00", {"datasets": "a", "first_stage": "e1", "systems": "s"})
+    manifest(b, "nightly", "bench", "2026-01-02T02:00:00+00:00", {"datasets": "a", "first_stage": "e2", "systems": "s"})
+    text = compare_runs(a, b, "nDCG@10", resamples=200)
+    assert "the benchmark itself changed**: first stage (encoder, index, depth)" in text
+    assert "datasets" not in text.split("changed**:")[1].split(".")[0]

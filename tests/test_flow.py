@@ -138,5 +138,5 @@ def test_bad_config_is_rejected_with_a_readable_message():
     with pytest.raises(ValidationError, match="rows listed above it"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [
             {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]}, {"name": "b", "kind": "bm25"}]})
-    with pytest.raises(ValidationError, match="needs a model"):
+    with pytest.raises(ValidationError, match="rerankers.0.cross-encoder.model\n  Field required"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import RerankerSpec
+from schemas import BM25Spec, CrossEncoderSpec
 from terazi.data import load_beir
 from terazi.rerank import reciprocal_rank_fusion, rerank
 from terazi.rerankers import make_scorer
@@ -50,7 +50,7 @@ class Exploding:
 
 @pytest.fixture
 def ce_spec(tiny_cross_encoder):
-    return RerankerSpec(name="tiny-ce", kind="cross-encoder", model=tiny_cross_encoder, max_length=64, batch_size=4)
+    return CrossEncoderSpec(name="tiny-ce", kind="cross-encoder", model=tiny_cross_encoder, max_length=64, batch_size=4)
 
 
 def test_second_run_scores_zero_pairs(tmp_path, tiny_dataset, ce_spec):
@@ -72,7 +72,7 @@ def test_second_run_scores_zero_pairs(tmp_path, tiny_dataset, ce_spec):
 def test_duplicate_pairs_across_conditions_are_scored_once(tmp_path, tiny_dataset):
     ds, cands, variants, docs = inputs(tiny_dataset)
     same = variants.with_columns(pl.col("text").first().over("query_id"))  # 'upper' identical to clean
-    scorer = make_scorer(RerankerSpec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, offline=True)
+    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, offline=True)
     _, stats = rerank(cands, same, docs, scorer, ScoreCache(tmp_path / "s.sqlite"), rerank_depth=12)
     assert stats.needed == 96 and stats.unique == 48 and stats.scored == 48
 
@@ -98,13 +98,13 @@ WORKER = textwrap.dedent("""
     os.environ["HF_HUB_OFFLINE"] = "1"
     sys.path.insert(0, {root!r})
     from tests.test_rerank import inputs
-    from schemas import RerankerSpec
+    from schemas import BM25Spec, CrossEncoderSpec
     from terazi.rerank import rerank
     from terazi.rerankers import make_scorer
     from terazi.score_cache import ScoreCache
     from pathlib import Path
     ds, cands, variants, docs = inputs(Path({data!r}))
-    spec = RerankerSpec(name="ce", kind="cross-encoder", model={model!r}, max_length=64, batch_size=2)
+    spec = CrossEncoderSpec(name="ce", kind="cross-encoder", model={model!r}, max_length=64, batch_size=2)
     scorer = make_scorer(spec, docs, ds.corpus_fingerprint, offline=True)
     ranked, stats = rerank(cands, variants, docs, scorer, ScoreCache({cache!r}), rerank_depth=12)
     ranked.write_parquet({out!r})

@@ -1,20 +1,24 @@
-"""Running terazi as a service: served deployments, parameter validation, retries, Dask scale-out.
+"""Running terazi as a service: served deployments under a policy, everything on the run the user opens,
+retries, a nightly that compares like with like, one set of defaults, Dask scale-out.
 
-All against the session's temporary Prefect server (tests/conftest.py), which the test harness
-starts and stops; subprocesses reach it through PREFECT_API_URL.
+All against the session's temporary Prefect server (tests/conftest.py: a real server on loopback with
+telemetry off); subprocesses reach it through PREFECT_API_URL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from schemas import EvalConfig
 
@@ -67,37 +71,24 @@ async def _wait_for_deployment(name: str, timeout: float):
     raise TimeoutError(f"deployment {name} not registered within {timeout}s")
 
 
-def test_served_deployment_runs_with_parameters_and_rejects_bad_ones(prefect_server, tmp_path, tiny_dataset):
-    from prefect.client.orchestration import get_client
-    from prefect.deployments import run_deployment
-
+@contextmanager
+def served(tmp_path, config: dict, *options: str):
+    """`terazi serve --config …` in a subprocess until the block ends."""
+    cfg_file = tmp_path / f"serve-{time.monotonic_ns()}.yaml"
+    cfg_file.write_text(yaml.safe_dump(config))
     env = {**os.environ, "PREFECT_API_URL": api_url(), "HF_HUB_OFFLINE": "1"}
     log = open(tmp_path / "serve.log", "w+")
-    server = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve", "--limit", "2"], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve", "--config", str(cfg_file), "--limit", "2",
+                               *options], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     try:
         try:
-            asyncio.run(_wait_for_deployment("terazi-run/ad-hoc", 120))
+            asyncio.run(_wait_for_deployment("terazi-evaluate/ad-hoc", 120))
+            asyncio.run(_wait_for_deployment("terazi-nightly/nightly", 10))
         except TimeoutError:
             server.kill()
             log.seek(0)
             pytest.fail("terazi serve did not register its deployments:\n" + log.read()[-3000:])
-        asyncio.run(_wait_for_deployment("terazi-nightly/nightly", 10))
-        cfg = tiny_config(tmp_path, tiny_dataset, run_name="served")
-        flow_run = run_deployment("terazi-run/ad-hoc", parameters={"config": cfg}, timeout=300)
-        assert flow_run.state.is_completed(), flow_run.state
-        assert (tmp_path / "results" / "served" / "leaderboard.csv").is_file()
-
-        async def leaderboard_artifacts():
-            async with get_client() as client:
-                return [a for a in await client.read_artifacts() if a.key == "terazi-leaderboard"]
-
-        assert any(str(tmp_path / "results" / "served") in (a.description or "") for a in asyncio.run(leaderboard_artifacts()))
-
-        bad = tiny_config(tmp_path, tiny_dataset, depth=-5)
-        with pytest.raises(Exception) as info:
-            run_deployment("terazi-run/ad-hoc", parameters={"config": bad}, timeout=60)
-        assert "depth" in str(info.value)
+        yield
     finally:
         server.terminate()
         try:
@@ -105,7 +96,157 @@ def test_served_deployment_runs_with_parameters_and_rejects_bad_ones(prefect_ser
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
-    assert server.returncode is not None
+
+
+async def _on_run(flow_run_id):
+    """Artifacts and log lines that belong to one flow run."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+
+    async with get_client() as client:
+        artifacts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+        logs = await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200)
+    return artifacts, logs
+
+
+def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
+    from prefect.deployments import run_deployment
+
+    served_cfg = tiny_config(tmp_path, tiny_dataset)
+    with served(tmp_path, served_cfg):
+        cfg = tiny_config(tmp_path, tiny_dataset, run_name="served", benchmark="tiny-bench")
+        del cfg["bootstrap_resamples"]  # the default, as the CLI uses below
+        flow_run = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
+        assert flow_run.state.is_completed(), flow_run.state
+        run_dir = tmp_path / "results" / "served"
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["kind"] == "ad-hoc" and manifest["flow_run_id"] == str(flow_run.id)
+
+        # everything is on the run the user opens: artifacts and terazi's own log lines
+        deadline, texts, keys = time.monotonic() + 20, "", set()
+        while time.monotonic() < deadline:
+            artifacts, logs = asyncio.run(_on_run(flow_run.id))
+            keys, texts = {a.key for a in artifacts}, "\n".join(r.message for r in logs)
+            if "tiny-bench-leaderboard" in keys and "scored" in texts:
+                break
+            time.sleep(1)
+        assert {"tiny-bench-leaderboard", "tiny-bench-report", "tiny-bench-retention", "tiny-bench-comparisons"} <= keys
+        fingerprint = manifest["datasets"][0]["fingerprint"]
+        assert f"fingerprint {fingerprint}" in texts
+        assert "bm25 on tiny:" in texts and "scored" in texts
+        board = next(a for a in artifacts if a.key == "tiny-bench-leaderboard")
+        assert "95% CI" in json.dumps(board.data) and "group" in (board.description or "")
+        report = next(a for a in artifacts if a.key == "tiny-bench-report")
+        assert str(run_dir / "report.html") in report.data
+
+        # the form cannot reach outside the server's roots, nor switch on remote code
+        cfg_code = tiny_config(tmp_path, tiny_dataset, run_name="refused")
+        cfg_code["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder,
+                                  "trust_remote_code": True}]
+        cfg_out = tiny_config(tmp_path, tiny_dataset, run_name="refused", out_dir=str(tmp_path / "elsewhere"))
+        for cfg_bad, words in ((cfg_code, ["rerankers.ce.trust_remote_code", "policy"]),
+                               (cfg_out, ["out_dir", "outside the service's results root"])):
+            refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg_bad}, timeout=120)
+            assert refused.state.is_failed(), refused.state
+            assert all(w in refused.state.message for w in words), refused.state.message
+        assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "results" / "refused").exists()
+
+        bad = tiny_config(tmp_path, tiny_dataset, depth=-5)
+        with pytest.raises(Exception) as info:
+            run_deployment("terazi-evaluate/ad-hoc", parameters={"config": bad}, timeout=60)
+        assert "depth" in str(info.value)
+
+    # the same evaluation from CLI flags and from a config file gives the same leaderboard
+    from typer.testing import CliRunner
+
+    from terazi.cli import app
+
+    served_board = pl.read_csv(run_dir / "leaderboard.csv")
+    flags = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--reranker", "bm25",
+                                     "--reranker", "rrf:first-stage+bm25=hybrid", "--condition", "upper", "--depth", "10",
+                                     "--rerank-depth", "5", "--out", str(tmp_path / "cli" / "flags"),
+                                     "--cache", str(tmp_path / "cache"), "--offline"])
+    assert flags.exit_code == 0, flags.output
+    file_cfg = {k: v for k, v in cfg.items() if k not in ("out_dir", "run_name")}
+    (tmp_path / "eval.json").write_text(json.dumps(file_cfg))
+    from_file = CliRunner().invoke(app, ["run", "--config", str(tmp_path / "eval.json"), "--out", str(tmp_path / "cli" / "file")])
+    assert from_file.exit_code == 0, from_file.output
+    for folder in ("flags", "file"):
+        assert pl.read_csv(tmp_path / "cli" / folder / "leaderboard.csv").equals(served_board), folder
+
+
+def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
+    from prefect.deployments import run_deployment
+
+    cfg = tiny_config(tmp_path, tiny_dataset, run_name="remote-code", conditions=["clean"])
+    cfg["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64,
+                         "trust_remote_code": True}]
+    with served(tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder):
+        refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=120)
+        assert refused.state.is_failed()
+        assert "rerankers.ce.trust_remote_code: refused by the service policy" in refused.state.message
+        assert "--allow-remote-code" in refused.state.message
+    with served(tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"):
+        allowed = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
+        assert allowed.state.is_completed(), allowed.state
+    assert (tmp_path / "results" / "remote-code" / "manifest.json").is_file()
+
+
+def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefect_server, tmp_path, tiny_dataset):
+    from prefect.client.orchestration import get_client
+
+    from flows.evaluate import evaluate
+    from flows.service import nightly
+
+    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-nightly"))
+    first = nightly(cfg)
+    assert "first nightly run of benchmark `tiny-nightly`" in first
+    # an ad-hoc run with other systems, into the same results folder, in between
+    evaluate(cfg.model_copy(update={"rerankers": cfg.rerankers[:1], "run_name": "adhoc"}))
+    time.sleep(1.1)  # run folders are named by the second
+    second = nightly(cfg)
+    runs = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert len(runs) == 3
+    nightlies = [r for r in runs if r != "adhoc"]
+    assert f"changes from {nightlies[0]} to {nightlies[1]}" in second
+    assert "systems gone" not in second and "new systems" not in second and "benchmark itself changed" not in second
+    assert (tmp_path / "results" / nightlies[1] / "changes.md").read_text() == second
+
+    # a changed benchmark (another encoder depth) is said plainly, not as systems gone
+    time.sleep(1.1)
+    third = nightly(cfg.model_copy(update={"depth": 8, "rerankers": cfg.rerankers[:1]}))
+    assert "the benchmark itself changed**: first stage" in third
+
+    async def keys():
+        async with get_client() as client:
+            return {a.key for a in await client.read_artifacts()}
+
+    assert {"tiny-nightly-nightly-changes", "tiny-nightly-nightly-leaderboard"} <= asyncio.run(keys())
+
+
+def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
+    import tasks.aggregate
+    from flows.service import nightly
+    from terazi import results
+
+    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
+    nightly(cfg)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("injected crash while aggregating")
+
+    monkeypatch.setattr(tasks.aggregate.aggregate_task, "fn", crash)
+    time.sleep(1.1)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        nightly(cfg)
+    crashed = max((tmp_path / "results").iterdir(), key=lambda p: p.name)
+    assert not results.is_complete(crashed) and not (crashed / "manifest.json").exists()
+    assert "injected crash" in json.loads((crashed / results.MARKER).read_text())["reason"]
+    monkeypatch.undo()
+    time.sleep(1.1)
+    third = nightly(cfg)
+    assert crashed.name not in third  # compared with the first, completed nightly
 
 
 def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_dataset, monkeypatch):
@@ -119,25 +260,3 @@ def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_data
     b = pl.read_csv(Path(dask.run_dir) / "leaderboard.csv")
     assert a.equals(b)
     assert all(r.pairs_scored > 0 for r in dask.reranks if r.system == "bm25")  # scored afresh on the workers
-
-
-def test_nightly_publishes_what_changed(prefect_server, tmp_path, tiny_dataset):
-    from prefect.client.orchestration import get_client
-
-    from flows.service import nightly
-
-    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset))
-    first = nightly(cfg)
-    assert "first nightly run" in first
-    time.sleep(1.1)  # run folders are named by the second
-    second_cfg = cfg.model_copy(update={"rerankers": cfg.rerankers[:1]})  # tonight the hybrid row is gone
-    second = nightly(second_cfg)
-    assert "systems gone: hybrid" in second
-    runs = sorted((tmp_path / "results").iterdir())
-    assert len(runs) == 2 and (runs[-1] / "changes.md").read_text() == second
-
-    async def keys():
-        async with get_client() as client:
-            return {a.key for a in await client.read_artifacts()}
-
-    assert "terazi-nightly-changes" in asyncio.run(keys())

@@ -1,0 +1,3 @@
+from terazi.cli import main
+
+main()

@@ -1,0 +1,43 @@
+"""The CLI's side of Prefect: is the API reachable, and Prefect's console lines only with --verbose."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from terazi.errors import TeraziError
+
+
+def check_api() -> None:
+    """With PREFECT_API_URL set, fail in one line (and say how to fix it) when nothing answers there."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return
+    import httpx
+
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=5.0).raise_for_status()
+    except httpx.HTTPError as e:
+        raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with "
+                          "`prefect server start`, or unset PREFECT_API_URL to run on a temporary local server") from None
+
+
+class _OnlyWarningsOutsidePrefect(logging.Filter):
+    """Keep Prefect's own run chatter (and failure tracebacks, which terazi prints as one line) off the
+    terminal; the Prefect UI still receives every line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("prefect")
+
+
+def quiet_console() -> None:
+    """Hide Prefect's console lines unless --verbose (call after importing prefect)."""
+    if os.environ.get("TERAZI_VERBOSE") == "1":
+        return
+    import prefect  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger)
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+                isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters):
+            handler.addFilter(_OnlyWarningsOutsidePrefect())

@@ -1,0 +1,53 @@
+"""`terazi serve`: the ad-hoc and nightly deployments, served from this process, under a policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from terazi.cli import app
+from terazi.cli._common import VERBOSE, err, errors_as_lines, setup
+
+
+@app.command()
+def serve(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
+                                          help="benchmark config for both deployments' defaults (default: the demo)"),
+    cron: str = typer.Option("0 2 * * *", help="nightly schedule (cron)"),
+    timezone: str = typer.Option("Europe/Istanbul", help="time zone of the schedule"),
+    limit: Optional[int] = typer.Option(None, min=1, help="most flow runs at once"),
+    allow_remote_code: bool = typer.Option(False, "--allow-remote-code",
+                                           help="let form runs set trust_remote_code (runs a model repository's code)"),
+    allow_model: list[str] = typer.Option([], "--allow-model", help="model form runs may use besides the config's: "
+                                          "a hub id or pattern (BAAI/*) or an absolute folder (repeatable)"),
+    data_root: list[str] = typer.Option([], "--data-root", help="folder form runs may read datasets from, besides "
+                                        "the config's dataset folders (repeatable)"),
+    results_root: Optional[str] = typer.Option(None, help="folder form runs write results in (default: the config's out_dir)"),
+    cache_root: Optional[str] = typer.Option(None, help="folder of the cache (default: the config's cache_dir)"),
+    verbose: bool = VERBOSE,
+) -> None:
+    """Serve the ad-hoc and nightly deployments from this process (needs PREFECT_API_URL for a lasting server).
+
+    Anyone who reaches the Prefect UI can fill the ad-hoc form; what its runs may do is decided here
+    (see docs/service.md, "Security").
+    """
+    setup(verbose)
+    with errors_as_lines():
+        from deployments.evaluate import load_config, serve_all
+        from terazi.cli._prefect import check_api
+        from terazi.policy import ServicePolicy
+
+        cfg = load_config(config)
+        policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root)
+        check_api()
+        if not os.environ.get("PREFECT_API_URL"):
+            err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
+                      "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
+        err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
+        err.print(f"policy: remote code {'allowed' if policy.allow_remote_code else 'refused'}; models: "
+                  f"{', '.join(policy.models)}; data roots: {', '.join(policy.data_roots)}; results in "
+                  f"{policy.results_root}; cache in {policy.cache_root}", highlight=False)
+        serve_all(cfg, policy, cron, timezone, limit)

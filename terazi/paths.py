@@ -1,0 +1,66 @@
+"""Names that become paths, and paths that must stay inside their root.
+
+Dataset, system, run and benchmark names end up as folder and file names, and anyone who can fill
+the deployment form can set them; so they are slugs (`SLUG`), and every output path is resolved
+and proven to stay inside its root before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from terazi.errors import OutputPathError
+
+SLUG = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+SLUG_HELP = "letters, digits, '.', '_' and '-', starting with a letter or digit (at most 100 characters)"
+_SLUG = re.compile(SLUG)
+_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def is_slug(name: str) -> bool:
+    return bool(_SLUG.match(name)) and ".." not in name
+
+
+def slugify(text: str, fallback: str = "dataset") -> str:
+    """A safe name from free text (a folder name): other characters become '-'."""
+    out = _BAD.sub("-", text).strip("-._")[:100].rstrip("-._")
+    return out if out and is_slug(out) else fallback
+
+
+def unique(names: list[str]) -> list[str]:
+    """Make names unique (case-insensitively, as file systems may be) by numbering repeats."""
+    seen: set[str] = set()
+    out = []
+    for n in names:
+        cand, k = n, 2
+        while cand.lower() in seen:
+            cand, k = f"{n}-{k}", k + 1
+        seen.add(cand.lower())
+        out.append(cand)
+    return out
+
+
+def inside(root: str | Path, *parts: str) -> Path:
+    """`root/parts…`, resolved; refuses any result that is not inside `root`."""
+    base = Path(root).resolve()
+    target = base.joinpath(*parts).resolve()
+    if target != base and base not in target.parents:
+        raise OutputPathError(f"path {'/'.join(parts)!r} would leave {base}")
+    return target
+
+
+def writable_folder(path: str | Path, what: str) -> Path:
+    """Create `path` if needed and prove it is a writable folder, with a message that says what to fix."""
+    p = Path(path).expanduser().resolve()
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{what} {p} is a file, not a folder: choose another path")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe = p / ".terazi-write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise OutputPathError(f"{what} {p} is not writable ({e.strerror or e}): choose another path "
+                              "or fix its permissions") from None
+    return p

@@ -1,0 +1,130 @@
+"""What a served deployment may be asked to do: decided by whoever serves it, never by the form.
+
+The Prefect server has no login by default, so anything the deployment form can carry, anyone who
+reaches the UI can send. `terazi serve` therefore fixes a policy from its own options and the
+served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLICY`:
+
+- `trust_remote_code` (running a model repository's own Python) is refused unless the server was
+  started with `--allow-remote-code`;
+- models must come from the served config, the bundled encoder, an `--allow-model` pattern (hub
+  ids such as `BAAI/*`) or an allowed local folder;
+- datasets must lie inside a data root; results and cache folders inside the server's roots;
+- a Dask/Ray address must be the server's own.
+
+A run started from a deployment without any policy in its environment (e.g. a work-pool worker
+that was not given one) gets the strictest policy: the bundled demo only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas import BUNDLED_ENCODER, EvalConfig
+from terazi.configs import DEMO_DIR
+from terazi.errors import PolicyError
+
+ENV = "TERAZI_SERVICE_POLICY"
+
+
+class ServicePolicy(BaseModel):
+    """The serving side's rules for runs started from the deployment form."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow_remote_code: bool = Field(False, description="allow trust_remote_code: true from the form")
+    models: list[str] = Field(default_factory=list, description="allowed hub ids (fnmatch patterns) and local folders")
+    data_roots: list[str] = Field(default_factory=list, description="folders datasets must lie in")
+    results_root: str = Field(description="folder results must be written in")
+    cache_root: str = Field(description="folder the cache must be in")
+    task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
+
+    @classmethod
+    def for_service(cls, config: EvalConfig, allow_remote_code: bool = False, models: list[str] = (),
+                    data_roots: list[str] = (), results_root: str | None = None, cache_root: str | None = None,
+                    ) -> ServicePolicy:
+        """The policy of `terazi serve`: what its benchmark config uses, plus what its options allow."""
+        here = Path.cwd()
+        return cls(
+            allow_remote_code=allow_remote_code,
+            models=sorted({m for _, m, _, _ in config.models()} | set(models)),
+            data_roots=sorted({str(_abs(d.path, here)) for d in config.datasets} | {str(_abs(r, here)) for r in data_roots}),
+            results_root=str(_abs(results_root or config.out_dir, here)),
+            cache_root=str(_abs(cache_root or config.cache_dir, here)),
+            task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
+        )
+
+    @classmethod
+    def strictest(cls) -> ServicePolicy:
+        here = Path.cwd()
+        return cls(data_roots=[str(DEMO_DIR)], results_root=str(here / "results"), cache_root=str(here / ".terazi-cache"))
+
+    @classmethod
+    def from_env(cls) -> ServicePolicy:
+        raw = os.environ.get(ENV)
+        return cls.model_validate_json(raw) if raw else cls.strictest()
+
+    def to_env(self) -> None:
+        os.environ[ENV] = self.model_dump_json()
+
+    def apply(self, config: EvalConfig) -> EvalConfig:
+        """The config with its paths made absolute, or a PolicyError naming the field and the rule."""
+        here = Path.cwd()
+        for where, model, _, trust in config.models():
+            if trust and not self.allow_remote_code:
+                raise PolicyError(f"{where}.trust_remote_code: refused by the service policy (the server was not "
+                                  "started with --allow-remote-code)")
+            if not self._model_allowed(model, here):
+                raise PolicyError(f"{where}.model {model!r}: not allowed by the service policy (allowed: the served "
+                                  "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)")
+        datasets = []
+        for i, d in enumerate(config.datasets):
+            path = _abs(d.path, here)
+            if not any(_within(path, Path(r)) for r in self.data_roots):
+                raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
+                                  f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
+            datasets.append(d.model_copy(update={"path": str(path)}))
+        out, cache = _abs(config.out_dir, here), _abs(config.cache_dir, here)
+        if not _within(out, Path(self.results_root)):
+            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
+        if not _within(cache, Path(self.cache_root)):
+            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
+        if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
+            raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
+        return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache)})
+
+    def _model_allowed(self, model: str, here: Path) -> bool:
+        if model == BUNDLED_ENCODER or model in self.models:
+            return True
+        local = Path(model).expanduser()
+        if local.is_absolute() or model.startswith("."):
+            path = _abs(model, here)
+            return any(_within(path, _abs(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+        return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
+
+
+def _abs(path: str, here: Path) -> Path:
+    p = Path(path).expanduser()
+    return (p if p.is_absolute() else here / p).resolve()
+
+
+def _within(path: Path, root: Path) -> bool:
+    root = root.resolve()
+    return path == root or root in path.parents
+
+
+def enforce_if_served(config: EvalConfig) -> EvalConfig:
+    """In a run started from a deployment, apply the serving side's policy; elsewhere the config as it is."""
+    from prefect.runtime import deployment
+
+    if not deployment.id:
+        return config
+    return ServicePolicy.from_env().apply(config)
+
+
+def describe(policy: ServicePolicy) -> str:
+    return json.dumps(policy.model_dump(), indent=2)

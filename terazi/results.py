@@ -1,0 +1,62 @@
+"""The results folder of one run: confined to its root, and visibly incomplete until it is finished.
+
+A run writes `.terazi-incomplete` first and `manifest.json` last (then removes the marker), so an
+interrupted run (Ctrl-C, SIGTERM, kill -9, a crash) never looks finished and is never used as a
+nightly baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from terazi.paths import inside, writable_folder
+
+MARKER = ".terazi-incomplete"
+MANIFEST = "manifest.json"
+
+
+def start(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None) -> Path:
+    """Create (or reuse) the run folder inside `out_dir`, drop a stale manifest, mark it incomplete."""
+    root = writable_folder(out_dir, "results folder")
+    name = run_name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run = inside(root, name)
+    if run.exists() and not run.is_dir():
+        from terazi.errors import OutputPathError
+
+        raise OutputPathError(f"results folder {run} is a file: choose another run name")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / MANIFEST).unlink(missing_ok=True)
+    (run / MARKER).write_text(json.dumps({
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
+        "host": socket.gethostname(), "flow_run_id": flow_run_id, "status": "running"}, indent=2))
+    return run
+
+
+def finish(run: Path, manifest_json: str) -> None:
+    """Write the manifest last (atomically), then remove the marker: the run is complete."""
+    tmp = run / (MANIFEST + ".tmp")
+    tmp.write_text(manifest_json)
+    tmp.replace(run / MANIFEST)
+    (run / MARKER).unlink(missing_ok=True)
+
+
+def mark_stopped(run: Path, reason: str) -> None:
+    """Record why an incomplete run stopped (the marker stays)."""
+    marker = run / MARKER
+    try:
+        body = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        body = {}
+    body.update(status="stopped", reason=reason, stopped=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    try:
+        marker.write_text(json.dumps(body, indent=2))
+    except OSError:
+        pass
+
+
+def is_complete(run: Path) -> bool:
+    return (run / MANIFEST).is_file() and not (run / MARKER).exists()
