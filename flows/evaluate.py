@@ -120,7 +120,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         publish_task(board, out, artifact_prefix(config, kind))
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
-        results.mark_stopped(run_dir, f"{type(e).__name__}: {e}")
+        signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
+        results.mark_stopped(run_dir, f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}")
         raise
     log.info("finished in %.1fs: %s", manifest.seconds, run_dir)
     return manifest

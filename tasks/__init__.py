@@ -5,6 +5,8 @@ fingerprints, so retries and re-runs never pickle arrays. terazi's log lines rea
 run they belong to (`terazi.logs`), wherever the task runs.
 """
 
+import errno
+
 from terazi.errors import TeraziError
 from terazi.logs import send_to_prefect
 
@@ -12,5 +14,6 @@ send_to_prefect()
 
 
 def transient(task, task_run, state) -> bool:
-    """Retry condition: retry I/O and model hiccups, never terazi's own (deterministic) errors."""
-    return not isinstance(state.data, TeraziError)
+    """Retry condition: retry I/O and model hiccups, never terazi's own (deterministic) errors or a full disk."""
+    exc = state.data
+    return not (isinstance(exc, TeraziError) or isinstance(exc, OSError) and exc.errno == errno.ENOSPC)

@@ -34,7 +34,7 @@ def open_dataset(manifest: DatasetManifest) -> Dataset:
     return ds
 
 
-def load_dataset(spec: DatasetSpec) -> DatasetManifest:
+def load_dataset(spec: DatasetSpec, announce: bool = True) -> DatasetManifest:
     """Read and validate a dataset; its manifest carries the fingerprints and counts."""
     ds = _open(spec.path, spec.split, spec.label)
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
@@ -44,7 +44,8 @@ def load_dataset(spec: DatasetSpec) -> DatasetManifest:
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
         n_queries_without_relevant=no_rel,
     )
-    log.info("dataset %s: %d documents, %d judged queries, fingerprint %s", m.name, m.n_docs, m.n_queries, m.fingerprint)
+    if announce:
+        log.info("dataset %s: %d documents, %d judged queries, fingerprint %s", m.name, m.n_docs, m.n_queries, m.fingerprint)
     return m
 
 

@@ -20,16 +20,17 @@ from terazi.paths import writable_folder
 log = logging.getLogger("terazi.preflight")
 
 
-def preflight(config: EvalConfig) -> list[DatasetManifest]:
-    """Check folders and models, then load every dataset (read once per process and reused)."""
-    writable_folder(config.out_dir, "results folder")
-    writable_folder(config.cache_dir, "cache folder")
+def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
+    """Check models, load every dataset (read once per process and reused), then the folders."""
     for where, model, revision, _ in config.models():
         try:
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
-    return [load_dataset(spec) for spec in config.datasets]
+    datasets = [load_dataset(spec, announce) for spec in config.datasets]
+    writable_folder(config.out_dir, "results folder")
+    writable_folder(config.cache_dir, "cache folder")
+    return datasets
 
 
 preflight_task = task(preflight, name="preflight", retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.records import Document, Query
 from terazi import fingerprint
-from terazi.errors import DatasetError, describe
+from terazi.errors import DatasetError, describe, utf8_line_error
 from terazi.trec import read_qrels
 
 
@@ -46,12 +47,18 @@ def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
         raise DatasetError(path, None, f"missing {what} file")
     out: dict = {}
     first_line: dict[str, int] = {}
-    with open(path, encoding="utf-8-sig") as f:
+    with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
+            if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise utf8_line_error(path, n, raw, e) from None
+            try:
+                obj = json.loads(text)
             except json.JSONDecodeError as e:
                 raise DatasetError(path, n, f"not valid JSON ({e.msg})") from None
             if not isinstance(obj, dict):

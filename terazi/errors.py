@@ -58,6 +58,12 @@ def utf8_error(path: Path | str, data: bytes, exc: UnicodeDecodeError, line_offs
                                     "save the file as UTF-8")
 
 
+def utf8_line_error(path: Path | str, line: int, raw: bytes, exc: UnicodeDecodeError) -> DatasetError:
+    """The same for one line already split off (`raw` is that line's bytes)."""
+    return DatasetError(path, line, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                                    "save the file as UTF-8")
+
+
 def check_utf8(path: Path | str) -> None:
     """Raise a `DatasetError` naming the line and byte if the file is not UTF-8."""
     data = Path(path).read_bytes()

@@ -6,16 +6,23 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import DatasetError
+from terazi.errors import DatasetError, check_utf8
 
 
 def _lines(path: Path, ncols: int, what: str) -> pl.DataFrame:
+    """Every line split into columns: on tabs when the file uses tabs (BEIR tsv, whose ids may hold spaces),
+    else on runs of whitespace (TREC)."""
     if not Path(path).is_file():
         raise DatasetError(path, None, f"missing {what} file")
+    check_utf8(path)
     raw = pl.read_csv(path, has_header=False, new_columns=["line"], separator="\x1f", quote_char=None,
-                      schema_overrides={"line": pl.Utf8})
+                      schema_overrides={"line": pl.Utf8}, encoding="utf8-lossy")
     raw = raw.with_row_index("lineno", offset=1).filter(pl.col("line").str.strip_chars() != "")
-    parts = raw.with_columns(pl.col("line").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ").alias("p"))
+    if raw.height and "\t" in raw["line"][0]:
+        split = pl.col("line").str.strip_chars("\r\n").str.split("\t")
+    else:
+        split = pl.col("line").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ")
+    parts = raw.with_columns(split.alias("p"))
     bad = parts.filter(pl.col("p").list.len() != ncols)
     if bad.height:
         row = bad.row(0, named=True)
@@ -43,6 +50,7 @@ def read_run(path: str | Path) -> pl.DataFrame:
     """`qid Q0 docid rank score tag` → (query_id, doc_id, score). Rank is ignored, as trec_eval does."""
     path = Path(path)
     if path.is_file():
+        check_utf8(path)
         fast = _fast(path, ["query_id", "q0", "doc_id", "rank", "score", "tag"],
                      {"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
         if fast is not None:
@@ -68,8 +76,10 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(path, None, "missing qrels file")
+    check_utf8(path)
     with open(path, encoding="utf-8-sig") as f:
-        first = f.readline().split()
+        line = f.readline()
+    first = line.rstrip("\r\n").split("\t") if "\t" in line else line.split()
     header = bool(first) and first[0].lower() in ("query-id", "query_id", "qid")
     ncols = len(first)
     if ncols not in (3, 4):
@@ -107,11 +117,21 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     return df.select(*(["lineno"] if keep_lines else []), "query_id", "doc_id", "grade")
 
 
+def _trec_id(col: str) -> pl.Expr:
+    """TREC files are split on whitespace, so whitespace inside an id is written percent-encoded (%20, %09);
+    ids without whitespace are written as they are."""
+    c = pl.col(col)
+    encoded = c.str.replace_all("%", "%25", literal=True).str.replace_all(" ", "%20", literal=True) \
+        .str.replace_all("\t", "%09", literal=True)
+    return pl.when(c.str.contains(r"\s")).then(encoded).otherwise(c).alias(col)
+
+
 def write_run(df: pl.DataFrame, path: str | Path, tag: str) -> Path:
     """(query_id, doc_id, rank, score) → a TREC run file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     df.sort("query_id", "rank").select(
-        "query_id", pl.lit("Q0").alias("q0"), "doc_id", "rank", pl.col("score").round(6), pl.lit(tag).alias("tag")
+        _trec_id("query_id"), pl.lit("Q0").alias("q0"), _trec_id("doc_id"), "rank", pl.col("score").round(6),
+        pl.lit(tag).alias("tag")
     ).write_csv(path, separator=" ", include_header=False, quote_style="never")
     return path

@@ -41,7 +41,7 @@ def evaluate_and_print(raw: dict) -> None:
         check_api()
         from tasks.preflight import preflight
 
-        preflight(config)  # datasets, models, output and cache folders: one-line errors before any heavy stage
+        preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors before any heavy stage
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
         from flows.evaluate import run_evaluation
@@ -113,7 +113,7 @@ def run(
     split: Optional[str] = typer.Option(None, help="qrels split"),
     depth: Optional[int] = typer.Option(None, help="first-stage candidates per query"),
     rerank_depth: Optional[int] = typer.Option(None, help="candidates each reranker rescores"),
-    samples: Optional[int] = typer.Option(None, min=1, help="samples per query for stochastic conditions (≥ 1)"),
+    samples: Optional[int] = typer.Option(None, help="samples per query for stochastic conditions (≥ 1)"),
     seed: Optional[int] = typer.Option(None),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="results folder; the run goes straight into it"),
     cache: Optional[str] = typer.Option(None, help="cache folder"),

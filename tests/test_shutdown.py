@@ -1,0 +1,57 @@
+"""SIGTERM to a running `terazi run`: it stops, leaves no process behind (its temporary Prefect server
+included), and its results folder says incomplete."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import make_tiny
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
+    ds = make_tiny(tmp_path / "tiny")
+    run = tmp_path / "results" / "run"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # a temporary server of its own
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(ds), "--out", str(run),
+                             "--cache", str(tmp_path / "cache"), "--offline", "--samples", "20"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 180
+    while not (run / ".terazi-incomplete").exists():  # the flow has started: the server is up
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    family = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    assert len(family) >= 2, "expected the temporary Prefect server as a child process"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("terazi run was still running 30 s after SIGTERM")
+    while not all(gone(p) for p in family) and time.monotonic() - sent < 30:
+        time.sleep(0.2)
+    assert all(gone(p) for p in family), [p for p in family if not gone(p)]
+    assert proc.returncode != 0
+    assert "Traceback" not in out
+    marker = json.loads((run / ".terazi-incomplete").read_text())
+    assert marker["status"] == "stopped" and "signal 15" in marker["reason"]
+    assert not (run / "manifest.json").exists()
