@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from schemas import CorruptionSpec
+from schemas.config import MobileSpec
 from terazi.corrupt import CONDITIONS, changed, corrupt, edit_rate, sample_rng, samples_for, typo_with_edits
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
@@ -58,6 +59,13 @@ def typo_mix(qs: list[tuple[str, str]], rate: float, samples: int, seed: int) ->
     return ops
 
 
+def mobile_rules(qs: list[tuple[str, str]], samples: int, seed: int) -> dict[str, dict[str, float]]:
+    """Each mobile rule alone at its default probability (the others off): what it changes."""
+    off = {k: 0.0 for k in MobileSpec.model_fields}
+    return {rule: measure(qs, "mobile", samples, seed, CorruptionSpec(mobile=MobileSpec(**off | {rule: p.default})))
+            for rule, p in MobileSpec.model_fields.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=5)
@@ -78,7 +86,14 @@ def main() -> None:
     took = time.perf_counter() - t
     for name, m in rows:
         print(f"| {name} | {m['queries_changed']:.1%} | {m['variants_changed']:.1%} | {m['edit_rate']:.4f} |")
-    print(f"\nall variants corrupted and measured in {took:.1f} s\n")
+    print(f"\nall variants corrupted and measured in {took:.1f} s; conditions without a number use the defaults "
+          f"(typo_rate {CorruptionSpec().typo_rate}, ascii_partial_rate {CorruptionSpec().ascii_partial_rate})\n")
+    print("| mobile rule alone | probability | questions changed | variants changed | edits per letter |\n"
+          "|---|---|---|---|---|")
+    for rule, m in mobile_rules(qs, args.samples, args.seed).items():
+        print(f"| {rule} | {MobileSpec.model_fields[rule].default} | {m['queries_changed']:.1%} | "
+              f"{m['variants_changed']:.1%} | {m['edit_rate']:.4f} |")
+    print()
     print("| typo rate | edits per letter | " + " | ".join(k.replace("_", " ") for k in _OPS) + " |")
     print("|---|---|" + "---|" * len(_OPS))
     for r in TYPO_RATES:

@@ -111,7 +111,7 @@ class CorruptionSpec(_Config):
     """Parameters of the query corruptions (see terazi.corrupt and docs/corruptions.md)."""
 
     samples: int = Field(1, ge=1, description="seeded samples per query for stochastic conditions")
-    typo_rate: float = Field(0.15, gt=0, le=1, description="typo: expected edits per letter (a query of n letters "
+    typo_rate: float = Field(0.05, gt=0, le=1, description="typo: expected edits per letter (a query of n letters "
                                                             "gets typo_rate × n edits on average)")
     typo_min_edits: int = Field(0, ge=0, le=5, description="typo: resample until at least this many edits (0: none "
                                                             "forced, queries may stay unchanged)")

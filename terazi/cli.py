@@ -259,7 +259,7 @@ def corrupt(
     source: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
                                             help="queries JSONL ({\"_id\": …, \"text\": …}); stdin when absent"),
     seed: int = typer.Option(13),
-    rate: Optional[float] = typer.Option(None, help="typo: expected edits per letter (default 0.15); "
+    rate: Optional[float] = typer.Option(None, help="typo: expected edits per letter (default 0.05); "
                                                     "ascii_partial: share of Turkish letters stripped (default 0.5)"),
     min_edits: int = typer.Option(0, min=0, help="typo: resample until a variant has at least this many edits"),
     slip_rate: Optional[float] = typer.Option(None, help="mobile: probability of a neighbour-key slip per word "

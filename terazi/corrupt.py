@@ -166,6 +166,10 @@ _SEPARATOR = re.compile(r"(?<=\w)[-/–—](?=\w)")
 _PUNCT = re.compile(r"""[?!.,;:…"“”„«»()\[\]{}'’‘`*_]|[-/–—](?!\d)""")
 
 
+_GAP = "\0"
+_GAPS = re.compile(r"[ \t\0]*\0[ \t\0]*")
+
+
 def _separators(text: str, spec: MobileSpec, rng: random.Random) -> str:
     """Apostrophes before suffixes dropped, hyphens/slashes as spaces, punctuation left out; numbers intact."""
     keep = {m.start() for m in _KEPT_MARK.finditer(text)}  # 1.5, 2,5 and ankara.bel.tr stay as typed
@@ -180,8 +184,10 @@ def _separators(text: str, spec: MobileSpec, rng: random.Random) -> str:
             out[m.start()] = " "
     for m in _PUNCT.finditer(text):
         if m.start() not in keep and rng.random() < spec.punctuation:
-            out[m.start()] = " "  # a space, never a join: the whitespace is tidied below
-    return " ".join("".join(out).split())
+            out[m.start()] = _GAP
+    # Where marks were left out: one space between words (never a join), nothing at either end;
+    # whitespace elsewhere stays as typed.
+    return _GAPS.sub(lambda m: "" if m.start() == 0 or m.end() == len(m.string) else " ", "".join(out))
 
 
 def mobile(text: str, rng: random.Random, spec: MobileSpec | None = None) -> str:
@@ -263,7 +269,7 @@ def _apply(text: str, i: int, op: str, rng: random.Random) -> tuple[str, Edit]:
     return new, Edit(op, i, ch + nxt, new)
 
 
-def typo_with_edits(text: str, rng: random.Random, rate: float = 0.15, min_edits: int = 0,
+def typo_with_edits(text: str, rng: random.Random, rate: float = 0.05, min_edits: int = 0,
                     max_tries: int = 50) -> tuple[str, list[Edit]]:
     """Typos and the edits that made them. Each letter is an edit site with probability `rate`; a
     transposition or a missing space also uses the character after it, which then gets no edit."""
@@ -285,7 +291,7 @@ def typo_with_edits(text: str, rng: random.Random, rate: float = 0.15, min_edits
     return "".join(pieces), edits
 
 
-def typo(text: str, rng: random.Random, rate: float = 0.15, min_edits: int = 0) -> str:
+def typo(text: str, rng: random.Random, rate: float = 0.05, min_edits: int = 0) -> str:
     return typo_with_edits(text, rng, rate, min_edits)[0]
 
 

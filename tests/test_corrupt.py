@@ -207,6 +207,7 @@ def test_share_of_xquad_questions_changed():
     assert share["upper"] == 1.0  # every question has a lowercase letter
     assert 0.9 < share["ascii_full"] < 1.0  # a few questions have no Turkish letter
     assert share["ascii_partial"] <= share["ascii_full"]
-    assert share["typo"] > 0.99 and share["mobile"] > 0.99  # questions are capitalised and end in '?'
+    assert share["mobile"] > 0.99  # questions are capitalised and end in '?'
+    assert 0.95 < share["typo"] < 1.0  # 52 letters on average at 0.05: a few questions escape both samples
     assert 0.05 < share["colloquial"] < 0.6
     assert res["upper"]["edit_rate"] == 0.0 and res["clean"]["edit_rate"] == 0.0  # case is not an edit

@@ -128,9 +128,18 @@ def test_every_rule_on(before, after):
     assert _mobile(before, ONE) == after
 
 
-def test_every_rule_off_only_tidies_spaces():
+def test_every_rule_off_changes_nothing():
     for text in ("Kapadokya'ya nasıl gidilir?", "  bir şey  değil, geliyor musun? ", "24-10'a ve/veya 1.5"):
-        assert _mobile(text, ZERO) == " ".join(text.split())
+        assert _mobile(text, ZERO) == text
+
+
+@pytest.mark.parametrize("before, after", [
+    ("Ne?", "Ne"), ("«Kitap» ne  zaman çıktı?", "Kitap ne  zaman çıktı"), ("ali,veli ; ayşe", "ali veli ayşe"),
+    ("x (ABD) y", "x ABD y"), ("  iki  boşluk  ", "  iki  boşluk  "), ("1.5, 2,5 ve 3.", "1.5 2,5 ve 3"),
+])
+def test_left_out_marks_leave_one_space_between_words_and_other_spacing_alone(before, after):
+    only_punctuation = ZERO.model_copy(update={"punctuation": 1.0})
+    assert _mobile(before, only_punctuation) == after
 
 
 def test_case_is_kept_when_the_query_is_not_lowercased():
