@@ -274,9 +274,8 @@ def corrupt(
 
     from schemas import CorruptionSpec, Query
     from schemas.config import MobileSpec
-    from terazi.corrupt import CONDITIONS, changed
+    from terazi.corrupt import CONDITIONS, changed, samples_for
     from terazi.corrupt import corrupt as corrupt_text
-    from terazi.corrupt import samples_for
 
     if any(p not in CONDITIONS for p in condition.split("+")):
         _fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")

@@ -23,8 +23,8 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from rapidfuzz.distance import OSA
 
@@ -164,9 +164,7 @@ _APOSTROPHE = re.compile(r"(?<=\w)['’‘`](?=[^\W\d_])")  # before a suffix: a
 _KEPT_MARK = re.compile(r"(?<=\d)[.,](?=\d)|(?<=\w)\.(?=\w)")
 _SEPARATOR = re.compile(r"(?<=\w)[-/–—](?=\w)")
 _PUNCT = re.compile(r"""[?!.,;:…"“”„«»()\[\]{}'’‘`*_]|[-/–—](?!\d)""")
-
-
-_GAP = "\0"
+_GAP = "\0"  # where a mark was left out, until the spacing around it is settled
 _GAPS = re.compile(r"[ \t\0]*\0[ \t\0]*")
 
 

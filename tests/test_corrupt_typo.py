@@ -4,6 +4,7 @@ to every part of a composed condition."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_each_edit_is_the_slip_it_names(words, seed):
         rebuilt += [text[last:e.at], e.after]
         last = e.at + len(e.before)
     assert "".join(rebuilt) + text[last:] == out
-    if all(b.at - a.at >= 3 for a, b in zip(edits, edits[1:])):
+    if all(b.at - a.at >= 3 for a, b in itertools.pairwise(edits)):
         assert osa(lower(text), lower(out)) == len(edits)
 
 
