@@ -40,6 +40,8 @@ class VariantSet(_Manifest):
     path: str
     n_queries: int
     n_changed: int = Field(description="queries whose text changed in at least one sample")
+    edit_rate: float | None = Field(None, description="effective character edits per letter of the "
+                                                     "originals, case ignored (terazi.corrupt.edit_rate)")
 
     @property
     def share_changed(self) -> float:

@@ -61,10 +61,10 @@ def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contr
     lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in board.iter_rows(named=True)]
     lines += ["", "Borda count and means over datasets in the ranking, clean queries; condition columns are "
               "dataset-balanced means; retention = corrupted / clean over the queries a condition changed.", "",
-              "## Conditions", "", "| dataset | condition | samples | queries | changed | share changed |",
-              "|---|---|---|---|---|---|"]
-    lines += [f"| {r['dataset']} | {r['condition']} | {r['samples']} | {r['queries']} | {r['changed']} | {r['share_changed']:.1%} |"
-              for r in conditions.iter_rows(named=True)]
+              "## Conditions", "", "| dataset | condition | samples | queries | changed | share changed | edits per letter |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['dataset']} | {r['condition']} | {r['samples']} | {r['queries']} | {r['changed']} | {r['share_changed']:.1%} "
+              f"| {fmt(r['edit_rate'])} |" for r in conditions.iter_rows(named=True)]
     lines += ["", "## First stage", ""]
     lines += [f"- {c.dataset}: candidates `{c.fingerprint}` ({c.encoder}, {c.index.get('type')}, depth {c.depth}); "
               f"recall@{c.depth} " + ", ".join(f"{k} {v:.3f}" for k, v in c.recall.items()) for c in candidates]
@@ -80,7 +80,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     per_query.write_parquet(run / "per_query.parquet")
     summary.cell_means(per_query).write_csv(run / "scores.csv")
     conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
-                                "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed}
+                                "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed,
+                                "edit_rate": v.edit_rate}
                                for v in variant_sets])
     conditions.write_csv(run / "conditions.csv")
     ranked = ranked_datasets(datasets)

@@ -10,40 +10,34 @@ from prefect import task
 from schemas import CorruptionSpec, DatasetManifest, VariantSet
 from tasks import transient
 from tasks.load import open_dataset
-from terazi.corrupt import corrupt, samples_for
+from terazi.corrupt import changed, condition_params, corrupt, edit_rate, samples_for
 from terazi.paths import inside
 
 log = logging.getLogger("terazi.corrupt")
 
 
-def condition_params(condition: str, spec: CorruptionSpec) -> dict[str, float]:
-    return {
-        "ascii_partial": {"rate": spec.ascii_partial_rate},
-        "typo": {"rate": spec.typo_rate},
-        "mobile": {"slip_rate": spec.mobile_slip_rate},
-    }.get(condition, {})
-
-
 def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str) -> VariantSet:
+    """Every variant of every judged query; each part of a composed condition gets its settings from `spec`."""
     ds = open_dataset(dataset)
-    params = condition_params(condition, spec)
-    k = samples_for(condition, spec.samples, **params)
+    k = samples_for(condition, spec.samples, spec)
     rows = []
     for qid in ds.judged_query_ids:
         original = ds.queries[qid].text
         for s in range(k):
-            text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, **params)
-            rows.append((condition, s, qid, text, original, text != original))
+            text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, spec=spec)
+            rows.append((condition, s, qid, text, original, changed(original, text)))
     df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
     df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
     path = inside(out_dir, "variants", dataset.name, f"{condition}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     df.write_parquet(path)
-    changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
-    vs = VariantSet(dataset=dataset.name, condition=condition, params=params, seed=seed, samples=k, path=str(path),
-                    n_queries=len(ds.judged_query_ids), n_changed=int(changed))
-    log.info("%s / %s: %d of %d queries changed (%.0f%%)", dataset.name, condition, vs.n_changed, vs.n_queries,
-             100 * vs.share_changed)
+    n_changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
+    rate = edit_rate(list(zip(df["original"], df["text"])))
+    vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
+                    samples=k, path=str(path), n_queries=len(ds.judged_query_ids), n_changed=int(n_changed),
+                    edit_rate=rate)
+    log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
+             vs.n_changed, vs.n_queries, 100 * vs.share_changed, rate)
     return vs
 
 

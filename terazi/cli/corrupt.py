@@ -21,21 +21,42 @@ def corrupt(
     source: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
                                             help="queries JSONL ({\"_id\": …, \"text\": …}); stdin when absent"),
     seed: int = typer.Option(13),
-    rate: Optional[float] = typer.Option(None, help="typo: share of words edited; ascii_partial: share of letters stripped"),
-    slip_rate: Optional[float] = typer.Option(None, help="mobile: share of words with a neighbour-key slip"),
+    rate: Optional[float] = typer.Option(None, help="typo: expected edits per letter (default 0.05); "
+                                                    "ascii_partial: share of Turkish letters stripped (default 0.5)"),
+    min_edits: int = typer.Option(0, min=0, help="typo: resample until a variant has at least this many edits"),
+    slip_rate: Optional[float] = typer.Option(None, help="mobile: probability of a neighbour-key slip per word "
+                                                         "(same as --mobile slip=P)"),
+    mobile: list[str] = typer.Option([], "--mobile", metavar="RULE=P",
+                                     help="mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatable; "
+                                          "rules in docs/corruptions.md)"),
     samples: int = typer.Option(1, min=1, help="samples per query (stochastic conditions only)"),
 ) -> None:
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
     from pydantic import ValidationError
 
-    from schemas import Query
-    from terazi.corrupt import CONDITIONS, samples_for
+    from schemas import CorruptionSpec, Query
+    from schemas.config import MobileSpec
+    from terazi.corrupt import CONDITIONS, changed, samples_for
     from terazi.corrupt import corrupt as corrupt_text
 
     if any(p not in CONDITIONS for p in condition.split("+")):
         fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")
-    params = {k: v for k, v in (("rate", rate), ("slip_rate", slip_rate)) if v is not None}
-    k = samples_for(condition, samples, **params)
+    rules = {}
+    for item in mobile:
+        name, eq, value = item.partition("=")
+        if not eq:
+            fail(f"--mobile {item!r}: expected RULE=PROBABILITY, e.g. ne_zaman=0.5")
+        if name.strip() not in MobileSpec.model_fields:
+            fail(f"--mobile {item!r}: unknown rule {name.strip()!r}; rules: {', '.join(MobileSpec.model_fields)}")
+        rules[name.strip()] = value.strip()
+    if slip_rate is not None:
+        rules.setdefault("slip", slip_rate)
+    raw = {"typo_min_edits": min_edits, "mobile": rules} | ({"typo_rate": rate, "ascii_partial_rate": rate} if rate is not None else {})
+    try:
+        spec = CorruptionSpec.model_validate(raw)
+    except ValidationError as e:
+        fail("invalid corruption settings: " + describe(e))
+    k = samples_for(condition, samples, spec)
     stream = open(source, encoding="utf-8-sig") if source else sys.stdin
     where = str(source) if source else "stdin"
     with stream:
@@ -47,6 +68,6 @@ def corrupt(
             except ValidationError as e:
                 fail(f"{where}, line {n}: {describe(e)}")
             for s in range(k):
-                text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, **params)
+                text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, spec=spec)
                 print(json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition,
-                                  "seed": seed, "sample": s, "changed": text != q.text}, ensure_ascii=False))
+                                  "seed": seed, "sample": s, "changed": changed(q.text, text)}, ensure_ascii=False))

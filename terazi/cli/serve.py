@@ -27,6 +27,8 @@ def serve(
                                         "the config's dataset folders (repeatable)"),
     results_root: Optional[str] = typer.Option(None, help="folder form runs write results in (default: the config's out_dir)"),
     cache_root: Optional[str] = typer.Option(None, help="folder of the cache (default: the config's cache_dir)"),
+    print_policy: bool = typer.Option(False, "--print-policy", help="print the policy as JSON (for a work-pool "
+                                      "worker's TERAZI_SERVICE_POLICY) and exit"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Serve the ad-hoc and nightly deployments from this process (needs PREFECT_API_URL for a lasting server).
@@ -42,6 +44,9 @@ def serve(
 
         cfg = load_config(config)
         policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root)
+        if print_policy:
+            print(policy.model_dump_json())
+            return
         check_api()
         if not os.environ.get("PREFECT_API_URL"):
             err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "

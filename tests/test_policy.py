@@ -1,0 +1,98 @@
+"""The serving side's policy for form runs, and the form itself (the deployment's parameter schema)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemas import EvalConfig
+from terazi.errors import PolicyError
+from terazi.policy import ServicePolicy
+
+
+@pytest.fixture
+def served(tmp_path, tiny_dataset):
+    return EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "results"),
+                                      "cache_dir": str(tmp_path / "cache")})
+
+
+def form(tmp_path, tiny_dataset, **extra) -> EvalConfig:
+    return EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "results"),
+                                      "cache_dir": str(tmp_path / "cache"), **extra})
+
+
+def test_remote_code_needs_the_server_to_allow_it(tmp_path, tiny_dataset, tiny_cross_encoder, served):
+    ask = form(tmp_path, tiny_dataset, rerankers=[{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder,
+                                                   "trust_remote_code": True}])
+    strict = ServicePolicy.for_service(served, models=[tiny_cross_encoder])
+    with pytest.raises(PolicyError, match=r"rerankers\.ce\.trust_remote_code: refused by the service policy .*--allow-remote-code"):
+        strict.apply(ask)
+    assert ServicePolicy.for_service(served, allow_remote_code=True, models=[tiny_cross_encoder]).apply(ask)
+    enc = form(tmp_path, tiny_dataset, encoder={"trust_remote_code": True})
+    with pytest.raises(PolicyError, match=r"^encoder\.trust_remote_code"):
+        strict.apply(enc)
+
+
+def test_models_come_from_the_allow_list(tmp_path, tiny_dataset, tiny_cross_encoder, served):
+    policy = ServicePolicy.for_service(served, models=["BAAI/*", str(Path(tiny_cross_encoder).parent)])
+    ok = form(tmp_path, tiny_dataset, rerankers=[{"name": "a", "kind": "cross-encoder", "model": "BAAI/bge-reranker-base"},
+                                                 {"name": "b", "kind": "cross-encoder", "model": tiny_cross_encoder}])
+    policy.apply(ok)
+    for model in ("evil/remote-model", "/etc", str(Path(tiny_cross_encoder).parent.parent)):
+        bad = form(tmp_path, tiny_dataset, rerankers=[{"name": "x", "kind": "bi-encoder", "model": model}])
+        with pytest.raises(PolicyError, match=r"rerankers\.x\.model .*not allowed by the service policy"):
+            policy.apply(bad)
+
+
+def test_paths_stay_inside_the_service_roots(tmp_path, tiny_dataset, served, monkeypatch):
+    policy = ServicePolicy.for_service(served)
+    monkeypatch.chdir(tmp_path)
+    relative = policy.apply(form(tmp_path, tiny_dataset, out_dir="results/sub"))
+    assert relative.out_dir == str(tmp_path / "results" / "sub")  # relative to where the server runs
+    for field, value, words in (("out_dir", "/tmp/elsewhere", "outside the service's results root"),
+                                ("out_dir", "results/../../x", "outside the service's results root"),
+                                ("cache_dir", "/", "outside the service's cache root"),
+                                ("task_runner_address", "tcp://attacker:8786", "not the service's own cluster")):
+        with pytest.raises(PolicyError, match=f"^{field} .*{words}"):
+            policy.apply(form(tmp_path, tiny_dataset, **{field: value}))
+    with pytest.raises(PolicyError, match=r"datasets\.0\.path '/etc': outside the service's data roots"):
+        policy.apply(EvalConfig.model_validate({"datasets": [{"path": "/etc"}], "out_dir": str(tmp_path / "results"),
+                                                "cache_dir": str(tmp_path / "cache")}))
+
+
+def test_without_a_policy_a_served_run_gets_the_strictest(monkeypatch, tmp_path, tiny_dataset):
+    monkeypatch.delenv("TERAZI_SERVICE_POLICY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PolicyError, match="data roots"):
+        ServicePolicy.from_env().apply(form(tmp_path, tiny_dataset))
+
+
+def test_form_schema_is_typed_and_described():
+    from flows.evaluate import evaluate
+
+    schema = evaluate.parameters.model_dump()
+    defs = schema["definitions"]
+    rerankers = defs["EvalConfig"]["properties"]["rerankers"]["items"]
+    assert rerankers["discriminator"]["propertyName"] == "kind"
+    assert set(rerankers["discriminator"]["mapping"]) == {"cross-encoder", "bi-encoder", "bm25", "rrf"}
+    fields = {k: set(defs[k]["properties"]) for k in ("CrossEncoderSpec", "BiEncoderSpec", "BM25Spec", "RRFSpec")}
+    assert {"k1", "b", "fuse"}.isdisjoint(fields["CrossEncoderSpec"])
+    assert {"model", "fuse", "max_length"}.isdisjoint(fields["BM25Spec"])
+    assert {"model", "k1", "b"}.isdisjoint(fields["RRFSpec"])
+    conditions = defs["EvalConfig"]["properties"]["conditions"]["items"]
+    assert "upper" in conditions["description"] and conditions["pattern"].startswith("^(clean|")
+    assert "nDCG@10" in defs["EvalConfig"]["properties"]["metrics"]["items"]["description"]
+    undescribed = [f"{name}.{prop}" for name, d in defs.items() for prop, p in d.get("properties", {}).items()
+                   if not p.get("description") and prop != "kind"]
+    assert not undescribed, undescribed
+
+
+def test_form_defaults_are_absolute(tmp_path, monkeypatch):
+    from deployments.evaluate import form_defaults, load_config
+
+    monkeypatch.chdir(tmp_path)
+    params = form_defaults(load_config(None))["config"]
+    assert Path(params["out_dir"]).is_absolute() and Path(params["cache_dir"]).is_absolute()
+    assert all(Path(d["path"]).is_absolute() for d in params["datasets"])
+    assert [r["name"] for r in params["rerankers"]] == ["bm25-tr", "hybrid-rrf"]  # the defaults everywhere
