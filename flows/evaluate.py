@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 from prefect import flow
 
 from schemas import FIRST_STAGE, EvalConfig, RunManifest
-from tasks.aggregate import aggregate_task, publish_task
+from tasks.aggregate import aggregate_task, publish
 from tasks.corrupt import corrupt_queries_task
 from tasks.preflight import preflight_task
 from tasks.rerank import first_stage_task, fuse_task, rerank_task
@@ -71,10 +71,30 @@ def current_flow_run_id() -> str | None:
     return flow_run.id
 
 
+def crash_stale_runs(out_dir: str) -> None:
+    """Runs under `out_dir` whose process died without a word (kill -9, power loss): say so in their folder
+    and mark their Prefect flow runs crashed instead of leaving them "Running" for good."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    for folder, flow_run_id in results.stale_runs(out_dir):
+        log.warning("run %s was interrupted earlier (its process is gone): marked incomplete", folder)
+        if not flow_run_id:
+            continue
+        try:
+            with get_client(sync_client=True) as client:
+                if client.read_flow_run(flow_run_id).state.is_running():
+                    client.set_flow_run_state(flow_run_id, Crashed(message=f"process gone; results {folder} incomplete"),
+                                              force=True)
+        except Exception as e:  # another server's run, or no longer known: the folder marker is what matters
+            log.debug("could not mark flow run %s crashed: %s", flow_run_id, e)
+
+
 def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
+    crash_stale_runs(config.out_dir)
     run_dir = results.start(config.out_dir, config.run_name, kind, current_flow_run_id())
     out, cache = str(run_dir), str(writable_folder(config.cache_dir, "cache folder"))
     log.info("results folder: %s (incomplete until the manifest is written)", run_dir)
@@ -117,7 +137,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
             datasets=datasets, variants=variants, candidates=candidates, reranks=rankings, scores=scores, leaderboard=board,
         )
-        publish_task(board, out, artifact_prefix(config, kind))
+        publish(board, out, artifact_prefix(config, kind))  # in the flow itself: the artifacts are the run's
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
         signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)

@@ -154,4 +154,3 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None
 
 
 aggregate_task = task(build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard", retry_condition_fn=transient)
-publish_task = task(publish, name="publish-artifacts", retries=2, retry_delay_seconds=2, retry_condition_fn=transient)

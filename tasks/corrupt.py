@@ -36,8 +36,9 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
     vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
                     samples=k, path=str(path), n_queries=len(ds.judged_query_ids), n_changed=int(n_changed),
                     edit_rate=rate)
-    log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
-             vs.n_changed, vs.n_queries, 100 * vs.share_changed, rate)
+    if condition != "clean":
+        log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
+                 vs.n_changed, vs.n_queries, 100 * vs.share_changed, rate)
     return vs
 
 

@@ -60,3 +60,27 @@ def mark_stopped(run: Path, reason: str) -> None:
 
 def is_complete(run: Path) -> bool:
     return (run / MANIFEST).is_file() and not (run / MARKER).exists()
+
+
+def stale_runs(out_dir: str | Path) -> list[tuple[Path, str | None]]:
+    """Run folders under `out_dir` still marked running whose process on this machine is gone (e.g. kill -9):
+    each is marked stopped; returns (folder, flow run id) so their Prefect runs can be marked crashed too."""
+    import psutil
+
+    found = []
+    root = Path(out_dir)
+    if not root.is_dir():
+        return found
+    for marker in root.glob(f"*/{MARKER}"):
+        try:
+            body = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            continue
+        if body.get("status") != "running" or body.get("host") != socket.gethostname():
+            continue
+        pid = body.get("pid")
+        if isinstance(pid, int) and psutil.pid_exists(pid) and pid != os.getpid():
+            continue
+        mark_stopped(marker.parent, "the process that ran it is gone (killed?)")
+        found.append((marker.parent, body.get("flow_run_id")))
+    return found

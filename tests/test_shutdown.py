@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,5 +54,41 @@ def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
     assert proc.returncode != 0
     assert "Traceback" not in out
     marker = json.loads((run / ".terazi-incomplete").read_text())
-    assert marker["status"] == "stopped" and "signal 15" in marker["reason"]
+    assert marker["status"] == "stopped" and re.search(r"signal|Termination|Interrupt", marker["reason"]), marker
     assert not (run / "manifest.json").exists()
+
+
+def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path):
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.evaluate import evaluate
+    from schemas import EvalConfig
+
+    ds = make_tiny(tmp_path / "tiny")
+    run = tmp_path / "results" / "killed"
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(ds), "--out", str(run),
+                             "--cache", str(tmp_path / "cache"), "--offline", "--samples", "20"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (run / ".terazi-incomplete").exists() or not json.loads((run / ".terazi-incomplete").read_text()).get("flow_run_id"):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    flow_run_id = json.loads((run / ".terazi-incomplete").read_text())["flow_run_id"]
+    proc.kill()
+    proc.wait()
+
+    async def state():
+        async with get_client() as client:
+            return (await client.read_flow_run(flow_run_id)).state
+
+    assert asyncio.run(state()).is_running()  # nobody told the server
+    evaluate(EvalConfig.model_validate({"datasets": [{"path": str(ds)}], "conditions": ["clean"], "depth": 10,
+                                        "rerank_depth": 5, "out_dir": str(tmp_path / "results"), "run_name": "next",
+                                        "cache_dir": str(tmp_path / "cache"), "offline": True}))
+    assert asyncio.run(state()).is_crashed()
+    marker = json.loads((run / ".terazi-incomplete").read_text())
+    assert marker["status"] == "stopped" and "process that ran it is gone" in marker["reason"]
