@@ -23,6 +23,7 @@ from prefect import flow
 from schemas import FIRST_STAGE, EvalConfig, RunManifest
 from tasks.aggregate import aggregate_task, publish_task
 from tasks.corrupt import corrupt_queries_task
+from tasks.export import export_task
 from tasks.preflight import preflight_task
 from tasks.rerank import first_stage_task, fuse_task, rerank_task
 from tasks.retrieve import retrieve_task
@@ -105,6 +106,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 rankings += list(ranked.values())
                 scores += [f.result() for f in score_futures]
 
+        export = export_task.submit(datasets, variants, rankings, out)  # runs/, qrels/, changed/: TREC for everyone
         identity = benchmark.identity(config, datasets, candidates)
         board = aggregate_task(datasets, variants, candidates, scores, config, out, identity)
         for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
@@ -112,6 +114,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             target.mkdir(parents=True, exist_ok=True)
             for f in Path(cs.trec_dir).glob("*.trec"):
                 shutil.copyfile(f, target / f.name)
+        export.result()
         manifest = RunManifest(
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),

@@ -48,6 +48,8 @@ class DatasetSpec(_Config):
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
+    reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (shown "
+                                                                  "beside it)")
 
     @property
     def label(self) -> str:
