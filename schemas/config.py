@@ -39,10 +39,13 @@ class _Config(BaseModel):
 
 
 class DatasetSpec(_Config):
-    """A BEIR-format folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+    """A BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a named dataset (hf:, mteb:,
+    ir_datasets:), read into a BEIR folder in the cache."""
 
     path: str = Field(description="BEIR folder: absolute, or relative to the folder terazi runs in (for a served "
-                                  "deployment: the folder `terazi serve` was started in)")
+                                  "deployment: the folder `terazi serve` was started in); or a named dataset: "
+                                  "hf:ORG/NAME[@REVISION][#SUBSET], hf:/local/folder, mteb:TASK[#SUBSET], "
+                                  "ir_datasets:ID")
     name: SlugName | None = Field(None, description="label in the leaderboard and folder name in the results; "
                                                     "default: the folder's name, made safe and unique")
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
@@ -53,8 +56,11 @@ class DatasetSpec(_Config):
 
     @property
     def label(self) -> str:
-        """The dataset's name; EvalConfig fills it in from the folder name when it is not given."""
-        return self.name or slugify(Path(self.path).resolve().name)
+        """The dataset's name; EvalConfig fills it in from the folder (or dataset) name when it is not given."""
+        from terazi.sources import parse
+
+        source = parse(self.path)
+        return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
 
 
 class EncoderSpec(_Config):

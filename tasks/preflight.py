@@ -21,7 +21,8 @@ log = logging.getLogger("terazi.preflight")
 
 
 def preflight(config: EvalConfig) -> list[DatasetManifest]:
-    """Check folders and models, then load every dataset (read once per process and reused)."""
+    """Check folders and models, then load every dataset (read once per process and reused; a named dataset is
+    copied into the cache folder first)."""
     writable_folder(config.out_dir, "results folder")
     writable_folder(config.cache_dir, "cache folder")
     for where, model, revision, _ in config.models():
@@ -29,7 +30,7 @@ def preflight(config: EvalConfig) -> list[DatasetManifest]:
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
-    return [load_dataset(spec) for spec in config.datasets]
+    return [load_dataset(spec, config.cache_dir) for spec in config.datasets]
 
 
 preflight_task = task(preflight, name="preflight", retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient,
