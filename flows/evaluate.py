@@ -82,13 +82,14 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     try:
         datasets = preflight_task(config)
         variants, candidates, rankings, scores = [], [], [], []
+        first_stage_runs = {d.label: d.first_stage_runs for d in config.datasets if d.first_stage_runs}
         with model_runner(config) as submit:
             for ds in datasets:
                 futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
                 vs = [f.result() for f in futures]
                 variants += vs
                 cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
-                                   config.candidates.get(ds.name))
+                                   config.candidates.get(ds.name), external=first_stage_runs.get(ds.name))
                 candidates.append(cs)
                 systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
                 for spec in config.rerankers:

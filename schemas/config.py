@@ -53,6 +53,9 @@ class DatasetSpec(_Config):
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
     reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (shown "
                                                                   "beside it)")
+    first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
+                                                          "dataset's first stage instead of the encoder: one per "
+                                                          "condition, <condition>.trec or <condition>-<sample>.trec")
 
     @property
     def label(self) -> str:
@@ -220,6 +223,9 @@ class EvalConfig(_Config):
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         labels = [d.label for d in self.datasets]
+        both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
+        if both:
+            raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
             raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")

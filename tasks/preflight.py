@@ -8,12 +8,14 @@ encoded corpus; its error names the file, field or model, and is never retried.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from prefect import task
 
 from schemas import DatasetManifest, EvalConfig
 from tasks import transient
 from tasks.load import load_dataset
+from terazi.errors import DatasetError
 from terazi.models import ModelError, resolve
 from terazi.paths import writable_folder
 
@@ -30,6 +32,9 @@ def preflight(config: EvalConfig) -> list[DatasetManifest]:
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
+    for spec in config.datasets:
+        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
+            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
     return [load_dataset(spec, config.cache_dir) for spec in config.datasets]
 
 

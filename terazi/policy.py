@@ -85,18 +85,25 @@ class ServicePolicy(BaseModel):
                                   "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)")
         datasets = []
         for i, d in enumerate(config.datasets):
+            update = {}
             source = parse_source(d.path)
             if source and not source.local:  # a named dataset: only those the served benchmark names
                 if d.path not in self.data_roots:
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
                                       "use; the service policy allows only those")
-                datasets.append(d)
-                continue
-            path = _abs(source.name if source else d.path, here)
-            if not any(_within(path, Path(r)) for r in self.data_roots):
-                raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
-                                  f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
-            datasets.append(d.model_copy(update={"path": f"hf:{path}" if source else str(path)}))
+            else:
+                path = _abs(source.name if source else d.path, here)
+                if not any(_within(path, Path(r)) for r in self.data_roots):
+                    raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
+                                      f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
+                update["path"] = f"hf:{path}" if source else str(path)
+            if d.first_stage_runs:
+                runs = _abs(d.first_stage_runs, here)
+                if not any(_within(runs, Path(r)) for r in self.data_roots):
+                    raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
+                                      "data roots")
+                update["first_stage_runs"] = str(runs)
+            datasets.append(d.model_copy(update=update))
         out, cache = _abs(config.out_dir, here), _abs(config.cache_dir, here)
         if not _within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
