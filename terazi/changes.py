@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from schemas import RunManifest
-from terazi import compare, results
+from terazi import comparison, results
 from terazi.benchmark import changed_parts
 
 
@@ -40,8 +40,8 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
 
 
 def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
-    """Markdown summary of what changed from `before` to `after`; the scores through `terazi.compare`, the same
-    comparison `terazi compare` prints."""
+    """Markdown summary of what changed from `before` to `after`; the scores through `terazi.comparison`, the same
+    comparison `terazi.comparison` prints."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",
              f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
@@ -67,7 +67,7 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
             lines.append(f"- {r['system']}: rank {r['borda_rank_before']} → {r['borda_rank']}")
         if "group" in r and r.get("group") != r.get("group_before"):
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
-    cmp = compare.compare_runs(before, after, headline, resamples, seed)
+    cmp = comparison.compare_runs(before, after, headline, resamples, seed)
     for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):
         lines.append(f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
                      f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]")

@@ -82,7 +82,7 @@ def test_compare_two_systems_of_one_run(two_runs):
 def test_nightly_changes_use_the_same_comparison(two_runs):
     a, b = two_runs
     text = nightly_changes(a, b, "nDCG@10", resamples=200)
-    from terazi.compare import compare_runs
+    from terazi.comparison import compare_runs
 
     cmp = compare_runs(a, b, "nDCG@10", resamples=200)
     for r in cmp.significant().iter_rows(named=True):

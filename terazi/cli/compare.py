@@ -27,7 +27,7 @@ def compare(
     holm: bool = typer.Option(False, "--holm", help="Holm correction across each system's cells"),
 ) -> None:
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
-    from terazi import compare as core
+    from terazi import comparison as core
 
     if fmt not in ("table", "markdown", "json"):
         fail(f"--format must be table, markdown or json, got {fmt!r}")
