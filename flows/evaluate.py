@@ -23,6 +23,7 @@ from prefect import flow
 from schemas import FIRST_STAGE, EvalConfig, RunManifest
 from tasks.aggregate import aggregate_task, publish
 from tasks.corrupt import corrupt_queries_task
+from tasks.export import export_task
 from tasks.preflight import preflight_task
 from tasks.rerank import first_stage_task, fuse_task, rerank_task
 from tasks.retrieve import retrieve_task
@@ -101,13 +102,14 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     try:
         datasets = preflight_task(config)
         variants, candidates, rankings, scores = [], [], [], []
+        first_stage_runs = {d.label: d.first_stage_runs for d in config.datasets if d.first_stage_runs}
         with model_runner(config) as submit:
             for ds in datasets:
                 futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
                 vs = [f.result() for f in futures]
                 variants += vs
                 cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
-                                   config.candidates.get(ds.name))
+                                   config.candidates.get(ds.name), external=first_stage_runs.get(ds.name))
                 candidates.append(cs)
                 systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
                 for spec in config.rerankers:
@@ -125,6 +127,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 rankings += list(ranked.values())
                 scores += [f.result() for f in score_futures]
 
+        export = export_task.submit(datasets, variants, rankings, out)  # runs/, qrels/, changed/: TREC for everyone
         identity = benchmark.identity(config, datasets, candidates)
         board = aggregate_task(datasets, variants, candidates, scores, config, out, identity)
         for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
@@ -132,6 +135,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             target.mkdir(parents=True, exist_ok=True)
             for f in Path(cs.trec_dir).glob("*.trec"):
                 shutil.copyfile(f, target / f.name)
+        export.result()
         manifest = RunManifest(
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),

@@ -1,5 +1,6 @@
 """pydantic contracts: run configuration, users' records, and manifests passed between tasks."""
 
+from schemas.analyze import AnalyzeConfig
 from schemas.config import (
     BUNDLED_ENCODER,
     CONDITIONS,
@@ -29,7 +30,7 @@ from schemas.manifests import (
 from schemas.records import Document, Judgment, Query, QueryVariant
 
 __all__ = [
-    "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
+    "AnalyzeConfig", "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
     "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
     "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
     "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet",

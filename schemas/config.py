@@ -39,20 +39,31 @@ class _Config(BaseModel):
 
 
 class DatasetSpec(_Config):
-    """A BEIR-format folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv."""
+    """A BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a named dataset (hf:, mteb:,
+    ir_datasets:), read into a BEIR folder in the cache."""
 
     path: str = Field(description="BEIR folder: absolute, or relative to the folder terazi runs in (for a served "
-                                  "deployment: the folder `terazi serve` was started in)")
+                                  "deployment: the folder `terazi serve` was started in); or a named dataset: "
+                                  "hf:ORG/NAME[@REVISION][#SUBSET], hf:/local/folder, mteb:TASK[#SUBSET], "
+                                  "ir_datasets:ID")
     name: SlugName | None = Field(None, description="label in the leaderboard and folder name in the results; "
                                                     "default: the folder's name, made safe and unique")
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
+    reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (shown "
+                                                                  "beside it)")
+    first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
+                                                          "dataset's first stage instead of the encoder: one per "
+                                                          "condition, <condition>.trec or <condition>-<sample>.trec")
 
     @property
     def label(self) -> str:
-        """The dataset's name; EvalConfig fills it in from the folder name when it is not given."""
-        return self.name or slugify(Path(self.path).resolve().name)
+        """The dataset's name; EvalConfig fills it in from the folder (or dataset) name when it is not given."""
+        from terazi.sources import parse
+
+        source = parse(self.path)
+        return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
 
 
 class EncoderSpec(_Config):
@@ -241,6 +252,9 @@ class EvalConfig(_Config):
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         labels = [d.label for d in self.datasets]
+        both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
+        if both:
+            raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
             raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")

@@ -21,7 +21,10 @@ class DatasetManifest(_Manifest):
     split: str
     task_type: str
     in_ranking: bool
-    fingerprint: str = Field(description="hash of corpus, queries and the split's judgments")
+    reason: str | None = Field(None, description="why the dataset is out of the ranking")
+    source: str | None = Field(None, description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
+                                                 "its revision); `path` is then terazi's BEIR copy of it")
+    fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments")
     corpus_fingerprint: str
     n_docs: int
     n_queries: int = Field(description="queries that have judgments in the split")

@@ -1,4 +1,5 @@
-"""Stage 1: read a BEIR dataset, validate it and fingerprint it."""
+"""Stage 1: read a BEIR dataset (a named one, hf:/mteb:/ir_datasets:, through its BEIR copy), validate it and
+fingerprint it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from schemas import DatasetManifest, DatasetSpec
+from terazi import sources
 from terazi.data import Dataset, load_beir
 from terazi.errors import DatasetError
 
@@ -34,12 +36,21 @@ def open_dataset(manifest: DatasetManifest) -> Dataset:
     return ds
 
 
-def load_dataset(spec: DatasetSpec, announce: bool = True) -> DatasetManifest:
-    """Read and validate a dataset; its manifest carries the fingerprints and counts."""
-    ds = _open(spec.path, spec.split, spec.label)
+def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: bool = True) -> DatasetManifest:
+    """Read and validate a dataset (a named one through its BEIR copy in `cache_dir`); its manifest carries the
+    fingerprints and counts."""
+    source = sources.parse(spec.path)
+    root = sources.materialize(source, spec.split, cache_dir) if source else Path(spec.path)
+    try:
+        ds = _open(str(root), spec.split, spec.label)
+    except DatasetError as e:
+        if source is None:
+            raise
+        raise DatasetError(e.path, e.line, f"{e.problem} (terazi's copy of {source.text})") from None
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
+        reason=spec.reason, source=sources.described(root) if source else None,
         fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=len(ds.docs),
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
         n_queries_without_relevant=no_rel,

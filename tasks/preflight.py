@@ -8,12 +8,14 @@ encoded corpus; its error names the file, field or model, and is never retried.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from prefect import task
 
 from schemas import DatasetManifest, EvalConfig
 from tasks import transient
 from tasks.load import load_dataset
+from terazi.errors import DatasetError
 from terazi.models import ModelError, resolve
 from terazi.paths import writable_folder
 
@@ -21,15 +23,19 @@ log = logging.getLogger("terazi.preflight")
 
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
-    """Check models, load every dataset (read once per process and reused), then the folders."""
+    """Check models, then load every dataset (read once per process and reused; a named dataset is copied into
+    the cache folder first), then the results folder."""
     for where, model, revision, _ in config.models():
         try:
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
-    datasets = [load_dataset(spec, announce) for spec in config.datasets]
+    for spec in config.datasets:
+        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
+            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
+    writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
+    datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
     writable_folder(config.out_dir, "results folder")
-    writable_folder(config.cache_dir, "cache folder")
     return datasets
 
 

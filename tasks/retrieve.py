@@ -49,8 +49,15 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
 
 
 def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
-             cache_dir: str, offline: bool = False, frozen: str | None = None) -> CandidateSet:
+             cache_dir: str, offline: bool = False, frozen: str | None = None,
+             external: str | None = None) -> CandidateSet:
     """Frozen candidates for every variant: reused when they exist (or when `frozen` names them)."""
+    # --- external first stage (terazi/external.py): candidates imported from TREC runs made elsewhere ---
+    if external:
+        from terazi.external import import_candidates
+
+        return import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
+    # --- end of the external first stage ---
     if frozen:
         cs = find_frozen(cache_dir, frozen, dataset)
         have = pl.read_parquet(cs.path, columns=["condition", "sample", "query_id"]).unique()

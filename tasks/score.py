@@ -24,24 +24,31 @@ def contracts(measures: list[str], policies: Policies = Policies()) -> list[Metr
     return out
 
 
+def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measures: list[str], dataset: str,
+                     system: str, policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
+    """Per-query values of every (condition, sample) ranking, samples of one query averaged, with the `changed`
+    flag of (condition, query_id); `terazi run` and `terazi analyze` both compute them here."""
+    frames = []
+    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
+        ev = evaluate(qrels, part.drop("condition", "sample"), measures, policies, order=order)
+        for m in measures:
+            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
+                                        "measure": m, "value": ev.per_query[m]}))
+    return (
+        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
+        .join(changed, on=["condition", "query_id"], how="left")
+        .select(pl.lit(dataset).alias("dataset"), pl.lit(system).alias("system"), "condition", "query_id",
+                "measure", "value", pl.col("changed").fill_null(False))
+    )
+
+
 def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
                  measures: list[str], out_dir: str, policies: Policies = Policies()) -> ScoreSet:
     """Evaluate each (condition, sample) ranking; samples of one query are averaged."""
     ds = open_dataset(dataset)
-    ranked = pl.read_parquet(ranking.path)
+    ranked = pl.read_parquet(ranking.path).select("condition", "sample", "query_id", "doc_id", "rank", "score")
     changed = read_variants(variant_sets).group_by("condition", "query_id").agg(pl.col("changed").any())
-    frames = []
-    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
-        ev = evaluate(ds.qrels, part.select("query_id", "doc_id", "rank", "score"), measures, policies, order="rank")
-        for m in measures:
-            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
-                                        "measure": m, "value": ev.per_query[m]}))
-    per_query = (
-        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
-        .join(changed, on=["condition", "query_id"], how="left")
-        .select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"), "condition", "query_id",
-                "measure", "value", pl.col("changed").fill_null(False))
-    )
+    per_query = per_query_values(ds.qrels, ranked, changed, measures, dataset.name, ranking.system, policies)
     path = inside(out_dir, "per_query", dataset.name, f"{ranking.system}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     per_query.write_parquet(path)

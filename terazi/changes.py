@@ -8,9 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from schemas import RunManifest
-from terazi import results
+from terazi import comparison, results
 from terazi.benchmark import changed_parts
-from terazi.stats import paired_difference
 
 
 def read_manifest(run: Path) -> RunManifest | None:
@@ -41,7 +40,8 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
 
 
 def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
-    """Markdown summary of what changed from `before` to `after`."""
+    """Markdown summary of what changed from `before` to `after`; the scores through `terazi.comparison`, the same
+    comparison `terazi.comparison` prints."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",
              f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
@@ -67,18 +67,15 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
             lines.append(f"- {r['system']}: rank {r['borda_rank_before']} → {r['borda_rank']}")
         if "group" in r and r.get("group") != r.get("group_before"):
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
-    pq_old, pq_new = pl.read_parquet(before / "per_query.parquet"), pl.read_parquet(after / "per_query.parquet")
-    keys = ["dataset", "system", "query_id"]
-    sel = (pl.col("condition") == "clean") & (pl.col("measure") == headline)
-    pair = pq_new.filter(sel).select(*keys, "value").join(
-        pq_old.filter(sel).select(*keys, pl.col("value").alias("before")), on=keys, how="inner")
-    for (system,), part in pair.group_by("system", maintain_order=True):
-        by_ds = {d: (p["value"].to_numpy(), p["before"].to_numpy())
-                 for (d,), p in part.sort("dataset", "query_id").group_by("dataset", maintain_order=True)}
-        ci = paired_difference({d: v[0] for d, v in by_ds.items()}, {d: v[1] for d, v in by_ds.items()}, resamples, seed)
-        if ci.significant:
-            lines.append(f"- {system}: {headline} changed significantly by {ci.estimate:+.4f} "
-                         f"[{ci.low:+.4f}, {ci.high:+.4f}]")
+    cmp = comparison.compare_runs(before, after, headline, resamples, seed)
+    for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):
+        lines.append(f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
+                     f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]")
+    cells = cmp.significant()
+    if cells.height:
+        lines += ["", f"Significant changes per dataset × condition ({headline}, after − before):", ""]
+        lines += [f"- {r['system']} on {r['dataset']} / {r['condition']}: {r['delta']:+.4f} "
+                  f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] ({r['verdict']})" for r in cells.iter_rows(named=True)]
     if len(lines) == header:
         lines.append("- nothing changed: same benchmark, same systems, ranks and groups, no significant score change")
     return "\n".join(lines) + "\n"

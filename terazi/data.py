@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -26,15 +26,23 @@ class Dataset:
     docs: dict[str, Document]
     queries: dict[str, Query]
     qrels: dict[str, dict[str, int]]
-    files: tuple[Path, ...] = field(repr=False)
 
     @cached_property
     def fingerprint(self) -> str:
-        return fingerprint.of_files(self.files)
+        """Hash of the content that is evaluated, not of file bytes: the corpus (id, title, text) in order, the
+        judged queries (id, text) and the judgments (query, document, grade), both sorted by id. A BEIR folder and
+        the same dataset from Hugging Face, MTEB or ir_datasets therefore share one fingerprint."""
+        queries = ([q, self.queries[q].text] for q in sorted(self.judged_query_ids))
+        judgments = ([q, d, g] for q in sorted(self.qrels) for d, g in sorted(self.qrels[q].items()))
+        return fingerprint.of_records(self._corpus_records(), queries, judgments)
 
     @cached_property
     def corpus_fingerprint(self) -> str:
-        return fingerprint.of_files(self.files[:1])
+        return fingerprint.of_records(self._corpus_records())
+
+    def _corpus_records(self):
+        # corpus order is kept: it is the row order of the first-stage index, which breaks exact score ties
+        return ([d.id, d.title, d.text] for d in self.docs.values())
 
     @property
     def judged_query_ids(self) -> list[str]:
@@ -98,7 +106,7 @@ def load_beir(root: str | Path, split: str = "test", name: str | None = None) ->
     docs = _read_jsonl(corpus_p, Document, "corpus")
     queries = _read_jsonl(queries_p, Query, "queries")
     qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), docs, queries)
-    return Dataset(name or root.name, root, split, docs, queries, qrels, (corpus_p, queries_p, qrels_p))
+    return Dataset(name or root.name, root, split, docs, queries, qrels)
 
 
 def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test") -> Path:

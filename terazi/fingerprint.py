@@ -31,6 +31,17 @@ def of_files(paths: Iterable[Path]) -> str:
     return h.hexdigest()[:LENGTH]
 
 
+def of_records(*sections: Iterable[Any]) -> str:
+    """Hash of records (JSON-able lists), section by section: a content hash that no file layout, key order,
+    spacing or encoding detail can change."""
+    h = hashlib.sha256()
+    for i, records in enumerate(sections):
+        h.update(f"\x1e{i}\n".encode())
+        for rec in records:
+            h.update(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    return h.hexdigest()[:LENGTH]
+
+
 def of_rows(frame) -> str:
     """Hash of a table's rows in order (tab-separated cells, one row a line)."""
     return of_text("\n".join("\t".join(map(str, row)) for row in frame.iter_rows()))

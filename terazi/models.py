@@ -1,6 +1,6 @@
 """Loading sentence-transformers models without surprises from the network.
 
-Rules (measured, see shared notes): a relative path looks like a hub id and triggers look-ups,
+Rules (measured): a relative path looks like a hub id and triggers look-ups,
 so local paths are made absolute; `HF_HUB_OFFLINE=1` must be set before transformers is imported
 or a missing network costs a minute of retries; `trust_remote_code` stays off unless asked for.
 """

@@ -8,7 +8,8 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
   started with `--allow-remote-code`;
 - models must come from the served config, the bundled encoder, an `--allow-model` pattern (hub
   ids such as `BAAI/*`) or an allowed local folder;
-- datasets must lie inside a data root; results and cache folders inside the server's roots;
+- datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
+  names); results and cache folders inside the server's roots;
 - a Dask/Ray address must be the server's own.
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas import BUNDLED_ENCODER, EvalConfig
 from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
+from terazi.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
 
@@ -52,7 +54,7 @@ class ServicePolicy(BaseModel):
         return cls(
             allow_remote_code=allow_remote_code,
             models=sorted({m for _, m, _, _ in config.models()} | set(models)),
-            data_roots=sorted({str(_abs(d.path, here)) for d in config.datasets} | {str(_abs(r, here)) for r in data_roots}),
+            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(_abs(r, here)) for r in data_roots}),
             results_root=str(_abs(results_root or config.out_dir, here)),
             cache_root=str(_abs(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
@@ -83,11 +85,25 @@ class ServicePolicy(BaseModel):
                                   "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)")
         datasets = []
         for i, d in enumerate(config.datasets):
-            path = _abs(d.path, here)
-            if not any(_within(path, Path(r)) for r in self.data_roots):
-                raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
-                                  f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
-            datasets.append(d.model_copy(update={"path": str(path)}))
+            update = {}
+            source = parse_source(d.path)
+            if source and not source.local:  # a named dataset: only those the served benchmark names
+                if d.path not in self.data_roots:
+                    raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
+                                      "use; the service policy allows only those")
+            else:
+                path = _abs(source.name if source else d.path, here)
+                if not any(_within(path, Path(r)) for r in self.data_roots):
+                    raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
+                                      f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
+                update["path"] = f"hf:{path}" if source else str(path)
+            if d.first_stage_runs:
+                runs = _abs(d.first_stage_runs, here)
+                if not any(_within(runs, Path(r)) for r in self.data_roots):
+                    raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
+                                      "data roots")
+                update["first_stage_runs"] = str(runs)
+            datasets.append(d.model_copy(update=update))
         out, cache = _abs(config.out_dir, here), _abs(config.cache_dir, here)
         if not _within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
@@ -110,6 +126,14 @@ class ServicePolicy(BaseModel):
 def _abs(path: str, here: Path) -> Path:
     p = Path(path).expanduser()
     return (p if p.is_absolute() else here / p).resolve()
+
+
+def _root(path: str, here: Path) -> str:
+    """A data root for a dataset path: its absolute folder, or a named dataset as it is written."""
+    source = parse_source(path)
+    if source and not source.local:
+        return path
+    return str(_abs(source.name if source else path, here))
 
 
 def _within(path: Path, root: Path) -> bool:

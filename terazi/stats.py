@@ -1,6 +1,6 @@
 """Is a difference real? Paired bootstrap balanced by dataset, significance groups, Holm.
 
-Balanced by dataset (METHOD.md §1.7): each resample draws queries with replacement *within* each
+Balanced by dataset (docs/method.md §7): each resample draws queries with replacement *within* each
 dataset, averages per dataset, then averages the datasets with equal weight, so a large dataset
 does not drown a small one. Pairing: both systems are evaluated on the same resampled queries,
 which removes the between-query variance that dominates IR scores.

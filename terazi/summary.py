@@ -2,7 +2,7 @@
 
 Input: the long per-query table (dataset, system, condition, query_id, measure, value, changed).
 Datasets are weighted equally when averaged (a dataset's mean over its queries, then the mean of
-datasets), as METHOD.md prescribes for the headline number.
+datasets), as docs/method.md §6 describes for the headline number.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def demo(
 def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="YAML, JSON or TOML file with an EvalConfig"),
-    dataset: list[str] = typer.Option([], "--dataset", "-d", help="BEIR folder (repeatable)"),
+    dataset: list[str] = typer.Option([], "--dataset", "-d", help="BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), "
+                                       "hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"),
     reranker: list[str] = typer.Option([], "--reranker", "-r",
                                        help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | rrf:A+B, optional =NAME "
                                             "(default: bm25-tr and hybrid-rrf, as in every entry point)"),

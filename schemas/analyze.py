@@ -1,0 +1,50 @@
+"""`AnalyzeConfig`: the statistics of a terazi results folder, computed from run files made anywhere."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from schemas.config import BENCHMARK, EvalConfig, Measure, SlugName, _Config
+
+_EVAL = EvalConfig.model_fields
+
+
+class AnalyzeConfig(_Config):
+    """A runs folder (qrels/, runs/, optional changed/ and datasets.yaml) and how to analyse it. The statistics
+    settings mean what they mean in `EvalConfig`, with the same defaults."""
+
+    folder: str = Field(description="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
+                                    "optional changed/<dataset>/<condition>.txt and datasets.yaml")
+    benchmark: str = Field(_EVAL["benchmark"].default, pattern=BENCHMARK, description=_EVAL["benchmark"].description)
+    conditions: list[SlugName] | None = Field(None, description="conditions to analyse, in this order ('clean' is "
+                                                                "always first); default: every condition found")
+    metrics: list[Measure] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description)
+    headline: Measure = Field(_EVAL["headline"].default, description=_EVAL["headline"].description)
+    seed: int = Field(_EVAL["seed"].default, description="seed of the bootstrap")
+    bootstrap_resamples: int = Field(_EVAL["bootstrap_resamples"].default, ge=100,
+                                     description=_EVAL["bootstrap_resamples"].description)
+    confidence: float = Field(_EVAL["confidence"].default, gt=0.5, lt=1, description=_EVAL["confidence"].description)
+    holm: bool = Field(_EVAL["holm"].default, description=_EVAL["holm"].description)
+    out_dir: str = Field(_EVAL["out_dir"].default, description=_EVAL["out_dir"].description)
+    run_name: SlugName | None = Field(None, description=_EVAL["run_name"].description)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnalyzeConfig:
+        from terazi.metrics import parse_measure
+
+        for m in [*self.metrics, self.headline]:
+            parse_measure(m)
+        if self.headline not in self.metrics:
+            self.metrics = [self.headline, *self.metrics]
+        if self.conditions is not None:
+            self.conditions = list(dict.fromkeys(["clean", *self.conditions]))
+        return self
+
+    def as_eval_config(self, conditions: list[str]) -> EvalConfig:
+        """The settings the shared aggregation reads (headline, metrics, conditions, bootstrap, Holm), as an
+        EvalConfig; every other field keeps its default. Built without validation because conditions of runs made
+        elsewhere may have any safe name, not only terazi's corruption names."""
+        return EvalConfig.model_construct(
+            benchmark=self.benchmark, datasets=[], conditions=conditions, metrics=self.metrics, headline=self.headline,
+            seed=self.seed, bootstrap_resamples=self.bootstrap_resamples, confidence=self.confidence, holm=self.holm,
+            out_dir=self.out_dir, run_name=self.run_name)

@@ -1,0 +1,54 @@
+"""`terazi analyze`: the leaderboard, intervals, retention, comparisons and report from TREC runs made anywhere."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from terazi.cli import app
+from terazi.cli._common import VERBOSE, err, errors_as_lines, setup
+
+
+@app.command()
+def analyze(
+    folder: Path = typer.Argument(..., help="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
+                                            "optional changed/<dataset>/<condition>.txt and datasets.yaml"),
+    out: str = typer.Option(..., "--out", "-o", help="results folder to write (the analysis goes straight into it)"),
+    metric: list[str] = typer.Option([], "--metric", "-m", help="measure per query (repeatable; default nDCG@10, RR@10)"),
+    headline: Optional[str] = typer.Option(None, help="measure of the leaderboard (default nDCG@10)"),
+    condition: list[str] = typer.Option([], "--condition", help="conditions to analyse, in this order (repeatable; "
+                                                                 "default: every condition found)"),
+    benchmark: Optional[str] = typer.Option(None, help="benchmark name (artifact keys start with it)"),
+    seed: Optional[int] = typer.Option(None, help="bootstrap seed"),
+    resamples: Optional[int] = typer.Option(None, help="paired bootstrap resamples (default 2000)"),
+    holm: bool = typer.Option(False, "--holm", help="Holm correction across the cells of each pairwise comparison"),
+    verbose: bool = VERBOSE,
+) -> None:
+    """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
+    setup(verbose)
+    with errors_as_lines():
+        from schemas import AnalyzeConfig
+        from terazi import runfolder
+        from terazi.cli._prefect import check_api, quiet_console
+
+        raw: dict = {"folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name, "holm": holm}
+        for key, value in (("metrics", metric or None), ("headline", headline), ("conditions", condition or None),
+                           ("benchmark", benchmark), ("seed", seed), ("bootstrap_resamples", resamples)):
+            if value is not None:
+                raw[key] = value
+        config = AnalyzeConfig.model_validate(raw)
+        runfolder.scan(folder)  # a malformed folder fails here, in one line, before Prefect starts
+        check_api()
+        err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
+        quiet_console()
+        from flows.analyze import analyze as analyze_flow
+
+        t0 = time.perf_counter()
+        manifest = analyze_flow(config)
+    from terazi.cli.evaluate import print_leaderboard
+
+    print_leaderboard(Path(manifest.run_dir) / "leaderboard.csv", config.headline)
+    err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")

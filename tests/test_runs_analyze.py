@@ -1,0 +1,125 @@
+"""TREC runs in the results folder: they rescore to the leaderboard's numbers, and `terazi analyze` on them
+reproduces the leaderboard `terazi run` wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+import pytrec_eval
+from typer.testing import CliRunner
+
+from schemas import EvalConfig
+from terazi.cli import app
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory, tiny_cross_encoder, prefect_server):
+    """One `terazi run` with a model reranker, a fusion, and a stochastic condition with two samples."""
+    from flows.evaluate import evaluate
+    from tests.conftest import make_tiny
+
+    tmp = tmp_path_factory.mktemp("runs")
+    data = make_tiny(tmp / "tiny")
+    config = EvalConfig.model_validate({
+        "datasets": [{"path": str(data), "name": "tiny"}],
+        "rerankers": [{"name": "bm25", "kind": "bm25"},
+                      {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
+                      {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]}],
+        "conditions": ["clean", "upper", "typo"], "corruption": {"samples": 2}, "depth": 10, "rerank_depth": 5,
+        "bootstrap_resamples": 300, "out_dir": str(tmp / "results"), "cache_dir": str(tmp / "cache"),
+        "run_name": "r", "offline": True})
+    evaluate(config)
+    return tmp / "results" / "r", config
+
+
+def test_every_system_has_trec_runs_that_rescore_to_the_leaderboard(evaluated):
+    run, config = evaluated
+    board = pl.read_csv(run / "leaderboard.csv")
+    systems = board["system"].to_list()
+    assert sorted(p.stem for p in (run / "runs" / "tiny" / "clean").glob("*.trec")) == sorted(systems)
+    assert sorted(p.name for p in (run / "runs" / "tiny" / "typo").iterdir()) == ["sample-0", "sample-1"]
+    assert (run / "changed" / "tiny" / "upper.txt").read_text().split() == ["q1", "q2", "q3", "q4"]
+    qrels = run / "qrels" / "tiny.tsv"
+    for system in systems:
+        trec = run / "runs" / "tiny" / "clean" / f"{system}.trec"
+        # the fifth column gives back the flow's ranking exactly when read by score, as trec_eval reads it
+        ranking = pl.read_parquet(run / "rankings" / "tiny" / f"{system}.parquet").filter(pl.col("condition") == "clean")
+        lines = [line.split() for line in trec.read_text().splitlines()]
+        by_score = {}
+        for q, _, d, _, s, tag in lines:
+            by_score.setdefault(q, []).append((float(s), d))
+            assert tag == system
+        for q, part in ranking.group_by("query_id"):
+            assert [d for _, d in sorted(by_score[q[0]], reverse=True)] == part.sort("rank")["doc_id"].to_list()
+        # `terazi score` on the file gives the leaderboard's per-dataset number, and so does pytrec_eval
+        res = CliRunner().invoke(app, ["score", "--qrels", str(qrels), "--run", str(trec), "-m", "nDCG@10",
+                                       "--format", "json", "--per-query"])
+        assert res.exit_code == 0, res.output
+        value = json.loads(res.output)["aggregate"]["nDCG@10"]
+        assert abs(value - board.filter(pl.col("system") == system)["tiny"][0]) < 1e-12
+        with open(qrels) as fq, open(trec) as fr:
+            ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.10"}).evaluate(
+                pytrec_eval.parse_run(fr))
+        assert abs(np.mean([v["ndcg_cut_10"] for v in ref.values()]) - value) < 1e-12
+    # a condition with two samples: the mean of the two files' per-query values is the per-query table's value
+    pq = pl.read_parquet(run / "per_query.parquet").filter(
+        (pl.col("system") == "bm25") & (pl.col("condition") == "typo") & (pl.col("measure") == "nDCG@10"))
+    per_sample = []
+    for k in (0, 1):
+        res = CliRunner().invoke(app, ["score", "--qrels", str(qrels), "--run",
+                                       str(run / "runs" / "tiny" / "typo" / f"sample-{k}" / "bm25.trec"),
+                                       "-m", "nDCG@10", "--format", "json", "--per-query"])
+        per_sample.append(json.loads(res.output)["per_query"]["nDCG@10"])
+    for q, v in pq.select("query_id", "value").iter_rows():
+        assert abs((per_sample[0][q] + per_sample[1][q]) / 2 - v) < 1e-12
+
+
+def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
+    run, config = evaluated
+    folder = tmp_path / "mine"  # only what a team that ran its models elsewhere would have
+    for part in ("runs", "qrels", "changed"):
+        shutil.copytree(run / part, folder / part)
+    (folder / "datasets.yaml").write_text("tiny: {task_type: retrieval, in_ranking: true}\n")
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--out", str(tmp_path / "analysed"), "--resamples", "300",
+                                   "--condition", "upper", "--condition", "typo"])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "analysed"
+    for name in ("leaderboard.csv", "leaderboard.md", "retention.csv", "comparisons.csv", "report.html",
+                 "per_query.parquet", "scores.csv", "conditions.csv", "manifest.json", "runs/tiny/clean/bm25.trec"):
+        assert (out / name).is_file(), name
+    a = pl.read_csv(run / "leaderboard.csv").sort("system")
+    b = pl.read_csv(out / "leaderboard.csv").sort("system")
+    assert a.columns == b.columns and a["system"].to_list() == b["system"].to_list()
+    for col in a.columns:
+        if a[col].dtype.is_numeric():
+            assert np.allclose(a[col].to_numpy().astype(float), b[col].to_numpy().astype(float), atol=1e-9,
+                               rtol=0, equal_nan=True), col
+        else:
+            assert a[col].equals(b[col]), col
+    for name, keys in (("retention.csv", ["system", "condition"]), ("conditions.csv", ["dataset", "condition"])):
+        # edit rates need the query texts, which run files do not carry
+        x, y = (pl.read_csv(f / name).sort(keys).drop("edit_rate", strict=False) for f in (run, out))
+        assert x.drop(keys).equals(y.drop(keys)) or np.allclose(
+            x.drop(keys).to_numpy().astype(float), y.drop(keys).to_numpy().astype(float), atol=1e-9, equal_nan=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["datasets"][0]["n_queries"] == 4 and manifest["variants"][2]["samples"] == 2
+
+
+def test_analyze_errors_name_the_file(tmp_path):
+    (tmp_path / "runs" / "d" / "upper").mkdir(parents=True)
+    (tmp_path / "runs" / "d" / "upper" / "s.trec").write_text("q1 Q0 a 1 1.0 s\n")
+    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "qrels/d.tsv: missing qrels file for dataset 'd'" in res.output.replace("\n", "")
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "d.tsv").write_text("q1 0 a 1\n")
+    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "no clean/ condition" in res.output
+    (tmp_path / "runs" / "d" / "clean").mkdir()
+    (tmp_path / "runs" / "d" / "clean" / "t.trec").write_text("q1 Q0 a 1 1.0 t\n")
+    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "every condition needs every system" in res.output.replace("\n", " ")
+    assert not (tmp_path / "o").exists()
