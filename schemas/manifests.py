@@ -21,6 +21,7 @@ class DatasetManifest(_Manifest):
     split: str
     task_type: str
     in_ranking: bool
+    reason: str | None = Field(None, description="why the dataset is out of the ranking")
     fingerprint: str = Field(description="hash of corpus, queries and the split's judgments")
     corpus_fingerprint: str
     n_docs: int

@@ -24,24 +24,29 @@ def contracts(measures: list[str], policies: Policies = Policies()) -> list[Metr
     return out
 
 
+def per_query_values(qrels, ranked: pl.DataFrame, variants: pl.DataFrame, measures: list[str],
+                     policies: Policies = Policies()) -> pl.DataFrame:
+    """(condition, query_id, measure, value, changed) of a ranking table; samples of one query are averaged."""
+    changed = variants.group_by("condition", "query_id").agg(pl.col("changed").any())
+    frames = []
+    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
+        ev = evaluate(qrels, part.select("query_id", "doc_id", "rank", "score"), measures, policies, order="rank")
+        for m in measures:
+            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
+                                        "measure": m, "value": ev.per_query[m]}))
+    return (
+        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
+        .join(changed, on=["condition", "query_id"], how="left").with_columns(pl.col("changed").fill_null(False))
+    )
+
+
 def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
                  measures: list[str], out_dir: str, policies: Policies = Policies()) -> ScoreSet:
     """Evaluate each (condition, sample) ranking; samples of one query are averaged."""
     ds = open_dataset(dataset)
-    ranked = pl.read_parquet(ranking.path)
-    changed = read_variants(variant_sets).group_by("condition", "query_id").agg(pl.col("changed").any())
-    frames = []
-    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
-        ev = evaluate(ds.qrels, part.select("query_id", "doc_id", "rank", "score"), measures, policies, order="rank")
-        for m in measures:
-            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
-                                        "measure": m, "value": ev.per_query[m]}))
-    per_query = (
-        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
-        .join(changed, on=["condition", "query_id"], how="left")
-        .select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"), "condition", "query_id",
-                "measure", "value", pl.col("changed").fill_null(False))
-    )
+    values = per_query_values(ds.qrels, pl.read_parquet(ranking.path), read_variants(variant_sets), measures, policies)
+    per_query = values.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),
+                              "condition", "query_id", "measure", "value", "changed")
     path = inside(out_dir, "per_query", dataset.name, f"{ranking.system}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     per_query.write_parquet(path)
