@@ -19,11 +19,12 @@ WORDS = {
     "en": {"group": "Group", "system": "System", "borda_rank": "Borda rank", "borda_votes": "Borda votes",
            "ci": "95% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
-           "better": "significantly better", "worse": "significantly worse", "none": "none"},
+           "better": "significantly better", "worse": "significantly worse", "none": "none",
+           "same": "no difference in {n} of {total} cells"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
            "ci": "%95 GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
-           "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok"},
+           "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre"},
 }
 
 
@@ -133,11 +134,11 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
 
 def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
-    has_iso = decomp["reranker_only"].is_not_null().any()
+    has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
     ci = word("ci", labels)
     cols = [word("system", labels), word("condition", labels), word("end_to_end", labels), ci]
     cols += [word("reranker_only", labels), ci] if has_iso else []
-    cols += [word("recall", labels, k=k), ci]
+    cols += [word("recall", labels, k=k), ci] if has_recall else []
     by = {(r["system"], r["condition"]): r for r in decomp.iter_rows(named=True)}
     rows = []
     for s in order:
@@ -149,13 +150,15 @@ def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k:
             row = [s, condition_label(c, labels), pc(r["end_to_end"]), interval(r["end_to_end_low"], r["end_to_end_high"], pc)]
             if has_iso:
                 row += [pc(r["reranker_only"]), interval(r["reranker_only_low"], r["reranker_only_high"], pc)]
-            row += [pc(r["first_stage_recall"]), interval(r["first_stage_recall_low"], r["first_stage_recall_high"], pc)]
+            if has_recall:
+                row += [pc(r["first_stage_recall"]), interval(r["first_stage_recall_low"], r["first_stage_recall_high"], pc)]
             rows.append(row)
     return Table(cols, rows)
 
 
 def explain(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, first_stage: str) -> list[str]:
-    """One sentence per retention above 100%, saying where the gain comes from (read off the decomposition)."""
+    """Sentences read off the decomposition: where a retention above 100% comes from, and where a loss is the
+    candidate pool's alone (the reranker keeps 100% on the clean candidates)."""
     by = {(r["system"], r["condition"]): r for r in decomp.iter_rows(named=True)}
     out = []
     for s in order:
@@ -163,12 +166,17 @@ def explain(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: in
             r = by.get((s, c))
             if r is None:
                 continue
+            iso, rec = r["reranker_only"], r["first_stage_recall"]
+            if r["end_to_end"] is not None and r["end_to_end"] < 1 and iso is not None and iso >= 1:
+                pool = f" (first-stage recall@{k} retention {percent(rec)})" if rec is not None else ""
+                out.append(f"{s}, {c}: {percent(r['end_to_end'])} end to end but {percent(iso)} reranker only. The "
+                           f"reranker loses nothing with the corrupted text on the clean candidates: the loss comes "
+                           f"from the candidate pool{pool}.")
             for key, label in (("end_to_end", "end to end"), ("reranker_only", "reranker only")):
                 v, lo, hi = r[key], r[f"{key}_low"], r[f"{key}_high"]
                 if v is None or v <= 1:
                     continue
                 why = []
-                rec, iso = r["first_stage_recall"], r["reranker_only"]
                 if key == "reranker_only":
                     why.append("on the same clean candidates the reranker ranks better with the corrupted text")
                 elif s == first_stage:
@@ -206,7 +214,7 @@ def featured_lines(cells: pl.DataFrame, featured: str, conditions_order: list[st
                                        for r in sig) or word("none", labels)
         same = part.filter(pl.col("verdict") == "no difference").height
         lines.append(f"{featured} vs {other}: {word('better', labels)}: {texts['better']}; "
-                     f"{word('worse', labels)}: {texts['worse']}; no difference in {same} of {part.height} cells.")
+                     f"{word('worse', labels)}: {texts['worse']}; {word('same', labels, n=same, total=part.height)}.")
     return lines
 
 
@@ -216,12 +224,13 @@ def datasets_table(datasets: list, candidates: list) -> Table:
     rows = []
     for d in datasets:
         c = cand.get(d.name)
-        rows.append([dataset_label(d.name, d.in_ranking), "yes" if d.in_ranking else f"no ({d.reason or 'no reason given'})",
+        rows.append([dataset_label(d.name, d.in_ranking), "yes" if d.in_ranking else "no",
                      d.task_type, str(d.n_docs), str(d.n_queries), str(d.n_judgments), str(d.n_queries_without_relevant),
                      d.fingerprint, c.fingerprint if c else "–"])
     return Table(["Dataset", "In ranking", "Task type", "Documents", "Queries", "Judgments", "Queries with no relevant doc.",
                   "Dataset fingerprint", "Candidates fingerprint"], rows,
-                 ["Queries with no relevant document score 0 under the default contract (they lower every system alike)."])
+                 [*out_of_ranking_notes(datasets),
+                  "Queries with no relevant document score 0 under the default contract (they lower every system alike)."])
 
 
 def systems_table(config, candidates: list, reranks: list) -> Table:

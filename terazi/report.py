@@ -111,8 +111,9 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
                     continue
                 xs.append(k - 0.4 + width * (i + 0.5))
                 ys.append(100 * r["retention"])
-                el.append(100 * (r["retention"] - (r["retention_low"] if r["retention_low"] is not None else r["retention"])))
-                eh.append(100 * ((r["retention_high"] if r["retention_high"] is not None else r["retention"]) - r["retention"]))
+                low, high = r["retention_low"], r["retention_high"]  # a percentile interval can miss the estimate
+                el.append(max(0.0, 100 * (r["retention"] - (low if low is not None else r["retention"]))))
+                eh.append(max(0.0, 100 * ((high if high is not None else r["retention"]) - r["retention"])))
             if xs:
                 ax.errorbar(xs, ys, yerr=[el, eh], fmt="o", capsize=3, color=colors[i % len(colors)], label=s)
         ax.axhline(100, color="#444", lw=.8, ls="--")
