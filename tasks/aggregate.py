@@ -232,6 +232,10 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None
     create_table_artifact(table=robust.dicts(), key=f"{prefix}-retention",
                           description="retention per system and condition, end to end, reranker only and first-stage "
                                       "recall. " + " ".join(robust.notes))
+    per_ds = presentation.Table.from_json(tables["per_dataset"])
+    create_table_artifact(table=per_ds.dicts(), key=f"{prefix}-per-dataset",
+                          description="headline per system and dataset on clean queries; last row: queries (without a "
+                                      "relevant document). " + " ".join(per_ds.notes))
     pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
     create_table_artifact(table=pairs.to_dicts(), key=f"{prefix}-comparisons",
                           description="pairwise comparisons: cells better / no difference / worse")

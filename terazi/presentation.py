@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-
 TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türkçe karaktersiz",
                  "ascii_partial": "Kısmen karaktersiz", "mobile": "Mobil", "typo": "Yazım hatası",
                  "colloquial": "Gündelik yazım"}
@@ -46,7 +45,9 @@ class Table:
         return "\n".join(lines) + "".join("\n\n" + n for n in notes)
 
     def dicts(self) -> list[dict[str, str]]:
-        return [dict(zip(self.columns, r)) for r in self.rows]
+        """Rows as records; a repeated column name (an interval after each value) names its value column."""
+        keys = [c if c not in self.columns[:i] else f"{c} ({self.columns[i - 1]})" for i, c in enumerate(self.columns)]
+        return [dict(zip(keys, r)) for r in self.rows]
 
     def to_json(self) -> dict:
         return {"columns": self.columns, "rows": self.rows, "notes": self.notes}

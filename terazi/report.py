@@ -23,7 +23,7 @@ CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1140px;padding:0 1rem;color:#222;line-height:1.4}
 .table-box{max-width:100%;overflow-x:auto;margin:.5rem 0 1.2rem}
 table{border-collapse:collapse;font-size:.9rem}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;white-space:nowrap}
+th,td{border:1px solid #ccc;padding:.25rem .4rem;white-space:nowrap}
 th{background:#f3f3f3;vertical-align:bottom;white-space:normal;min-width:3.5em}th .w{white-space:nowrap}
 .num{text-align:right}.text{text-align:left}.better{background:#e3f6e3}.worse{background:#fbe3e3}
 .notes{color:#555;font-size:.85rem;margin:-.6rem 0 1.5rem}.notes p{margin:.2rem 0}

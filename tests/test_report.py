@@ -125,6 +125,21 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
     table, description = made["terazi-leaderboard"]
     assert [r["Model"] for r in table] == ["seroe", "kalbur", "first-stage"] and REASON in description
     assert "macro" in description and made["terazi-report"].startswith("# terazi leaderboard")
+    per_ds, description = made["terazi-per-dataset"]
+    assert "msmarco-tr *" in per_ds[0] and REASON in description
+    robust, _ = made["terazi-retention"]
+    assert {"Uçtan uca", "%95 GA", "Yalnız reranker", "%95 GA (Yalnız reranker)"} <= set(robust[0])  # no column lost
+
+
+def test_featured_cells_are_seen_from_the_featured_side():
+    from terazi.analysis import featured_cells
+
+    cells = pl.DataFrame({"system": ["a", "a"], "versus": ["b", "c"], "dataset": ["d", "d"], "condition": ["clean"] * 2,
+                          "delta": [0.1, -0.2], "ci_low": [0.05, -0.3], "ci_high": [0.2, -0.1], "p_value": [0.01, 0.0],
+                          "verdict": ["better", "worse"]})
+    b = featured_cells(cells, "b").row(0, named=True)
+    assert (b["versus"], b["delta"], b["ci_low"], b["ci_high"], b["verdict"]) == ("a", -0.1, -0.2, -0.05, "worse")
+    assert featured_cells(cells, "a").height == 2 and featured_cells(cells, "c")["verdict"].to_list() == ["better"]
 
 
 def test_featured_cells_as_the_card_lists_them(run):

@@ -68,3 +68,28 @@ def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
     assert d["end_to_end"] < d["reranker_only"] == pytest.approx(1.0) and d["first_stage_recall"] < 1
     lines = explain(decomposition(ret, recall), ["bm25"], ["upper"], 5, "first-stage")
     assert len(lines) == 1 and "loss comes from the candidate pool" in lines[0] and "recall@5" in lines[0]
+
+
+def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
+    from schemas import CandidateSet, DatasetSpec, VariantSet
+    from tasks.isolate import add_isolated
+    from tasks.load import load_dataset
+
+    ds_manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
+    cand, var = pools(load_beir(tiny_dataset))
+    cand.write_parquet(tmp_path / "cand.parquet")
+    sets = []
+    for c in ("clean", "upper"):
+        var.filter(pl.col("condition") == c).write_parquet(tmp_path / f"{c}.parquet")
+        sets.append(VariantSet(dataset="tiny", condition=c, params={}, seed=13, samples=1, path=str(tmp_path / f"{c}.parquet"),
+                               n_queries=4, n_changed=4 * (c != "clean")))
+    cs = CandidateSet(fingerprint="f" * 16, lookup_key="k", dataset="tiny", dataset_fingerprint=ds_manifest.fingerprint,
+                      encoder="e", encoder_identity="e", index={}, depth=10, faiss_version="x", path=str(tmp_path / "cand.parquet"),
+                      trec_dir=str(tmp_path), recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0)
+    assert add_isolated(ds_manifest, cs, sets, "end-to-end", str(tmp_path / "run")) == (cs, sets)
+    cs2, sets2 = add_isolated(ds_manifest, cs, sets, "both", str(tmp_path / "run"))
+    assert cs2.fingerprint == cs.fingerprint and cs2.path != cs.path  # same frozen candidates, extended table
+    assert [v.condition for v in sets2] == ["clean", "upper", "upper~isolated"] and sets2[2].n_changed == 4
+    ext = pl.read_parquet(cs2.path)
+    assert ext.filter(pl.col("condition") == "upper~isolated").height == cand.filter(pl.col("condition") == "clean").height
+    assert pl.read_parquet(sets2[2].path)["condition"].unique().to_list() == ["upper~isolated"]
