@@ -45,7 +45,8 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     board = leaderboard.aggregate(long, out_of_ranking={d.name for d in datasets if not d.in_ranking})
     wide = clean.pivot(on="dataset", index="system", values="mean")
     board = board.join(wide, on="system", how="left")
-    conds = summary.condition_means(per_query, headline, ranked).filter(pl.col("condition") != "clean")
+    conds = summary.condition_means(per_query, headline, ranked).filter(
+        (pl.col("condition") != "clean") & pl.col("condition").is_in(conditions))  # the isolated setting: robustness.csv
     if conds.height:
         board = board.join(conds.pivot(on="condition", index="system", values="mean"), on="system", how="left")
     if retention.height:
