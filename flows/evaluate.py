@@ -24,6 +24,7 @@ from schemas import FIRST_STAGE, EvalConfig, RunManifest
 from tasks.aggregate import aggregate_task, publish
 from tasks.corrupt import corrupt_queries_task
 from tasks.export import export_task
+from tasks.isolate import isolate_task
 from tasks.preflight import preflight_task
 from tasks.rerank import first_stage_task, fuse_task, rerank_task
 from tasks.retrieve import retrieve_task
@@ -111,6 +112,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
                                    config.candidates.get(ds.name), external=first_stage_runs.get(ds.name))
                 candidates.append(cs)
+                cs, vs = isolate_task(ds, cs, vs, config.robustness, out)  # isolated robustness setting (analysis)
                 systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
                 for spec in config.rerankers:
                     if spec.kind != "rrf":
@@ -129,7 +131,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
 
         export = export_task.submit(datasets, variants, rankings, out)  # runs/, qrels/, changed/: TREC for everyone
         identity = benchmark.identity(config, datasets, candidates)
-        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity)
+        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings)
         for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
             target = inside(run_dir, "candidates", cs.dataset)
             target.mkdir(parents=True, exist_ok=True)

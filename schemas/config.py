@@ -51,11 +51,17 @@ class DatasetSpec(_Config):
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
-    reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (shown "
-                                                                  "beside it)")
+    reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (in_ranking: "
+                                                                  "false), printed beside its '*' in every table")
     first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
                                                           "dataset's first stage instead of the encoder: one per "
                                                           "condition, <condition>.trec or <condition>-<sample>.trec")
+
+    @model_validator(mode="after")
+    def _reason_only_out_of_ranking(self) -> DatasetSpec:
+        if self.reason is not None and self.in_ranking:
+            raise ValueError("reason is for a dataset out of the ranking: set in_ranking: false, or drop the reason")
+        return self
 
     @property
     def label(self) -> str:
@@ -213,6 +219,20 @@ class EvalConfig(_Config):
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals")
     holm: bool = Field(False, description="Holm correction across the cells of each pairwise comparison")
+    retention: Literal["macro", "pooled"] = Field(
+        "macro", description="how retention (corrupted / clean over the queries a condition changed) combines "
+                             "datasets: macro = mean over ranked datasets of each dataset's ratio (the Kalbur card's "
+                             "Koruma); pooled = ratio of the dataset-balanced means")
+    robustness: Literal["end-to-end", "both"] = Field(
+        "both", description="end-to-end: corrupted queries go through the first stage and the reranker (the card's "
+                            "setting); both: also the isolated setting, each reranker reordering the clean query's "
+                            "candidates with the corrupted text, so the reranker's loss is told apart from the first "
+                            "stage's (costs the pairs not already scored end to end)")
+    featured: SlugName | None = Field(None, description="system whose significant cells against every other system "
+                                                        "are listed with their deltas (default: the top system)")
+    labels: Literal["en", "tr"] = Field("en", description="display labels of conditions and columns: en = the "
+                                                          "condition names; tr = Temiz, BÜYÜK HARF, Türkçe karaktersiz, "
+                                                          "Mobil, Koruma, … as in the Kalbur card")
     task_runner: Literal["thread", "dask", "ray"] = Field("thread", description="where model tasks run: threads in "
                                                           "this process, a Dask cluster or a Ray cluster")
     task_runner_workers: int = Field(2, ge=1, description="local Dask workers (when no address is given)")
@@ -267,6 +287,8 @@ class EvalConfig(_Config):
             if missing:
                 raise ValueError(f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it")
             earlier.add(r.name)
+        if self.featured is not None and self.featured not in earlier:
+            raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
         return self
 
     def models(self) -> list[tuple[str, str, str | None, bool]]:

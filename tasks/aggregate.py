@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -9,16 +10,21 @@ import polars as pl
 from prefect import task
 
 from schemas import (
+    FIRST_STAGE,
     BenchmarkIdentity,
     CandidateSet,
     DatasetManifest,
     EvalConfig,
     LeaderboardRow,
+    RerankResult,
     ScoreSet,
     VariantSet,
 )
 from tasks import transient
-from terazi import analysis, leaderboard, report, summary
+from tasks.load import open_dataset
+from tasks.score import changed_flags, per_query_values
+from terazi import analysis, leaderboard, presentation, report, summary
+from terazi.robustness import isolated
 
 log = logging.getLogger("terazi.aggregate")
 
@@ -39,7 +45,8 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     board = leaderboard.aggregate(long, out_of_ranking={d.name for d in datasets if not d.in_ranking})
     wide = clean.pivot(on="dataset", index="system", values="mean")
     board = board.join(wide, on="system", how="left")
-    conds = summary.condition_means(per_query, headline, ranked).filter(pl.col("condition") != "clean")
+    conds = summary.condition_means(per_query, headline, ranked).filter(
+        (pl.col("condition") != "clean") & pl.col("condition").is_in(conditions))  # the isolated setting: robustness.csv
     if conds.height:
         board = board.join(conds.pivot(on="condition", index="system", values="mean"), on="system", how="left")
     if retention.height:
@@ -50,21 +57,92 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     return board.select([c for c in board.columns if c not in ordered] + ordered)
 
 
-def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contract: dict,
-             candidates: list[CandidateSet], identity: BenchmarkIdentity) -> str:
-    cols = [c for c in board.columns if c not in ("mean_task_available", "tasks", "ci_low", "ci_high")]
-    fmt = report.fmt
-    lines = [f"# terazi leaderboard: {headline}", "",
+def in_order(df: pl.DataFrame, order: list[str], column: str = "system") -> pl.DataFrame:
+    """Rows sorted by the leaderboard's system order (stable within a system)."""
+    rank = {s: i for i, s in enumerate(order)}
+    return df.with_columns(pl.col(column).replace_strict(rank, default=len(order), return_dtype=pl.Int64).alias("_o")) \
+        .sort("_o", maintain_order=True).drop("_o")
+
+
+def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variant_sets: list[VariantSet],
+                       k: int) -> pl.DataFrame | None:
+    """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end."""
+    by_name = {c.dataset: c for c in candidates}
+    frames = []
+    for d in datasets:
+        if d.name not in by_name:
+            continue
+        variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets if v.dataset == d.name])
+        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed_flags(variants),
+                                  [f"R@{k}"])
+        frames.append(values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all()))
+    return pl.concat(frames) if frames else None
+
+
+def featured_system(config: EvalConfig, order: list[str]) -> str:
+    return config.featured if config.featured in order else order[0]
+
+
+def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.DataFrame, pairs: pl.DataFrame,
+                   order: list[str], datasets: list[DatasetManifest], variants: pl.DataFrame,
+                   candidates: list[CandidateSet], reranks: list[RerankResult], config: EvalConfig) -> dict:
+    """Every table of the outputs, as text in the leaderboard's order and the configured labels (tables.json)."""
+    labels, conds = config.labels, [c for c in config.conditions if c != "clean"]
+    n_types = len({d.task_type for d in datasets if d.name in ranked_datasets(datasets)})
+    featured = featured_system(config, order)
+    cells = analysis.featured_cells(pairs, featured)
+    legend = [
+        "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
+        f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
+        "mean over ranked datasets, with its 95% interval (paired bootstrap balanced by dataset). Borda rank and votes: "
+        "per ranked dataset, points = N − rank; ranked by total points."
+        + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
+        "Condition columns: dataset-balanced means over ranked datasets. Retention: over the queries each condition "
+        f"changed, end to end (corrupted query through first stage and reranker); {config.retention}: "
+        + analysis.AGGREGATION_LABELS[config.retention] + ".",
+        *presentation.out_of_ranking_notes(datasets),
+    ]
+    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types)
+    board_t.notes = legend
+    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types)
+    compact.notes = legend
+    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels)
+    robust.notes = [
+        "End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+        + ("Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
+           if config.robustness == "both" else "Reranker only: not run (robustness: end-to-end). ")
+        + f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
+        "candidates every reranker reorders. All three over the queries the condition changed, aggregated "
+        f"{config.retention} ({analysis.AGGREGATION_LABELS[config.retention]})."]
+    return {
+        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention, "robustness": config.robustness,
+        "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
+        "per_dataset": presentation.per_dataset(clean_means, order, datasets, labels).to_json(),
+        "robustness_table": robust.to_json(),
+        "explanations": presentation.explain(decomp, order, conds, config.rerank_depth, FIRST_STAGE),
+        "featured": {"system": featured, "lines": presentation.featured_lines(
+            cells, featured, config.conditions, [d.name for d in datasets], labels, [s for s in order if s != featured])},
+        "datasets": presentation.datasets_table(datasets, candidates).to_json(),
+        "systems": presentation.systems_table(config, candidates, reranks).to_json(),
+        "examples": presentation.examples(variants, config.conditions).to_json(),
+    }
+
+
+def markdown(tables: dict, conditions: pl.DataFrame, contract: dict, candidates: list[CandidateSet],
+             identity: BenchmarkIdentity) -> str:
+    T = presentation.Table.from_json
+    featured = tables["featured"]
+    lines = [f"# terazi leaderboard: {tables['headline']}", "",
              f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` (hash of every dataset's frozen "
-             "candidates).", "",
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in board.iter_rows(named=True)]
-    lines += ["", "Borda count and means over datasets in the ranking, clean queries; condition columns are "
-              "dataset-balanced means; retention = corrupted / clean over the queries a condition changed.", "",
-              "## Conditions", "", "| dataset | condition | samples | queries | changed | share changed | edits per letter |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['dataset']} | {r['condition']} | {r['samples']} | {r['queries']} | {r['changed']} | {r['share_changed']:.1%} "
-              f"| {fmt(r['edit_rate'])} |" for r in conditions.iter_rows(named=True)]
+             "candidates).", "", T(tables["leaderboard"]).markdown(), "",
+             f"## Per dataset ({presentation.condition_label('clean', tables['labels'])})", "",
+             T(tables["per_dataset"]).markdown(), "",
+             "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
+    lines += [f"- {e}" for e in tables["explanations"]] + ([""] if tables["explanations"] else [])
+    lines += [f"## Significant cells: {featured['system']}", ""] + [f"- {x}" for x in featured["lines"]]
+    lines += ["", "## Datasets", "", T(tables["datasets"]).markdown(), "", "## Systems", "", T(tables["systems"]).markdown(),
+              "", "## Conditions", "", presentation.conditions_table(conditions, tables["labels"]).markdown()]
+    lines += ["", "Examples, before and after:", "", T(tables["examples"]).markdown()]
     lines += ["", "## First stage", ""]
     lines += [f"- {c.dataset}: candidates `{c.fingerprint}` ({c.encoder}, {c.index.get('type')}, depth {c.depth}); "
               f"recall@{c.depth} " + ", ".join(f"{k} {v:.3f}" for k, v in c.recall.items()) for c in candidates]
@@ -72,9 +150,19 @@ def markdown(board: pl.DataFrame, headline: str, conditions: pl.DataFrame, contr
     return "\n".join(lines) + "\n"
 
 
+def variant_texts(variant_sets: list[VariantSet]) -> pl.DataFrame:
+    """The query variants with their texts (none for runs imported from TREC files, which carry no texts)."""
+    frames = [pl.read_parquet(v.path).with_columns(pl.lit(v.dataset).alias("dataset")) for v in variant_sets
+              if v.path.endswith(".parquet") and Path(v.path).is_file()]
+    return pl.concat(frames) if frames else pl.DataFrame(schema={
+        "condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "text": pl.Utf8, "original": pl.Utf8,
+        "changed": pl.Boolean, "dataset": pl.Utf8})
+
+
 def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
                       score_sets: list[ScoreSet], config: EvalConfig, run_dir: str,
-                      identity: BenchmarkIdentity) -> list[LeaderboardRow]:
+                      identity: BenchmarkIdentity, reranks: list[RerankResult] | None = None) -> list[LeaderboardRow]:
+    """Every table of the results folder, in one system order (significance group, then headline)."""
     run = Path(run_dir)
     per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
     per_query.write_parquet(run / "per_query.parquet")
@@ -84,33 +172,47 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                                 "edit_rate": v.edit_rate}
                                for v in variant_sets])
     conditions.write_csv(run / "conditions.csv")
-    ranked = ranked_datasets(datasets)
-    headline = per_query.filter(pl.col("measure") == config.headline)
+    ranked, names = ranked_datasets(datasets), [d.name for d in datasets]
     stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
-    intervals = analysis.system_intervals(headline, ranked, *stats_args)
-    retention = analysis.retention_intervals(headline, ranked, config.conditions, *stats_args)
+    intervals = analysis.system_intervals(per_query.filter(pl.col("measure") == config.headline), ranked, *stats_args)
+    order = intervals["system"].to_list()
+    headline = in_order(per_query.filter(pl.col("measure") == config.headline), order)
+    present = set(headline["condition"].unique())
+    settings = [*config.conditions, *(c for c in map(isolated, config.conditions[1:]) if c in present)]
+    not_first_iso = ~((pl.col("system") == FIRST_STAGE) & (pl.col("setting") == analysis.ISOLATED))
+    retention = analysis.retention_intervals(headline, ranked, settings, *stats_args, config.retention).filter(not_first_iso)
     retention.write_csv(run / "retention.csv")
-    board = leaderboard_table(per_query, datasets, config.headline, config.conditions, retention)
-    board = board.join(intervals.select("system", "group", "ci_low", "ci_high"), on="system", how="left")
+    analysis.retention_by_dataset(headline, names, settings).filter(not_first_iso).write_csv(run / "retention_datasets.csv")
+    recall_pq = first_stage_recall(datasets, candidates, variant_sets, config.rerank_depth)
+    recall = None if recall_pq is None else analysis.retention_intervals(recall_pq, ranked, config.conditions, *stats_args,
+                                                                          config.retention)
+    decomp = analysis.decomposition(retention, recall)
+    decomp.write_csv(run / "robustness.csv")
+
+    end_to_end = retention.filter(pl.col("setting") == analysis.END_TO_END)
+    board = leaderboard_table(per_query, datasets, config.headline, config.conditions, end_to_end)
+    board = in_order(board.join(intervals.select("system", "group", "ci_low", "ci_high"), on="system", how="left"), order)
     front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
     board = board.select(front + [c for c in board.columns if c not in front])
     board.write_csv(run / "leaderboard.csv")
     c = score_sets[0].contracts[0].model_dump()
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
-                             f"{config.confidence:.0%} percentile interval"}
-    (run / "leaderboard.md").write_text(markdown(board, config.headline, conditions, contract, candidates, identity))
+                             f"{config.confidence:.0%} percentile interval",
+                "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
+                             "each condition changed; its interval from the same bootstrap, resampling the ratio",
+                "robustness": "end to end and isolated (reranker only)" if config.robustness == "both" else "end to end"}
 
-    pairs = analysis.pairwise(headline, [d.name for d in datasets], config.conditions, *stats_args, correct=config.holm)
+    pairs = in_order(analysis.pairwise(headline, names, config.conditions, *stats_args, correct=config.holm), order)
     pairs.write_csv(run / "comparisons.csv")
-    pair_summary = analysis.pairwise_summary(pairs)
-    per_dataset = summary.cell_means(headline).pivot(on="condition", index=["dataset", "system"], values="mean") \
-        .sort("dataset", "system")
-    per_dataset = per_dataset.select("dataset", "system", *[c for c in config.conditions if c in per_dataset.columns])
-    page = report.render(title=f"terazi report: {run.name}", headline=config.headline, identity=identity,
-                         board=board.drop("mean_task_available", "tasks"), intervals=intervals,
-                         per_dataset=per_dataset, retention=retention, pair_summary=pair_summary, pairs=pairs,
-                         conditions=conditions, contract=contract,
+    variants = variant_texts(variant_sets)
+    clean_means = summary.cell_means(headline.filter(pl.col("condition") == "clean"))
+    tables = display_tables(board, clean_means, decomp, pairs, order, datasets, variants, candidates, reranks or [], config)
+    (run / "tables.json").write_text(json.dumps(tables, ensure_ascii=False, indent=1), encoding="utf-8")
+    (run / "leaderboard.md").write_text(markdown(tables, conditions, contract, candidates, identity), encoding="utf-8")
+    page = report.render(title=f"terazi report: {run.name}", identity=identity, tables=tables, intervals=intervals,
+                         retention=retention, pair_summary=analysis.pairwise_summary(pairs), pairs=pairs,
+                         conditions=conditions, contract=contract, config=config,
                          correction="Holm across each pair's cells" if config.holm else "none")
     (run / "report.html").write_text(page, encoding="utf-8")
 
@@ -128,26 +230,28 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
 
 
 def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None:
-    """The results as Prefect artifacts of the run: leaderboard (with intervals), retention, comparisons,
-    and the markdown report saying where report.html is. Keys start with `prefix` (the benchmark)."""
+    """The results as Prefect artifacts of the run: the leaderboard as the outputs show it (order, labels, `*`
+    marks), the robustness decomposition, comparisons, and the markdown report saying where report.html is.
+    Keys start with `prefix` (the benchmark)."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     run = Path(run_dir)
-    table = [{"rank": r.borda_rank, "system": r.system, "group": r.group, "borda": r.borda_votes,
-              "mean_task": None if r.mean_task is None else round(r.mean_task, 4),
-              "95% CI": None if r.ci_low is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
-              **{k: round(v, 4) for k, v in r.per_condition.items() if v is not None},
-              **{f"{k} retention": round(v, 4) for k, v in r.retention.items() if v is not None}} for r in board_rows]
-    legend = ("group: systems sorted by Mean (Task); a system shares its upper neighbour's group unless their paired "
-              "bootstrap difference is significant (group 1 = top). 95% CI: dataset-balanced paired bootstrap.")
-    create_table_artifact(table=table, key=f"{prefix}-leaderboard", description=f"terazi leaderboard ({run}). {legend}")
-    retention = pl.read_csv(run / "retention.csv")
-    create_table_artifact(table=retention.to_dicts(), key=f"{prefix}-retention",
-                          description="retention per system and condition, over the queries each condition changed")
+    tables = json.loads((run / "tables.json").read_text(encoding="utf-8"))
+    board = presentation.Table.from_json(tables["leaderboard"])
+    create_table_artifact(table=board.dicts(), key=f"{prefix}-leaderboard",
+                          description=f"terazi leaderboard ({run}). " + " ".join(board.notes))
+    robust = presentation.Table.from_json(tables["robustness_table"])
+    create_table_artifact(table=robust.dicts(), key=f"{prefix}-retention",
+                          description="retention per system and condition, end to end, reranker only and first-stage "
+                                      "recall. " + " ".join(robust.notes))
+    per_ds = presentation.Table.from_json(tables["per_dataset"])
+    create_table_artifact(table=per_ds.dicts(), key=f"{prefix}-per-dataset",
+                          description="headline per system and dataset on clean queries; last row: queries (without a "
+                                      "relevant document). " + " ".join(per_ds.notes))
     pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
     create_table_artifact(table=pairs.to_dicts(), key=f"{prefix}-comparisons",
                           description="pairwise comparisons: cells better / no difference / worse")
-    report_md = (run / "leaderboard.md").read_text() + (
+    report_md = (run / "leaderboard.md").read_text(encoding="utf-8") + (
         f"\n## Files\n\n- full report: `{run / 'report.html'}` (open it in a browser)\n- results folder: `{run}`\n")
     create_markdown_artifact(markdown=report_md, key=f"{prefix}-report",
                              description="leaderboard, conditions, metric contract and where report.html is")

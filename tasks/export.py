@@ -21,13 +21,18 @@ log = logging.getLogger("terazi.export")
 
 def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
                 out_dir: str) -> int:
-    """Write runs/, qrels/, changed/ and datasets.yaml into the results folder; returns the number of run files."""
+    """Write runs/, qrels/, changed/ and datasets.yaml into the results folder; returns the number of run files.
+
+    Only the configured conditions are exported: the isolated robustness setting (`<condition>~isolated`, the clean
+    candidates reranked with the corrupted text) is terazi's own analysis, not a run anyone else produces.
+    """
     n = 0
     for ds in datasets:
-        vs = [v for v in variant_sets if v.dataset == ds.name]
+        vs = [v for v in variant_sets if v.dataset == ds.name and "~" not in v.condition]
         samples = {v.condition: v.samples for v in vs}
         for r in (r for r in rankings if r.dataset == ds.name):
-            n += len(runfolder.write_rankings(pl.read_parquet(r.path), out_dir, ds.name, r.system, samples))
+            ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains("~", literal=True))
+            n += len(runfolder.write_rankings(ranking, out_dir, ds.name, r.system, samples))
         runfolder.write_qrels(open_dataset(ds).qrels, inside(out_dir, "qrels", f"{ds.name}.tsv"))
         changed = read_variants(vs).filter(pl.col("condition") != runfolder.CLEAN) \
             .group_by("condition", "query_id", maintain_order=True).agg(pl.col("changed").any())

@@ -69,7 +69,9 @@ def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list
         ranked.write_parquet(path)
         rankings.append(RerankResult(system=system, dataset=runs.name, identity="trec-run:" + fingerprint.of_files(files),
                                      candidates="", path=str(path)))
-        per_query = per_query_values(qrels, ranked.drop("rank"), changed_df, measures, runs.name, system, order="score")
+        per_query = per_query_values(qrels, ranked.drop("rank"), changed_df, measures, order="score").select(
+            pl.lit(runs.name).alias("dataset"), pl.lit(system).alias("system"), "condition", "query_id", "measure",
+            "value", "changed")
         pq_path = inside(out_dir, "per_query", runs.name, f"{system}.parquet")
         pq_path.parent.mkdir(parents=True, exist_ok=True)
         per_query.write_parquet(pq_path)

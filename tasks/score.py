@@ -24,10 +24,15 @@ def contracts(measures: list[str], policies: Policies = Policies()) -> list[Metr
     return out
 
 
-def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measures: list[str], dataset: str,
-                     system: str, policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
-    """Per-query values of every (condition, sample) ranking, samples of one query averaged, with the `changed`
-    flag of (condition, query_id); `terazi run` and `terazi analyze` both compute them here."""
+def changed_flags(variants: pl.DataFrame) -> pl.DataFrame:
+    """(condition, query_id, changed): a query counts as changed when any of its samples changed."""
+    return variants.group_by("condition", "query_id").agg(pl.col("changed").any())
+
+
+def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measures: list[str],
+                     policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
+    """(condition, query_id, measure, value, changed) of every (condition, sample) ranking, samples of one query
+    averaged; `changed` holds (condition, query_id, changed). `terazi run` and `terazi analyze` both compute here."""
     frames = []
     for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
         ev = evaluate(qrels, part.drop("condition", "sample"), measures, policies, order=order)
@@ -36,9 +41,7 @@ def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measure
                                         "measure": m, "value": ev.per_query[m]}))
     return (
         pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
-        .join(changed, on=["condition", "query_id"], how="left")
-        .select(pl.lit(dataset).alias("dataset"), pl.lit(system).alias("system"), "condition", "query_id",
-                "measure", "value", pl.col("changed").fill_null(False))
+        .join(changed, on=["condition", "query_id"], how="left").with_columns(pl.col("changed").fill_null(False))
     )
 
 
@@ -47,8 +50,9 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
     """Evaluate each (condition, sample) ranking; samples of one query are averaged."""
     ds = open_dataset(dataset)
     ranked = pl.read_parquet(ranking.path).select("condition", "sample", "query_id", "doc_id", "rank", "score")
-    changed = read_variants(variant_sets).group_by("condition", "query_id").agg(pl.col("changed").any())
-    per_query = per_query_values(ds.qrels, ranked, changed, measures, dataset.name, ranking.system, policies)
+    values = per_query_values(ds.qrels, ranked, changed_flags(read_variants(variant_sets)), measures, policies)
+    per_query = values.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),
+                              "condition", "query_id", "measure", "value", "changed")
     path = inside(out_dir, "per_query", dataset.name, f"{ranking.system}.parquet")
     path.parent.mkdir(parents=True, exist_ok=True)
     per_query.write_parquet(path)

@@ -12,7 +12,16 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from terazi.stats import Interval, holm, interval, paired_difference, significance_groups
+from terazi.stats import (
+    Aggregation,
+    Interval,
+    balanced_mean,
+    holm,
+    interval,
+    paired_difference,
+    ratio_interval,
+    significance_groups,
+)
 
 
 def _aligned(pq: pl.DataFrame, system: str, condition: str, datasets: list[str],
@@ -64,6 +73,17 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
                                       "p_value", "verdict"], orient="row")
 
 
+def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:
+    """Every cell of `system` against each other system, from `system`'s side (delta = system − versus)."""
+    flip = {"better": "worse", "worse": "better", "no difference": "no difference"}
+    mine = cells.filter(pl.col("system") == system)
+    theirs = cells.filter(pl.col("versus") == system).select(
+        pl.lit(system).alias("system"), pl.col("system").alias("versus"), "dataset", "condition",
+        -pl.col("delta"), -pl.col("ci_high").alias("ci_low"), -pl.col("ci_low").alias("ci_high"), "p_value",
+        pl.col("verdict").replace_strict(flip))
+    return pl.concat([mine, theirs.select(mine.columns)])
+
+
 def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
     """Counts of better / no difference / worse cells per pair, with the mean delta of significant cells."""
     return cells.group_by("system", "versus", maintain_order=True).agg(
@@ -74,30 +94,98 @@ def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+ISOLATED = "isolated"
+END_TO_END = "end-to-end"
+AGGREGATION_LABELS = {
+    "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the Kalbur card",
+    "pooled": "ratio of the dataset-balanced means (mean corrupted / mean clean over the changed queries)",
+}
+
+
+def setting_of(condition: str) -> tuple[str, str]:
+    """`upper~isolated` -> ("upper", "isolated"); `upper` -> ("upper", "end-to-end")."""
+    base, _, setting = condition.partition("~")
+    return base, setting or END_TO_END
+
+
+def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> pl.DataFrame:
+    return pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
+        .select("dataset", "query_id").unique()
+
+
+RETENTION_SCHEMA = {"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "aggregation": pl.Utf8,
+                    "datasets": pl.Int64, "changed_queries": pl.Int64, "share_changed": pl.Float64,
+                    "clean": pl.Float64, "corrupted": pl.Float64, "retention": pl.Float64, "retention_low": pl.Float64,
+                    "retention_high": pl.Float64, "delta": pl.Float64, "delta_low": pl.Float64, "delta_high": pl.Float64}
+
+
 def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
-                        confidence: float) -> pl.DataFrame:
-    """Per system × condition: clean and corrupted means over the changed queries, retention, and an
-    interval on the difference (corrupted − clean), balanced by dataset."""
+                        confidence: float, aggregation: Aggregation = "macro") -> pl.DataFrame:
+    """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
+    interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.
+
+    `aggregation` (see AGGREGATION_LABELS) decides how datasets combine, in the estimate and in every resample
+    alike. A pseudo-condition `c~isolated` is the isolated setting of `c` (its clean reference is `clean`).
+    `clean`/`corrupted` are dataset-balanced means over the changed queries; `datasets` counts the datasets
+    that contribute (those where the condition changed a query and, for macro, the clean mean is not 0).
+    """
     systems = pq["system"].unique(maintain_order=True).to_list()
     rows = []
     for c in conditions:
         if c == "clean":
             continue
-        changed = pq.filter((pl.col("condition") == c) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
-            .select("dataset", "query_id").unique()
+        base, setting = setting_of(c)
+        changed = _changed(pq, c, datasets)
         n_all = pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets)).select("dataset", "query_id").unique().height
         for s in systems:
-            if changed.height == 0:
-                rows.append((s, c, 0, 0.0, None, None, None, None, None, None))
-                continue
             corrupted = _aligned(pq, s, c, datasets, changed)
+            if not corrupted:
+                rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
+                continue
             clean = _aligned(pq, s, "clean", datasets, changed)
+            ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
             ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
-            m_clean = float(np.mean([v.mean() for v in clean.values()]))
-            m_corr = float(np.mean([v.mean() for v in corrupted.values()]))
-            rows.append((s, c, changed.height, changed.height / n_all if n_all else 0.0, m_clean, m_corr,
-                         m_corr / m_clean if m_clean > 0 else None, ci.estimate, ci.low, ci.high))
-    return pl.DataFrame(rows, schema={"system": pl.Utf8, "condition": pl.Utf8, "changed_queries": pl.Int64,
-                                      "share_changed": pl.Float64, "clean": pl.Float64, "corrupted": pl.Float64,
-                                      "retention": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
-                                      "ci_high": pl.Float64}, orient="row")
+            rows.append((s, base, setting, aggregation, ratio.datasets, changed.height,
+                         changed.height / n_all if n_all else 0.0, balanced_mean(clean), balanced_mean(corrupted),
+                         ratio.estimate, ratio.low, ratio.high, ci.estimate, ci.low, ci.high))
+    return pl.DataFrame(rows, schema=RETENTION_SCHEMA, orient="row")
+
+
+def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list[str]) -> pl.DataFrame:
+    """Per system × condition × dataset: the card's R_d = mean corrupted / mean clean over the changed queries."""
+    rows = []
+    for c in conditions:
+        if c == "clean":
+            continue
+        base, setting = setting_of(c)
+        changed = _changed(pq, c, datasets)
+        for s in pq["system"].unique(maintain_order=True).to_list():
+            corrupted, clean = _aligned(pq, s, c, datasets, changed), _aligned(pq, s, "clean", datasets, changed)
+            for d in datasets:
+                if d in corrupted:
+                    m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())
+                    rows.append((s, base, setting, d, corrupted[d].size, m_clean, m_corr,
+                                 m_corr / m_clean if m_clean > 0 else None))
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "dataset": pl.Utf8,
+                                      "changed_queries": pl.Int64, "clean": pl.Float64, "corrupted": pl.Float64,
+                                      "retention": pl.Float64}, orient="row")
+
+
+def decomposition(retention: pl.DataFrame, recall: pl.DataFrame | None) -> pl.DataFrame:
+    """Where a system's loss under each condition comes from: end-to-end retention (corrupted query through
+    first stage and reranker), reranker-only retention (the isolated setting: the clean query's candidates
+    reordered with the corrupted text) and the first stage's recall retention (`recall`: a retention table of
+    the first stage's recall at the rerank depth, end to end), each with its interval."""
+    cols = ["retention", "retention_low", "retention_high"]
+
+    def part(setting: str, prefix: str) -> pl.DataFrame:
+        sel = retention.filter(pl.col("setting") == setting).select("system", "condition", *cols)
+        return sel.rename({c: c.replace("retention", prefix) for c in cols})
+
+    out = part(END_TO_END, "end_to_end").join(part(ISOLATED, "reranker_only"), on=["system", "condition"], how="left")
+    if recall is not None and recall.height:
+        r = recall.filter(pl.col("setting") == END_TO_END).select("condition", *cols)
+        out = out.join(r.rename({c: c.replace("retention", "first_stage_recall") for c in cols}), on="condition", how="left")
+    else:
+        out = out.with_columns(*[pl.lit(None, pl.Float64).alias(c.replace("retention", "first_stage_recall")) for c in cols])
+    return out

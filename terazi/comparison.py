@@ -112,8 +112,9 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
                    resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
                    correct: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The core: for each (after-system, versus, before-system) pair, every dataset × condition cell and the overall
-    clean line. `after`/`before` are per-query tables (dataset, system, condition, query_id, measure, value)."""
-    sel = pl.col("measure") == measure
+    clean line. `after`/`before` are per-query tables (dataset, system, condition, query_id, measure, value).
+    The cells are the configured conditions: the isolated robustness setting (`<condition>~isolated`) is left out."""
+    sel = (pl.col("measure") == measure) & ~pl.col("condition").str.contains("~", literal=True)
     after, before = after.filter(sel), before.filter(sel)
     cells, overall = [], []
     for system, versus, other in pairs:

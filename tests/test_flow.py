@@ -43,7 +43,7 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert {"upper", "typo", "upper retention", "typo retention", "group", "ci_low", "ci_high"} <= set(board.columns)
     assert (board["ci_low"] <= board["mean_task"]).all() and (board["mean_task"] <= board["ci_high"]).all()
     page = (run / "report.html").read_text()
-    for anchor in ('id="leaderboard"', 'id="per-dataset"', 'id="retention"', 'id="pairwise-summary"', 'id="pairwise"',
+    for anchor in ('id="leaderboard"', 'id="per-dataset"', 'id="robustness"', 'id="pairwise-summary"', 'id="pairwise"',
                    'id="plot-scores"', 'id="plot-retention"'):
         assert anchor in page, anchor
     assert page.count('src="data:image/png;base64,') == 2 and "http" not in page.split("<body>")[1][:200]
@@ -51,7 +51,15 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert comparisons.height == 6 * 3  # 4 systems -> 6 pairs, 1 dataset x 3 conditions
     assert set(comparisons["verdict"]) <= {"better", "no difference", "worse"}
     retention = pl.read_csv(run / "retention.csv")
-    assert set(retention["condition"]) == {"upper", "typo"} and retention.height == 8
+    assert set(retention["condition"]) == {"upper", "typo"} and retention.height == 8 + 6  # + isolated, rerankers only
+    # the isolated setting reorders the clean query's candidates with the corrupted text
+    bm25 = pl.read_parquet(run / "rankings" / "tiny" / "bm25.parquet").filter(pl.col("rank") <= 5)
+    heads = {c: bm25.filter((pl.col("condition") == c) & (pl.col("sample") == 0)).group_by("query_id").agg(pl.col("doc_id").sort())
+             .sort("query_id") for c in ("clean", "upper~isolated")}
+    assert heads["clean"].equals(heads["upper~isolated"])
+    robust = pl.read_csv(run / "robustness.csv")
+    assert robust.height == 8 and robust["first_stage_recall"].is_not_null().all()
+    assert robust.filter(pl.col("system") != "first-stage")["reranker_only"].is_not_null().all()
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["candidates"][0]["fingerprint"] == m1.candidates[0].fingerprint
     assert manifest["config"]["rerank_depth"] == 5

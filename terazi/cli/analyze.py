@@ -50,5 +50,5 @@ def analyze(
         manifest = analyze_flow(config)
     from terazi.cli.evaluate import print_leaderboard
 
-    print_leaderboard(Path(manifest.run_dir) / "leaderboard.csv", config.headline)
+    print_leaderboard(Path(manifest.run_dir))
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")

@@ -49,7 +49,7 @@ def evaluate_and_print(raw: dict) -> None:
         t0 = time.perf_counter()
         with shutdown.graceful():
             manifest = run_evaluation(config)
-    print_leaderboard(Path(manifest.run_dir) / "leaderboard.csv", config.headline)
+    print_leaderboard(Path(manifest.run_dir))
     for cs in manifest.candidates:
         how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
         err.print(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
@@ -61,31 +61,32 @@ def evaluate_and_print(raw: dict) -> None:
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
 
 
-def print_leaderboard(path: Path, headline: str) -> None:
-    """Rank, system, Borda votes, means; then the headline per condition with its retention."""
-    import polars as pl
+def print_leaderboard(run_dir: Path) -> None:
+    """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
+    interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
+    import json
 
-    board = pl.read_csv(path)
-    conditions = [c for c in board.columns if f"{c} retention" in board.columns]  # config order
-    datasets = [c for c in board.columns if c not in {"system", "borda_votes", "borda_rank", "mean_task", "group", "ci_low",
-                "ci_high", "mean_task_type", "mean_task_available", "tasks"} and c not in conditions and not c.endswith(" retention")]
-    table = Table(title=f"terazi leaderboard — {headline} (clean; corrupted with retention)",
-                  caption="group: systems in one group are not significantly different (paired bootstrap)")
-    for c in ["#", "system", "Borda", "group", "Mean (Task) [95% CI]", "Mean (TaskType)",
-              *(datasets if len(datasets) > 1 else []), *conditions]:
-        table.add_column(c, justify="left" if c == "system" else "right")
+    from terazi import presentation
 
-    def num(v, fmt="{:.4f}") -> str:
-        return "–" if v is None else fmt.format(v)
+    tables = json.loads((Path(run_dir) / "tables.json").read_text(encoding="utf-8"))
 
-    for r in board.iter_rows(named=True):
-        ci = f" [{num(r['ci_low'], '{:.3f}')}, {num(r['ci_high'], '{:.3f}')}]" if r["mean_task"] is not None else ""
-        cells = [str(r["borda_rank"]), r["system"], num(r["borda_votes"], "{:g}"), str(r["group"]),
-                 num(r["mean_task"]) + ci, num(r["mean_task_type"])]
-        cells += [num(r[d]) for d in datasets] if len(datasets) > 1 else []
-        cells += [f"{num(r[c])} ({num(r[f'{c} retention'], '{:.0%}')})" for c in conditions]
-        table.add_row(*cells)
-    console.print(table)
+    def show(t: presentation.Table, title: str, caption: str = "") -> None:
+        rich_table = Table(title=title, caption=caption or None, caption_justify="left")
+        for i, c in enumerate(t.columns):
+            rich_table.add_column(c, justify="left" if i < 2 else "right")
+        for r in t.rows:
+            rich_table.add_row(*r)
+        console.print(rich_table)
+
+    board = presentation.Table.from_json(tables["leaderboard_compact"])
+    show(board, f"terazi leaderboard — {tables['headline']} (clean; corrupted with retention)", "\n".join(board.notes))
+    per_ds = presentation.Table.from_json(tables["per_dataset"])
+    show(per_ds, "per dataset, clean", "\n".join(per_ds.notes))
+    robust = presentation.Table.from_json(tables["robustness_table"])
+    show(robust, "where the loss comes from", "\n".join(robust.notes + tables["explanations"]))
+    console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
+    for line in tables["featured"]["lines"]:
+        console.print(f"  {line}", highlight=False)
 
 
 @app.command()
