@@ -118,4 +118,4 @@ def analysis_identity(config: AnalyzeConfig, datasets, variants, rankings) -> Be
 @flow(name="terazi-analyze", validate_parameters=True)
 def analyze(config: AnalyzeConfig) -> RunManifest:
     """Leaderboard, intervals, retention, comparisons and report from TREC runs made anywhere."""
-    return analysis(config, run_kind("cli"))
+    return analysis(config, run_kind())

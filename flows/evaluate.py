@@ -14,6 +14,7 @@ import logging
 import shutil
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
@@ -60,11 +61,14 @@ def model_runner(config: EvalConfig) -> Iterator[Submit]:
         yield lambda task, **params: runner.submit(task, parameters=params)
 
 
-def run_kind(default: str) -> str:
-    """'ad-hoc' for a deployment's run, else `default` ('cli' or 'python')."""
+CALLER: ContextVar[str] = ContextVar("terazi_caller", default="cli")  # the Python API sets "python"
+
+
+def run_kind() -> str:
+    """'ad-hoc' for a deployment's run, else who called: 'cli' or 'python'."""
     from prefect.runtime import deployment
 
-    return "ad-hoc" if deployment.id else default
+    return "ad-hoc" if deployment.id else CALLER.get()
 
 
 def current_flow_run_id() -> str | None:
@@ -166,7 +170,7 @@ def evaluate(config: EvalConfig) -> RunManifest:
     """
     from terazi.policy import enforce_if_served
 
-    return evaluation(enforce_if_served(config), run_kind("cli"))
+    return evaluation(enforce_if_served(config), run_kind())
 
 
 def run_evaluation(config: EvalConfig) -> RunManifest:

@@ -52,9 +52,14 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     from tasks.preflight import preflight
 
     preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
+    from flows.evaluate import CALLER
     from flows.evaluate import evaluate as evaluate_flow
 
-    manifest = evaluate_flow(config)
+    token = CALLER.set("python")
+    try:
+        manifest = evaluate_flow(config)
+    finally:
+        CALLER.reset(token)
     return manifest, pl.read_csv(Path(manifest.run_dir) / "leaderboard.csv")
 
 

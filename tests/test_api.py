@@ -37,6 +37,7 @@ def test_evaluate_analyze_and_compare_from_python(prefect_server, tmp_path, tiny
         "cache_dir": str(tmp_path / "cache"), "offline": True})
     assert isinstance(board, pl.DataFrame) and board.equals(pl.read_csv(tmp_path / "nb" / "leaderboard.csv"))
     assert {r.system for r in manifest.leaderboard} == set(board["system"]) == {"first-stage", "bm25-tr", "hybrid-rrf"}
+    assert manifest.kind == "python"
     ev = terazi.score(tmp_path / "nb" / "qrels" / "tiny.tsv", tmp_path / "nb" / "runs" / "tiny" / "clean" / "bm25-tr.trec",
                       ["nDCG@10"])
     assert abs(ev.aggregate["nDCG@10"] - board.filter(pl.col("system") == "bm25-tr")["tiny"][0]) < 1e-12
