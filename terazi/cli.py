@@ -11,17 +11,33 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.table import Table
 
 from terazi.configs import demo_config, read_config_file
 from terazi.errors import DatasetError, describe
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Weigh text rerankers and retrievers honestly.")
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+
+
+class _LazyConsole:
+    """A rich Console made on first use, so that `terazi score --format json` never imports rich."""
+
+    def __init__(self, **options) -> None:
+        self._options, self._console = options, None
+
+    def get(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str):
+        return getattr(self.get(), name)
+
+
+console = _LazyConsole(width=None if sys.stdout.isatty() else 160)
+err = _LazyConsole(stderr=True)
 
 def _version(value: bool) -> None:
     if value:
@@ -46,9 +62,11 @@ _PREFECT_DEFAULTS = {
 
 
 def _setup(verbose: bool) -> None:
+    from rich.logging import RichHandler
+
     for k, v in _PREFECT_DEFAULTS.items():
         os.environ.setdefault(k, v)
-    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
+    handler = RichHandler(console=err.get(), show_path=False, show_time=False, markup=False)
     log = logging.getLogger("terazi")
     log.handlers[:] = [handler]
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -108,6 +126,7 @@ def _run(raw: dict) -> None:
 def print_leaderboard(path: Path, headline: str) -> None:
     """Rank, system, Borda votes, means; then the headline per condition with its retention."""
     import polars as pl
+    from rich.table import Table
 
     board = pl.read_csv(path)
     conditions = [c for c in board.columns if f"{c} retention" in board.columns]  # config order
@@ -197,51 +216,72 @@ def run(
 def score(
     qrels: Path = typer.Option(..., exists=True, dir_okay=False, help="TREC qrels (qid 0 docid grade) or BEIR tsv"),
     run_file: Path = typer.Option(..., "--run", exists=True, dir_okay=False, help="TREC run (qid Q0 docid rank score tag)"),
-    metric: list[str] = typer.Option(["nDCG@10", "RR@10"], "--metric", "-m", help="e.g. nDCG@10, RR(rel=2)@10, AP"),
-    no_relevant: str = typer.Option("zero", help="queries with no relevant document: zero | skip | error"),
-    missing_query: str = typer.Option("zero", help="judged queries the run did not return: zero | skip"),
-    extra_query: str = typer.Option("ignore", help="run queries without judgments: ignore | error"),
-    unjudged: str = typer.Option("irrelevant", help="retrieved documents without a judgment: irrelevant | error"),
+    metric: list[str] = typer.Option(["nDCG@10", "RR@10"], "--metric", "-m",
+                                     help="e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) and trec_eval "
+                                          "(ndcg_cut_10, recip_rank, P_5) names are aliases"),
+    contract: str = typer.Option("trec", "--contract", help="named policy preset: trec (trec_eval -c) | strict "
+                                                             "(unknown ids, repeated ranks, NaN scores are errors)"),
+    no_relevant: Optional[str] = typer.Option(None, help="queries with no relevant document: zero | skip | error"),
+    missing_query: Optional[str] = typer.Option(None, help="judged queries the run did not return: zero | skip"),
+    extra_query: Optional[str] = typer.Option(None, help="run queries without judgments: ignore | error"),
+    unjudged: Optional[str] = typer.Option(None, help="retrieved documents without a judgment: irrelevant | error"),
+    nan_score: Optional[str] = typer.Option(None, help="NaN run scores: last | error"),
     per_query: bool = typer.Option(False, "--per-query", help="include per-query values"),
     fmt: str = typer.Option("table", "--format", help="table | json"),
 ) -> None:
-    """Score a TREC run against qrels under an explicit, printed contract (trec_eval-compatible)."""
-    from terazi.metrics import MetricError, Policies, evaluate
+    """Score a TREC run against qrels under a named, printed contract (default trec: trec_eval-compatible).
+
+    Each policy option overrides the contract's value; the output names the contract and every policy.
+    """
+    from terazi.metrics import CONTRACTS, POLICY_CHOICES, MetricError, Policies, evaluate, parse_measure
     from terazi.trec import read_qrels, read_run
 
-    choices = {"no_relevant": ("zero", "skip", "error"), "missing_query": ("zero", "skip"),
-               "extra_query": ("ignore", "error"), "unjudged": ("irrelevant", "error"), "format": ("table", "json")}
     given = {"no_relevant": no_relevant, "missing_query": missing_query, "extra_query": extra_query,
-             "unjudged": unjudged, "format": fmt}
+             "unjudged": unjudged, "nan_score": nan_score}
+    if contract not in CONTRACTS:
+        _fail(f"--contract must be one of {', '.join(CONTRACTS)}, got {contract!r}")
+    if fmt not in ("table", "json"):
+        _fail(f"--format must be one of table, json, got {fmt!r}")
     for key, value in given.items():
-        if value not in choices[key]:
-            _fail(f"--{key.replace('_', '-')} must be one of {', '.join(choices[key])}, got {value!r}")
+        if value is not None and value not in POLICY_CHOICES[key]:
+            _fail(f"--{key.replace('_', '-')} must be one of {', '.join(POLICY_CHOICES[key])}, got {value!r}")
+    policies = Policies.of(contract, **given)
     try:
-        ev = evaluate(read_qrels(qrels), read_run(run_file), metric,
-                      Policies(no_relevant, missing_query, extra_query, unjudged))  # type: ignore[arg-type]
+        canonical = {m: parse_measure(m).canonical for m in metric}
+        measures = list(dict.fromkeys(canonical.values()))
+        ev = evaluate(read_qrels(qrels), read_run(run_file, rank=policies.repeated_rank == "error"), measures, policies)
     except (DatasetError, MetricError) as e:
         _fail(str(e))
+    aliases = {m: c for m, c in canonical.items() if m.strip() != c}
     queries = {"judged": ev.counts["queries_judged"], "missing_from_run": ev.counts["queries_missing_from_run"],
                "extra_in_run": ev.counts["queries_extra_in_run"], "unjudged_documents": ev.counts["unjudged_retrieved"],
+               "nan_scores": ev.counts["nan_scores"],
                "evaluated": {m: len(ev.query_ids[m]) for m in ev.measures},
                "no_relevant": {m: ev.counts[f"{m}:no_relevant"] for m in ev.measures}}
     if fmt == "json":
-        out = {"aggregate": ev.aggregate, "queries": queries, "contract": ev.contract()}
+        out = {"aggregate": ev.aggregate, "queries": queries, "contract": ev.contract(), "aliases": aliases}
         if per_query:
             out["per_query"] = {m: ev.per_query_dict(m) for m in ev.measures}
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"{run_file.name} vs {qrels.name}")
+    from rich.table import Table
+
+    p = policies
+    table = Table(title=f"{run_file.name} vs {qrels.name} — contract {p.label}")
     for c in ("measure", "value", "queries", "gain", "rel ≥", "no relevant"):
         table.add_column(c, justify="left" if c == "measure" else "right")
     for name, m in ev.measures.items():
         table.add_row(name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])),
                       m.gain if m.family == "nDCG" else "–", "–" if m.family in ("nDCG", "Judged") else str(m.rel),
-                      f"{queries['no_relevant'][name]} ({no_relevant})")
+                      f"{queries['no_relevant'][name]} ({p.no_relevant})")
     console.print(table)
-    console.print(f"judged queries {queries['judged']}; missing from run {queries['missing_from_run']} ({missing_query}); "
-                  f"run queries without judgments {queries['extra_in_run']} ({extra_query}); unjudged documents "
-                  f"retrieved {queries['unjudged_documents']} ({unjudged}); ties: score desc, then doc id desc; "
+    if aliases:
+        console.print("aliases: " + ", ".join(f"{a} → {c}" for a, c in aliases.items()), highlight=False)
+    console.print(f"contract {p.label}: {CONTRACTS[p.preset].summary}. judged queries {queries['judged']}; missing from "
+                  f"run {queries['missing_from_run']} ({p.missing_query}); run queries without judgments "
+                  f"{queries['extra_in_run']} ({p.extra_query}); unjudged documents retrieved "
+                  f"{queries['unjudged_documents']} ({p.unjudged}); NaN scores {queries['nan_scores']} "
+                  f"({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, then doc id desc; "
                   f"ideal DCG 0 → 0", highlight=False)
     if per_query:
         pq = Table("query", *ev.measures)

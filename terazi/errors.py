@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic is not imported for `terazi score`, which only reads TREC files
+    from pydantic import ValidationError
 
 
 class DatasetError(ValueError):
