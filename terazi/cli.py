@@ -212,84 +212,16 @@ def run(
     _run(raw)
 
 
-@app.command()
-def score(
-    qrels: Path = typer.Option(..., exists=True, dir_okay=False, help="TREC qrels (qid 0 docid grade) or BEIR tsv"),
-    run_file: Path = typer.Option(..., "--run", exists=True, dir_okay=False, help="TREC run (qid Q0 docid rank score tag)"),
-    metric: list[str] = typer.Option(["nDCG@10", "RR@10"], "--metric", "-m",
-                                     help="e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) and trec_eval "
-                                          "(ndcg_cut_10, recip_rank, P_5) names are aliases"),
-    contract: str = typer.Option("trec", "--contract", help="named policy preset: trec (trec_eval -c) | strict "
-                                                             "(unknown ids, repeated ranks, NaN scores are errors)"),
-    no_relevant: Optional[str] = typer.Option(None, help="queries with no relevant document: zero | skip | error"),
-    missing_query: Optional[str] = typer.Option(None, help="judged queries the run did not return: zero | skip"),
-    extra_query: Optional[str] = typer.Option(None, help="run queries without judgments: ignore | error"),
-    unjudged: Optional[str] = typer.Option(None, help="retrieved documents without a judgment: irrelevant | error"),
-    nan_score: Optional[str] = typer.Option(None, help="NaN run scores: last | error"),
-    per_query: bool = typer.Option(False, "--per-query", help="include per-query values"),
-    fmt: str = typer.Option("table", "--format", help="table | json"),
-) -> None:
-    """Score a TREC run against qrels under a named, printed contract (default trec: trec_eval-compatible).
+@app.command(add_help_option=False, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+def score(ctx: typer.Context) -> None:
+    """Score a TREC run against qrels under a named, printed contract (trec_eval-compatible by default).
 
-    Each policy option overrides the contract's value; the output names the contract and every policy.
+    terazi score --qrels QRELS --run RUN [-m nDCG@10 ...] [--contract trec|strict] [--format table|json];
+    `terazi score --help` lists every option (parsed by terazi.scoring, without typer's per-option cost).
     """
-    from terazi.metrics import CONTRACTS, POLICY_CHOICES, MetricError, Policies, evaluate, parse_measure
-    from terazi.trec import read_qrels, read_run
+    from terazi.scoring import main
 
-    given = {"no_relevant": no_relevant, "missing_query": missing_query, "extra_query": extra_query,
-             "unjudged": unjudged, "nan_score": nan_score}
-    if contract not in CONTRACTS:
-        _fail(f"--contract must be one of {', '.join(CONTRACTS)}, got {contract!r}")
-    if fmt not in ("table", "json"):
-        _fail(f"--format must be one of table, json, got {fmt!r}")
-    for key, value in given.items():
-        if value is not None and value not in POLICY_CHOICES[key]:
-            _fail(f"--{key.replace('_', '-')} must be one of {', '.join(POLICY_CHOICES[key])}, got {value!r}")
-    policies = Policies.of(contract, **given)
-    try:
-        canonical = {m: parse_measure(m).canonical for m in metric}
-        measures = list(dict.fromkeys(canonical.values()))
-        ev = evaluate(read_qrels(qrels), read_run(run_file, rank=policies.repeated_rank == "error"), measures, policies)
-    except (DatasetError, MetricError) as e:
-        _fail(str(e))
-    aliases = {m: c for m, c in canonical.items() if m.strip() != c}
-    queries = {"judged": ev.counts["queries_judged"], "missing_from_run": ev.counts["queries_missing_from_run"],
-               "extra_in_run": ev.counts["queries_extra_in_run"], "unjudged_documents": ev.counts["unjudged_retrieved"],
-               "nan_scores": ev.counts["nan_scores"],
-               "evaluated": {m: len(ev.query_ids[m]) for m in ev.measures},
-               "no_relevant": {m: ev.counts[f"{m}:no_relevant"] for m in ev.measures}}
-    if fmt == "json":
-        out = {"aggregate": ev.aggregate, "queries": queries, "contract": ev.contract(), "aliases": aliases}
-        if per_query:
-            out["per_query"] = {m: ev.per_query_dict(m) for m in ev.measures}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return
-    from rich.table import Table
-
-    p = policies
-    table = Table(title=f"{run_file.name} vs {qrels.name} — contract {p.label}")
-    for c in ("measure", "value", "queries", "gain", "rel ≥", "no relevant"):
-        table.add_column(c, justify="left" if c == "measure" else "right")
-    for name, m in ev.measures.items():
-        table.add_row(name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])),
-                      m.gain if m.family == "nDCG" else "–", "–" if m.family in ("nDCG", "Judged") else str(m.rel),
-                      f"{queries['no_relevant'][name]} ({p.no_relevant})")
-    console.print(table)
-    if aliases:
-        console.print("aliases: " + ", ".join(f"{a} → {c}" for a, c in aliases.items()), highlight=False)
-    console.print(f"contract {p.label}: {CONTRACTS[p.preset].summary}. judged queries {queries['judged']}; missing from "
-                  f"run {queries['missing_from_run']} ({p.missing_query}); run queries without judgments "
-                  f"{queries['extra_in_run']} ({p.extra_query}); unjudged documents retrieved "
-                  f"{queries['unjudged_documents']} ({p.unjudged}); NaN scores {queries['nan_scores']} "
-                  f"({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, then doc id desc; "
-                  f"ideal DCG 0 → 0", highlight=False)
-    if per_query:
-        pq = Table("query", *ev.measures)
-        ids = sorted({q for m in ev.measures for q in ev.query_ids[m]})
-        vals = {m: ev.per_query_dict(m) for m in ev.measures}
-        for q in ids:
-            pq.add_row(q, *(f"{vals[m][q]:.4f}" if q in vals[m] else "–" for m in ev.measures))
-        console.print(pq)
+    raise typer.Exit(main(ctx.args))
 
 
 @app.command()
@@ -406,5 +338,19 @@ def convert_squad(
     err.print(f"wrote {target}: {counts['docs']} passages, {counts['queries']} queries")
 
 
+def main() -> None:
+    """Console entry point (`terazi`, `python -m terazi.cli`).
+
+    `terazi score` goes straight to its own parser: typer processes its group's --help option through
+    pydantic (≈0.15 s) before it reaches any command, and `terazi score` is run in loops over run files.
+    The typer command of the same name calls the same code, so both routes behave alike.
+    """
+    if sys.argv[1:2] == ["score"]:
+        from terazi.scoring import main as score_main
+
+        sys.exit(score_main(sys.argv[2:]))
+    app()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(app())
+    main()

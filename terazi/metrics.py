@@ -290,19 +290,41 @@ def _within(group: str) -> pl.Expr:
     return (pl.int_range(pl.len()) - start).alias("pos")
 
 
-def _trec_order(rr: pl.DataFrame) -> pl.DataFrame:
-    """Sort by query, score descending, then document code descending (trec_eval's tie rule; codes are in byte order).
+_MIX = 0x9E3779B97F4A7C15  # odd: distinct query codes never map one document to one key
 
-    Sorting on (query, score) is cheap; only the rows tied on both are sorted again with the document.
+
+def _pair_key(queries: pl.Enum) -> pl.Expr:
+    """(query, document) → a 64-bit key: the document's hash plus the query code times an odd constant.
+
+    Equal pairs always share a key; distinct pairs rarely do, and `evaluate` re-checks every case exactly
+    (duplicates against the strings, matched judgments by their document ids), so no result depends on luck.
     """
-    s = rr.sort(["qi", "score"], descending=[False, True])
-    same = (pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))
-    tied = s.select((same | same.shift(-1)).fill_null(False)).to_series()
+    qi = pl.col("query_id").cast(queries).to_physical().cast(pl.UInt64)
+    return pl.col("doc_id").hash(seed=0) + qi * _MIX
+
+
+def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
+    dup = frame.filter(pl.struct("query_id", "doc_id").is_duplicated())
+    return dup.sort("query_id", "doc_id").select("query_id", "doc_id").row(0) if dup.height else None
+
+
+def _trec_order(qi: pl.Series, score: pl.Series, doc: pl.Series) -> pl.Series:
+    """Permutation by query, score descending, then document id descending (trec_eval's rule, bytewise).
+
+    Sorting on (query, score) is numeric and cheap; only rows tied on both are sorted again with their
+    document ids, so the strings of the other rows are never touched.
+    """
+    perm = pl.DataFrame({"q": qi, "s": score}).select(pl.arg_sort_by("q", "s", descending=[False, True])).to_series()
+    qs, ss = qi.gather(perm), score.gather(perm)
+    same = (qs == qs.shift(1)) & (ss == ss.shift(1))
+    tied = (same | same.shift(-1)).fill_null(False)
     if tied.any():
         at = tied.arg_true()
-        sub = s.filter(tied).sort(["qi", "score", "d"], descending=[False, True, True])
-        s = s.with_columns(s[c].clone().scatter(at, sub[c]) for c in s.columns if c not in ("qi", "score"))
-    return s
+        rows = perm.gather(at)
+        sub = pl.DataFrame({"q": qs.gather(at), "s": ss.gather(at), "d": doc.gather(rows)}).select(
+            pl.arg_sort_by("q", "s", "d", descending=[False, True, True])).to_series()
+        perm = perm.clone().scatter(at, rows.gather(sub))
+    return perm
 
 
 def evaluate(
@@ -314,9 +336,9 @@ def evaluate(
 ) -> Evaluation:
     """Score a run against judgments; returns per-query values for every measure.
 
-    Queries and documents become integer codes once (polars Enums; documents in byte order, so that
-    trec_eval's tie rule is an integer comparison). Only judged rows carry gain, so after the sort every
-    measure is one aggregation over the judged rows of each query, in rank order.
+    Queries become integer codes (a polars Enum, judged queries first) and (query, document) pairs 64-bit
+    keys; document strings are only read where two scores tie. Only judged rows carry gain, so after the
+    sort every measure is one aggregation over the judged rows of each query, in rank order.
     """
     parsed = {m.name: m for m in map(parse_measure, measures)}
     q = qrels_frame(qrels)
@@ -326,35 +348,38 @@ def evaluate(
     judged = q["query_id"].unique(maintain_order=True)
     nq = judged.len()
     queries = pl.Enum(pl.concat([judged, r["query_id"].unique()]).unique(maintain_order=True))  # judged ones first
-    docs = pl.Enum(pl.concat([q["doc_id"], r["doc_id"]]).unique().sort())
-    nd = docs.categories.len()
-    code = lambda c, e: pl.col(c).cast(e).to_physical().cast(pl.Int64)  # noqa: E731
-    key = pl.col("qi") * nd + pl.col("d")
-    name_of = lambda qi, d=None: (queries.categories[qi], *(() if d is None else (docs.categories[d],)))  # noqa: E731
-
-    qq = q.select(code("query_id", queries).alias("qi"), code("doc_id", docs).alias("d"), "grade").with_columns(key.alias("k"))
-    if qq["k"].n_unique() < qq.height:
-        qi, d = qq.filter(pl.col("k").is_duplicated()).sort("k").row(0)[:2]
-        raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*name_of(qi, d)))
-    rr = r.select(code("query_id", queries).alias("qi"), code("doc_id", docs).alias("d"),
-                  pl.col("score").fill_nan(float("-inf")) + 0.0,  # NaN ranks last; + 0.0 makes -0.0 tie with 0.0
-                  *(["rank"] if order == "rank" else [])).with_columns(key.alias("k"))
-    if rr["k"].n_unique() < rr.height:
-        qi, d = rr.filter(pl.col("k").is_duplicated()).sort("k").row(0)[:2]
-        raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*name_of(qi, d)))
+    qcode = pl.col("query_id").cast(queries).to_physical().cast(pl.Int64).alias("qi")
+    qk = q.select(_pair_key(queries).alias("k"), "grade", pl.int_range(pl.len()).alias("_qrow"))
+    on = ["k"]
+    if qk["k"].n_unique() < qk.height:
+        if (dup := _duplicate(q)) is not None:
+            raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*dup))
+        on, qk = ["k", "doc_id"], qk.with_columns(q["doc_id"])  # two judged documents share a key: match exactly
+    rr = r.select(qcode, _pair_key(queries).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+                  *(["rank"] if order == "rank" else []), *(["doc_id"] if len(on) > 1 else []),
+                  pl.int_range(pl.len()).alias("_row"))
+    if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
+        raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
     extra = rr.filter(pl.col("qi") >= nq)["qi"].unique()
-    if extra.len():
-        if policies.extra_query == "error":
-            raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {name_of(extra.min())[0]!r} "
-                              f"(extra_query=error under contract {policies.label})")
-        rr = rr.filter(pl.col("qi") < nq)
-    rr = rr.join(qq.select("k", "grade"), on="k", how="left")
+    if extra.len() and policies.extra_query == "error":
+        name = min(queries.categories.gather(extra).to_list())
+        raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {name!r} "
+                          f"(extra_query=error under contract {policies.label})")
+    rr = rr.join(qk, on=on, how="left", maintain_order="left").filter(pl.col("qi") < nq)
+    matched = rr.filter(pl.col("_qrow").is_not_null())
+    wrong = r["doc_id"].gather(matched["_row"]) != q["doc_id"].gather(matched["_qrow"])  # a key collision, not a match
+    if wrong.any():
+        rr = rr.with_columns(pl.when(pl.col("_row").is_in(matched["_row"].filter(wrong).implode()))
+                             .then(None).otherwise(pl.col("grade")).alias("grade"))
     if policies.unjudged == "error" and rr["grade"].null_count():
-        qi, d = rr.filter(pl.col("grade").is_null()).sort("k").row(0)[:2]
-        raise MetricError("unknown document id {1!r} in the ranking of query {0!r}: it has no judgment for that query "
-                          "(unjudged=error under contract {2})".format(*name_of(qi, d), policies.label))
-    rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr.drop("k"))
-    rr = rr.select("qi", "grade", _within("qi"))
+        q_, d_ = r.gather(rr.filter(pl.col("grade").is_null())["_row"]).sort("query_id", "doc_id").row(0)[:2]
+        raise MetricError(f"unknown document id {d_!r} in the ranking of query {q_!r}: it has no judgment for that "
+                          f"query (unjudged=error under contract {policies.label})")
+    if order == "rank":
+        perm = rr.select(pl.arg_sort_by("qi", "rank")).to_series()
+    else:
+        perm = _trec_order(rr["qi"], rr["score"], r["doc_id"].gather(rr["_row"]) if rr.height < r.height else r["doc_id"])
+    rr = rr.select(pl.col("qi", "grade").gather(perm)).with_columns(_within("qi"))
 
     present = rr["qi"].unique().sort()
     keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else present
@@ -367,50 +392,51 @@ def evaluate(
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
     j = rr.filter(pl.col("grade").is_not_null())
-    i = qq.filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]).select("qi", "grade", _within("qi"))
+    i = q.select(qcode, "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+        .with_columns(_within("qi"))
     g, pos = pl.col("grade").cast(pl.Float64), pl.col("pos")
-    j_aggs, i_aggs, final = [], [], {}
+    j_aggs, i_aggs, values_of, rels = [], [], {}, set()
     for n, (name, m) in enumerate(parsed.items()):
         top = pos < m.cutoff if m.cutoff else pl.lit(True)
         hit = (pl.col("grade") >= m.rel) & top
-        rel = f"rel{m.rel}"
-        if rel not in {e.meta.output_name() for e in i_aggs}:
+        v, rel = pl.col(f"v{n}"), f"rel{m.rel}"
+        if rel not in rels:
+            rels.add(rel)
             i_aggs.append((pl.col("grade") >= m.rel).sum().alias(rel))
         if m.family == "nDCG":
             gain = (2.0 ** g - 1.0) if m.gain == "exponential" else g
             j_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"v{n}"))
             i_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"ideal{n}"))
-            value = pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
-        elif m.family == "Judged":
+            value = pl.when(pl.col(f"ideal{n}") > 0).then(v / pl.col(f"ideal{n}"))
+        elif m.family == "Judged":  # judged among the returned top k
             j_aggs.append(top.sum().alias(f"v{n}"))
-            final[f"len{n}"] = None
-            value = pl.when(pl.col("len") > 0).then(pl.col(f"v{n}") / pl.min_horizontal("len", m.cutoff))
+            value = pl.when(pl.col("len") > 0).then(v / pl.min_horizontal("len", m.cutoff))
         elif m.family == "RR":
             j_aggs.append((1.0 / (pos.filter(hit).min() + 1)).alias(f"v{n}"))
-            value = pl.col(f"v{n}")
+            value = v
         elif m.family == "P":
             j_aggs.append(hit.sum().alias(f"v{n}"))
-            value = pl.col(f"v{n}") / m.cutoff
+            value = v / m.cutoff
         elif m.family == "R":
             j_aggs.append(hit.sum().alias(f"v{n}"))
-            value = pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
+            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
         else:  # AP: the i-th relevant document, at rank p, adds precision i / p
             j_aggs.append((hit.cum_sum() / (pos + 1)).filter(hit).sum().alias(f"v{n}"))
-            value = pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
-        final[name] = (value.fill_null(0.0).cast(pl.Float64), pl.col(rel) == 0)
+            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
+        values_of[name] = (value.fill_null(0.0).cast(pl.Float64), pl.col(rel) == 0)
     table = keep.to_frame("qi")
     if j.height:
         table = table.join(j.group_by("qi").agg(j_aggs), on="qi", how="left", maintain_order="left")
     else:
         table = table.with_columns(pl.lit(None, pl.Float64).alias(e.meta.output_name()) for e in j_aggs)
     table = table.join(i.group_by("qi").agg(i_aggs), on="qi", how="left", maintain_order="left")
-    if any(k.startswith("len") for k in final):
+    if any(m.family == "Judged" for m in parsed.values()):
         table = table.join(rr.group_by("qi").len(), on="qi", how="left", maintain_order="left")
     table = table.with_columns(pl.exclude("qi").fill_null(0))
 
     values: dict[str, pl.Series] = {}
     ids: dict[str, list[str]] = {}
-    for name, (value, no_rel_expr) in ((k, v) for k, v in final.items() if v is not None):
+    for name, (value, no_rel_expr) in values_of.items():
         v, no_rel = table.select(value.alias("v"), no_rel_expr.alias("none")).get_columns()
         counts[f"{name}:no_relevant"] = n_none = int(no_rel.sum())
         if n_none and policies.no_relevant == "error":

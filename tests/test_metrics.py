@@ -334,3 +334,53 @@ def test_recip_rank_has_no_cutoff():
     ev = evaluate(qrels, run, ["recip_rank", "RR", "RR@10", "mrr@10"])
     assert ev.aggregate["recip_rank"] == ev.aggregate["RR"] == ref == pytest.approx(1 / 50)
     assert ev.aggregate["RR@10"] == ev.aggregate["mrr@10"] == 0.0
+
+
+# --- (query, document) keys are 64-bit hashes; collisions must never change a number --------------------
+
+
+def _weak_key(entropy):
+    import polars as pl
+
+    from terazi import metrics
+
+    def key(queries):
+        qi = pl.col("query_id").cast(queries).to_physical().cast(pl.UInt64)
+        return entropy(pl.col("doc_id")) + qi * metrics._MIX
+    return key
+
+
+@settings(max_examples=40, deadline=None)
+@given(qrels_and_run())
+def test_colliding_keys_between_judged_documents_fall_back_to_exact_matching(data):
+    from terazi import metrics
+
+    qrels, run = data
+    names = ["nDCG@5", "RR", "AP", "R@10", "Judged@5"]
+    expected = evaluate(qrels, run, names)
+    original = metrics._pair_key
+    metrics._pair_key = _weak_key(lambda d: d.hash(seed=0) % 2)  # two keys per query: nearly everything collides
+    try:
+        got = evaluate(qrels, run, names)
+    finally:
+        metrics._pair_key = original
+    assert all(got.per_query_dict(m) == expected.per_query_dict(m) for m in names)
+    assert got.counts == expected.counts
+
+
+def test_an_unjudged_document_colliding_with_a_judged_one_stays_unjudged(monkeypatch):
+    from terazi import metrics
+
+    monkeypatch.setattr(metrics, "_pair_key", _weak_key(lambda d: d.str.head(1).hash(seed=0)))  # key = first letter
+    qrels = {"q": {"a1": 0, "b1": 3}}
+    run = {"q": {"b2": 3.0, "a2": 2.0, "b1": 1.0}}  # b2 and a2 share keys with judged b1 and a1
+    ev = evaluate(qrels, run, ["RR@10", "Judged@3"])
+    assert ev.per_query_dict("RR@10") == {"q": 1 / 3} and ev.per_query_dict("Judged@3") == {"q": 1 / 3}
+    assert ev.counts["unjudged_retrieved"] == 2
+    with pytest.raises(MetricError, match="unknown document id 'a2' in the ranking of query 'q'"):
+        evaluate(qrels, run, ["RR@10"], Policies.of("strict"))
+    with pytest.raises(MetricError, match="document 'b1' appears twice"):
+        import polars as pl
+
+        evaluate(qrels, pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["b1", "b2", "b1"], "score": [1.0, 2.0, 3.0]}),
+                 ["RR@10"])
