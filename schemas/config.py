@@ -104,6 +104,9 @@ class EvalConfig(_Config):
     rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores")
     metrics: list[str] = Field(default_factory=lambda: ["nDCG@10", "RR@10"])
     headline: str = Field("nDCG@10", description="metric of the leaderboard")
+    borda: Literal["per-task", "mteb"] = Field(
+        "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
+                                "mteb = N is every system with any result (MTEB's code)")
     seed: int = 13
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1)
