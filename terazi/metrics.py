@@ -18,7 +18,7 @@ from __future__ import annotations
 import numbers
 import re
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 import polars as pl
 
@@ -293,14 +293,13 @@ def _within(group: str) -> pl.Expr:
 _MIX = 0x9E3779B97F4A7C15  # odd: distinct query codes never map one document to one key
 
 
-def _pair_key(queries: pl.Enum) -> pl.Expr:
-    """(query, document) → a 64-bit key: the document's hash plus the query code times an odd constant.
+def _pair_key() -> pl.Expr:
+    """(query code `qi`, `doc_id`) → a 64-bit key: the document's hash plus the query code times an odd constant.
 
     Equal pairs always share a key; distinct pairs rarely do, and `evaluate` re-checks every case exactly
     (duplicates against the strings, matched judgments by their document ids), so no result depends on luck.
     """
-    qi = pl.col("query_id").cast(queries).to_physical().cast(pl.UInt64)
-    return pl.col("doc_id").hash(seed=0) + qi * _MIX
+    return pl.col("doc_id").hash(seed=0) + pl.col("qi").cast(pl.UInt64) * _MIX
 
 
 def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
@@ -308,23 +307,21 @@ def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
     return dup.sort("query_id", "doc_id").select("query_id", "doc_id").row(0) if dup.height else None
 
 
-def _trec_order(qi: pl.Series, score: pl.Series, doc: pl.Series) -> pl.Series:
-    """Permutation by query, score descending, then document id descending (trec_eval's rule, bytewise).
+def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
+    """`rr` sorted by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
 
     Sorting on (query, score) is numeric and cheap; only rows tied on both are sorted again with their
-    document ids, so the strings of the other rows are never touched.
+    document ids (`doc` gives the ids of the rows at given `_row`s), so no other string is touched.
     """
-    perm = pl.DataFrame({"q": qi, "s": score}).select(pl.arg_sort_by("q", "s", descending=[False, True])).to_series()
-    qs, ss = qi.gather(perm), score.gather(perm)
-    same = (qs == qs.shift(1)) & (ss == ss.shift(1))
-    tied = (same | same.shift(-1)).fill_null(False)
+    s = rr.sort(["qi", "score"], descending=[False, True])
+    same = (pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))
+    tied = s.select((same | same.shift(-1)).fill_null(False)).to_series()
     if tied.any():
         at = tied.arg_true()
-        rows = perm.gather(at)
-        sub = pl.DataFrame({"q": qs.gather(at), "s": ss.gather(at), "d": doc.gather(rows)}).select(
-            pl.arg_sort_by("q", "s", "d", descending=[False, True, True])).to_series()
-        perm = perm.clone().scatter(at, rows.gather(sub))
-    return perm
+        sub = s.filter(tied)
+        sub = sub.with_columns(doc(sub["_row"]).alias("_doc")).sort(["qi", "score", "_doc"], descending=[False, True, True])
+        s = s.with_columns(s[c].clone().scatter(at, sub[c]) for c in s.columns if c not in ("qi", "score"))
+    return s
 
 
 def evaluate(
@@ -349,13 +346,13 @@ def evaluate(
     nq = judged.len()
     queries = pl.Enum(pl.concat([judged, r["query_id"].unique()]).unique(maintain_order=True))  # judged ones first
     qcode = pl.col("query_id").cast(queries).to_physical().cast(pl.Int64).alias("qi")
-    qk = q.select(_pair_key(queries).alias("k"), "grade", pl.int_range(pl.len()).alias("_qrow"))
+    qk = q.with_columns(qcode).select("qi", _pair_key().alias("k"), "grade", pl.int_range(pl.len()).alias("_qrow"))
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
         if (dup := _duplicate(q)) is not None:
             raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*dup))
         on, qk = ["k", "doc_id"], qk.with_columns(q["doc_id"])  # two judged documents share a key: match exactly
-    rr = r.select(qcode, _pair_key(queries).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+    rr = r.with_columns(qcode).select("qi", _pair_key().alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
                   *(["rank"] if order == "rank" else []), *(["doc_id"] if len(on) > 1 else []),
                   pl.int_range(pl.len()).alias("_row"))
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
@@ -365,7 +362,7 @@ def evaluate(
         name = min(queries.categories.gather(extra).to_list())
         raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {name!r} "
                           f"(extra_query=error under contract {policies.label})")
-    rr = rr.join(qk, on=on, how="left", maintain_order="left").filter(pl.col("qi") < nq)
+    rr = rr.join(qk.drop("qi"), on=on, how="left").filter(pl.col("qi") < nq)
     matched = rr.filter(pl.col("_qrow").is_not_null())
     wrong = r["doc_id"].gather(matched["_row"]) != q["doc_id"].gather(matched["_qrow"])  # a key collision, not a match
     if wrong.any():
@@ -375,11 +372,9 @@ def evaluate(
         q_, d_ = r.gather(rr.filter(pl.col("grade").is_null())["_row"]).sort("query_id", "doc_id").row(0)[:2]
         raise MetricError(f"unknown document id {d_!r} in the ranking of query {q_!r}: it has no judgment for that "
                           f"query (unjudged=error under contract {policies.label})")
-    if order == "rank":
-        perm = rr.select(pl.arg_sort_by("qi", "rank")).to_series()
-    else:
-        perm = _trec_order(rr["qi"], rr["score"], r["doc_id"].gather(rr["_row"]) if rr.height < r.height else r["doc_id"])
-    rr = rr.select(pl.col("qi", "grade").gather(perm)).with_columns(_within("qi"))
+    rr = rr.select("qi", "score", "grade", "_row", *(["rank"] if order == "rank" else []))
+    rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)
+    rr = rr.select("qi", "grade", _within("qi"))
 
     present = rr["qi"].unique().sort()
     keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else present
@@ -392,7 +387,7 @@ def evaluate(
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
     j = rr.filter(pl.col("grade").is_not_null())
-    i = q.select(qcode, "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+    i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
         .with_columns(_within("qi"))
     g, pos = pl.col("grade").cast(pl.Float64), pl.col("pos")
     j_aggs, i_aggs, values_of, rels = [], [], {}, set()

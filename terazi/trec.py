@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import polars as pl
@@ -44,24 +43,23 @@ RUN_SCHEMA = {"query_id": pl.Utf8, "q0": pl.Utf8, "doc_id": pl.Utf8, "rank": pl.
 
 
 def _fast_run(path: Path, rank: bool) -> pl.DataFrame | None:
-    """A run separated by single spaces (or single tabs) in one projected polars scan; None for anything else.
+    """A run separated by single spaces (or single tabs) in one polars read; None for anything else.
 
-    The scan reads only the columns needed, so it cannot see the field count of a line: the separator count
-    of the whole file (5 per line) checks it instead, and any doubt falls back to the line-by-line reader.
+    Every column is read (no projection), so polars itself rejects lines with extra fields; missing fields
+    show as nulls. Any doubt falls back to the line-by-line reader, which names the line.
     """
-    data = path.read_bytes()
-    first = data[:data.find(b"\n")]
-    sep = b"\t" if b"\t" in first else b" "
-    cols = ["query_id", "doc_id", "score", *(["rank"] if rank else [])]
+    with open(path, "rb") as f:
+        first = f.readline()
+    sep = "\t" if b"\t" in first else " "
     try:
-        df = pl.scan_csv(io.BytesIO(data), separator=sep.decode(), has_header=False, quote_char=None,
-                         schema={**RUN_SCHEMA, "rank": pl.Int64 if rank else pl.Utf8}, encoding="utf8-lossy",
-                         truncate_ragged_lines=False).select(cols).collect()
+        df = pl.read_csv(path, separator=sep, has_header=False, new_columns=list(RUN_SCHEMA), quote_char=None,
+                         schema_overrides={**RUN_SCHEMA, "rank": pl.Int64 if rank else pl.Utf8}, encoding="utf8-lossy",
+                         truncate_ragged_lines=False)
     except (pl.exceptions.PolarsError, ValueError):
         return None
-    if any(df[c].null_count() for c in cols) or data.count(sep) != 5 * df.height:
+    if df.width != len(RUN_SCHEMA) or any(df[c].null_count() for c in df.columns):
         return None
-    return df
+    return df.select("query_id", "doc_id", "score", *(["rank"] if rank else []))
 
 
 def read_run(path: str | Path, rank: bool = False) -> pl.DataFrame:

@@ -344,9 +344,8 @@ def _weak_key(entropy):
 
     from terazi import metrics
 
-    def key(queries):
-        qi = pl.col("query_id").cast(queries).to_physical().cast(pl.UInt64)
-        return entropy(pl.col("doc_id")) + qi * metrics._MIX
+    def key():
+        return entropy(pl.col("doc_id")) + pl.col("qi").cast(pl.UInt64) * metrics._MIX
     return key
 
 
