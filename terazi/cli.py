@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__" and sys.argv[1:2] == ["score"]:  # `python -m terazi.cli score`: not even typer (see main())
+    from terazi.scoring import main as _score_main
+
+    sys.exit(_score_main(sys.argv[2:]))
+
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Optional

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numbers
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 

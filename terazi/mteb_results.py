@@ -10,6 +10,7 @@ not say a task's type, so it comes from the caller (`--task-type TASK=TYPE`), el
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import polars as pl
@@ -39,7 +40,7 @@ def _entries(path: Path, split: str | None, language: str | None) -> tuple[str, 
             raise ValueError(f"{path}: scores.{sp} is not a list of subset results")
         for i, entry in enumerate(entries):
             score = entry.get("main_score") if isinstance(entry, dict) else None
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
                 what = "missing" if score is None else f"{score!r}, not a number"
                 raise ValueError(f"{path}: scores.{sp}[{i}].main_score is {what}")
             langs = [str(x) for x in entry.get("languages") or []]

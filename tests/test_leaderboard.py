@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from terazi.leaderboard import aggregate, read_long_table
 from terazi.analysis import retention_intervals
+from terazi.leaderboard import aggregate, read_long_table
 
 
 def long_table():

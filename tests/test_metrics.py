@@ -267,7 +267,7 @@ def test_nan_scores_rank_last_under_trec():
     qrels_nan_relevant = {"q": {"a": 0, "b": 1, "c": 0, "d": 1}}
     ev = evaluate(qrels_nan_relevant, run, ["RR@10"])
     # ranking a(3) c(2) d(NaN) b(NaN): NaNs tie and fall back to document id descending, as -inf would in trec_eval
-    low = {"q": {d: (s if s == s else -1e300) for d, s in run["q"].items()}}
+    low = {"q": {d: (-1e300 if math.isnan(s) else s) for d, s in run["q"].items()}}
     ref = pytrec_eval.RelevanceEvaluator(qrels_nan_relevant, {"recip_rank"}).evaluate(low)
     assert ev.per_query_dict("RR@10")["q"] == ref["q"]["recip_rank"] == pytest.approx(1 / 3)
     assert evaluate(qrels_nan_relevant, run, ["RR@10"]).contract()["nan_score"].startswith("rank last")

@@ -98,3 +98,18 @@ def test_neighbour_names_print_the_canonical_measure(tmp_path):
     assert out["aggregate"]["RR@3"] == 0.5
     table = CliRunner().invoke(app, ["score", "--qrels", q, "--run", r, "-m", "P_2"])
     assert "P@2" in table.output and "P_2 → P@2" in table.output
+
+
+def test_run_files_with_a_wrong_field_count_name_the_line(tmp_path):
+    q, _ = _files(tmp_path)
+    for extra, problem in (("Q1 Q0 E 5 0.5 x y\n", "got 7"), ("Q1 Q0 E 5 0.5\n", "got 5")):
+        (tmp_path / "r2.txt").write_text(RUN + extra)
+        res = CliRunner().invoke(app, ["score", "--qrels", q, "--run", str(tmp_path / "r2.txt")])
+        assert res.exit_code == 2 and f"line 11: expected 6 whitespace-separated columns, {problem}" in res.output.replace("\n", "")
+    (tmp_path / "tabs.txt").write_text(RUN.replace(" ", "\t"))
+    (tmp_path / "dup.txt").write_text(QRELS + "Q2 0 B 1\n")
+    tabs = CliRunner().invoke(app, ["score", "--qrels", q, "--run", str(tmp_path / "tabs.txt"), "--format", "json"])
+    spaces = CliRunner().invoke(app, ["score", "--qrels", q, "--run", str(tmp_path / "r.txt"), "--format", "json"])
+    assert json.loads(tabs.output)["aggregate"] == json.loads(spaces.output)["aggregate"]
+    dup = CliRunner().invoke(app, ["score", "--qrels", str(tmp_path / "dup.txt"), "--run", str(tmp_path / "r.txt")])
+    assert dup.exit_code == 2 and "line 11: duplicate judgment for query 'Q2', document 'B'" in dup.output.replace("\n", "")
