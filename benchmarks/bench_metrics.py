@@ -1,7 +1,7 @@
 """terazi's metrics vs pytrec_eval and ranx on 10,000 queries × 100 documents, file parsing included.
 
     .venv/bin/pip install ranx        # optional; skipped with a note when absent
-    .venv/bin/python benchmarks/bench_metrics.py [--queries 10000] [--depth 100] [--repeat 5]
+    .venv/bin/python benchmarks/bench_metrics.py [--queries 10000] [--depth 100] [--corpus 500] [--repeat 5]
 
 Writes a TREC qrels and run file and computes nDCG@10, RR@10, P@10, R@100 and AP@100 for every
 query, two ways:
@@ -11,7 +11,7 @@ query, two ways:
    interpreter start-up and imports, interleaved, `--repeat` times; the means must agree to 1e-9;
 2. in process (imports done): read both files + evaluate, per-query values checked to 1e-9.
 
-Prints best and median wall times and the ratios.
+Prints best and median wall times (with CPU time: user + system of every thread) and the ratios.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,18 +32,19 @@ import numpy as np
 MEASURES = {"nDCG@10": "ndcg_cut_10", "RR@10": None, "P@10": "P_10", "R@100": "recall_100", "AP@100": "map_cut_100"}
 
 
-def make_files(folder: Path, n_q: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
+def make_files(folder: Path, n_q: int, depth: int, corpus: int = 500, seed: int = 0) -> tuple[Path, Path]:
+    """Per query: `depth` documents from a corpus of `corpus` ids, scores rounded to 3 decimals (ties happen), and
+    about 20 judgments (grades 0–2): 5 of the retrieved documents and 15 drawn from the corpus."""
     rng = np.random.default_rng(seed)
     qrels, run = folder / "qrels.txt", folder / "run.txt"
     with open(qrels, "w") as fq, open(run, "w") as fr:
         for q in range(n_q):
-            docs = rng.choice(5 * depth, size=depth, replace=False)
-            judged = rng.choice(5 * depth, size=20, replace=False)
-            for d in judged:
-                fq.write(f"q{q} 0 d{d} {rng.integers(0, 3)}\n")
-            scores = np.round(rng.random(depth), 3)  # 3 decimals: ties happen
-            for rank, (d, s) in enumerate(sorted(zip(docs, scores), key=lambda x: -x[1]), start=1):
-                fr.write(f"q{q} Q0 d{d} {rank} {s} bench\n")
+            docs = rng.choice(corpus, size=depth, replace=False)
+            judged = np.unique(np.concatenate([rng.choice(docs, size=5, replace=False), rng.choice(corpus, size=15)]))
+            fq.writelines(f"q{q} 0 d{d} {rng.integers(0, 3)}\n" for d in judged)
+            scores = np.round(rng.random(depth), 3)
+            ranked = sorted(zip(docs, scores), key=lambda x: -x[1])
+            fr.writelines(f"q{q} Q0 d{d} {rank} {s} bench\n" for rank, (d, s) in enumerate(ranked, start=1))
     return qrels, run
 
 
@@ -96,8 +98,8 @@ print(json.dumps(means))
 """
 
 
-def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> dict[str, list[float]]:
-    """Wall seconds of fresh processes, terazi and pytrec_eval interleaved; checks that their means agree."""
+def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of fresh processes, terazi and pytrec_eval interleaved; checks that their means agree."""
     script = folder / "pytrec_script.py"
     script.write_text(PYTREC_SCRIPT)
     root = Path(__file__).resolve().parent.parent
@@ -113,12 +115,15 @@ def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> dict[str
     worst = max(abs(ours["aggregate"][m] - theirs[m]) for m in MEASURES)
     assert worst <= 1e-9, f"terazi score and the pytrec_eval script differ by {worst}"
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
         for name, cmd in commands.items():
-            t = time.perf_counter()
+            before, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
             subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             times[name].append(time.perf_counter() - t)
-    return times
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return times, cpu
 
 
 def best_of(fn, repeat: int, *args):
@@ -134,18 +139,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--corpus", type=int, default=500, help="distinct document ids the run draws from (× depth)")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        qrels, run = make_files(Path(tmp), args.queries, args.depth)
-        print(f"{args.queries} queries × {args.depth} documents; measures {', '.join(MEASURES)}")
-        times = whole_process(Path(tmp), qrels, run, args.repeat)
+        qrels, run = make_files(Path(tmp), args.queries, args.depth, args.corpus)
+        print(f"{args.queries} queries × {args.depth} documents from a corpus of {args.corpus}; "
+              f"measures {', '.join(MEASURES)}")
+        times, cpu = whole_process(Path(tmp), qrels, run, args.repeat)
         print(f"whole process (fresh interpreter, imports, both files read, {args.repeat} interleaved runs; "
               f"means agree within 1e-9):")
         best = {name: min(t) for name, t in times.items()}
         median = {name: statistics.median(t) for name, t in times.items()}
         for name in times:
-            print(f"{name:>20}: best {best[name]:6.3f} s   median {median[name]:6.3f} s")
+            print(f"{name:>20}: best {best[name]:6.3f} s   median {median[name]:6.3f} s   "
+                  f"(CPU best {min(cpu[name]):.3f} s: user + system, every thread)")
         print(f"{'ratio':>20}: best {best['terazi score'] / best['pytrec_eval script']:6.2f}×   median "
               f"{median['terazi score'] / median['pytrec_eval script']:6.2f}×  (terazi score / pytrec_eval script)")
         print("in process (imports done; read both files + evaluate):")

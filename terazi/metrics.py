@@ -295,12 +295,14 @@ _MIX = 0x9E3779B97F4A7C15  # odd: distinct query codes never map one document to
 
 
 def _pair_key() -> pl.Expr:
-    """(query code `qi`, `doc_id`) → a 64-bit key: the document's hash plus the query code times an odd constant.
+    """(query, document) → a 64-bit key: the document's hash plus the query's code (`qi`; a hash of the query id
+    for queries without judgments, whose `qi` is null) times an odd constant.
 
     Equal pairs always share a key; distinct pairs rarely do, and `evaluate` re-checks every case exactly
     (duplicates against the strings, matched judgments by their document ids), so no result depends on luck.
     """
-    return pl.col("doc_id").hash(seed=0) + pl.col("qi").cast(pl.UInt64) * _MIX
+    query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
+    return pl.col("doc_id").hash(seed=0) + query * _MIX
 
 
 def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
@@ -334,7 +336,7 @@ def evaluate(
 ) -> Evaluation:
     """Score a run against judgments; returns per-query values for every measure.
 
-    Queries become integer codes (a polars Enum, judged queries first) and (query, document) pairs 64-bit
+    Judged queries become integer codes (a polars Enum; other run queries are set aside) and (query, document) pairs 64-bit
     keys; document strings are only read where two scores tie. Only judged rows carry gain, so after the
     sort every measure is one aggregation over the judged rows of each query, in rank order.
     """
@@ -345,8 +347,7 @@ def evaluate(
 
     judged = q["query_id"].unique(maintain_order=True)
     nq = judged.len()
-    queries = pl.Enum(pl.concat([judged, r["query_id"].unique()]).unique(maintain_order=True))  # judged ones first
-    qcode = pl.col("query_id").cast(queries).to_physical().cast(pl.Int64).alias("qi")
+    qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64).alias("qi")  # null: extra
     qk = q.with_columns(qcode).select("qi", _pair_key().alias("k"), "grade", pl.int_range(pl.len()).alias("_qrow"))
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
@@ -354,16 +355,15 @@ def evaluate(
             raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*dup))
         on, qk = ["k", "doc_id"], qk.with_columns(q["doc_id"])  # two judged documents share a key: match exactly
     rr = r.with_columns(qcode).select("qi", _pair_key().alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
-                  *(["rank"] if order == "rank" else []), *(["doc_id"] if len(on) > 1 else []),
-                  pl.int_range(pl.len()).alias("_row"))
+                                      *(["rank"] if order == "rank" else []), *(["doc_id"] if len(on) > 1 else []),
+                                      pl.int_range(pl.len()).alias("_row"))
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
-    extra = rr.filter(pl.col("qi") >= nq)["qi"].unique()
+    extra = r.filter(rr["qi"].is_null())["query_id"].unique().sort() if rr["qi"].null_count() else pl.Series([], dtype=pl.Utf8)
     if extra.len() and policies.extra_query == "error":
-        name = min(queries.categories.gather(extra).to_list())
-        raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {name!r} "
+        raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
                           f"(extra_query=error under contract {policies.label})")
-    rr = rr.join(qk.drop("qi"), on=on, how="left").filter(pl.col("qi") < nq)
+    rr = rr.join(qk.drop("qi"), on=on, how="left").filter(pl.col("qi").is_not_null())
     matched = rr.filter(pl.col("_qrow").is_not_null())
     wrong = r["doc_id"].gather(matched["_row"]) != q["doc_id"].gather(matched["_qrow"])  # a key collision, not a match
     if wrong.any():
