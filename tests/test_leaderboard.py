@@ -252,3 +252,16 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
     _mteb_file(root, "org__model-c", "r", "TurQA", {"test": [{"hf_subset": "default", "main_score": "NaN"}]})
     err = CliRunner().invoke(app, ["leaderboard", str(tmp_path)])
     assert err.exit_code == 2 and "TurQA.json: scores.test[0].main_score is 'NaN', not a number" in err.output.replace("\n", "")
+
+
+def test_config_chooses_the_borda_variant():
+    from pydantic import ValidationError
+
+    from schemas import EvalConfig
+
+    assert EvalConfig(datasets=[{"path": "d"}]).borda == "per-task"
+    assert EvalConfig(datasets=[{"path": "d"}], borda="mteb").borda == "mteb"
+    with pytest.raises(ValidationError, match="per-task"):
+        EvalConfig(datasets=[{"path": "d"}], borda="mean")
+    with pytest.raises(ValueError, match="borda must be one of per-task, mteb"):
+        aggregate(long_table(), borda="mean")
