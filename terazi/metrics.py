@@ -294,14 +294,16 @@ def _within(group: str) -> pl.Expr:
 _MIX = 0x9E3779B97F4A7C15  # odd: distinct query codes never map one document to one key
 
 
-def _pair_key() -> pl.Expr:
-    """(query, document) → a 64-bit key: the document's hash plus the query's code (`qi`; a hash of the query id
-    for queries without judgments, whose `qi` is null) times an odd constant.
+def _pair_key(unjudged_queries: bool = False) -> pl.Expr:
+    """(query, document) → a 64-bit key: the document's hash plus the query's code `qi` times an odd constant
+    (with `unjudged_queries`, a hash of the query id stands in where `qi` is null).
 
     Equal pairs always share a key; distinct pairs rarely do, and `evaluate` re-checks every case exactly
     (duplicates against the strings, matched judgments by their document ids), so no result depends on luck.
     """
-    query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
+    query = pl.col("qi").cast(pl.UInt64)
+    if unjudged_queries:
+        query = pl.coalesce(query, pl.col("query_id").hash(seed=2))
     return pl.col("doc_id").hash(seed=0) + query * _MIX
 
 
@@ -311,18 +313,22 @@ def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
 
 
 def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
-    """`rr` sorted by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
+    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
 
-    Sorting on (query, score) is numeric and cheap; only rows tied on both are sorted again with their
-    document ids (`doc` gives the ids of the rows at given `_row`s), so no other string is touched.
+    Queries need only be contiguous, not sorted: a run file written in rank order is used as it is and a
+    numeric sort on (query, score) handles any other; then only rows tied on both are sorted again with
+    their document ids (`doc` gives the ids of given `_row`s), so no other string is touched.
     """
-    s = rr.sort(["qi", "score"], descending=[False, True])
-    same = (pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))
-    tied = s.select((same | same.shift(-1)).fill_null(False)).to_series()
-    if tied.any():
-        at = tied.arg_true()
-        sub = s.filter(tied)
-        sub = sub.with_columns(doc(sub["_row"]).alias("_doc")).sort(["qi", "score", "_doc"], descending=[False, True, True])
+    starts = pl.col("qi").ne_missing(pl.col("qi").shift())
+    ranked, blocks, queries = rr.select((starts | (pl.col("score") <= pl.col("score").shift())).all().alias("a"),
+                                        starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")).row(0)
+    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True])
+    same = ((pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))).fill_null(False)
+    ties = s.select((same | same.shift(-1, fill_value=False)).alias("tied"), (~same).cum_sum().alias("group"))
+    if ties["tied"].any():
+        at = ties["tied"].arg_true()
+        sub = s.filter(ties["tied"]).with_columns(ties["group"].filter(ties["tied"]))
+        sub = sub.with_columns(doc(sub["_row"]).alias("_doc")).sort(["group", "_doc"], descending=[False, True])
         s = s.with_columns(s[c].clone().scatter(at, sub[c]) for c in s.columns if c not in ("qi", "score"))
     return s
 
@@ -347,47 +353,56 @@ def evaluate(
 
     judged = q["query_id"].unique(maintain_order=True)
     nq = judged.len()
-    qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64).alias("qi")  # null: extra
-    qk = q.with_columns(qcode).select("qi", _pair_key().alias("k"), "grade", pl.int_range(pl.len()).alias("_qrow"))
+    qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64)  # null: not judged
+    qk = q.with_columns(qcode.alias("qi")).select("qi", _pair_key().alias("k"), "grade",
+                                                  pl.int_range(pl.len()).alias("_qrow"))
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
         if (dup := _duplicate(q)) is not None:
             raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*dup))
-        on, qk = ["k", "doc_id"], qk.with_columns(q["doc_id"])  # two judged documents share a key: match exactly
-    rr = r.with_columns(qcode).select("qi", _pair_key().alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
-                                      *(["rank"] if order == "rank" else []), *(["doc_id"] if len(on) > 1 else []),
-                                      pl.int_range(pl.len()).alias("_row"))
+        on = ["k", "doc_id"]  # two judged documents share a key: match them exactly
+        qk = qk.with_columns(q["doc_id"])
+    qi = r.select(qcode).to_series()
+    rr = r.with_columns(qi.alias("qi")).select(
+        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+        *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row"))
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
-    extra = r.filter(rr["qi"].is_null())["query_id"].unique().sort() if rr["qi"].null_count() else pl.Series([], dtype=pl.Utf8)
-    if extra.len() and policies.extra_query == "error":
-        raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
-                          f"(extra_query=error under contract {policies.label})")
-    rr = rr.join(qk.drop("qi"), on=on, how="left").filter(pl.col("qi").is_not_null())
-    matched = rr.filter(pl.col("_qrow").is_not_null())
-    wrong = r["doc_id"].gather(matched["_row"]) != q["doc_id"].gather(matched["_qrow"])  # a key collision, not a match
-    if wrong.any():
-        rr = rr.with_columns(pl.when(pl.col("_row").is_in(matched["_row"].filter(wrong).implode()))
-                             .then(None).otherwise(pl.col("grade")).alias("grade"))
-    if policies.unjudged == "error" and rr["grade"].null_count():
-        q_, d_ = r.gather(rr.filter(pl.col("grade").is_null())["_row"]).sort("query_id", "doc_id").row(0)[:2]
+    extra = r.filter(qi.is_null())["query_id"].unique().sort() if qi.null_count() else pl.Series([], dtype=pl.Utf8)
+    if extra.len():
+        if policies.extra_query == "error":
+            raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
+                              f"(extra_query=error under contract {policies.label})")
+        rr = rr.filter(pl.col("qi").is_not_null())
+
+    # judged rows: a key lookup for every row, then the (few) matches joined and checked against their ids
+    rr = rr.with_columns(pl.col("k").is_in(qk["k"].implode()).alias("_j"))
+    jr = rr.filter("_j").select("_row", "k")
+    if len(on) > 1:
+        jr = jr.with_columns(r["doc_id"].gather(jr["_row"]))
+    jr = jr.join(qk.select(*on, "grade", "_qrow"), on=on)
+    jr = jr.filter(r["doc_id"].gather(jr["_row"]) == q["doc_id"].gather(jr["_qrow"]))  # drop key collisions
+    if jr.height < rr["_j"].sum():
+        rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
+    if policies.unjudged == "error" and not rr["_j"].all():
+        q_, d_ = r.gather(rr.filter(~pl.col("_j"))["_row"]).sort("query_id", "doc_id").row(0)[:2]
         raise MetricError(f"unknown document id {d_!r} in the ranking of query {q_!r}: it has no judgment for that "
                           f"query (unjudged=error under contract {policies.label})")
-    rr = rr.select("qi", "score", "grade", "_row", *(["rank"] if order == "rank" else []))
+    rr = rr.select("qi", "score", "_j", "_row", *(["rank"] if order == "rank" else []))
     rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)
-    rr = rr.select("qi", "grade", _within("qi"))
+    rr = rr.select("qi", "_j", "_row", _within("qi"))
 
     present = rr["qi"].unique().sort()
     keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else present
     qids = judged.gather(keep).to_list()
     whole = any(m.cutoff is None for m in parsed.values())
     depth = max((m.cutoff or 0) for m in parsed.values())
-    unjudged = rr.select((pl.col("grade").is_null() & (pl.lit(whole) | (pl.col("pos") < depth))).sum()).item()
+    unjudged = rr.select((~pl.col("_j") & (pl.lit(whole) | (pl.col("pos") < depth))).sum()).item()
     counts = {"queries_judged": nq, "queries_missing_from_run": nq - present.len(),
               "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
-    j = rr.filter(pl.col("grade").is_not_null())
+    j = rr.filter("_j").join(jr.select("_row", "grade"), on="_row", maintain_order="left")  # in rank order
     i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
         .with_columns(_within("qi"))
     g, pos = pl.col("grade").cast(pl.Float64), pl.col("pos")

@@ -344,8 +344,9 @@ def _weak_key(entropy):
 
     from terazi import metrics
 
-    def key():
-        return entropy(pl.col("doc_id")) + pl.col("qi").cast(pl.UInt64) * metrics._MIX
+    def key(unjudged_queries=False):
+        query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
+        return entropy(pl.col("doc_id")) + query * metrics._MIX
     return key
 
 
@@ -383,3 +384,24 @@ def test_an_unjudged_document_colliding_with_a_judged_one_stays_unjudged(monkeyp
 
         evaluate(qrels, pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["b1", "b2", "b1"], "score": [1.0, 2.0, 3.0]}),
                  ["RR@10"])
+
+
+def test_row_order_of_the_run_does_not_matter():
+    # a run in rank order is used as it is; shuffled or with queries interleaved it is sorted; ties need the doc id
+    import polars as pl
+
+    rng = np.random.default_rng(7)
+    rows = [(f"q{q}", f"d{d}", float(rng.integers(0, 5))) for q in range(30) for d in rng.choice(60, 20, replace=False)]
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in rng.choice(60, 15, replace=False)} for q in range(30)}
+    frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
+    ranked = frame.sort(["query_id", "score"], descending=[False, True])  # ties left in input order
+    names = ["nDCG@5", "AP", "RR", "P@10", "Judged@10"]
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "map", "recip_rank", "P.10"}).evaluate(
+        {q: dict(zip(g["doc_id"], g["score"])) for (q,), g in frame.group_by("query_id")})
+    results = [evaluate(qrels, f, names) for f in (ranked, frame.sample(fraction=1.0, shuffle=True, seed=1), frame)]
+    for ev in results:
+        assert ev.per_query_dict("AP") == results[0].per_query_dict("AP")
+        assert ev.counts == results[0].counts
+        for q, v in ref.items():
+            assert ev.per_query_dict("nDCG@5")[q] == pytest.approx(v["ndcg_cut_5"], abs=1e-12)
+            assert ev.per_query_dict("RR")[q] == pytest.approx(v["recip_rank"], abs=1e-12)
