@@ -98,7 +98,7 @@ print(json.dumps(means))
 """
 
 
-def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> tuple[dict[str, list[float]], ...]:
     """Wall and CPU seconds of fresh processes, terazi and pytrec_eval interleaved; checks that their means agree."""
     script = folder / "pytrec_script.py"
     script.write_text(PYTREC_SCRIPT)

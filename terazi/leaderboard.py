@@ -54,7 +54,8 @@ def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None 
         raise ValueError(f"{source}, {where}: {problem}")
     types = typed.group_by("task").agg(pl.col("task_type").unique().sort()).filter(pl.col("task_type").list.len() > 1)
     if types.height:
-        raise ValueError(f"{source}: task {types['task'][0]!r} has more than one task_type: {types['task_type'][0].to_list()}")
+        raise ValueError(f"{source}: task {types['task'][0]!r} has more than one task_type: "
+                         f"{types['task_type'][0].to_list()}")
     return typed.select(*COLUMNS)
 
 
@@ -95,7 +96,8 @@ def aggregate(long: pl.DataFrame, out_of_ranking: set[str] = frozenset(),
         .with_columns(pl.col("borda_votes").fill_null(0.0), pl.col("tasks").fill_null(0))
         .with_columns(
             pl.when(pl.col("tasks") == n_tasks).then(pl.col("mean_task")).alias("mean_task_complete"),
-            pl.when(pl.col("_complete_types").fill_null(False)).then(pl.col("mean_task_type")).alias("mean_task_type_complete"),
+            pl.when(pl.col("_complete_types").fill_null(False)).then(pl.col("mean_task_type"))
+            .alias("mean_task_type_complete"),
             pl.col("borda_votes").rank("min", descending=True).cast(pl.Int64).alias("borda_rank"),
         )
     )

@@ -65,7 +65,8 @@ class Measure:
     @property
     def canonical(self) -> str:
         """The one spelling terazi prints for this contract, e.g. `RR@10` for `mrr@10` and `MRR@10`."""
-        params = [*(["dcg='exp-log2'"] if self.gain == "exponential" else []), *([f"rel={self.rel}"] if self.rel != 1 else [])]
+        params = [*(["dcg='exp-log2'"] if self.gain == "exponential" else []),
+                  *([f"rel={self.rel}"] if self.rel != 1 else [])]
         return self.family + (f"({', '.join(params)})" if params else "") + (f"@{self.cutoff}" if self.cutoff else "")
 
 
@@ -225,7 +226,8 @@ def qrels_frame(qrels: Mapping[str, Mapping[str, int]] | pl.DataFrame) -> pl.Dat
             what = "missing" if g is None else f"not an integer ({g!r})"
             raise MetricError(f"grade of query {q!r}, document {d!r} is {what}")
         df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "grade": [int(r[2]) for r in rows]}, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+                           "grade": [int(r[2]) for r in rows]},
+                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
     if df["grade"].null_count():
         row = df.filter(pl.col("grade").is_null()).row(0)
         raise MetricError(f"grade of query {row[0]!r}, document {row[1]!r} is missing")
@@ -257,9 +259,11 @@ def run_frame(run: Mapping[str, Mapping[str, float]] | pl.DataFrame) -> pl.DataF
         rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
         for q, d, s in rows:
             if not isinstance(s, numbers.Real) or isinstance(s, bool):
-                raise MetricError(f"score of query {q!r}, document {d!r} is {'missing' if s is None else f'not a number ({s!r})'}")
+                what = "missing" if s is None else f"not a number ({s!r})"
+                raise MetricError(f"score of query {q!r}, document {d!r} is {what}")
         df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "score": [float(r[2]) for r in rows]}, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
+                           "score": [float(r[2]) for r in rows]},
+                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
     if df["score"].null_count():
         q, d = df.filter(pl.col("score").is_null()).select("query_id", "doc_id").row(0)
         raise MetricError(f"score of query {q!r}, document {d!r} is missing")
@@ -275,18 +279,20 @@ def _check_run(r: pl.DataFrame, policies: Policies) -> int:
     if policies.repeated_rank == "error" and "rank" in r.columns:
         if r["rank"].null_count():
             q, d = r.filter(pl.col("rank").is_null()).select("query_id", "doc_id").row(0)
-            raise MetricError(f"rank of query {q!r}, document {d!r} is missing (repeated_rank=error under contract {policies.label})")
+            raise MetricError(f"rank of query {q!r}, document {d!r} is missing "
+                              f"(repeated_rank=error under contract {policies.label})")
         if r.select(pl.struct("query_id", "rank").n_unique()).item() < r.height:
             dup = r.filter(pl.struct("query_id", "rank").is_duplicated()).sort("query_id", "rank", "doc_id")
             q, k = dup.select("query_id", "rank").row(0)
             docs = dup.filter((pl.col("query_id") == q) & (pl.col("rank") == k))["doc_id"].to_list()
             raise MetricError(f"rank {k} appears more than once in the ranking of query {q!r} "
-                              f"(documents {', '.join(map(repr, docs))}; repeated_rank=error under contract {policies.label})")
+                              f"(documents {', '.join(map(repr, docs))}; "
+                              f"repeated_rank=error under contract {policies.label})")
     return nan
 
 
 def _within(group: str) -> pl.Expr:
-    """0-based position of each row within its run of equal `group` values (rows sorted by group): `pos`."""
+    """0-based position of each row within its run of equal `group` values (groups contiguous): `pos`."""
     start = pl.when(pl.col(group).ne_missing(pl.col(group).shift())).then(pl.int_range(pl.len())).forward_fill()
     return (pl.int_range(pl.len()) - start).alias("pos")
 
@@ -342,9 +348,9 @@ def evaluate(
 ) -> Evaluation:
     """Score a run against judgments; returns per-query values for every measure.
 
-    Judged queries become integer codes (a polars Enum; other run queries are set aside) and (query, document) pairs 64-bit
-    keys; document strings are only read where two scores tie. Only judged rows carry gain, so after the
-    sort every measure is one aggregation over the judged rows of each query, in rank order.
+    Judged queries become integer codes (a polars Enum; other run queries are set aside) and (query,
+    document) pairs 64-bit keys; document strings are only read where two scores tie. Only judged rows
+    carry gain, so once ranked every measure is one aggregation over the judged rows of each query.
     """
     parsed = {m.name: m for m in map(parse_measure, measures)}
     q = qrels_frame(qrels)
