@@ -6,8 +6,8 @@
 Writes a TREC qrels and run file and computes nDCG@10, RR@10, P@10, R@100 and AP@100 for every
 query, two ways:
 
-1. whole process, as a user runs it: `python -m terazi.cli score` (table output) against a plain
-   pytrec_eval script (read both files, evaluate, print the means), each a fresh subprocess with
+1. whole process, as a user runs it: `python -m terazi.cli score` (table output, and JSON) against a
+   plain pytrec_eval script (read both files, evaluate, print the means), each a fresh subprocess with
    interpreter start-up and imports, interleaved, `--repeat` times; the means must agree to 1e-9;
 2. in process (imports done): read both files + evaluate, per-query values checked to 1e-9.
 
@@ -106,7 +106,8 @@ def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> tuple[di
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     terazi = [sys.executable, "-m", "terazi.cli", "score", "--qrels", str(qrels), "--run", str(run),
               *(a for m in MEASURES for a in ("-m", m))]
-    commands = {"terazi score": terazi, "pytrec_eval script": [sys.executable, str(script), str(qrels), str(run)]}
+    commands = {"terazi score": terazi, "terazi score --json": terazi + ["--format", "json"],
+                "pytrec_eval script": [sys.executable, str(script), str(qrels), str(run)]}
     # byte-compile terazi as an installed package is (pip does it), even where PYTHONDONTWRITEBYTECODE is set;
     # pytrec_eval in site-packages is compiled already, and each tool's entry script is compiled on every run
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "terazi")], check=True, stdout=subprocess.DEVNULL)
@@ -154,8 +155,9 @@ def main() -> None:
         for name in times:
             print(f"{name:>20}: best {best[name]:6.3f} s   median {median[name]:6.3f} s   "
                   f"(CPU best {min(cpu[name]):.3f} s: user + system, every thread)")
-        print(f"{'ratio':>20}: best {best['terazi score'] / best['pytrec_eval script']:6.2f}×   median "
-              f"{median['terazi score'] / median['pytrec_eval script']:6.2f}×  (terazi score / pytrec_eval script)")
+        for name in ("terazi score", "terazi score --json"):
+            print(f"{'ratio':>20}: best {best[name] / best['pytrec_eval script']:6.2f}×   median "
+                  f"{median[name] / median['pytrec_eval script']:6.2f}×  ({name} / pytrec_eval script)")
         print("in process (imports done; read both files + evaluate):")
         t_ours, ours = best_of(run_terazi, args.repeat, qrels, run)
         t_trec, trec = best_of(run_pytrec, args.repeat, qrels, run)
