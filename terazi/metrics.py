@@ -369,9 +369,9 @@ def evaluate(
         on = ["k", "doc_id"]  # two judged documents share a key: match them exactly
         qk = qk.with_columns(q["doc_id"])
     qi = r.select(qcode).to_series()
-    rr = r.with_columns(qi.alias("qi")).select(
+    rr = r.lazy().with_columns(qi.alias("qi")).select(
         "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
-        *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row"))
+        *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row")).collect()
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
     extra = r.filter(qi.is_null())["query_id"].unique().sort() if qi.null_count() else pl.Series([], dtype=pl.Utf8)
@@ -398,13 +398,13 @@ def evaluate(
     rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)
     rr = rr.select("qi", "_j", "_row", _within("qi"))
 
-    present = rr["qi"].unique().sort()
-    keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else present
+    present = rr["qi"].n_unique()
+    keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else rr["qi"].unique().sort()
     qids = judged.gather(keep).to_list()
     whole = any(m.cutoff is None for m in parsed.values())
     depth = max((m.cutoff or 0) for m in parsed.values())
     unjudged = rr.select((~pl.col("_j") & (pl.lit(whole) | (pl.col("pos") < depth))).sum()).item()
-    counts = {"queries_judged": nq, "queries_missing_from_run": nq - present.len(),
+    counts = {"queries_judged": nq, "queries_missing_from_run": nq - present,
               "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
