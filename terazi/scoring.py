@@ -3,8 +3,8 @@
 Its options are parsed here with argparse, not by typer: typer coerces every option through a
 pydantic TypeAdapter, which costs about 0.15 s per call, and `terazi score` is the command people
 run in loops over many run files. Only polars and this package's metric code are imported (rich
-only for the table), so a call on 10,000 queries × 100 documents takes well under half the time
-of a plain pytrec_eval script (benchmarks/bench_metrics.py).
+only for the table), so a call on 10,000 queries × 100 documents takes about half the time of a
+plain pytrec_eval script, start-up included (benchmarks/bench_metrics.py).
 """
 
 from __future__ import annotations
