@@ -215,6 +215,9 @@ class EvalConfig(_Config):
     rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth)")
     metrics: list[Measure] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
     headline: Measure = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
+    borda: Literal["per-task", "mteb"] = Field(
+        "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
+                                "mteb = N is every system with any result (MTEB's code)")
     seed: int = Field(13, description="seed of the corruptions and the bootstrap")
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals")

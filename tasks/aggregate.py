@@ -35,14 +35,14 @@ def ranked_datasets(datasets: list[DatasetManifest]) -> list[str]:
 
 
 def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str,
-                      conditions: list[str], retention: pl.DataFrame) -> pl.DataFrame:
+                      conditions: list[str], retention: pl.DataFrame, borda: str = "per-task") -> pl.DataFrame:
     """Wide leaderboard: Borda and means on clean queries, then each condition and its retention."""
     ranked = ranked_datasets(datasets)
     types = {d.name: d.task_type for d in datasets}
     clean = summary.cell_means(per_query.filter((pl.col("condition") == "clean") & (pl.col("measure") == headline)))
     long = clean.select("system", pl.col("dataset").alias("task"),
                         pl.col("dataset").replace_strict(types).alias("task_type"), pl.col("mean").alias("score"))
-    board = leaderboard.aggregate(long, out_of_ranking={d.name for d in datasets if not d.in_ranking})
+    board = leaderboard.aggregate(long, out_of_ranking={d.name for d in datasets if not d.in_ranking}, borda=borda)
     wide = clean.pivot(on="dataset", index="system", values="mean")
     board = board.join(wide, on="system", how="left")
     conds = summary.condition_means(per_query, headline, ranked).filter(
@@ -190,13 +190,14 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     decomp.write_csv(run / "robustness.csv")
 
     end_to_end = retention.filter(pl.col("setting") == analysis.END_TO_END)
-    board = leaderboard_table(per_query, datasets, config.headline, config.conditions, end_to_end)
+    board = leaderboard_table(per_query, datasets, config.headline, config.conditions, end_to_end, config.borda)
     board = in_order(board.join(intervals.select("system", "group", "ci_low", "ci_high"), on="system", how="left"), order)
     front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
     board = board.select(front + [c for c in board.columns if c not in front])
     board.write_csv(run / "leaderboard.csv")
     c = score_sets[0].contracts[0].model_dump()
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
+                "leaderboard": leaderboard.describe(config.borda),
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
                              f"{config.confidence:.0%} percentile interval",
                 "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
@@ -223,7 +224,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
             system=r["system"], borda_votes=r["borda_votes"], borda_rank=r["borda_rank"], mean_task=r["mean_task"],
             mean_task_type=r["mean_task_type"], per_dataset={d.name: r[d.name] for d in datasets if r.get(d.name) is not None},
             group=r["group"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-            per_condition={"clean": r["mean_task_available"], **{c: r[c] for c in cond_cols}},
+            per_condition={"clean": r["mean_task"], **{c: r[c] for c in cond_cols}},
             retention={c: r.get(f"{c} retention") for c in cond_cols}))
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked), run)
     return rows

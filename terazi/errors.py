@@ -7,8 +7,10 @@ prints them as one `error:` line (exit 2) without a traceback.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # pydantic is not imported for `terazi score`, which only reads TREC files
+    from pydantic import ValidationError
 
 
 class TeraziError(Exception):

@@ -1,10 +1,13 @@
 """Ranking metrics under an explicit contract, vectorised over all queries at once.
 
 Measures are named the ir-measures way: ``nDCG@10`` (linear gain, as trec_eval),
-``nDCG(dcg='exp-log2')@10`` (gain 2^g − 1), ``RR@10`` (alias ``MRR@10``), ``R@100``, ``P@10``,
+``nDCG(dcg='exp-log2')@10`` (gain 2^g − 1), ``RR@10`` / ``RR`` (whole ranking), ``R@100``, ``P@10``,
 ``AP@10`` / ``AP``, ``Judged@10``; ``(rel=2)`` sets the relevance threshold of the binary ones.
+ranx's and trec_eval's spellings (``mrr@10``, ``ndcg_cut_10``, ``recip_rank``, ``P_5`` …) are
+aliases: they parse to the same `Measure`, whose `canonical` name is what terazi prints.
 
-Conventions (see METHOD.md §3), all of them named in `Policies` and reported by `contract()`:
+Conventions (see docs/metrics.md), all of them named in `Policies` and reported by `contract()`;
+two named presets, `trec` (trec_eval -c, the default) and `strict` (the metric note's rules):
 ties in a run are broken as trec_eval does (score descending, then document id descending);
 an all-zero ideal DCG gives 0; P@k divides by k; R@k and AP divide by the number of relevant
 documents in the judgments; Judged@k divides by the documents returned in the top k.
@@ -12,16 +15,39 @@ documents in the judgments; Judged@k divides by the documents returned in the to
 
 from __future__ import annotations
 
+import numbers
 import re
-from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 import polars as pl
 
+if TYPE_CHECKING:
+    import numpy as np
+
 FAMILIES = ("nDCG", "RR", "R", "P", "AP", "Judged")
-_ALIASES = {"MRR": "RR", "NDCG": "nDCG", "ndcg": "nDCG", "Recall": "R", "MAP": "AP"}
-_NAME = re.compile(r"^(?P<family>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>.+))?$")
+WHOLE_RANKING = ("RR", "AP")  # may be written without a cutoff: trec_eval's recip_rank and map
+
+# Spellings of a family: ir_measures' own, upper-case variants, and ranx's lower-case names.
+_FAMILY_ALIASES = {"MRR": "RR", "mrr": "RR", "NDCG": "nDCG", "ndcg": "nDCG", "Recall": "R", "recall": "R",
+                   "precision": "P", "MAP": "AP", "map": "AP"}
+_EXP_GAIN = {"ndcg_burges"}  # ranx's nDCG with gain 2^g − 1
+# trec_eval's result keys (ndcg_cut_10) and measure names (ndcg_cut.10)
+_TREC_CUT = {"ndcg_cut": "nDCG", "P": "P", "recall": "R", "map_cut": "AP"}
+_TREC_PLAIN = {"recip_rank": "RR"}
+_TREC = re.compile(r"^(?P<m>ndcg_cut|P|recall|map_cut)[._](?P<k>.*)$")
+_NO_EQUIVALENT = {
+    "hit_rate": "ranx's hit_rate (1 if any relevant document is in the top k) has no terazi family",
+    "hits": "ranx's hits (number of relevant documents in the top k) is P@k × k; use P@k",
+    "f1": "ranx's f1 has no terazi family", "r-precision": "ranx's r-precision has no terazi family",
+    "r_precision": "ranx's r-precision has no terazi family", "bpref": "bpref has no terazi family",
+    "rbp": "rbp has no terazi family", "dcg": "unnormalised DCG has no terazi family; use nDCG@k",
+    "dcg_burges": "unnormalised DCG has no terazi family; use nDCG(dcg='exp-log2')@k",
+    "ndcg": "trec_eval's ndcg (whole ranking, every judged document in the ideal) is not nDCG@k; give a cutoff",
+}
+_NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z0-9_\-]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>.*))?$")
+_CUTOFF = re.compile(r"^[1-9][0-9]*$")
 
 
 class MetricError(ValueError):
@@ -30,56 +56,120 @@ class MetricError(ValueError):
 
 @dataclass(frozen=True)
 class Measure:
-    name: str
+    name: str  # as the user wrote it; results are keyed by it
     family: str
     cutoff: int | None
     gain: str = "linear"
     rel: int = 1
 
+    @property
+    def canonical(self) -> str:
+        """The one spelling terazi prints for this contract, e.g. `RR@10` for `mrr@10` and `MRR@10`."""
+        params = [*(["dcg='exp-log2'"] if self.gain == "exponential" else []),
+                  *([f"rel={self.rel}"] if self.rel != 1 else [])]
+        return self.family + (f"({', '.join(params)})" if params else "") + (f"@{self.cutoff}" if self.cutoff else "")
+
+
+def _cutoff(name: str, text: str) -> int:
+    """Only plain positive integers: `10`, not `+10`, ` 10`, `1_0`, `010`, `10.0` (which `int()` partly accepts)."""
+    if not _CUTOFF.match(text):
+        hint = f"; write {int(text)}" if text.isdigit() and int(text) > 0 else ""
+        raise MetricError(f"cutoff of {name!r} must be a plain positive integer such as 10, got {text!r}{hint}")
+    return int(text)
+
 
 def parse_measure(name: str) -> Measure:
-    """`nDCG@10`, `nDCG(dcg='exp-log2')@10`, `RR(rel=2)@10`, `AP` … → Measure; clear error otherwise."""
-    m = _NAME.match(name.strip())
+    """`nDCG@10`, `nDCG(dcg='exp-log2')@10`, `RR(rel=2)@10`, `AP`, `mrr@10`, `ndcg_cut_10`, … → Measure."""
+    text = name.strip()
+    trec = _TREC.match(text)
+    if trec:
+        return Measure(text, _TREC_CUT[trec["m"]], _cutoff(text, trec["k"]))
+    if text in _TREC_PLAIN:
+        return Measure(text, _TREC_PLAIN[text], None)
+    m = _NAME.match(text)
     if not m:
-        raise MetricError(f"cannot parse measure {name!r} (expected e.g. nDCG@10, RR@10, R@100)")
-    family = _ALIASES.get(m["family"], m["family"])
+        raise MetricError(f"cannot parse measure {name!r} (expected e.g. nDCG@10, RR@10, R@100, mrr@10, ndcg_cut_10)")
+    raw = m["family"]
+    if raw in _NO_EQUIVALENT and not (raw == "ndcg" and m["cutoff"] is not None):
+        raise MetricError(f"{name!r}: {_NO_EQUIVALENT[raw]}")
+    family = "nDCG" if raw in _EXP_GAIN else _FAMILY_ALIASES.get(raw, raw)
     if family not in FAMILIES:
-        raise MetricError(f"unknown measure {m['family']!r} in {name!r}; known: {', '.join(FAMILIES)} (MRR = RR)")
-    cutoff = None
-    if m["cutoff"] is not None:
-        try:
-            cutoff = int(m["cutoff"])
-        except ValueError:
-            raise MetricError(f"cutoff of {name!r} must be a positive integer, got {m['cutoff']!r}") from None
-        if cutoff <= 0:
-            raise MetricError(f"cutoff of {name!r} must be a positive integer, got {cutoff}")
-    elif family not in ("AP",):
+        raise MetricError(f"unknown measure {raw!r} in {name!r}; known: {', '.join(FAMILIES)} "
+                          f"(and the ranx / trec_eval spellings in docs/metrics.md)")
+    cutoff = None if m["cutoff"] is None else _cutoff(text, m["cutoff"])
+    if cutoff is None and family not in WHOLE_RANKING:
         raise MetricError(f"{name!r} needs a cutoff, e.g. {family}@10")
-    gain, rel = "linear", 1
+    gain, rel = ("exponential" if raw in _EXP_GAIN else "linear"), 1
     for part in filter(None, (p.strip() for p in (m["params"] or "").split(","))):
         key, _, value = part.partition("=")
         key, value = key.strip(), value.strip().strip("'\"")
-        if key == "dcg" and family == "nDCG":
+        if key == "dcg" and family == "nDCG" and raw not in _EXP_GAIN:
             if value not in ("log2", "exp-log2"):
                 raise MetricError(f"{name!r}: dcg must be 'log2' (linear gain) or 'exp-log2'")
             gain = "exponential" if value == "exp-log2" else "linear"
         elif key == "rel" and family != "nDCG":
-            if not value.isdigit() or int(value) < 1:
+            if not _CUTOFF.match(value):
                 raise MetricError(f"{name!r}: rel must be a positive integer")
             rel = int(value)
         else:
             raise MetricError(f"{name!r}: unknown parameter {key!r} for {family}")
-    return Measure(name.strip(), family, cutoff, gain, rel)
+    return Measure(text, family, cutoff, gain, rel)
 
 
 @dataclass(frozen=True)
 class Policies:
-    """What to do with the cases where conventions differ. Defaults follow `trec_eval -c`."""
+    """What to do with the cases where conventions differ; `preset` names the contract they started from."""
 
     no_relevant: Literal["zero", "skip", "error"] = "zero"
     missing_query: Literal["zero", "skip"] = "zero"
     extra_query: Literal["ignore", "error"] = "ignore"
     unjudged: Literal["irrelevant", "error"] = "irrelevant"
+    nan_score: Literal["last", "error"] = "last"
+    repeated_rank: Literal["ignore", "error"] = "ignore"
+    preset: str = "trec"
+
+    @classmethod
+    def of(cls, preset: str = "trec", **overrides: str | None) -> Policies:
+        """A named preset, with individual policies changed (None keeps the preset's value)."""
+        if preset not in CONTRACTS:
+            raise MetricError(f"unknown contract {preset!r}; known: {', '.join(CONTRACTS)}")
+        return replace(CONTRACTS[preset].policies, **{k: v for k, v in overrides.items() if v is not None})
+
+    @property
+    def changes(self) -> dict[str, str]:
+        base = CONTRACTS[self.preset].policies if self.preset in CONTRACTS else Policies()
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "preset" and getattr(self, f.name) != getattr(base, f.name)}
+
+    @property
+    def label(self) -> str:
+        """`trec`, `strict`, or e.g. `strict, changed: unjudged=irrelevant`."""
+        changed = ", ".join(f"{k}={v}" for k, v in self.changes.items())
+        return self.preset + (f", changed: {changed}" if changed else "")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A named metric contract: a documented set of policies."""
+
+    name: str
+    summary: str
+    policies: Policies
+
+
+CONTRACTS = {
+    "trec": Contract("trec", "trec_eval -c conventions: unjudged documents count as irrelevant, judged queries missing "
+                     "from the run score 0, run queries without judgments are ignored, NaN scores rank last; "
+                     "the rank column is ignored", Policies()),
+    "strict": Contract("strict", "the metric note's rules: an unknown document id (no judgment for that query), a "
+                       "repeated rank, a run query without judgments or a NaN score is an error naming the query and "
+                       "the document; otherwise numbers equal trec's",
+                       Policies(extra_query="error", unjudged="error", nan_score="error", repeated_rank="error",
+                                preset="strict")),
+}
+POLICY_CHOICES = {"no_relevant": ("zero", "skip", "error"), "missing_query": ("zero", "skip"),
+                  "extra_query": ("ignore", "error"), "unjudged": ("irrelevant", "error"), "nan_score": ("last", "error"),
+                  "repeated_rank": ("ignore", "error")}
 
 
 @dataclass
@@ -87,79 +177,166 @@ class Evaluation:
     """Per-query values (aligned with `query_ids` per measure), means, and what each policy did."""
 
     query_ids: dict[str, list[str]]
-    per_query: dict[str, np.ndarray]
+    values: dict[str, pl.Series]
     policies: Policies
     measures: dict[str, Measure]
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
+    def per_query(self) -> dict[str, np.ndarray]:
+        return {m: v.to_numpy() for m, v in self.values.items()}
+
+    @property
     def aggregate(self) -> dict[str, float]:
-        return {m: float(v.mean()) if len(v) else 0.0 for m, v in self.per_query.items()}
+        return {m: float(v.mean()) if len(v) else 0.0 for m, v in self.values.items()}
 
     def per_query_dict(self, measure: str) -> dict[str, float]:
-        return dict(zip(self.query_ids[measure], self.per_query[measure].tolist()))
+        return dict(zip(self.query_ids[measure], self.values[measure].to_list()))
 
     def contract(self) -> dict[str, object]:
         p = self.policies
         return {
-            "measures": {n: {"gain": m.gain, "relevance_threshold": m.rel, "cutoff": m.cutoff} for n, m in self.measures.items()},
+            "contract": p.label,
+            "measures": {n: {"canonical": m.canonical, "gain": m.gain, "relevance_threshold": m.rel, "cutoff": m.cutoff}
+                         for n, m in self.measures.items()},
             "no_relevant": p.no_relevant,
             "missing_query": p.missing_query,
             "extra_query": p.extra_query,
             "unjudged": p.unjudged,
+            "nan_score": "rank last (below every number)" if p.nan_score == "last" else "error",
+            "repeated_rank": p.repeated_rank,
             "zero_ideal": "score 0",
             "ties": "score descending, then document id descending (trec_eval)",
         }
 
 
+def _is_int(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 def qrels_frame(qrels: Mapping[str, Mapping[str, int]] | pl.DataFrame) -> pl.DataFrame:
-    """Judgments as (query_id, doc_id, grade), validated: integer grades ≥ 0, no duplicates."""
+    """Judgments as (query_id, doc_id, grade), validated: integer grades ≥ 0 (duplicates are checked in `evaluate`)."""
     if isinstance(qrels, pl.DataFrame):
-        df = qrels.select("query_id", "doc_id", "grade")
+        df = qrels.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "grade")
     else:
         rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
-        df = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Object}, orient="row")
-        bad = [(q, d, g) for q, d, g in rows if g is None or isinstance(g, bool) or not isinstance(g, (int, np.integer))]
+        bad = [(q, d, g) for q, d, g in rows if not _is_int(g)]
         if bad:
             q, d, g = bad[0]
             what = "missing" if g is None else f"not an integer ({g!r})"
             raise MetricError(f"grade of query {q!r}, document {d!r} is {what}")
-        df = df.with_columns(pl.Series("grade", [int(r[2]) for r in rows], dtype=pl.Int64))
+        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
+                           "grade": [int(r[2]) for r in rows]},
+                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
     if df["grade"].null_count():
         row = df.filter(pl.col("grade").is_null()).row(0)
         raise MetricError(f"grade of query {row[0]!r}, document {row[1]!r} is missing")
-    if not df["grade"].dtype.is_integer():
+    if df["grade"].dtype.is_float():
+        bad = df.filter(pl.col("grade").is_nan() | (pl.col("grade") != pl.col("grade").round(0)))
+        if bad.height:
+            q, d, g = bad.row(0)
+            raise MetricError(f"grade of query {q!r}, document {d!r} is not an integer ({g!r})")
+    elif not df["grade"].dtype.is_integer():
         raise MetricError(f"grades must be integers, got {df['grade'].dtype}")
     neg = df.filter(pl.col("grade") < 0)
     if neg.height:
         q, d, g = neg.row(0)
         raise MetricError(f"negative grade {g} for query {q!r}, document {d!r}")
-    dup = df.filter(pl.struct("query_id", "doc_id").is_duplicated())
-    if dup.height:
-        q, d, _ = dup.row(0)
-        raise MetricError(f"duplicate judgment for query {q!r}, document {d!r}")
     return df.with_columns(pl.col("grade").cast(pl.Int64))
 
 
 def run_frame(run: Mapping[str, Mapping[str, float]] | pl.DataFrame) -> pl.DataFrame:
-    """A run as (query_id, doc_id, score[, rank]); dict input is {qid: {doc_id: score}}."""
+    """A run as (query_id, doc_id, score[, rank]); dict input is {qid: {doc_id: score}}. Missing scores are errors."""
     if isinstance(run, pl.DataFrame):
-        return run
-    rows = [(q, d, float(s)) for q, docs in run.items() for d, s in docs.items()]
-    return pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64}, orient="row")
-
-
-def rank_run(run: pl.DataFrame, order: Literal["score", "rank"] = "score") -> pl.DataFrame:
-    """Rank each query's documents: by score as trec_eval does, or by a given `rank` column."""
-    dup = run.filter(pl.struct("query_id", "doc_id").is_duplicated())
-    if dup.height:
-        q, d = dup.row(0)[:2]
-        raise MetricError(f"document {d!r} appears twice in the ranking of query {q!r}")
-    if order == "rank":
-        ranked = run.sort("query_id", "rank")
+        lacking = [c for c in ("query_id", "doc_id", "score") if c not in run.columns]
+        if lacking:
+            raise MetricError(f"the run lacks column(s) {lacking}")
+        if not run["score"].dtype.is_numeric():
+            raise MetricError(f"run scores must be numbers, got {run['score'].dtype}")
+        df = run.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
+                              pl.col("score").cast(pl.Float64))
     else:
-        ranked = run.sort(["query_id", "score", "doc_id"], descending=[False, True, True])
-    return ranked.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("_pos"))
+        rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+        for q, d, s in rows:
+            if not isinstance(s, numbers.Real) or isinstance(s, bool):
+                what = "missing" if s is None else f"not a number ({s!r})"
+                raise MetricError(f"score of query {q!r}, document {d!r} is {what}")
+        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
+                           "score": [float(r[2]) for r in rows]},
+                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
+    if df["score"].null_count():
+        q, d = df.filter(pl.col("score").is_null()).select("query_id", "doc_id").row(0)
+        raise MetricError(f"score of query {q!r}, document {d!r} is missing")
+    return df
+
+
+def _check_run(r: pl.DataFrame, policies: Policies) -> int:
+    """Apply the NaN-score and repeated-rank policies; returns the number of NaN scores."""
+    nan = int(r["score"].is_nan().sum())
+    if nan and policies.nan_score == "error":
+        q, d = r.filter(pl.col("score").is_nan()).select("query_id", "doc_id").row(0)
+        raise MetricError(f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract {policies.label})")
+    if policies.repeated_rank == "error" and "rank" in r.columns:
+        if r["rank"].null_count():
+            q, d = r.filter(pl.col("rank").is_null()).select("query_id", "doc_id").row(0)
+            raise MetricError(f"rank of query {q!r}, document {d!r} is missing "
+                              f"(repeated_rank=error under contract {policies.label})")
+        if r.select(pl.struct("query_id", "rank").n_unique()).item() < r.height:
+            dup = r.filter(pl.struct("query_id", "rank").is_duplicated()).sort("query_id", "rank", "doc_id")
+            q, k = dup.select("query_id", "rank").row(0)
+            docs = dup.filter((pl.col("query_id") == q) & (pl.col("rank") == k))["doc_id"].to_list()
+            raise MetricError(f"rank {k} appears more than once in the ranking of query {q!r} "
+                              f"(documents {', '.join(map(repr, docs))}; "
+                              f"repeated_rank=error under contract {policies.label})")
+    return nan
+
+
+def _within(group: str) -> pl.Expr:
+    """0-based position of each row within its run of equal `group` values (groups contiguous): `pos`."""
+    start = pl.when(pl.col(group).ne_missing(pl.col(group).shift())).then(pl.int_range(pl.len())).forward_fill()
+    return (pl.int_range(pl.len()) - start).alias("pos")
+
+
+_MIX = 0x9E3779B97F4A7C15  # odd: distinct query codes never map one document to one key
+
+
+def _pair_key(unjudged_queries: bool = False) -> pl.Expr:
+    """(query, document) → a 64-bit key: the document's hash plus the query's code `qi` times an odd constant
+    (with `unjudged_queries`, a hash of the query id stands in where `qi` is null).
+
+    Equal pairs always share a key; distinct pairs rarely do, and `evaluate` re-checks every case exactly
+    (duplicates against the strings, matched judgments by their document ids), so no result depends on luck.
+    """
+    query = pl.col("qi").cast(pl.UInt64)
+    if unjudged_queries:
+        query = pl.coalesce(query, pl.col("query_id").hash(seed=2))
+    return pl.col("doc_id").hash(seed=0) + query * _MIX
+
+
+def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
+    dup = frame.filter(pl.struct("query_id", "doc_id").is_duplicated())
+    return dup.sort("query_id", "doc_id").select("query_id", "doc_id").row(0) if dup.height else None
+
+
+def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
+    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
+
+    Queries need only be contiguous, not sorted: a run file written in rank order is used as it is and a
+    numeric sort on (query, score) handles any other; then only rows tied on both are sorted again with
+    their document ids (`doc` gives the ids of given `_row`s), so no other string is touched.
+    """
+    starts = pl.col("qi").ne_missing(pl.col("qi").shift())
+    ranked, blocks, queries = rr.select((starts | (pl.col("score") <= pl.col("score").shift())).all().alias("a"),
+                                        starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")).row(0)
+    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True])
+    same = ((pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))).fill_null(False)
+    ties = s.select((same | same.shift(-1, fill_value=False)).alias("tied"), (~same).cum_sum().alias("group"))
+    if ties["tied"].any():
+        at = ties["tied"].arg_true()
+        sub = s.filter(ties["tied"]).with_columns(ties["group"].filter(ties["tied"]))
+        sub = sub.with_columns(doc(sub["_row"]).alias("_doc")).sort(["group", "_doc"], descending=[False, True])
+        s = s.with_columns(s[c].clone().scatter(at, sub[c]) for c in s.columns if c not in ("qi", "score"))
+    return s
 
 
 def evaluate(
@@ -169,89 +346,121 @@ def evaluate(
     policies: Policies = Policies(),
     order: Literal["score", "rank"] = "score",
 ) -> Evaluation:
-    """Score a run against judgments; returns per-query values for every measure."""
+    """Score a run against judgments; returns per-query values for every measure.
+
+    Judged queries become integer codes (a polars Enum; other run queries are set aside) and (query,
+    document) pairs 64-bit keys; document strings are only read where two scores tie. Only judged rows
+    carry gain, so once ranked every measure is one aggregation over the judged rows of each query.
+    """
     parsed = {m.name: m for m in map(parse_measure, measures)}
     q = qrels_frame(qrels)
-    r = rank_run(run_frame(run), order)
+    r = run_frame(run)
+    nan_scores = _check_run(r, policies)
 
-    judged_q = q["query_id"].unique(maintain_order=True).to_list()
-    run_q = set(r["query_id"].unique().to_list())
-    judged_set = set(judged_q)
-    extra = run_q - judged_set
-    if extra and policies.extra_query == "error":
-        raise MetricError(f"{len(extra)} queries in the run have no judgments, e.g. {sorted(extra)[0]!r}")
-    missing = [x for x in judged_q if x not in run_q]
-    qids = judged_q if policies.missing_query == "zero" else [x for x in judged_q if x in run_q]
-    nq = len(qids)
+    judged = q["query_id"].unique(maintain_order=True)
+    nq = judged.len()
+    qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64)  # null: not judged
+    qk = q.with_columns(qcode.alias("qi")).select("qi", _pair_key().alias("k"), "grade",
+                                                  pl.int_range(pl.len()).alias("_qrow"))
+    on = ["k"]
+    if qk["k"].n_unique() < qk.height:
+        if (dup := _duplicate(q)) is not None:
+            raise MetricError("duplicate judgment for query {!r}, document {!r}".format(*dup))
+        on = ["k", "doc_id"]  # two judged documents share a key: match them exactly
+        qk = qk.with_columns(q["doc_id"])
+    qi = r.select(qcode).to_series()
+    rr = r.lazy().with_columns(qi.alias("qi")).select(
+        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+        *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row")).collect()
+    if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
+        raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
+    extra = r.filter(qi.is_null())["query_id"].unique().sort() if qi.null_count() else pl.Series([], dtype=pl.Utf8)
+    if extra.len():
+        if policies.extra_query == "error":
+            raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
+                              f"(extra_query=error under contract {policies.label})")
+        rr = rr.filter(pl.col("qi").is_not_null())
 
-    max_k = max((m.cutoff or 0) for m in parsed.values())
-    if any(m.cutoff is None for m in parsed.values()):
-        max_k = max(max_k, int(r["_pos"].max() or 0))
-    max_k = max(max_k, 1)
+    # judged rows: a key lookup for every row, then the (few) matches joined and checked against their ids
+    rr = rr.with_columns(pl.col("k").is_in(qk["k"].implode()).alias("_j"))
+    jr = rr.filter("_j").select("_row", "k")
+    if len(on) > 1:
+        jr = jr.with_columns(r["doc_id"].gather(jr["_row"]))
+    jr = jr.join(qk.select(*on, "grade", "_qrow"), on=on)
+    jr = jr.filter(r["doc_id"].gather(jr["_row"]) == q["doc_id"].gather(jr["_qrow"]))  # drop key collisions
+    if jr.height < rr["_j"].sum():
+        rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
+    if policies.unjudged == "error" and not rr["_j"].all():
+        q_, d_ = r.gather(rr.filter(~pl.col("_j"))["_row"]).sort("query_id", "doc_id").row(0)[:2]
+        raise MetricError(f"unknown document id {d_!r} in the ranking of query {q_!r}: it has no judgment for that "
+                          f"query (unjudged=error under contract {policies.label})")
+    rr = rr.select("qi", "score", "_j", "_row", *(["rank"] if order == "rank" else []))
+    rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)
+    rr = rr.select("qi", "_j", "_row", _within("qi"))
 
-    r = r.filter(pl.col("query_id").is_in(qids) & (pl.col("_pos") <= max_k))
-    r = r.join(q, on=["query_id", "doc_id"], how="left")
-    unjudged = int(r["grade"].null_count())
-    if unjudged and policies.unjudged == "error":
-        row = r.filter(pl.col("grade").is_null()).row(0, named=True)
-        raise MetricError(f"document {row['doc_id']!r} retrieved for query {row['query_id']!r} is unjudged")
+    present = rr["qi"].n_unique()
+    keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else rr["qi"].unique().sort()
+    qids = judged.gather(keep).to_list()
+    whole = any(m.cutoff is None for m in parsed.values())
+    depth = max((m.cutoff or 0) for m in parsed.values())
+    unjudged = rr.select((~pl.col("_j") & (pl.lit(whole) | (pl.col("pos") < depth))).sum()).item()
+    counts = {"queries_judged": nq, "queries_missing_from_run": nq - present,
+              "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
 
-    qindex = pl.DataFrame({"query_id": qids, "_qi": np.arange(nq, dtype=np.int64)})
-    r = r.join(qindex, on="query_id", how="left")
-    qi, pos = r["_qi"].to_numpy(), r["_pos"].to_numpy().astype(np.int64) - 1
-    grades = np.zeros((nq, max_k), dtype=np.float64)
-    judged = np.zeros((nq, max_k), dtype=bool)
-    returned = np.zeros((nq, max_k), dtype=bool)
-    g = r["grade"].cast(pl.Float64).to_numpy()
-    grades[qi, pos] = np.nan_to_num(g, nan=0.0)
-    judged[qi, pos] = ~np.isnan(g)
-    returned[qi, pos] = True
-
-    qk = q.join(qindex, on="query_id", how="inner").sort(["_qi", "grade"], descending=[False, True])
-    qk = qk.with_columns(pl.int_range(1, pl.len() + 1).over("_qi").alias("_pos"))
-    ideal = np.zeros((nq, max_k), dtype=np.float64)
-    iq = qk.filter(pl.col("_pos") <= max_k)
-    ideal[iq["_qi"].to_numpy(), iq["_pos"].to_numpy().astype(np.int64) - 1] = iq["grade"].to_numpy()
-    num_rel_by = {}
-
-    values: dict[str, np.ndarray] = {}
-    ids: dict[str, list[str]] = {}
-    discount = 1.0 / np.log2(np.arange(2, max_k + 2))
-    counts = {"queries_judged": len(judged_q), "queries_missing_from_run": len(missing),
-              "queries_extra_in_run": len(extra), "unjudged_retrieved": unjudged}
-    for name, m in parsed.items():
-        k = m.cutoff or max_k
-        if m.rel not in num_rel_by:
-            num_rel_by[m.rel] = np.bincount(qk.filter(pl.col("grade") >= m.rel)["_qi"].to_numpy(), minlength=nq).astype(np.float64)
-        num_rel = num_rel_by[m.rel]
+    # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
+    j = rr.filter("_j").join(jr.select("_row", "grade"), on="_row", maintain_order="left")  # in rank order
+    i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+        .with_columns(_within("qi"))
+    g, pos = pl.col("grade").cast(pl.Float64), pl.col("pos")
+    j_aggs, i_aggs, values_of, rels = [], [], {}, set()
+    for n, (name, m) in enumerate(parsed.items()):
+        top = pos < m.cutoff if m.cutoff else pl.lit(True)
+        hit = (pl.col("grade") >= m.rel) & top
+        v, rel = pl.col(f"v{n}"), f"rel{m.rel}"
+        if rel not in rels:
+            rels.add(rel)
+            i_aggs.append((pl.col("grade") >= m.rel).sum().alias(rel))
         if m.family == "nDCG":
-            gain = (lambda x: np.power(2.0, x) - 1.0) if m.gain == "exponential" else (lambda x: x)
-            dcg = (gain(grades[:, :k]) * discount[:k]).sum(axis=1)
-            idcg = (gain(ideal[:, :k]) * discount[:k]).sum(axis=1)
-            v = np.divide(dcg, idcg, out=np.zeros(nq), where=idcg > 0)
-        else:
-            hit = grades[:, :k] >= m.rel
-            if m.family == "RR":
-                first = hit.argmax(axis=1)
-                v = np.where(hit.any(axis=1), 1.0 / (first + 1), 0.0)
-            elif m.family == "P":
-                v = hit.sum(axis=1) / k
-            elif m.family == "R":
-                v = np.divide(hit.sum(axis=1), num_rel, out=np.zeros(nq), where=num_rel > 0)
-            elif m.family == "AP":
-                prec = np.cumsum(hit, axis=1) / np.arange(1, k + 1)
-                v = np.divide((prec * hit).sum(axis=1), num_rel, out=np.zeros(nq), where=num_rel > 0)
-            else:  # Judged
-                n_ret = returned[:, :k].sum(axis=1)
-                v = np.divide(judged[:, :k].sum(axis=1), n_ret, out=np.zeros(nq), where=n_ret > 0)
-        keep = np.ones(nq, dtype=bool)
-        no_rel = num_rel == 0
-        counts[f"{name}:no_relevant"] = int(no_rel.sum())
-        if no_rel.any() and policies.no_relevant == "error":
-            raise MetricError(f"{int(no_rel.sum())} queries have no relevant document for {name}, e.g. {qids[int(no_rel.argmax())]!r}")
-        if policies.no_relevant == "skip":
-            keep &= ~no_rel
-        values[name] = v[keep]
-        ids[name] = [x for x, k_ in zip(qids, keep) if k_]
-    return Evaluation(ids, values, policies, parsed, counts)
+            gain = (2.0 ** g - 1.0) if m.gain == "exponential" else g
+            j_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"v{n}"))
+            i_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"ideal{n}"))
+            value = pl.when(pl.col(f"ideal{n}") > 0).then(v / pl.col(f"ideal{n}"))
+        elif m.family == "Judged":  # judged among the returned top k
+            j_aggs.append(top.sum().alias(f"v{n}"))
+            value = pl.when(pl.col("len") > 0).then(v / pl.min_horizontal("len", m.cutoff))
+        elif m.family == "RR":
+            j_aggs.append((1.0 / (pos.filter(hit).min() + 1)).alias(f"v{n}"))
+            value = v
+        elif m.family == "P":
+            j_aggs.append(hit.sum().alias(f"v{n}"))
+            value = v / m.cutoff
+        elif m.family == "R":
+            j_aggs.append(hit.sum().alias(f"v{n}"))
+            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
+        else:  # AP: the i-th relevant document, at rank p, adds precision i / p
+            j_aggs.append((hit.cum_sum() / (pos + 1)).filter(hit).sum().alias(f"v{n}"))
+            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
+        values_of[name] = (value.fill_null(0.0).cast(pl.Float64), pl.col(rel) == 0)
+    table = keep.to_frame("qi")
+    if j.height:
+        table = table.join(j.group_by("qi").agg(j_aggs), on="qi", how="left", maintain_order="left")
+    else:
+        table = table.with_columns(pl.lit(None, pl.Float64).alias(e.meta.output_name()) for e in j_aggs)
+    table = table.join(i.group_by("qi").agg(i_aggs), on="qi", how="left", maintain_order="left")
+    if any(m.family == "Judged" for m in parsed.values()):
+        table = table.join(rr.group_by("qi").len(), on="qi", how="left", maintain_order="left")
+    table = table.with_columns(pl.exclude("qi").fill_null(0))
 
+    values: dict[str, pl.Series] = {}
+    ids: dict[str, list[str]] = {}
+    for name, (value, no_rel_expr) in values_of.items():
+        v, no_rel = table.select(value.alias("v"), no_rel_expr.alias("none")).get_columns()
+        counts[f"{name}:no_relevant"] = n_none = int(no_rel.sum())
+        if n_none and policies.no_relevant == "error":
+            raise MetricError(f"{n_none} queries have no relevant document for {name}, e.g. {qids[no_rel.arg_true()[0]]!r}")
+        if n_none and policies.no_relevant == "skip":
+            values[name] = v.filter(~no_rel)
+            ids[name] = [x for x, skip in zip(qids, no_rel.to_list()) if not skip]
+        else:
+            values[name], ids[name] = v, qids
+    return Evaluation(ids, values, policies, parsed, counts)

@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.metrics import MetricError, Policies, evaluate, parse_measure
+from terazi.metrics import CONTRACTS, MetricError, Policies, evaluate, parse_measure
 
 GRADES = {"A": 3, "B": 2, "C": 1, "D": 0}
 L3 = math.log2(3)
@@ -72,7 +72,8 @@ def test_all_orderings_stay_in_unit_interval_and_hit_one_only_when_ideal(k):
     ("nDCG@0", "positive integer"),
     ("nDCG@-3", "positive integer"),
     ("nDCG@2.5", "positive integer"),
-    ("RR", "needs a cutoff"),
+    ("P", "needs a cutoff"),
+    ("nDCG", "needs a cutoff"),
     ("Foo@10", "unknown measure"),
     ("nDCG(dcg='cubic')@10", "dcg must be"),
     ("R(rel=0)@10", "rel must be"),
@@ -91,7 +92,7 @@ def test_invalid_measures_are_rejected(name, message):
 def test_invalid_judgments(qrels, run, message):
     if message is None:
         assert evaluate(qrels, run, ["nDCG@3"]).counts["unjudged_retrieved"] == 1
-        with pytest.raises(MetricError, match="unjudged"):
+        with pytest.raises(MetricError, match="unknown document id 'b' in the ranking of query 'q'.*unjudged=error"):
             evaluate(qrels, run, ["nDCG@3"], Policies(unjudged="error"))
     else:
         with pytest.raises(MetricError, match=message):
@@ -173,3 +174,234 @@ def test_vectorised_over_many_queries():
     ev = evaluate(qrels, run, ["nDCG@10"])
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
     assert np.allclose(ev.per_query["nDCG@10"], [ref[q]["ndcg_cut_10"] for q in ev.query_ids["nDCG@10"]], atol=1e-12)
+
+
+# --- named contracts: trec (default) and strict (the metric note) ------------------------------------
+
+
+def test_contracts_are_named_documented_data():
+    assert set(CONTRACTS) == {"trec", "strict"} and all(c.summary for c in CONTRACTS.values())
+    assert Policies() == CONTRACTS["trec"].policies and Policies().label == "trec"
+    strict = Policies.of("strict")
+    assert strict.label == "strict" and strict.unjudged == "error" and strict.nan_score == "error"
+    assert Policies.of("strict", unjudged="irrelevant").label == "strict, changed: unjudged=irrelevant"
+    qrels, run = worked_example()
+    assert evaluate(qrels, run, ["RR@3"], strict).contract()["contract"] == "strict"
+    with pytest.raises(MetricError, match="unknown contract 'lenient'"):
+        Policies.of("lenient")
+
+
+def test_strict_equals_trec_on_valid_input():
+    qrels, run = worked_example()
+    trec, strict = (evaluate(qrels, run, ["RR@3", "nDCG@3", "AP"], p) for p in (Policies(), Policies.of("strict")))
+    assert trec.aggregate == strict.aggregate
+
+
+def _with_rank(run: dict[str, dict[str, float]], ranks: dict[tuple[str, str], int]):
+    import polars as pl
+
+    rows = [(q, d, s, ranks[q, d]) for q, docs in run.items() for d, s in docs.items()]
+    return pl.DataFrame(rows, schema=["query_id", "doc_id", "score", "rank"], orient="row")
+
+
+@pytest.mark.parametrize("case", ["unknown document id", "repeated rank", "None grade", "NaN grade", "NaN score",
+                                  "None score", "cutoff nDCG@3_0", "run query without judgments"])
+def test_strict_rejects_with_the_query_and_document_named(case):
+    qrels = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
+    run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
+    measures, strict = ["nDCG@3"], Policies.of("strict")
+    if case == "unknown document id":
+        run["q1"]["zz"] = 0.5
+        expected = "unknown document id 'zz' in the ranking of query 'q1'"
+    elif case == "repeated rank":
+        run = _with_rank(run, {("q1", "a"): 1, ("q1", "b"): 1, ("q2", "c"): 1})
+        expected = "rank 1 appears more than once in the ranking of query 'q1' \\(documents 'a', 'b'"
+    elif case == "None grade":
+        qrels["q1"]["b"] = None
+        expected = "grade of query 'q1', document 'b' is missing"
+    elif case == "NaN grade":
+        import polars as pl
+
+        qrels = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "c"], "grade": [2.0, math.nan, 1.0]})
+        expected = "grade of query 'q1', document 'b' is not an integer \\(nan\\)"
+    elif case == "NaN score":
+        run["q1"]["b"] = math.nan
+        expected = "score of query 'q1', document 'b' is NaN"
+    elif case == "None score":
+        run["q2"]["c"] = None
+        expected = "score of query 'q2', document 'c' is missing"
+    elif case == "cutoff nDCG@3_0":
+        measures, expected = ["nDCG@3_0"], "plain positive integer"
+    else:
+        run["q9"] = {"a": 1.0}
+        expected = "queries in the run have no judgments, e.g. 'q9'"
+    with pytest.raises(MetricError, match=expected):
+        evaluate(qrels, run, measures, strict)
+
+
+def test_trec_accepts_what_strict_rejects_except_invalid_values():
+    qrels = {"q1": {"a": 2, "b": 0}}
+    ok = evaluate(qrels, _with_rank({"q1": {"a": 2.0, "b": 1.0, "zz": 0.5}}, {("q1", "a"): 1, ("q1", "b"): 1,
+                                                                            ("q1", "zz"): 2}), ["nDCG@3"])
+    assert ok.counts["unjudged_retrieved"] == 1 and ok.aggregate["nDCG@3"] == 1.0
+    for bad in ({"q1": {"a": None}}, {"q1": {"a": "high"}}):  # a missing or non-numeric score is never a ranking
+        with pytest.raises(MetricError, match="score of query 'q1', document 'a' is"):
+            evaluate(qrels, bad, ["nDCG@3"])
+
+
+@pytest.mark.parametrize("name", ["nDCG@3_0", "nDCG@+3", "nDCG@ 3", "nDCG@03", "nDCG@3.0", "nDCG@٣", "nDCG@",
+                                  "RR@1e1", "ndcg_cut_03", "P_+5", "R(rel=1_0)@10"])
+def test_cutoffs_are_plain_positive_integers(name):
+    # int() accepts '3_0', '+3', ' 3', '03' and the Arabic-Indic '٣'; a measure name must not
+    with pytest.raises(MetricError, match="plain positive integer|rel must be"):
+        parse_measure(name)
+
+
+def test_nan_scores_rank_last_under_trec():
+    # trec_eval compares scores with < and >, which NaN defeats: its order is then undefined (pytrec_eval put the
+    # top-scored relevant document 4th in one such run). terazi ranks NaN below every number and counts it.
+    qrels = {"q": {"a": 1, "b": 0, "c": 0, "d": 0}}
+    run = {"q": {"a": 3.0, "b": math.nan, "c": 2.0, "d": math.nan}}
+    ev = evaluate(qrels, run, ["RR@10", "nDCG@2"])
+    assert ev.per_query_dict("RR@10") == {"q": 1.0} and ev.counts["nan_scores"] == 2
+    qrels_nan_relevant = {"q": {"a": 0, "b": 1, "c": 0, "d": 1}}
+    ev = evaluate(qrels_nan_relevant, run, ["RR@10"])
+    # ranking a(3) c(2) d(NaN) b(NaN): NaNs tie and fall back to document id descending, as -inf would in trec_eval
+    low = {"q": {d: (-1e300 if math.isnan(s) else s) for d, s in run["q"].items()}}
+    ref = pytrec_eval.RelevanceEvaluator(qrels_nan_relevant, {"recip_rank"}).evaluate(low)
+    assert ev.per_query_dict("RR@10")["q"] == ref["q"]["recip_rank"] == pytest.approx(1 / 3)
+    assert evaluate(qrels_nan_relevant, run, ["RR@10"]).contract()["nan_score"].startswith("rank last")
+
+
+def test_negative_zero_ties_with_zero_as_in_trec_eval():
+    qrels = {"q": {"a": 1, "b": 0}}
+    run = {"q": {"a": -0.0, "b": 0.0}}  # tie: document id descending puts b first
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)
+    assert evaluate(qrels, run, ["RR"]).per_query_dict("RR")["q"] == ref["q"]["recip_rank"] == 0.5
+
+
+# --- the neighbours' names: ranx and trec_eval spellings ------------------------------------------------
+
+ALIASES = {
+    "mrr@10": "RR@10", "MRR@10": "RR@10", "mrr": "RR", "recip_rank": "RR", "map@100": "AP@100", "map": "AP",
+    "MAP": "AP", "map_cut_100": "AP@100", "map_cut.100": "AP@100", "recall@100": "R@100", "Recall@100": "R@100",
+    "recall_100": "R@100", "recall.100": "R@100", "precision@5": "P@5", "P_5": "P@5", "P.5": "P@5",
+    "ndcg@10": "nDCG@10", "NDCG@10": "nDCG@10", "ndcg_cut_10": "nDCG@10", "ndcg_cut.10": "nDCG@10",
+    "ndcg_burges@10": "nDCG(dcg='exp-log2')@10", "nDCG(dcg='log2')@10": "nDCG@10", "mrr(rel=2)@10": "RR(rel=2)@10",
+}
+
+
+@pytest.mark.parametrize("alias, canonical", ALIASES.items())
+def test_aliases_resolve_to_the_canonical_measure(alias, canonical):
+    m, c = parse_measure(alias), parse_measure(canonical)
+    assert m.canonical == canonical == c.canonical
+    assert (m.family, m.cutoff, m.gain, m.rel) == (c.family, c.cutoff, c.gain, c.rel)
+
+
+@pytest.mark.parametrize("name, why", [("hit_rate@10", "no terazi family"), ("hits@10", "use P@k"),
+                                       ("f1@10", "no terazi family"), ("r-precision", "no terazi family"),
+                                       ("bpref", "no terazi family"), ("ndcg", "give a cutoff"),
+                                       ("dcg@10", "use nDCG@k")])
+def test_neighbour_names_without_an_equivalent_say_so(name, why):
+    with pytest.raises(MetricError, match=why):
+        parse_measure(name)
+
+
+# trec_eval result key of each canonical measure at cutoff 10 / 100 / 5 (None: not in trec_eval)
+TREC_KEY = {"RR": "recip_rank", "AP": "map", "AP@100": "map_cut_100", "R@100": "recall_100", "P@5": "P_5",
+            "nDCG@10": "ndcg_cut_10", "RR@10": None, "nDCG(dcg='exp-log2')@10": None, "RR(rel=2)@10": None}
+
+
+@settings(max_examples=60, deadline=None)
+@given(qrels_and_run())
+def test_every_alias_equals_its_canonical_measure_and_pytrec_eval(data):
+    qrels, run = data
+    ours = evaluate(qrels, run, list(ALIASES) + sorted(set(ALIASES.values())))
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "map", "map_cut.100", "recall.100", "P.5",
+                                                 "ndcg_cut.10"}).evaluate(run)
+    for alias, canonical in ALIASES.items():
+        assert ours.per_query_dict(alias) == ours.per_query_dict(canonical), alias
+        if TREC_KEY[canonical]:
+            for qid, values in ref.items():
+                assert ours.per_query_dict(alias)[qid] == pytest.approx(values[TREC_KEY[canonical]], abs=1e-12), alias
+
+
+def test_recip_rank_has_no_cutoff():
+    # first relevant document at rank 50: trec_eval's recip_rank is 1/50; RR@10 is 0
+    qrels = {"q": {"d49": 1}}
+    run = {"q": {f"d{i:02d}": 100.0 - i for i in range(60)}}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)["q"]["recip_rank"]
+    ev = evaluate(qrels, run, ["recip_rank", "RR", "RR@10", "mrr@10"])
+    assert ev.aggregate["recip_rank"] == ev.aggregate["RR"] == ref == pytest.approx(1 / 50)
+    assert ev.aggregate["RR@10"] == ev.aggregate["mrr@10"] == 0.0
+
+
+# --- (query, document) keys are 64-bit hashes; collisions must never change a number --------------------
+
+
+def _weak_key(entropy):
+    import polars as pl
+
+    from terazi import metrics
+
+    def key(unjudged_queries=False):
+        query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
+        return entropy(pl.col("doc_id")) + query * metrics._MIX
+    return key
+
+
+@settings(max_examples=40, deadline=None)
+@given(qrels_and_run())
+def test_colliding_keys_between_judged_documents_fall_back_to_exact_matching(data):
+    from terazi import metrics
+
+    qrels, run = data
+    names = ["nDCG@5", "RR", "AP", "R@10", "Judged@5"]
+    expected = evaluate(qrels, run, names)
+    original = metrics._pair_key
+    metrics._pair_key = _weak_key(lambda d: d.hash(seed=0) % 2)  # two keys per query: nearly everything collides
+    try:
+        got = evaluate(qrels, run, names)
+    finally:
+        metrics._pair_key = original
+    assert all(got.per_query_dict(m) == expected.per_query_dict(m) for m in names)
+    assert got.counts == expected.counts
+
+
+def test_an_unjudged_document_colliding_with_a_judged_one_stays_unjudged(monkeypatch):
+    from terazi import metrics
+
+    monkeypatch.setattr(metrics, "_pair_key", _weak_key(lambda d: d.str.head(1).hash(seed=0)))  # key = first letter
+    qrels = {"q": {"a1": 0, "b1": 3}}
+    run = {"q": {"b2": 3.0, "a2": 2.0, "b1": 1.0}}  # b2 and a2 share keys with judged b1 and a1
+    ev = evaluate(qrels, run, ["RR@10", "Judged@3"])
+    assert ev.per_query_dict("RR@10") == {"q": 1 / 3} and ev.per_query_dict("Judged@3") == {"q": 1 / 3}
+    assert ev.counts["unjudged_retrieved"] == 2
+    with pytest.raises(MetricError, match="unknown document id 'a2' in the ranking of query 'q'"):
+        evaluate(qrels, run, ["RR@10"], Policies.of("strict"))
+    with pytest.raises(MetricError, match="document 'b1' appears twice"):
+        import polars as pl
+
+        evaluate(qrels, pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["b1", "b2", "b1"], "score": [1.0, 2.0, 3.0]}),
+                 ["RR@10"])
+
+
+def test_row_order_of_the_run_does_not_matter():
+    # a run in rank order is used as it is; shuffled or with queries interleaved it is sorted; ties need the doc id
+    import polars as pl
+
+    rng = np.random.default_rng(7)
+    rows = [(f"q{q}", f"d{d}", float(rng.integers(0, 5))) for q in range(30) for d in rng.choice(60, 20, replace=False)]
+    qrels = {f"q{q}": {f"d{d}": int(rng.integers(0, 3)) for d in rng.choice(60, 15, replace=False)} for q in range(30)}
+    frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
+    ranked = frame.sort(["query_id", "score"], descending=[False, True])  # ties left in input order
+    names = ["nDCG@5", "AP", "RR", "P@10", "Judged@10"]
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "map", "recip_rank", "P.10"}).evaluate(
+        {q: dict(zip(g["doc_id"], g["score"])) for (q,), g in frame.group_by("query_id")})
+    results = [evaluate(qrels, f, names) for f in (ranked, frame.sample(fraction=1.0, shuffle=True, seed=1), frame)]
+    for ev in results:
+        assert ev.per_query_dict("AP") == results[0].per_query_dict("AP")
+        assert ev.counts == results[0].counts
+        for q, v in ref.items():
+            assert ev.per_query_dict("nDCG@5")[q] == pytest.approx(v["ndcg_cut_5"], abs=1e-12)
+            assert ev.per_query_dict("RR")[q] == pytest.approx(v["recip_rank"], abs=1e-12)

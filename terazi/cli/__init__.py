@@ -1,36 +1,31 @@
 """`terazi` command line: run evaluations, and the building blocks on their own.
 
-One module per command group; each registers its commands on `app`.
+One module per command group, registered on the typer `app` (terazi/cli/application.py). This package itself
+stays light: `terazi score` goes straight to its own parser (terazi/scoring.py) without importing typer,
+because it is run in loops over many run files.
 """
 
 from __future__ import annotations
 
-import typer
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Weigh text rerankers and retrievers honestly.")
-
-
-def _version(value: bool) -> None:
-    if value:
-        from terazi import __version__
-        from terazi.cli._common import console
-
-        console.print(f"terazi {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version.")) -> None:
-    """Weigh text rerankers and retrievers honestly."""
-
-
-from terazi.cli import analyze, compare, convert, corrupt, evaluate, leaderboard, score, serve  # noqa: E402,F401  (registers commands)
+import sys
 
 
 def main() -> None:
-    """Console entry point: every known failure is one line (see `_common.errors_as_lines`)."""
+    """Console entry point (`terazi`, `python -m terazi.cli`): every known failure is one line."""
+    if sys.argv[1:2] == ["score"]:
+        from terazi.scoring import main as score_main
+
+        sys.exit(score_main(sys.argv[2:]))
     from terazi.cli._common import errors_as_lines
+    from terazi.cli.application import app
 
     with errors_as_lines():
         app()
+
+
+def __getattr__(name: str):
+    if name == "app":  # `from terazi.cli import app` (tests, embedding) loads the typer application on first use
+        from terazi.cli.application import app
+
+        return app
+    raise AttributeError(f"module 'terazi.cli' has no attribute {name!r}")

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli import app
+from terazi.cli.application import app
 from terazi.cli._common import console, errors_as_lines, fail
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from terazi.cli import app
+from terazi.cli.application import app
 from terazi.cli._common import err
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from terazi.cli import app
+from terazi.cli.application import app
 from terazi.cli._common import fail
 from terazi.errors import describe
 

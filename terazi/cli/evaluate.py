@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli import app
+from terazi.cli.application import app
 from terazi.cli._common import VERBOSE, console, err, errors_as_lines, fail, setup
 from terazi.configs import demo_config, read_config_file
 

@@ -1,49 +1,58 @@
-"""`terazi leaderboard`: Borda and means from any long score table."""
+"""`terazi leaderboard`: Borda and means from a long score table, an MTEB results folder or a terazi results folder."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
-from rich.table import Table
 
-from terazi.cli import app
 from terazi.cli._common import console, fail
+from terazi.cli.application import app
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(
-    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="CSV or parquet: system,task,task_type,score"),
-    fmt: str = typer.Option("table", "--format", help="table | csv | json"),
+    source: Path = typer.Argument(..., exists=True, help="a long score table (CSV or parquet: system,task,task_type,"
+                                  "score), an MTEB results folder (<model>/<revision>/<task>.json) or a terazi results folder"),
+    fmt: str = typer.Option("table", "--format", help="table | csv | json | markdown | latex (booktabs)"),
+    borda: Optional[str] = typer.Option(None, help="per-task (default; N = systems evaluated on each task, the ranking "
+                                                    "note) | mteb (N = every system with any result, MTEB's code)"),
     out_of_ranking: list[str] = typer.Option([], "--out-of-ranking", help="task shown but not aggregated (repeatable)"),
+    task_type: list[str] = typer.Option([], "--task-type", help="MTEB folders: TASK=TYPE for Mean (TaskType) "
+                                                                "(repeatable); a TYPE alone is the default type"),
+    split: Optional[str] = typer.Option(None, help="MTEB folders: only this split (default: every split in the files)"),
+    language: Optional[str] = typer.Option(None, help="MTEB folders: only subsets in this language, e.g. tur"),
 ) -> None:
-    """Borda count, Mean (Task) and Mean (TaskType) from any long score table (MTEB semantics)."""
+    """Borda count, Mean (Task) and Mean (TaskType) as the ranking note defines them, in any format."""
     import polars as pl
 
-    from terazi.leaderboard import aggregate
+    from terazi import exports
+    from terazi.leaderboard import BORDA, load_board
 
+    if fmt not in exports.FORMATS:
+        fail(f"--format must be one of {', '.join(exports.FORMATS)}, got {fmt!r}")
+    if borda is not None and borda not in BORDA:
+        fail(f"--borda must be one of {', '.join(BORDA)}, got {borda!r}")
+    types = dict(t.split("=", 1) for t in task_type if "=" in t)
+    defaults = [t for t in task_type if "=" not in t]
     try:
-        long = pl.read_parquet(source) if source.suffix == ".parquet" else pl.read_csv(source, infer_schema_length=None)
-        board = aggregate(long, set(out_of_ranking))
+        board, note = load_board(source, borda, set(out_of_ranking), types, defaults[-1] if defaults else "unspecified",
+                                 split, language)
     except (ValueError, pl.exceptions.PolarsError) as e:
-        fail(f"{source}: {e}")
-    cols = ["system", "borda_votes", "borda_rank", "mean_task", "mean_task_type"]
-    board = board.select(*cols, "mean_task_available")
-    if fmt == "json":
-        print(json.dumps(board.select(cols).to_dicts(), indent=2, ensure_ascii=False))
-    elif fmt == "csv":
-        sys.stdout.write(board.select(cols).write_csv())
-    elif fmt == "table":
-        table = Table(title=f"{source.name}: Borda count (MTEB semantics)",
-                      caption="Mean (Task)/(TaskType) are empty for systems missing a task; "
-                              "'available' averages the tasks a system has")
-        for c in ("#", "system", "Borda", "Mean (Task)", "Mean (TaskType)", "Mean (available)"):
-            table.add_column(c, justify="left" if c == "system" else "right")
-        for r in board.iter_rows(named=True):
-            table.add_row(str(r["borda_rank"]), r["system"], f"{r['borda_votes']:g}",
-                          *("–" if r[k] is None else f"{r[k]:.4f}" for k in ("mean_task", "mean_task_type", "mean_task_available")))
-        console.print(table)
-    else:
-        fail(f"--format must be table, csv or json, got {fmt!r}")
+        fail(str(e))
+    if fmt != "table":
+        sys.stdout.write(exports.render(board, fmt, note))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    marks = exports.best(board)
+    table = Table(title=f"{escape(source.name)}: leaderboard", caption=escape(note))
+    for c in board.columns:
+        table.add_column(exports.label(c), justify="left" if c == "system" else "right")
+    for i, r in enumerate(board.iter_rows(named=True)):
+        cells = [escape(exports.cell(c, r[c])) for c in board.columns]
+        table.add_row(*(f"[bold]{v}[/]" if i in marks.get(c, ()) else v for c, v in zip(board.columns, cells)))
+    console.print(table)

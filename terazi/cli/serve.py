@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from terazi.cli import app
+from terazi.cli.application import app
 from terazi.cli._common import VERBOSE, err, errors_as_lines, setup
 
 
