@@ -91,6 +91,8 @@ class MetricContract(_Manifest):
     """The conventions a score was computed under; printed and stored beside every number."""
 
     measure: str
+    contract: str = Field("trec", description="the named contract (trec: trec_eval -c conventions, which BEIR-style "
+                                              "candidate lists need: unjudged candidates count as irrelevant)")
     cutoff: int
     gain: str
     relevance_threshold: int

@@ -18,7 +18,8 @@ def contracts(measures: list[str], policies: Policies = Policies()) -> list[Metr
     out = []
     for name in measures:
         m = parse_measure(name)
-        out.append(MetricContract(measure=m.name, cutoff=m.cutoff or 0, gain=m.gain, relevance_threshold=m.rel,
+        out.append(MetricContract(measure=m.name, contract=policies.label, cutoff=m.cutoff or 0, gain=m.gain,
+                                  relevance_threshold=m.rel,
                                   no_relevant=policies.no_relevant, missing_query=policies.missing_query,
                                   extra_query=policies.extra_query, unjudged=policies.unjudged, ties=FLOW_TIES))
     return out
