@@ -121,12 +121,24 @@ class _Onnx(Backend):
         model, tok = self._torch_model(), self._tokenizer()
         sample = tok(["sorgu"], ["belge"], return_tensors="pt") if self.kind == "cross-encoder" else tok(["metin"], return_tensors="pt")
         names = [n for n in inspect.signature(model.forward).parameters if n in sample]
+        output = self.output
+
+        class Exportable(torch.nn.Module):
+            """The model with its tokenizer's tensors as positional inputs and one named output."""
+
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def forward(self, *tensors):
+                return self.model(**dict(zip(names, tensors)), return_dict=True)[output]
+
         log.info("exporting %s to ONNX (once) for %s", self.ref.name, self.kind)
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, (), str(target), kwargs={n: sample[n] for n in names}, input_names=names,
-                              output_names=[self.output], opset_version=OPSET, dynamo=False,
-                              dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, self.output: {0: "batch"}})
+            torch.onnx.export(Exportable().eval(), tuple(sample[n] for n in names), str(target), input_names=names,
+                              output_names=[output], opset_version=OPSET, dynamo=False,
+                              dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, output: {0: "batch"}})
 
     def _tokenizer(self):
         from transformers import AutoTokenizer

@@ -87,6 +87,10 @@ def print_leaderboard(run_dir: Path) -> None:
     console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
     for line in tables["featured"]["lines"]:
         console.print(f"  {line}", highlight=False)
+    if tables.get("variants"):
+        console.print("[bold]judged variants[/]")
+        for line in tables["variants"]["sentences"]:
+            console.print(f"  {line}", highlight=False)
 
 
 @app.command()
