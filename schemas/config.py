@@ -318,7 +318,7 @@ class EvalConfig(_Config):
     variants: list[VariantPair] = Field(default_factory=list, description="pairs of rows to judge against each other "
                                                                           "(a model and its int8 or ONNX copy): "
                                                                           "difference, interval, speed and size ratio")
-    subset: int | None = Field(1000, ge=10, description="judged variants: seeded sample of this many clean queries of "
+    subset: int | None = Field(1000, ge=2, description="judged variants: seeded sample of this many clean queries of "
                                                          "the ranked datasets (all of them when fewer; none: all)")
     task_runner: Literal["thread", "dask", "ray"] = Field("thread", description="where model tasks run: threads in "
                                                           "this process, a Dask cluster or a Ray cluster")
