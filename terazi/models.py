@@ -153,7 +153,8 @@ WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 def weights_info(folder: str | Path) -> tuple[int | None, int | None]:
     """(parameters, bytes on disk) of a model folder's weights (the top-level safetensors files, else .bin/.pt
     files; ONNX and OpenVINO copies in sub-folders are not counted). Parameters come from the safetensors headers,
-    without loading a tensor; None when they cannot be read that way."""
+    without loading a tensor: floating-point tensors only (integer buffers such as stored position ids are not
+    parameters); None when they cannot be read that way."""
     import json
     import struct
 
@@ -174,7 +175,7 @@ def weights_info(folder: str | Path) -> tuple[int | None, int | None]:
             (n,) = struct.unpack("<Q", f.read(8))
             header = json.loads(f.read(n))
         for name, meta in header.items():
-            if name != "__metadata__":
+            if name != "__metadata__" and meta["dtype"].startswith(("F", "BF")):
                 count = 1
                 for d in meta["shape"]:
                     count *= d
