@@ -10,6 +10,7 @@ CPU scores of one model are never mixed.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Callable
 
@@ -22,6 +23,17 @@ from terazi.rerankers import Pair
 log = logging.getLogger("terazi.backends")
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
 CPU_BATCH, CPU_BATCH_LLM, MAX_AUTO_BATCH = 32, 8, 512
+# Model rows run as parallel tasks in one process; transformers' lazy imports are not thread-safe (two threads
+# importing a model class at once can fail with "cannot import name"), and two exports of one model must not race.
+LOADING = threading.RLock()
+# One timed call per device at a time: rows scored by parallel tasks of one process would otherwise share the cores
+# (or the GPU) and each row's pairs/s would depend on what else ran beside it.
+_DEVICES: dict[str, threading.Lock] = {}
+
+
+def device_lock(device: str) -> threading.Lock:
+    with LOADING:
+        return _DEVICES.setdefault(device, threading.Lock())
 
 
 def device_kind(device: str) -> str:
@@ -118,7 +130,9 @@ class Backend:
     # --- shared behaviour ---
     def load(self) -> None:
         if self._model is None:
-            self._model = self._load()
+            with LOADING:
+                if self._model is None:
+                    self._model = self._load()
 
     @property
     def model(self):
@@ -186,6 +200,7 @@ class Backend:
 class Metered:
     """Times a scorer's `score()` calls with the model already loaded and warmed up (one pair scored outside the
     timer), so the throughput is the warm model's: no load, no score-cache reads or writes, no first-call set-up.
+    Timed calls on one device take turns (`device_lock`), so parallel rows do not slow each other's figures.
 
     Wraps any `PairScorer`; a scorer without `load()` (BM25) is loaded by scoring an empty list.
     """
@@ -194,6 +209,7 @@ class Metered:
         self.inner = inner
         self.items, self.seconds, self.latencies_ms = 0, 0.0, []
         self._warm = False
+        self._lock = device_lock(getattr(inner, "device", "cpu"))
 
     @property
     def identity(self) -> str:
@@ -221,9 +237,10 @@ class Metered:
 
     def score(self, pairs: list[Pair]) -> np.ndarray:
         self.warm(pairs)
-        start = time.perf_counter()
-        out = self.inner.score(pairs)
-        self.seconds += time.perf_counter() - start
+        with self._lock:
+            start = time.perf_counter()
+            out = self.inner.score(pairs)
+            self.seconds += time.perf_counter() - start
         self.items += len(pairs)
         return out
 
@@ -234,9 +251,10 @@ class Metered:
             if not group or (self.latencies_ms and spent >= budget_s):
                 break
             self.warm(group)
-            start = time.perf_counter()
-            self.inner.score(group)
-            took = time.perf_counter() - start
+            with self._lock:
+                start = time.perf_counter()
+                self.inner.score(group)
+                took = time.perf_counter() - start
             spent += took
             self.latencies_ms.append(1000 * took)
 

@@ -153,10 +153,11 @@ class _Onnx(Backend):
         runtime = self.runtime
         options = runtime.SessionOptions()
         options.log_severity_level = 3
+        path = self.onnx_file()
         try:
-            session = runtime.InferenceSession(str(self.onnx_file()), options, providers=self._providers())
+            session = runtime.InferenceSession(str(path), options, providers=self._providers())
         except Exception as e:
-            raise ModelError(f"onnxruntime could not open {self.onnx_file()} for {self.ref.name!r}: {e}") from e
+            raise ModelError(f"onnxruntime could not open {path} for {self.ref.name!r}: {e}") from e
         self.tokenizer = self._tokenizer()
         self.inputs = {i.name for i in session.get_inputs()}
         outputs = [o.name for o in session.get_outputs()]
