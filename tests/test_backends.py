@@ -3,7 +3,6 @@ the export is made once; the registry picks by kind and backend."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 
 import numpy as np
@@ -13,9 +12,8 @@ from schemas import BiEncoderSpec, CrossEncoderSpec
 from terazi.data import load_beir
 from terazi.rerankers import Pair, make_scorer
 from terazi.score_cache import ScoreCache
+from tests.conftest import needs_onnx
 
-needs_ort = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None,
-                               reason="backend: onnx needs onnxruntime (pip install 'terazi[onnx]')")
 
 
 def tiny_pairs(tiny_dataset) -> list[Pair]:
@@ -48,7 +46,7 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
     return str(folder)
 
 
-@needs_ort
+@needs_onnx
 def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_encoder):
     pairs = tiny_pairs(tiny_dataset)
     rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), {}, "", True, str(tmp_path))
@@ -75,7 +73,7 @@ def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_e
     assert costs["torch"].params == costs["onnx"].params == costs["int8"].params > 1_000_000
 
 
-@needs_ort
+@needs_onnx
 def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
     pairs = tiny_pairs(tiny_dataset)[:5]
     first = make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path)).score(pairs)
@@ -92,7 +90,7 @@ def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_e
     assert np.array_equal(first, again)
 
 
-@needs_ort
+@needs_onnx
 def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encoder):
     pairs = tiny_pairs(tiny_dataset)[:8]
     exported = make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path / "c1"))
@@ -114,7 +112,7 @@ def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encod
         make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), {}, "", True, str(tmp_path)).score(pairs)
 
 
-@needs_ort
+@needs_onnx
 def test_onnx_bi_encoder_matches_torch(tmp_path, tiny_dataset, tiny_bi_encoder):
     pairs = tiny_pairs(tiny_dataset)
     spec = dict(name="bi", kind="bi-encoder", model=tiny_bi_encoder, max_length=64)
@@ -143,3 +141,13 @@ def test_registry_names_every_model_kind():
     assert backend_class("cross-encoder", "onnx").__name__ == "OnnxCrossEncoder"
     with pytest.raises(ValueError, match="no backend 'onnx' for kind 'llm-reranker'"):
         backend_class("llm-reranker", "onnx")
+
+
+def test_without_onnxruntime_the_error_says_what_to_install(monkeypatch, tmp_path, tiny_cross_encoder):
+    import sys
+
+    from terazi.models import ModelError
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    with pytest.raises(ModelError, match=r"backend: onnx needs onnxruntime: pip install 'terazi\[onnx\]'"):
+        make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path))

@@ -3,7 +3,6 @@ written as the Kalbur card writes its int8 sentence; and the whole flow with tor
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from schemas import EvalConfig, ModelCost
 from terazi import presentation, stats
 from terazi.variants import Judgement, judge, subset
+from tests.conftest import needs_onnx
 
 
 def per_query(n: int = 300, shift: float = 0.01, seed: int = 0) -> pl.DataFrame:
@@ -72,7 +72,7 @@ def test_variants_must_name_two_rows():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="needs onnxruntime")
+@needs_onnx
 def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
     from flows.evaluate import evaluate
 
