@@ -108,6 +108,21 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     assert 'id="costs"' in page and 'id="variants-table"' in page and "int8: on a benchmark subset" in page
     assert "Param and Size:" in page
 
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    async def artifacts() -> dict:
+        async with get_client() as client:
+            return {a.key: a for a in await client.read_artifacts()}
+
+    made = asyncio.run(artifacts())
+    assert {"terazi-costs", "terazi-variants"} <= set(made)
+    assert "int8: on a benchmark subset (3 queries)" in made["terazi-variants"].description
+    board = made["terazi-leaderboard"].data
+    board = json.loads(board) if isinstance(board, str) else board  # a table artifact's rows, stored as JSON
+    assert {"System", "Param", "Size", "Pairs/s"} <= set(board[0])
+
     again = evaluate(config.model_copy(update={"run_name": "r2"}))  # everything cached: the figures come back
     assert all(r.pairs_scored == 0 for r in again.reranks if r.pairs_needed)
     cached = {r.system: r.cost for r in again.reranks if r.cost}
