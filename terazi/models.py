@@ -139,6 +139,31 @@ def model_file(ref: ModelRef, name: str, required: bool = True) -> Path | None:
     return None
 
 
+def cached_file(ref: ModelRef, name: str) -> Path | None:
+    """A model's file if it is already on this machine (its folder, or the Hugging Face cache): nothing is fetched."""
+    if ref.local:
+        path = Path(ref.location) / name
+        return path if path.is_file() else None
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(ref.location, name, revision=ref.revision)
+    return Path(found) if isinstance(found, str) else None
+
+
+def has_file(ref: ModelRef, name: str) -> bool:
+    """Whether the model has this file, without downloading it (a hub look-up only when online and not cached)."""
+    if cached_file(ref, name) is not None:
+        return True
+    if ref.local or os.environ.get("HF_HUB_OFFLINE") == "1":
+        return False
+    from huggingface_hub import file_exists
+
+    try:
+        return file_exists(ref.location, name, revision=ref.revision)
+    except Exception:  # no network: as if absent (an export is made instead, and the identity says so)
+        return False
+
+
 def model_config(ref: ModelRef) -> dict:
     """The model's config.json (empty when it has none), read without loading the model."""
     import json

@@ -22,7 +22,17 @@ from terazi import fingerprint
 from terazi.backends.base import CPU_BATCH, Backend
 from terazi.backends.torch_bi import cosine
 from terazi.backends.torch_cross import activation_name
-from terazi.models import ModelError, ModelRef, local_folder, model_config, model_file, pick_device, weights_info
+from terazi.models import (
+    ModelError,
+    ModelRef,
+    cached_file,
+    has_file,
+    local_folder,
+    model_config,
+    model_file,
+    pick_device,
+    weights_info,
+)
 from terazi.paths import inside
 from terazi.rerankers import Pair
 
@@ -53,17 +63,21 @@ def _atomic(target: Path, write) -> Path:
 
 
 def quantize_int8(source: Path, target: Path) -> Path:
-    """Dynamic int8 weights (onnxruntime.quantization.quantize_dynamic, QInt8), written once."""
+    """Dynamic int8 weights (onnxruntime.quantization.quantize_dynamic, QInt8), written once. A source over
+    1.5 GB (weights beside it) is read and written with external data: protobuf files stop at 2 GB."""
     if target.is_file():
         return target
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    large = sum(f.stat().st_size for f in source.parent.iterdir() if f.is_file()) > 1.5e9
 
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process is logged on the root logger
     try:
         log.info("quantising %s to int8", source)
-        return _atomic(target, lambda tmp: quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8))
+        return _atomic(target, lambda tmp: quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8,
+                                                            use_external_data_format=large))
     finally:
         root.setLevel(level)
 
@@ -73,7 +87,7 @@ class _Onnx(Backend):
 
     def __init__(self, spec, ref: ModelRef, cache_dir: str):
         self.runtime = ort()
-        self.own = spec.file_name or (DEFAULT_FILE if model_file(ref, DEFAULT_FILE, required=False) else None)
+        self.own = spec.file_name or (DEFAULT_FILE if has_file(ref, DEFAULT_FILE) else None)
         super().__init__(spec, ref, cache_dir)
         self._file: Path | None = None
 
@@ -111,9 +125,21 @@ class _Onnx(Backend):
                 source = self._folder / "model.onnx"
                 if not source.is_file():
                     _atomic(source, self._export)
-            self._file = quantize_int8(source, self._folder / f"model_int8_ort-{self.runtime.__version__}.onnx") \
-                if self.spec.quantization == "int8" else source
+            self._file = quantize_int8(source, self._int8_path) if self.spec.quantization == "int8" else source
         return self._file
+
+    @property
+    def _int8_path(self) -> Path:
+        return self._folder / f"model_int8_ort-{self.runtime.__version__}.onnx"
+
+    def _made_file(self) -> Path | None:
+        """The file `onnx_file()` would return, if it is already on this machine (nothing made or fetched)."""
+        if self._file is not None:
+            return self._file
+        if self.spec.quantization == "int8":
+            return self._int8_path if self._int8_path.is_file() else None
+        exported = self._folder / "model.onnx"
+        return cached_file(self.ref, self.own) if self.own else (exported if exported.is_file() else None)
 
     def _export(self, target: Path) -> None:
         import torch
@@ -172,19 +198,17 @@ class _Onnx(Backend):
         return CPU_BATCH
 
     def size_bytes(self) -> int | None:
-        if self._file is None and not (self.own or (self._folder / "model.onnx").is_file()):
-            return None  # not exported yet (a fully cached run): no file to measure
-        f = self.onnx_file()
-        return f.stat().st_size + sum(p.stat().st_size for p in f.parent.glob(f.name + "_data"))
+        f = self._made_file()  # a fully cached run measures what is there, and makes or fetches nothing
+        return None if f is None else f.stat().st_size + sum(p.stat().st_size for p in f.parent.glob(f.name + "_data"))
 
     def params(self) -> int | None:
         if self._params is None:
             folder = local_folder(self.ref)
             self._params = weights_info(folder)[0] if folder else None
-            if self._params is None and (self._file or self.own):
+            if self._params is None and self._made_file():
                 import onnx
 
-                graph = onnx.load(str(self.onnx_file()), load_external_data=False).graph
+                graph = onnx.load(str(self._made_file()), load_external_data=False).graph
                 self._params = int(sum(np.prod(t.dims) for t in graph.initializer))
         return self._params
 
