@@ -104,7 +104,6 @@ class LLMReranker(Backend):
         return (last[:, self.yes] - last[:, self.no]).cpu().numpy()
 
     def _score(self, pairs: list[Pair]) -> np.ndarray:
-        self.load()
         seqs = self.prompts(pairs)
         order = np.argsort([len(s) for s in seqs], kind="stable")
         out = np.empty(len(pairs), dtype=np.float64)

@@ -75,7 +75,7 @@ def print_leaderboard(run_dir: Path) -> None:
     def show(t: presentation.Table, title: str, caption: str = "") -> None:
         rich_table = Table(title=title, caption=caption or None, caption_justify="left")
         for i, c in enumerate(t.columns):
-            rich_table.add_column(c, justify="left" if i < 2 else "right")
+            rich_table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i == 1)  # system names stay whole
         for r in t.rows:
             rich_table.add_row(*r)
         console.print(rich_table)
