@@ -211,6 +211,12 @@ class Metered:
         self._warm = False
         self._lock = device_lock(getattr(inner, "device", "cpu"))
 
+    def __getattr__(self, name: str):
+        """Anything else a scorer offers (its model, `load()`, `describe()`) is the wrapped scorer's."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     @property
     def identity(self) -> str:
         return self.inner.identity
