@@ -5,6 +5,7 @@ from schemas.config import (
     BUNDLED_ENCODER,
     CONDITIONS,
     FIRST_STAGE,
+    MODEL_KINDS,
     BiEncoderSpec,
     BM25Spec,
     CorruptionSpec,
@@ -12,8 +13,10 @@ from schemas.config import (
     DatasetSpec,
     EncoderSpec,
     EvalConfig,
+    LLMRerankerSpec,
     RerankerSpec,
     RRFSpec,
+    VariantPair,
 )
 from schemas.manifests import (
     BenchmarkIdentity,
@@ -22,6 +25,7 @@ from schemas.manifests import (
     LeaderboardRow,
     MetricContract,
     MetricRecord,
+    ModelCost,
     RerankResult,
     RunManifest,
     ScoreSet,
@@ -33,5 +37,6 @@ __all__ = [
     "AnalyzeConfig", "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
     "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
     "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
-    "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet",
+    "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet", "LLMRerankerSpec", "MODEL_KINDS", "ModelCost",
+    "VariantPair",
 ]

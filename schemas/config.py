@@ -104,27 +104,98 @@ class _Reranker(_Config):
         return v
 
 
+Precision = Literal["auto", "fp32", "fp16", "bf16"]
+BatchSize = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
+QWEN3_SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
+                'Note that the answer can only be "yes" or "no".')
+QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
+QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
+
+
 class _ModelReranker(_Reranker):
     model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
     revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: int = Field(32, ge=1, description="pairs per model batch")
+    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM reranker), "
+                                                      "on CUDA the largest batch the free GPU memory holds (at most 512)")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
+    precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
+                                                     "(an LLM reranker: bf16 where the GPU supports it); part of the "
+                                                     "score identity")
     trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
                                                        "deployment refuses it unless its server allows it")
 
 
-class CrossEncoderSpec(_ModelReranker):
-    """A sentence-transformers CrossEncoder scores each (query, passage) pair."""
+class _EncoderReranker(_ModelReranker):
+    """A cross- or bi-encoder: run by torch (sentence-transformers) or by onnxruntime."""
+
+    backend: Literal["torch", "onnx"] = Field("torch", description="torch: sentence-transformers; onnx: onnxruntime "
+                                                                    "with the model's tokenizer (pip install "
+                                                                    "'terazi[onnx]')")
+    file_name: str | None = Field(None, pattern=r"^[A-Za-z0-9._/-]+\.onnx$",
+                                  description="onnx: the model's own ONNX file, e.g. onnx/model_quint8_avx2.onnx; "
+                                              "default: onnx/model.onnx when the model has it, else an export made "
+                                              "once into the cache folder")
+    quantization: Literal["none", "int8"] = Field("none", description="onnx: int8 = a dynamic int8 copy of the ONNX "
+                                                                       "file made once with onnxruntime's quantiser")
+
+    @model_validator(mode="after")
+    def _backend_options(self):
+        if self.backend != "onnx":
+            used = [f for f in ("file_name", "quantization") if getattr(self, f) not in (None, "none")]
+            if used:
+                raise ValueError(f"{' and '.join(used)} only apply with backend: onnx")
+        elif self.precision in ("fp16", "bf16"):
+            raise ValueError(f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}")
+        if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
+            raise ValueError(f"file_name {self.file_name!r} must be a path inside the model folder")
+        return self
+
+
+class CrossEncoderSpec(_EncoderReranker):
+    """A cross-encoder scores each (query, passage) pair (sentence-transformers CrossEncoder, or its ONNX file)."""
 
     kind: Literal["cross-encoder"] = Field(description="cross-encoder")
     max_length: int | None = Field(256, ge=8, description="tokens per (query, passage) pair")
 
 
-class BiEncoderSpec(_ModelReranker):
-    """A sentence-transformers bi-encoder: cosine of query and passage embeddings."""
+class BiEncoderSpec(_EncoderReranker):
+    """A bi-encoder: cosine of query and passage embeddings (sentence-transformers, or its ONNX file)."""
 
     kind: Literal["bi-encoder"] = Field(description="bi-encoder")
     max_length: int | None = Field(256, ge=8, description="tokens per text")
+
+
+class LLMRerankerSpec(_ModelReranker):
+    """A causal language model asked whether the passage answers the query: score = logit("yes") − logit("no") at
+    the last position after the model's instruction template (Qwen3-Reranker's by default)."""
+
+    kind: Literal["llm-reranker"] = Field(description="llm-reranker")
+    max_length: int = Field(512, ge=32, description="tokens per prompt, template included (the passage is cut first)")
+    instruction: str = Field(QWEN3_INSTRUCTION, max_length=2000, description="the task, filled into {instruction}")
+    system: str = Field(QWEN3_SYSTEM, max_length=2000, description="system prompt")
+    user: str = Field(QWEN3_USER, max_length=2000, description="user turn; must contain {query} and {doc}, may "
+                                                                "contain {instruction}")
+    assistant_prefix: str = Field(QWEN3_ASSISTANT, max_length=200, description="text after the assistant turn opens, "
+                                                                               "before the yes/no answer")
+    chat: Literal["chatml", "tokenizer"] = Field(
+        "chatml", description="chatml: <|im_start|>system … <|im_end|> turns as Qwen3-Reranker documents them; "
+                              "tokenizer: the tokenizer's own chat template")
+    yes_token: str = Field("yes", min_length=1, description="vocabulary token read as the positive answer")
+    no_token: str = Field("no", min_length=1, description="vocabulary token read as the negative answer")
+
+    @field_validator("user")
+    @classmethod
+    def _placeholders(cls, v: str) -> str:
+        missing = [p for p in ("{query}", "{doc}") if p not in v]
+        if missing:
+            raise ValueError(f"user template lacks {' and '.join(missing)}")
+        try:
+            v.format(instruction="", query="", doc="")
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in; "
+                             f"write other braces doubled ({type(e).__name__}: {e})") from None
+        return v
 
 
 class BM25Spec(_Reranker):
@@ -144,8 +215,9 @@ class RRFSpec(_Reranker):
     rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
 
 
-RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, BM25Spec, RRFSpec], Field(discriminator="kind")]
-MODEL_KINDS = ("cross-encoder", "bi-encoder")
+RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, RRFSpec],
+                        Field(discriminator="kind")]
+MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
 
 
 def default_rerankers() -> list:
@@ -194,6 +266,16 @@ class CorruptionSpec(_Config):
 BENCHMARK = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
 
+class VariantPair(_Config):
+    """Two rows judged against each other, e.g. a model and its int8 copy: the headline difference on a seeded query
+    subset with its paired-bootstrap interval, and the speed and size ratios."""
+
+    base: SlugName = Field(description="the reference row, e.g. kalbur")
+    variant: SlugName = Field(description="the row judged against it, e.g. kalbur-int8")
+    label: str | None = Field(None, max_length=100, description="how the sentence names the variant, e.g. 'int8 sürüm' "
+                                                                "(default: 'VARIANT vs BASE')")
+
+
 class EvalConfig(_Config):
     """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
     form and Python; the method they reproduce is described in docs/method.md."""
@@ -236,6 +318,11 @@ class EvalConfig(_Config):
     labels: Literal["en", "tr"] = Field("en", description="display labels of conditions and columns: en = the "
                                                           "condition names; tr = Temiz, BÜYÜK HARF, Türkçe karaktersiz, "
                                                           "Mobil, Koruma, … as in the Kalbur card")
+    variants: list[VariantPair] = Field(default_factory=list, description="pairs of rows to judge against each other "
+                                                                          "(a model and its int8 or ONNX copy): "
+                                                                          "difference, interval, speed and size ratio")
+    subset: int | None = Field(1000, ge=2, description="judged variants: seeded sample of this many clean queries of "
+                                                         "the ranked datasets (all of them when fewer; none: all)")
     task_runner: Literal["thread", "dask", "ray"] = Field("thread", description="where model tasks run: threads in "
                                                           "this process, a Dask cluster or a Ray cluster")
     task_runner_workers: int = Field(2, ge=1, description="local Dask workers (when no address is given)")
@@ -290,6 +377,11 @@ class EvalConfig(_Config):
             if missing:
                 raise ValueError(f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it")
             earlier.add(r.name)
+        for v in self.variants:
+            unknown = [n for n in (v.base, v.variant) if n not in earlier]
+            if unknown or v.base == v.variant:
+                raise ValueError(f"variants: {v.variant!r} vs {v.base!r} must name two different rows; rows: "
+                                 f"{sorted(earlier)}")
         if self.featured is not None and self.featured not in earlier:
             raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
         return self

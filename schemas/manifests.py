@@ -51,6 +51,30 @@ class VariantSet(_Manifest):
         return self.n_changed / self.n_queries if self.n_queries else 0.0
 
 
+class ModelCost(_Manifest):
+    """What a row costs to run: the model's size, and its warm speed measured inside the scoring calls (model loaded
+    and warmed up first, score-cache reads and writes outside the timer)."""
+
+    params: int | None = Field(None, description="parameters (None: no trained parameters, e.g. BM25)")
+    size_bytes: int | None = Field(None, description="the model files it runs on disk (weights or ONNX file)")
+    device: str | None = Field(None, description="cpu, cuda, mps")
+    precision: str | None = Field(None, description="fp32, fp16, bf16 or int8")
+    batch_size: int | None = Field(None, description="items per model batch used")
+    unit: Literal["pairs", "texts"] = Field("pairs", description="pairs scored (rerankers) or texts encoded (the "
+                                                                 "first stage)")
+    items: int = Field(0, description="pairs scored (or texts encoded) inside the timer")
+    seconds: float = Field(0.0, description="seconds spent in those calls")
+    latency_p50_ms: float | None = Field(None, description="median time to score one query's rerank_depth candidates")
+    latency_p95_ms: float | None = Field(None, description="95th percentile of the same")
+    latency_queries: int = Field(0, description="queries timed one at a time for the latency")
+    cached: bool = Field(False, description="nothing was scored in this run: the figures are those of the runs that "
+                                            "scored the pairs")
+
+    @property
+    def per_second(self) -> float | None:
+        return self.items / self.seconds if self.items and self.seconds > 0 else None
+
+
 class CandidateSet(_Manifest):
     """Frozen first-stage candidates for every variant of one dataset."""
 
@@ -70,6 +94,8 @@ class CandidateSet(_Manifest):
     queries_encoded: int
     docs_encoded: int
     seconds: float
+    cost: ModelCost | None = Field(None, description="the encoder's size and warm encoding speed (texts/s) in the run "
+                                                     "that froze the candidates")
 
 
 class RerankResult(_Manifest):
@@ -85,6 +111,8 @@ class RerankResult(_Manifest):
     pairs_cached: int = 0
     pairs_scored: int = 0
     seconds: float = 0.0
+    cost: ModelCost | None = Field(None, description="size and warm speed of the row (this run's, or the figures of "
+                                                     "the run that scored the cached pairs)")
 
 
 class MetricContract(_Manifest):

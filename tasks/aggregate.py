@@ -23,7 +23,7 @@ from schemas import (
 from tasks import transient
 from tasks.load import open_dataset
 from tasks.score import changed_flags, per_query_values
-from terazi import analysis, leaderboard, presentation, report, summary
+from terazi import analysis, leaderboard, presentation, report, summary, variants as judged
 from terazi.robustness import isolated
 
 log = logging.getLogger("terazi.aggregate")
@@ -79,13 +79,63 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
     return pl.concat(frames) if frames else None
 
 
+def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) -> dict:
+    """Per system, its cost over the datasets (presentation.combine_costs); the first stage's from the frozen
+    candidates (cached when they were reused)."""
+    first = [c.cost.model_copy(update={"cached": True}) if c.reused and c.cost else c.cost for c in candidates]
+    by: dict[str, list] = {FIRST_STAGE: first}
+    for r in reranks:
+        if r.system != FIRST_STAGE:
+            by.setdefault(r.system, []).append(r.cost)
+    return {s: presentation.combine_costs(cs) for s, cs in by.items()}
+
+
+def system_kinds(config: EvalConfig) -> dict[str, str]:
+    """What produced each row: kind and backend (with quantisation)."""
+    out = {FIRST_STAGE: "dense first stage (torch)"}
+    for spec in config.rerankers:
+        backend = getattr(spec, "backend", "torch" if hasattr(spec, "model") else None)
+        quant = getattr(spec, "quantization", "none")
+        out[spec.name] = spec.kind + (f" ({backend}{' ' + quant if quant != 'none' else ''})" if backend else "")
+    return out
+
+
+def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.DataFrame:
+    """costs.csv: one row per system, full precision."""
+    rows = []
+    for s in order:
+        c = costs.get(s)
+        rows.append({"system": s, "kind": kinds.get(s), "params": c and c.params, "size_bytes": c and c.size_bytes,
+                     "device": c and c.device, "precision": c and c.precision, "batch_size": c and c.batch_size,
+                     "unit": c and c.unit, "items": c and c.items, "seconds": c and c.seconds,
+                     "per_second": c and c.per_second, "latency_p50_ms": c and c.latency_p50_ms,
+                     "latency_p95_ms": c and c.latency_p95_ms, "cached": c and c.cached})
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, "params": pl.Int64, "size_bytes": pl.Int64,
+                                      "device": pl.Utf8, "precision": pl.Utf8, "batch_size": pl.Int64, "unit": pl.Utf8,
+                                      "items": pl.Int64, "seconds": pl.Float64, "per_second": pl.Float64,
+                                      "latency_p50_ms": pl.Float64, "latency_p95_ms": pl.Float64, "cached": pl.Boolean})
+
+
+def judge_variants(per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict) -> list[judged.Judgement]:
+    return [judged.judge(per_query, v.base, v.variant, config.headline, ranked, config.subset, config.seed,
+                         config.bootstrap_resamples, config.confidence, v.label, costs) for v in config.variants]
+
+
+def variants_frame(judgements: list[judged.Judgement]) -> pl.DataFrame:
+    """variants.csv: the judged pairs, full precision."""
+    return pl.DataFrame([{"variant": j.variant, "base": j.base, "label": j.label, "measure": j.measure,
+                          "queries": j.queries, "delta": j.delta, "ci_low": j.low, "ci_high": j.high, "verdict": j.verdict,
+                          "speed_ratio": j.speed_ratio, "size_ratio": j.size_ratio} for j in judgements])
+
+
 def featured_system(config: EvalConfig, order: list[str]) -> str:
     return config.featured if config.featured in order else order[0]
 
 
 def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.DataFrame, pairs: pl.DataFrame,
                    order: list[str], datasets: list[DatasetManifest], variants: pl.DataFrame,
-                   candidates: list[CandidateSet], reranks: list[RerankResult], config: EvalConfig) -> dict:
+                   candidates: list[CandidateSet], reranks: list[RerankResult], config: EvalConfig,
+                   costs: dict | None = None, judgements: list | None = None) -> dict:
     """Every table of the outputs, as text in the leaderboard's order and the configured labels (tables.json)."""
     labels, conds = config.labels, [c for c in config.conditions if c != "clean"]
     n_types = len({d.task_type for d in datasets if d.name in ranked_datasets(datasets)})
@@ -102,9 +152,11 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
         + analysis.AGGREGATION_LABELS[config.retention] + ".",
         *presentation.out_of_ranking_notes(datasets),
     ]
-    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types)
+    shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
+    legend += [presentation.COST_NOTE] if shown else []
+    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown)
     board_t.notes = legend
-    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types)
+    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown)
     compact.notes = legend
     robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels)
     robust.notes = [
@@ -125,6 +177,9 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
         "datasets": presentation.datasets_table(datasets, candidates).to_json(),
         "systems": presentation.systems_table(config, candidates, reranks).to_json(),
         "examples": presentation.examples(variants, config.conditions).to_json(),
+        "costs": presentation.costs_table(shown, system_kinds(config), order, labels).to_json() if shown else None,
+        "variants": {"sentences": [presentation.variant_sentence(j, labels) for j in judgements],
+                     "table": presentation.variants_table(judgements, labels).to_json()} if judgements else None,
     }
 
 
@@ -140,6 +195,11 @@ def markdown(tables: dict, conditions: pl.DataFrame, contract: dict, candidates:
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
     lines += [f"- {e}" for e in tables["explanations"]] + ([""] if tables["explanations"] else [])
     lines += [f"## Significant cells: {featured['system']}", ""] + [f"- {x}" for x in featured["lines"]]
+    if tables.get("variants"):
+        lines += ["", "## Judged variants", ""] + [f"- {x}" for x in tables["variants"]["sentences"]]
+        lines += ["", T(tables["variants"]["table"]).markdown()]
+    if tables.get("costs"):
+        lines += ["", "## Cost", "", T(tables["costs"]).markdown()]
     lines += ["", "## Datasets", "", T(tables["datasets"]).markdown(), "", "## Systems", "", T(tables["systems"]).markdown(),
               "", "## Conditions", "", presentation.conditions_table(conditions, tables["labels"]).markdown()]
     lines += ["", "Examples, before and after:", "", T(tables["examples"]).markdown()]
@@ -208,7 +268,14 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     pairs.write_csv(run / "comparisons.csv")
     variants = variant_texts(variant_sets)
     clean_means = summary.cell_means(headline.filter(pl.col("condition") == "clean"))
-    tables = display_tables(board, clean_means, decomp, pairs, order, datasets, variants, candidates, reranks or [], config)
+    costs = system_costs(candidates, reranks or [])
+    if any(costs.values()):
+        costs_frame(costs, system_kinds(config), order).write_csv(run / "costs.csv")
+    judgements = judge_variants(per_query, ranked, config, costs)
+    if judgements:
+        variants_frame(judgements).write_csv(run / "variants.csv")
+    tables = display_tables(board, clean_means, decomp, pairs, order, datasets, variants, candidates, reranks or [], config,
+                            costs, judgements)
     (run / "tables.json").write_text(json.dumps(tables, ensure_ascii=False, indent=1), encoding="utf-8")
     (run / "leaderboard.md").write_text(markdown(tables, conditions, contract, candidates, identity), encoding="utf-8")
     page = report.render(title=f"terazi report: {run.name}", identity=identity, tables=tables, intervals=intervals,
@@ -249,6 +316,14 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None
     create_table_artifact(table=per_ds.dicts(), key=f"{prefix}-per-dataset",
                           description="headline per system and dataset on clean queries; last row: queries (without a "
                                       "relevant document). " + " ".join(per_ds.notes))
+    if tables.get("costs"):
+        costs = presentation.Table.from_json(tables["costs"])
+        create_table_artifact(table=costs.dicts(), key=f"{prefix}-costs",
+                              description="size, warm speed and latency per system. " + " ".join(costs.notes))
+    if tables.get("variants"):
+        judged_t = presentation.Table.from_json(tables["variants"]["table"])
+        create_table_artifact(table=judged_t.dicts(), key=f"{prefix}-variants",
+                              description=" ".join(tables["variants"]["sentences"] + judged_t.notes))
     pairs = analysis.pairwise_summary(pl.read_csv(run / "comparisons.csv"))
     create_table_artifact(table=pairs.to_dicts(), key=f"{prefix}-comparisons",
                           description="pairwise comparisons: cells better / no difference / worse")

@@ -25,6 +25,7 @@ from schemas import (
 from tasks import transient
 from tasks.corrupt import read_variants
 from tasks.load import open_dataset
+from terazi import costs
 from terazi.models import prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
@@ -56,7 +57,7 @@ def rerank_system(dataset: DatasetManifest, candidates: CandidateSet, variant_se
     if getattr(spec, "model", None):
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
     docs = {d: doc.full_text for d, doc in ds.docs.items()}
-    scorer = make_scorer(spec, docs, dataset.corpus_fingerprint, offline)
+    scorer = make_scorer(spec, docs, dataset.corpus_fingerprint, offline, cache_dir)
     cache = ScoreCache(Path(cache_dir) / "scores.sqlite")
     with progress(f"{spec.name} on {dataset.name}") as on_progress:
         ranked, stats = rerank(pl.read_parquet(candidates.path), read_variants(variant_sets), docs, scorer, cache,
@@ -65,10 +66,14 @@ def rerank_system(dataset: DatasetManifest, candidates: CandidateSet, variant_se
     path.parent.mkdir(parents=True, exist_ok=True)
     ranked.write_parquet(path)
     log.info("%s on %s: %s", spec.name, dataset.name, stats.line())
+    # --- cost (terazi/costs.py): warm speed, latency and size, or the figures of the runs that scored the pairs ---
+    cost = costs.settle(scorer, stats.scored, cache_dir, lambda: costs.query_groups(
+        pl.read_parquet(candidates.path), read_variants(variant_sets), docs, rerank_depth))
+    # --- end of cost ---
     return RerankResult(system=spec.name, dataset=dataset.name, identity=scorer.identity,
                         candidates=candidates.fingerprint, path=str(path), pairs_needed=stats.needed,
                         pairs_unique=stats.unique, pairs_cached=stats.cached, pairs_scored=stats.scored,
-                        seconds=round(time.perf_counter() - start, 3))
+                        seconds=round(time.perf_counter() - start, 3), cost=cost)
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,

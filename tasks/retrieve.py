@@ -23,6 +23,7 @@ from tasks import transient
 from tasks.corrupt import read_variants
 from tasks.load import open_dataset
 from terazi import fingerprint
+from terazi.costs import TimedEncoder
 from terazi.metrics import evaluate
 from terazi.models import load_bi_encoder, prepare_environment, resolve
 from terazi.progress import progress
@@ -86,7 +87,8 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
         log.info("%s: reusing frozen candidates %s (no encoding)", dataset.name, cs.fingerprint)
         return cs
 
-    model = load_bi_encoder(ref, encoder.device, encoder.max_length, encoder.trust_remote_code)
+    model = TimedEncoder(load_bi_encoder(ref, encoder.device, encoder.max_length, encoder.trust_remote_code), ref,
+                         encoder.batch_size)  # cost hook (terazi/costs.py): warm encoding speed, size
     doc_ids = list(ds.docs)
     emb_path = Path(cache_dir).resolve() / "embeddings" / f"{fingerprint.of_json([ref.identity, enc_params, dataset.corpus_fingerprint])}.npy"
     with progress(f"{dataset.name}: encoding the corpus", "documents") as on_progress:
@@ -129,11 +131,11 @@ def retrieve(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: 
         "encoder": encoder.model, "encoder_identity": ref.identity, "index": index_params, "depth": depth,
         "faiss_version": faiss.__version__, "path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs"),
         "recall": recall, "queries_encoded": len(texts), "docs_encoded": 0 if emb_cached else len(doc_ids),
-        "seconds": round(time.perf_counter() - start, 3),
+        "seconds": round(time.perf_counter() - start, 3), "cost": model.cost().model_dump(),  # cost hook
     }
     ids_hash = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
     fp = fingerprint.of_json({k_: v for k_, v in body.items()
-                              if k_ not in ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded")} | {"ids": ids_hash})
+                              if k_ not in ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "cost")} | {"ids": ids_hash})
     cs = CandidateSet(fingerprint=fp, reused=False, **body)
     tmp = manifest_path.with_suffix(".tmp")
     tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))

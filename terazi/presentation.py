@@ -19,11 +19,18 @@ WORDS = {
            "ci": "95% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
            "better": "significantly better", "worse": "significantly worse", "none": "none",
-           "same": "no difference in {n} of {total} cells"},
+           "same": "no difference in {n} of {total} cells", "params": "Param", "size": "Size", "speed": "Pairs/s",
+           "cached": "cached", "pairs/s": "pairs/s", "texts/s": "texts/s", "subset": "on a benchmark subset ({n} queries)",
+           "difference": "{measure} difference", "speed_word": "speed", "size_word": "size", "variant": "Variant",
+           "base": "Base", "queries_n": "Queries", "verdict": "Verdict"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
            "ci": "%95 GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
-           "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre"},
+           "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre",
+           "params": "Param", "size": "Boyut", "speed": "Çift/sn", "cached": "önbellekten", "pairs/s": "çift/sn",
+           "texts/s": "metin/sn", "subset": "benchmark alt kümesinde ({n} sorgu)", "difference": "{measure} farkı",
+           "speed_word": "hız", "size_word": "boyut", "variant": "Sürüm", "base": "Taban", "queries_n": "Sorgu",
+           "verdict": "Sonuç"},
 }
 
 
@@ -98,29 +105,160 @@ def out_of_ranking_notes(datasets: list) -> list[str]:
 
 
 def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact: bool = False,
-                task_types: int = 2) -> Table:
-    """The card's table: group, system, Borda rank and votes, Mean (Task) with its interval, Mean (TaskType)
-    (only with more than one task type: otherwise it repeats Mean (Task)), the headline under each condition,
-    then retention per condition. `compact` (terminal): each condition's score and retention in one cell."""
+                task_types: int = 2, costs: dict | None = None) -> Table:
+    """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
+    interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
+    under each condition, then retention per condition, then size and warm pairs/s (with `costs`: system ->
+    ModelCost or None). `compact` (terminal): each condition's score and retention in one cell."""
     corrupted = [c for c in conditions if c != "clean" and c in board.columns]
     by_type = task_types > 1
-    cols = [word("group", labels), word("system", labels), word("borda_rank", labels), word("borda_votes", labels),
-            "Mean (Task)", word("ci", labels)] + (["Mean (TaskType)"] if by_type else [])
+    cols = [word("group", labels), word("system", labels)] + ([word("params", labels)] if costs is not None else []) + [
+        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", word("ci", labels)] + (
+        ["Mean (TaskType)"] if by_type else [])
     ret = word("retention", labels)
     if compact:
         cols += [f"{condition_label(c, labels)} ({ret})" for c in corrupted]
     else:
         cols += [condition_label(c, labels) for c in corrupted] + [f"{ret}: {condition_label(c, labels)}" for c in corrupted]
+    if costs is not None:
+        cols += [word("size", labels), word("speed", labels)]
     rows = []
     for r in board.iter_rows(named=True):
-        row = [str(r["group"]), r["system"], str(r["borda_rank"]), votes(r["borda_votes"]), score(r["mean_task"]),
-               interval(r["ci_low"], r["ci_high"], lambda v: score(v, 3))] + ([score(r["mean_task_type"])] if by_type else [])
+        cost = (costs or {}).get(r["system"])
+        row = [str(r["group"]), r["system"]] + ([params_text(cost and cost.params)] if costs is not None else []) + [
+            str(r["borda_rank"]), votes(r["borda_votes"]), score(r["mean_task"]),
+            interval(r["ci_low"], r["ci_high"], lambda v: score(v, 3))] + ([score(r["mean_task_type"])] if by_type else [])
         if compact:
             row += [f"{score(r[c])} ({percent(r.get(f'{c} retention'), labels)})" for c in corrupted]
         else:
             row += [score(r[c]) for c in corrupted] + [percent(r.get(f"{c} retention"), labels) for c in corrupted]
+        if costs is not None:
+            row += [size_text(cost and cost.size_bytes), speed_text(cost, labels, short=compact)]
         rows.append(row)
     return Table(cols, rows)
+
+
+def params_text(n: int | None) -> str:
+    """Parameters as the card prints them: 4.0B, 568M, 22.7M; – for none."""
+    if not n:
+        return "–"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    if n >= 1e8:
+        return f"{n / 1e6:.0f}M"
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
+
+
+def size_text(n: int | None) -> str:
+    """Bytes on disk in decimal units (570 MB, 2.3 GB); – for none."""
+    if not n:
+        return "–"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}" if n < 100 * scale else f"{n / scale:.0f} {unit}"
+    return f"{n} B"
+
+
+def rate(v: float) -> str:
+    """Items per second: 1,234 / 56 / 3.2."""
+    return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
+
+
+def speed_text(cost, labels: str = "en", short: bool = False) -> str:
+    """`1,234 pairs/s (cpu fp32)`; texts/s for the first stage; prefixed `cached:` when this run scored nothing and
+    the figure is from the runs that did; – when nothing was ever timed (fusion rows). `short` (terminal): the
+    number, the unit only when it is texts, `(cached)` after it."""
+    if cost is None or not cost.per_second:
+        return word("cached", labels) if cost is not None and cost.cached else "–"
+    if short:
+        unit = f" {word('texts/s', labels)}" if cost.unit == "texts" else ""
+        return f"{rate(cost.per_second)}{unit}" + (f" ({word('cached', labels)})" if cost.cached else "")
+    where = " ".join(x for x in (cost.device, cost.precision) if x)
+    text = f"{rate(cost.per_second)} {word(cost.unit + '/s', labels)}" + (f" ({where})" if where else "")
+    return f"{word('cached', labels)}: {text}" if cost.cached else text
+
+
+def combine_costs(costs: list) -> object | None:
+    """One row's cost over its datasets: the datasets it scored pairs on, items and seconds summed (the latency of
+    the most-timed one); when it scored nothing anywhere, the stored figures, marked cached."""
+    costs = [c for c in costs if c is not None]
+    if not costs:
+        return None
+    fresh = [c for c in costs if not c.cached and c.items]
+    if not fresh:
+        timed = [c for c in costs if c.items]
+        return (timed or costs)[0].model_copy(update={"cached": True})
+    lat = max(fresh, key=lambda c: c.latency_queries)
+    return fresh[0].model_copy(update={
+        "items": sum(c.items for c in fresh), "seconds": sum(c.seconds for c in fresh), "cached": False,
+        "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms, "latency_queries": lat.latency_queries})
+
+
+COST_NOTE = ("Param and Size: the model's parameters and its files on disk (the weights, or the ONNX file it runs); "
+             "– for BM25 and fusion rows, which have no trained parameters (BM25's term statistics are computed from "
+             "the corpus at run time). Pairs/s: warm throughput, timed inside the scoring calls with the model loaded "
+             "and warmed up (load, score-cache reads and writes excluded), on the device and precision shown; for the "
+             "first stage, texts (queries and documents) encoded per second; fusion rows score no pairs. 'cached': "
+             "no pair was scored in this run; the figure is from the runs that scored them.")
+
+
+def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: str) -> Table:
+    """Per system: what ran where (kind and backend, device, precision, batch), its size, warm throughput and
+    latency per query at rerank_depth (each query's candidates scored as one call, model warm)."""
+    rows = []
+    for s in order:
+        c = costs.get(s)
+        lat = (lambda v: "–" if v is None else f"{v:.2f}" if v < 10 else f"{v:,.0f}")
+        rows.append([s, kinds.get(s, "–"), (c and c.device) or "–", (c and c.precision) or "–",
+                     str(c.batch_size) if c and c.batch_size else "–", params_text(c and c.params),
+                     size_text(c and c.size_bytes), speed_text(c, labels),
+                     lat(c and c.latency_p50_ms), lat(c and c.latency_p95_ms),
+                     "–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s"])
+    return Table([word("system", labels), "Kind", "Device", "Precision", "Batch", word("params", labels),
+                  word("size", labels), word("speed", labels), "p50 ms/query", "p95 ms/query", "Timed"], rows,
+                 [COST_NOTE, "p50/p95 ms/query: one query's rerank_depth candidates scored as one call, for up to 20 "
+                             "queries after the run's scoring (the first stage: –). Timed: items and seconds inside "
+                             "the timer, summed over datasets (and over earlier runs, when cached)."])
+
+
+def signed(v: float) -> str:
+    return f"{v:+.4f}"
+
+
+def ratio_text(before: float | None, after: float | None, fmt, unit: str = "") -> str:
+    """`3 → 2 pairs/s (×0.7)`."""
+    if not before or not after:
+        return "–"
+    return f"{fmt(before)} → {fmt(after)}{unit} (×{after / before:.2g})"
+
+
+def variant_sentence(j, labels: str = "en") -> str:
+    """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
+    [-0.0035, +0.0035])`, then the speed and size ratios."""
+    text = (f"{j.label}: {word('subset', labels, n=j.queries)} {word('difference', labels, measure=j.measure)} "
+            f"{signed(j.delta)} ({word('ci', labels)} [{signed(j.low)}, {signed(j.high)}])")
+    b, v = j.base_cost, j.variant_cost
+    if j.speed_ratio is not None:
+        text += f"; {word('speed_word', labels)} " + ratio_text(b.per_second, v.per_second, rate, " " + word(b.unit + "/s", labels))
+    if j.size_ratio is not None:
+        text += f"; {word('size_word', labels)} " + ratio_text(b.size_bytes, v.size_bytes, size_text)
+    return text + "."
+
+
+def variants_table(judgements: list, labels: str) -> Table:
+    ci = word("ci", labels)
+    rows = []
+    for j in judgements:
+        b, v = j.base_cost, j.variant_cost
+        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), f"[{signed(j.low)}, {signed(j.high)}]", j.verdict,
+                     ratio_text(b and b.per_second, v and v.per_second, rate) if j.speed_ratio is not None else "–",
+                     ratio_text(b and b.size_bytes, v and v.size_bytes, size_text) if j.size_ratio is not None else "–"])
+    measure = judgements[0].measure if judgements else "headline"
+    return Table([word("variant", labels), word("base", labels), word("queries_n", labels), f"Δ {measure}", ci,
+                  word("verdict", labels), f"{word('speed', labels)} (×)", f"{word('size', labels)} (×)"], rows,
+                 ["Δ: variant − base on a seeded subset of the clean queries of the ranked datasets, with its paired "
+                  "bootstrap interval over those queries; no difference when the interval includes 0. Speed and size: "
+                  "base → variant, warm throughput and files on disk as in the cost table."])
 
 
 def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: str) -> Table:

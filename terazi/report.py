@@ -161,6 +161,14 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
+    ]
+    if tables.get("variants"):
+        sections += ["<h2>Judged variants</h2>",
+                     "<ul id='variants'>" + "".join(f"<li>{html.escape(x)}</li>" for x in tables["variants"]["sentences"])
+                     + "</ul>", text_table(T(tables["variants"]["table"]), "variants-table")]
+    if tables.get("costs"):
+        sections += ["<h2>Cost</h2>", text_table(T(tables["costs"]), "costs")]
+    sections += [
         "<h2>Datasets</h2>", text_table(T(tables["datasets"]), "datasets"),
         "<h2>Systems</h2>", text_table(T(tables["systems"]), "systems"),
         "<h2>Conditions</h2>", text_table(presentation.conditions_table(conditions, labels), "conditions"),

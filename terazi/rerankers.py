@@ -1,7 +1,8 @@
-"""Reranker backends behind one small interface: score a batch of (query, document) pairs.
+"""Rerankers behind one small interface: score a batch of (query, document) pairs.
 
-Each backend has an `identity` that changes whenever its scores could (model files or revision,
-parameters, the corpus statistics of BM25); the score cache is keyed on it.
+Each scorer has an `identity` that changes whenever its scores could (model files or revision, backend,
+precision, device kind, max_length, activation; the corpus statistics of BM25); the score cache is keyed on it.
+The model backends live in `terazi/backends/`, one module each; `make_scorer` picks one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from schemas.config import RerankerSpec
 from terazi import fingerprint
-from terazi.models import ModelRef, load_bi_encoder, load_cross_encoder, resolve
+from terazi.models import resolve
 from terazi.turkish import analyse
 
 
@@ -31,61 +32,6 @@ class PairScorer(Protocol):
     batch_size: int
 
     def score(self, pairs: list[Pair]) -> np.ndarray: ...
-
-
-class _ModelScorer:
-    """A sentence-transformers model loaded on first use, so a fully cached run never loads it."""
-
-    kind = ""
-
-    def __init__(self, ref: ModelRef, max_length: int | None, batch_size: int, device: str, trust_remote_code: bool):
-        self.ref, self.batch_size, self.device, self.trust = ref, batch_size, device, trust_remote_code
-        self.max_length = max_length or 0
-        self.identity = f"{self.kind}:{ref.identity}"
-        self._model = None
-
-    def _load(self):
-        raise NotImplementedError
-
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = self._load()
-        return self._model
-
-
-class CrossEncoderScorer(_ModelScorer):
-    """sentence-transformers CrossEncoder (CUDA fp16 when present)."""
-
-    kind = "cross-encoder"
-
-    def _load(self):
-        return load_cross_encoder(self.ref, self.device, self.max_length or None, self.trust)
-
-    def score(self, pairs: list[Pair]) -> np.ndarray:
-        out = self.model.predict([(p.query, p.doc) for p in pairs], batch_size=self.batch_size,
-                                 show_progress_bar=False, convert_to_numpy=True)
-        return np.asarray(out, dtype=np.float64).reshape(len(pairs), -1)[:, -1]
-
-
-class BiEncoderScorer(_ModelScorer):
-    """Cosine similarity of a sentence-transformers bi-encoder's embeddings."""
-
-    kind = "bi-encoder"
-
-    def _load(self):
-        return load_bi_encoder(self.ref, self.device, self.max_length or None, self.trust)
-
-    def score(self, pairs: list[Pair]) -> np.ndarray:
-        queries = list(dict.fromkeys(p.query for p in pairs))
-        docs = list(dict.fromkeys(p.doc for p in pairs))
-        qe = self.model.encode(queries, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        de = self.model.encode(docs, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True)
-        qi = {t: i for i, t in enumerate(queries)}
-        di = {t: i for i, t in enumerate(docs)}
-        a = qe[[qi[p.query] for p in pairs]]
-        b = de[[di[p.doc] for p in pairs]]
-        return (a * b).sum(axis=1).astype(np.float64)
 
 
 class BM25Scorer:
@@ -124,12 +70,15 @@ class BM25Scorer:
         return out
 
 
-def make_scorer(spec: RerankerSpec, docs: dict[str, str], corpus_fingerprint: str, offline: bool) -> PairScorer:
+def make_scorer(spec: RerankerSpec, docs: dict[str, str], corpus_fingerprint: str, offline: bool,
+                cache_dir: str = ".terazi-cache") -> PairScorer:
+    """The row's scorer, metered (`cost()`): BM25 here, models from the backend table in `terazi.backends`
+    (`cache_dir` holds ONNX exports and int8 copies)."""
+    from terazi.backends import Metered, make_backend
+
     if spec.kind == "bm25":
-        return BM25Scorer(docs, corpus_fingerprint, spec.language, spec.k1, spec.b)
-    ref = resolve(spec.model, spec.revision, offline)
-    cls = CrossEncoderScorer if spec.kind == "cross-encoder" else BiEncoderScorer
-    return cls(ref, spec.max_length, spec.batch_size, spec.device, spec.trust_remote_code)
+        return Metered(BM25Scorer(docs, corpus_fingerprint, spec.language, spec.k1, spec.b))
+    return make_backend(spec, resolve(spec.model, spec.revision, offline), cache_dir)
 
 
 def pair_key(query: str, doc_id: str, doc: str) -> tuple[str, str, str]:

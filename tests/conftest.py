@@ -25,6 +25,17 @@ import pytest  # noqa: E402
 
 from terazi.data import write_beir  # noqa: E402
 
+def importable(module: str) -> bool:
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+ONNX = importable("onnxruntime") and importable("onnx")  # backend: onnx (pip install 'terazi[onnx]')
+needs_onnx = pytest.mark.skipif(not ONNX, reason="backend: onnx needs onnxruntime and onnx (pip install 'terazi[onnx]')")
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 XQUAD_TR = SHARED / "data" / "xquad" / "xquad.tr.json"
 

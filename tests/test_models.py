@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,27 @@ def test_hub_id_online_keeps_its_revision(monkeypatch):
 def test_missing_local_folder_is_reported():
     with pytest.raises(ModelError, match="not found"):
         resolve("./no/such/model")
+
+
+def test_weights_are_counted_from_the_safetensors_header(tiny_cross_encoder, minilm_path):
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    from terazi.models import weights_info
+
+    for folder, cls in ((tiny_cross_encoder, AutoModelForSequenceClassification), (minilm_path, AutoModel)):
+        params, size = weights_info(folder)
+        model = cls.from_pretrained(folder)
+        assert params == sum(p.numel() for p in model.parameters())  # MiniLM's file also holds int64 position ids
+        assert size == sum(p.stat().st_size for p in Path(folder).glob("*.safetensors"))
+    assert weights_info(Path(tiny_cross_encoder).parent) == (None, None)  # no weights there
+
+
+def test_a_models_files_and_config_are_read_without_loading_it(tiny_cross_encoder):
+    from terazi.models import model_config, model_file
+
+    ref = resolve(tiny_cross_encoder)
+    assert model_config(ref)["num_labels" if "num_labels" in model_config(ref) else "id2label"]
+    assert model_file(ref, "config.json") == Path(tiny_cross_encoder) / "config.json"
+    assert model_file(ref, "onnx/model.onnx", required=False) is None
+    with pytest.raises(ModelError, match="has no file 'onnx/model.onnx'"):
+        model_file(ref, "onnx/model.onnx")

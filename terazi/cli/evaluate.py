@@ -15,7 +15,8 @@ from terazi.configs import demo_config, read_config_file
 
 
 def parse_reranker(text: str) -> dict:
-    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `rrf:first-stage+bm25`; `=NAME` at the end names the row."""
+    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `llm-reranker:MODEL`, `rrf:first-stage+bm25`; `=NAME` at
+    the end names the row."""
     from terazi.paths import slugify
 
     body, _, name = text.partition("=")
@@ -25,9 +26,10 @@ def parse_reranker(text: str) -> dict:
     if kind == "rrf":
         fuse = arg.split("+") if arg else ["first-stage", "bm25"]
         return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
-    if kind in ("cross-encoder", "bi-encoder") and arg:
+    if kind in ("cross-encoder", "bi-encoder", "llm-reranker") and arg:
         return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
-    raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL or rrf:A+B")
+    raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
+                             "llm-reranker:MODEL or rrf:A+B")
 
 
 def evaluate_and_print(raw: dict) -> None:
@@ -73,7 +75,7 @@ def print_leaderboard(run_dir: Path) -> None:
     def show(t: presentation.Table, title: str, caption: str = "") -> None:
         rich_table = Table(title=title, caption=caption or None, caption_justify="left")
         for i, c in enumerate(t.columns):
-            rich_table.add_column(c, justify="left" if i < 2 else "right")
+            rich_table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i == 1)  # system names stay whole
         for r in t.rows:
             rich_table.add_row(*r)
         console.print(rich_table)
@@ -87,6 +89,10 @@ def print_leaderboard(run_dir: Path) -> None:
     console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
     for line in tables["featured"]["lines"]:
         console.print(f"  {line}", highlight=False)
+    if tables.get("variants"):
+        console.print("[bold]judged variants[/]")
+        for line in tables["variants"]["sentences"]:
+            console.print(f"  {line}", highlight=False)
 
 
 @app.command()
@@ -108,7 +114,8 @@ def run(
     dataset: list[str] = typer.Option([], "--dataset", "-d", help="BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), "
                                        "hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"),
     reranker: list[str] = typer.Option([], "--reranker", "-r",
-                                       help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | rrf:A+B, optional =NAME "
+                                       help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | "
+                                            "rrf:A+B, optional =NAME "
                                             "(default: bm25-tr and hybrid-rrf, as in every entry point)"),
     encoder: Optional[str] = typer.Option(None, help="first-stage encoder: HF id or local path"),
     condition: list[str] = typer.Option([], "--condition", help="query condition (repeatable)"),

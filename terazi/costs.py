@@ -1,0 +1,124 @@
+"""What a row costs, measured where it runs and remembered across runs.
+
+A reranker's speed is taken inside its scoring calls (`terazi.backends.Metered`): the model is loaded and warmed up
+first, and score-cache reads and writes happen outside the timer, so a slow disk or a slow model load changes
+nothing. Its latency is one query's `rerank_depth` candidates scored as one call, for a few queries after the run's
+scoring. Both are stored in the cache folder beside the scores (`costs/<identity hash>.json`): a later run whose
+pairs all come from the cache reports "cached" with the figures of the runs that scored them.
+
+The first stage's encoder is timed the same way (`TimedEncoder`) and its figures are kept in the frozen candidates'
+manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+
+from schemas import ModelCost
+from terazi import fingerprint
+from terazi.models import ModelRef, local_folder, weights_info
+from terazi.paths import inside
+from terazi.rerankers import Pair
+
+log = logging.getLogger("terazi.costs")
+LATENCY_QUERIES = 20
+
+
+class CostStore:
+    """Per score identity: pairs scored and seconds, summed over the runs that scored them; the latest latency."""
+
+    def __init__(self, cache_dir: str | Path):
+        self.root = inside(cache_dir, "costs")
+
+    def _path(self, identity: str) -> Path:
+        return self.root / f"{fingerprint.of_text(identity)}.json"
+
+    def get(self, identity: str) -> ModelCost | None:
+        path = self._path(identity)
+        if not path.is_file():
+            return None
+        body = json.loads(path.read_text(encoding="utf-8"))
+        return ModelCost.model_validate(body["cost"]) if body.get("identity") == identity else None
+
+    def add(self, identity: str, cost: ModelCost) -> ModelCost:
+        """Fold this run's figures into the stored ones; returns what is stored now."""
+        earlier = self.get(identity)
+        if earlier is not None:
+            keep = cost if cost.latency_queries else earlier
+            cost = cost.model_copy(update={"items": earlier.items + cost.items,
+                                           "seconds": round(earlier.seconds + cost.seconds, 6),
+                                           "latency_p50_ms": keep.latency_p50_ms, "latency_p95_ms": keep.latency_p95_ms,
+                                           "latency_queries": keep.latency_queries})
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self._path(identity)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+        return cost
+
+
+def query_groups(candidates: pl.DataFrame, variants: pl.DataFrame, docs: dict[str, str], rerank_depth: int,
+                 n: int = LATENCY_QUERIES) -> list[list[Pair]]:
+    """The first `n` clean queries' top `rerank_depth` candidates as pairs, one list per query."""
+    top = candidates.filter((pl.col("condition") == "clean") & (pl.col("sample") == 0) & (pl.col("rank") <= rerank_depth))
+    ids = top["query_id"].unique(maintain_order=True).head(n)
+    top = top.filter(pl.col("query_id").is_in(ids.implode())).join(
+        variants.filter(pl.col("condition") == "clean").select("sample", "query_id", "text"), on=["sample", "query_id"])
+    groups = {}
+    for q, text, d in top.sort("query_id", "rank").select("query_id", "text", "doc_id").iter_rows():
+        groups.setdefault(q, []).append(Pair(text, d, docs[d]))
+    return list(groups.values())
+
+
+def settle(scorer, scored: int, cache_dir: str, groups: Callable[[], list[list[Pair]]]) -> ModelCost | None:
+    """The row's cost for its RerankResult: this run's warm figures (with a latency probe) when it scored pairs,
+    else the stored figures marked cached (or size only, when no run has scored with this identity yet)."""
+    if not hasattr(scorer, "cost"):
+        return None
+    store = CostStore(cache_dir)
+    if scored:
+        scorer.time_queries(groups(), budget_s=max(1.0, 0.1 * scorer.seconds))
+        cost = scorer.cost()
+        store.add(scorer.identity, cost)
+        return cost
+    earlier = store.get(scorer.identity)
+    return earlier.model_copy(update={"cached": True}) if earlier else scorer.cost(cached=True)
+
+
+class TimedEncoder:
+    """The first stage's sentence-transformers encoder, timed like a reranker: `encode()` calls after a one-text
+    warm-up, the load outside the timer."""
+
+    def __init__(self, model, ref: ModelRef, batch_size: int | None = None):
+        self.model, self.ref, self.batch_size = model, ref, batch_size
+        self.items, self.seconds, self._warm = 0, 0.0, False
+
+    def encode(self, texts, **kw):
+        if not self._warm and len(texts):
+            self.model.encode(texts[:1], **kw)
+            self._warm = True
+        start = time.perf_counter()
+        out = self.model.encode(texts, **kw)
+        self.seconds += time.perf_counter() - start
+        self.items += len(texts)
+        return out
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+    def cost(self) -> ModelCost:
+        folder = local_folder(self.ref)
+        params = sum(p.numel() for p in self.model.parameters())
+        dtype = str(next(self.model.parameters()).dtype)
+        precision = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(dtype, dtype)
+        return ModelCost(params=int(params), size_bytes=weights_info(folder)[1] if folder else None,
+                         device=str(self.model.device).split(":")[0], precision=precision, unit="texts",
+                         batch_size=self.batch_size,
+                         items=self.items, seconds=round(self.seconds, 6))

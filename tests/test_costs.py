@@ -1,0 +1,152 @@
+"""Cost beside quality: warm throughput that a slow model load or a slow cache cannot change, figures remembered for
+cached runs, the score identity that keeps precisions and devices apart, batch sizes from free GPU memory."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+
+from schemas import CrossEncoderSpec, ModelCost
+from terazi import costs, presentation
+from terazi.backends.base import auto_batch, precision_of
+from terazi.backends.torch_cross import TorchCrossEncoder
+from terazi.rerank import rerank
+from terazi.rerankers import Pair, make_scorer
+from terazi.score_cache import ScoreCache
+from tests.conftest import ONNX
+from tests.test_rerank import inputs
+
+
+def spec(model: str, **kw) -> CrossEncoderSpec:
+    return CrossEncoderSpec(**{"name": "ce", "kind": "cross-encoder", "model": model, "max_length": 64, **kw})
+
+
+class SlowCache(ScoreCache):
+    """A score cache on a slow disk: every write takes half a second."""
+
+    def put(self, *a, **k):
+        time.sleep(0.5)
+        super().put(*a, **k)
+
+
+def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
+    import torch
+
+    ds, cands, variants, docs = inputs(tiny_dataset)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: no stalls from cores shared with other processes
+
+    def measured(cache: ScoreCache):
+        scorer = make_scorer(spec(tiny_cross_encoder, batch_size=8), docs, ds.corpus_fingerprint, True, str(tmp_path))
+        _, stats = rerank(cands, variants, docs, scorer, cache, rerank_depth=10)
+        return scorer.cost(), stats
+
+    fast, _ = measured(ScoreCache(tmp_path / "a.sqlite"))
+    load = TorchCrossEncoder._load
+    monkeypatch.setattr(TorchCrossEncoder, "_load", lambda self: (time.sleep(3), load(self))[1])
+    try:
+        slow, stats = measured(SlowCache(tmp_path / "b.sqlite"))
+    finally:
+        torch.set_num_threads(threads)
+    assert slow.items == fast.items == 80  # two chunks of 64 and 16 pairs: two slow writes
+    assert stats.seconds - slow.seconds > 3 + 2 * 0.5 - 0.1  # the wall clock sees the load and the writes, the meter not
+    assert slow.per_second > fast.per_second / 4  # with the load in it, it would be about 100 times slower
+
+
+def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_dataset, tiny_cross_encoder):
+    ds, cands, variants, docs = inputs(tiny_dataset)
+    cache = ScoreCache(tmp_path / "s.sqlite")
+    groups = lambda: costs.query_groups(cands, variants, docs, 10)  # noqa: E731
+
+    first = make_scorer(spec(tiny_cross_encoder), docs, ds.corpus_fingerprint, True, str(tmp_path))
+    _, s1 = rerank(cands, variants, docs, first, cache, rerank_depth=10)
+    c1 = costs.settle(first, s1.scored, str(tmp_path), groups)
+    assert not c1.cached and c1.items == s1.scored == 80 and c1.latency_queries == 4  # the tiny set has 4 queries
+    assert 0 < c1.latency_p50_ms <= c1.latency_p95_ms
+    assert c1.params > 1_000_000 and c1.size_bytes > 1_000_000 and (c1.device, c1.precision) == ("cpu", "fp32")
+
+    second = make_scorer(spec(tiny_cross_encoder), docs, ds.corpus_fingerprint, True, str(tmp_path))
+    _, s2 = rerank(cands, variants, docs, second, cache, rerank_depth=10)
+    c2 = costs.settle(second, s2.scored, str(tmp_path), groups)
+    assert s2.scored == 0 and second.inner._model is None  # nothing scored, model never loaded
+    assert c2.cached and (c2.items, c2.seconds, c2.latency_p50_ms) == (c1.items, c1.seconds, c1.latency_p50_ms)
+    assert presentation.speed_text(c2).startswith("cached: ") and presentation.speed_text(c2).endswith("pairs/s (cpu fp32)")
+
+    other = tmp_path / "other-cache"  # never scored anywhere: size only, no speed
+    c3 = costs.settle(make_scorer(spec(tiny_cross_encoder), docs, "", True, str(other)), 0, str(other), groups)
+    assert c3.cached and c3.items == 0 and c3.params == c1.params and presentation.speed_text(c3) == "cached"
+
+
+def test_runs_accumulate_in_the_store(tmp_path):
+    store = costs.CostStore(tmp_path)
+    store.add("m", ModelCost(items=100, seconds=2.0, latency_p50_ms=5.0, latency_queries=3))
+    now = store.add("m", ModelCost(items=50, seconds=0.5))
+    assert (now.items, now.seconds, now.latency_p50_ms) == (150, 2.5, 5.0) and now.per_second == 60
+    assert store.get("other") is None
+
+
+def test_costs_combine_over_datasets():
+    a = ModelCost(items=100, seconds=1.0, latency_queries=2, latency_p50_ms=7.0)
+    b = ModelCost(items=300, seconds=1.0, latency_queries=5, latency_p50_ms=9.0)
+    cached = ModelCost(items=1000, seconds=1.0, cached=True)
+    both = presentation.combine_costs([a, b, cached])
+    assert (both.items, both.seconds, both.per_second, both.latency_p50_ms, both.cached) == (400, 2.0, 200.0, 9.0, False)
+    only_cached = presentation.combine_costs([cached, None])
+    assert only_cached.cached and only_cached.per_second == 1000
+    assert presentation.combine_costs([None, None]) is None
+
+
+def test_figures_print_as_the_card_prints_them():
+    assert [presentation.params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
+        ["568M", "4.0B", "278M", "22.7M", "–"]
+    assert [presentation.size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
+        ["570 MB", "2.3 GB", "90.9 MB", "–"]
+    cost = ModelCost(items=30, seconds=10.0, device="cpu", precision="int8")
+    assert presentation.speed_text(cost) == "3.0 pairs/s (cpu int8)"
+    assert presentation.speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
+    assert presentation.speed_text(None) == "–"
+
+
+def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_cross_encoder):
+    from terazi.models import resolve
+
+    settings = ({}, {"precision": "bf16"}, {"device": "mps"}, {"max_length": 128}) + (({"backend": "onnx"},) if ONNX else ())
+    ids = {make_scorer(spec(tiny_cross_encoder, **kw), {}, "", True, str(tmp_path)).identity: kw for kw in settings}
+    assert len(ids) == len(settings)
+    base = next(i for i, kw in ids.items() if not kw)
+    assert base.startswith(f"cross-encoder:{resolve(tiny_cross_encoder).identity}:torch:fp32@cpu:len=64:act=Sigmoid")
+    assert any(":bf16@cpu:" in i for i in ids) and any(":fp32@mps:" in i for i in ids) and any("len=128" in i for i in ids)
+    identity_model = tmp_path / "identity-activation"  # same weights, another activation saved in its config
+    shutil.copytree(tiny_cross_encoder, identity_model)
+    cfg = (identity_model / "config.json").read_text()
+    (identity_model / "config.json").write_text(cfg.replace(
+        '"architectures"', '"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"},\n  "architectures"', 1))
+    other = make_scorer(spec(str(identity_model)), {}, "", True, str(tmp_path))
+    assert other.identity.endswith("act=Identity")
+    pairs = [Pair("soru", "d", "belge")]
+    logit = other.score(pairs)[0]
+    sig = make_scorer(spec(tiny_cross_encoder), {}, "", True, str(tmp_path)).score(pairs)[0]
+    assert abs(1 / (1 + np.exp(-logit)) - sig) < 1e-6  # the identity says what the scorer does
+
+
+def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch):
+    import torch
+
+    assert precision_of("auto", "cpu") == "fp32" and precision_of("auto", "cuda:1") == "fp16"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert precision_of("auto", "cuda", llm=True) == "bf16" and precision_of("fp32", "cuda", llm=True) == "fp32"
+    cfg = {"hidden_size": 1024, "num_attention_heads": 16, "intermediate_size": 4096}
+    sizes = [auto_batch(gib << 30, 1 << 30, cfg, 512, 2) for gib in (4, 16, 80)]
+    assert sizes[0] < sizes[1] <= sizes[2] == 512 and all(s & (s - 1) == 0 for s in sizes)  # powers of two, capped
+    assert auto_batch(16 << 30, 1 << 30, cfg, 128, 2) > sizes[1]  # shorter pairs, bigger batches
+    assert auto_batch(1 << 30, 1 << 30, cfg, 512, 2) == 1  # no room: one at a time
+    # on a CUDA device the backend sizes its batches from the free memory, without loading the model
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (16 << 30, 80 << 30))
+    scorer = make_scorer(spec(tiny_cross_encoder, device="cuda"), {}, "", True, str(tmp_path))
+    assert ":fp16@cuda:" in scorer.identity and scorer.inner._model is None
+    from terazi.models import model_config
+
+    expected = auto_batch(16 << 30, 2 * scorer.inner.params(), model_config(scorer.inner.ref), 64, 2)
+    assert scorer.batch_size == expected == 512 and scorer.inner._model is None
