@@ -2,33 +2,33 @@
 
 `evaluation()` is the recipe; it runs inside whichever flow started it (`terazi-evaluate` for the CLI
 and the ad-hoc deployment, `terazi-nightly` for the schedule), so every task, log line and artifact
-belongs to the run the user opens. Model tasks go to the task runner the config names (threads,
-or a Dask/Ray cluster entered here); everything else runs on the flow's own threads. Tasks are
-coarse and exchange manifests only.
+belongs to the run the user opens. The heavy stages are cut into shards and chunks (`config.scale`):
+corpus and query encoding one task per shard, reranking one task per chunk of pairs; those model tasks
+go to the task runner the config names (threads, or a Dask/Ray cluster entered here), so W workers run
+W at once. Plans, searches, rankings and everything else run on the flow's own threads. Tasks exchange
+manifests only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable, Iterator
 
 from prefect import flow
 
-from schemas import FIRST_STAGE, EvalConfig, RunManifest
+from schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RunManifest, VariantSet
 from tasks.aggregate import aggregate_task, publish_task
 from tasks.corrupt import corrupt_queries_task
 from tasks.preflight import preflight_task
-from tasks.rerank import first_stage_task, fuse_task, rerank_task
-from tasks.retrieve import retrieve_task
+from tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
+from tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
 from tasks.score import score_task
 from terazi import __version__, benchmark, results
-from terazi.paths import inside, writable_folder
+from terazi.paths import writable_folder
 
 log = logging.getLogger("terazi.flow")
 Submit = Callable[..., object]
@@ -71,6 +71,32 @@ def current_flow_run_id() -> str | None:
     return flow_run.id
 
 
+def first_stage(submit: Submit, ds: DatasetManifest, vs: list[VariantSet], config: EvalConfig, cache: str) -> CandidateSet:
+    """Frozen candidates of one dataset: reused, or encoded shard by shard on the model runner, then searched."""
+    plan = retrieval_plan_task(ds, vs, config.encoder, config.depth, cache, config.offline,
+                               config.candidates.get(ds.name), config.scale)
+    if plan.frozen:
+        return plan.frozen
+    corpus = [submit(encode_shard_task, plan=plan, part="corpus", shard=i) for i in range(len(plan.corpus_shards))]
+    queries = [submit(encode_shard_task, plan=plan, part="queries", shard=i) for i in range(len(plan.query_shards))]
+    encoded = [f.result() for f in corpus]
+    for f in queries:
+        f.result()
+    return search_task(plan, ds, vs, encoded)
+
+
+def rerank_rows(submit: Submit, ds: DatasetManifest, cs: CandidateSet, vs: list[VariantSet], config: EvalConfig,
+                cache: str, out: str) -> dict:
+    """Each model row's reranking: a plan, its chunks on the model runner, then the ranking (futures by name)."""
+    plans = [rerank_plan_task.submit(ds, cs, vs, spec, config.rerank_depth, cache, config.scale, config.offline)
+             for spec in config.rerankers if spec.kind != "rrf"]
+    rows = {}
+    for plan in (p.result() for p in plans):
+        chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
+    return rows
+
+
 def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -86,15 +112,10 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
                 vs = [f.result() for f in futures]
                 variants += vs
-                cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
-                                   config.candidates.get(ds.name))
+                cs = first_stage(submit, ds, vs, config, cache)
                 candidates.append(cs)
-                systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
-                for spec in config.rerankers:
-                    if spec.kind != "rrf":
-                        systems[spec.name] = submit(rerank_task, dataset=ds, candidates=cs, variant_sets=vs, spec=spec,
-                                                    rerank_depth=config.rerank_depth, cache_dir=cache, out_dir=out,
-                                                    offline=config.offline)
+                systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out), **rerank_rows(submit, ds, cs, vs, config,
+                                                                                             cache, out)}
                 ranked = {}
                 for name, future in systems.items():  # a fusion waits for the rows it fuses
                     ranked[name] = future.result()
@@ -107,11 +128,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
 
         identity = benchmark.identity(config, datasets, candidates)
         board = aggregate_task(datasets, variants, candidates, scores, config, out, identity)
-        for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
-            target = inside(run_dir, "candidates", cs.dataset)
-            target.mkdir(parents=True, exist_ok=True)
-            for f in Path(cs.trec_dir).glob("*.trec"):
-                shutil.copyfile(f, target / f.name)
+        for cs in candidates:  # the frozen candidates travel with the results, as TREC runs (linked, checked)
+            publish_candidates_task(cs, out)
         manifest = RunManifest(
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),

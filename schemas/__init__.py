@@ -13,15 +13,19 @@ from schemas.config import (
     EvalConfig,
     RerankerSpec,
     RRFSpec,
+    ScaleSpec,
 )
 from schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
+    ChunkResult,
     DatasetManifest,
     LeaderboardRow,
     MetricContract,
     MetricRecord,
+    RerankPlan,
     RerankResult,
+    RetrievalPlan,
     RunManifest,
     ScoreSet,
     VariantSet,
@@ -29,8 +33,8 @@ from schemas.manifests import (
 from schemas.records import Document, Judgment, Query, QueryVariant
 
 __all__ = [
-    "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
+    "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "ChunkResult", "CrossEncoderSpec", "CorruptionSpec",
     "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
-    "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
-    "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet",
+    "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankPlan", "RerankResult", "RetrievalPlan",
+    "RRFSpec", "RerankerSpec", "ScaleSpec", "RunManifest", "ScoreSet", "VariantSet",
 ]

@@ -40,7 +40,7 @@ def load_dataset(spec: DatasetSpec) -> DatasetManifest:
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
-        fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=len(ds.docs),
+        fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=ds.n_docs,
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
         n_queries_without_relevant=no_rel,
     )

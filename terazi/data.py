@@ -19,13 +19,24 @@ from terazi.trec import read_qrels
 
 @dataclass(frozen=True)
 class Dataset:
+    """A validated dataset. The corpus is checked in a stream and kept as its ids only: stages that need the
+    texts read them from the corpus table in the cache (`terazi.corpus`); `docs` reads the file on first use."""
+
     name: str
     root: Path
     split: str
-    docs: dict[str, Document]
+    doc_ids: pl.Series = field(repr=False)
     queries: dict[str, Query]
     qrels: dict[str, dict[str, int]]
     files: tuple[Path, ...] = field(repr=False)
+
+    @cached_property
+    def docs(self) -> dict[str, Document]:
+        return _read_jsonl(self.files[0], Document, "corpus")
+
+    @property
+    def n_docs(self) -> int:
+        return self.doc_ids.len()
 
     @cached_property
     def fingerprint(self) -> str:
@@ -41,11 +52,12 @@ class Dataset:
         return [q for q in self.queries if q in self.qrels]
 
 
-def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
+def _read_jsonl(path: Path, model: type[BaseModel], what: str, keep: bool = True) -> dict:
+    """id → record (or, with keep=False, id → line number: the records are checked, not kept)."""
     if not path.is_file():
         raise DatasetError(path, None, f"missing {what} file")
     out: dict = {}
-    first_line: dict[str, int] = {}
+    first_line: dict[str, int] = {} if keep else out
     with open(path, encoding="utf-8-sig") as f:
         for n, raw in enumerate(f, start=1):
             if not raw.strip():
@@ -62,16 +74,17 @@ def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
                 raise DatasetError(path, n, describe(e)) from None
             if rec.id in out:
                 raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
-            out[rec.id] = rec
+            out[rec.id] = rec if keep else n
             first_line[rec.id] = n
     if not out:
         raise DatasetError(path, None, f"no {what} records")
     return out
 
 
-def _check_ids(path: Path, qrels: pl.DataFrame, docs: dict, queries: dict) -> dict[str, dict[str, int]]:
-    for col, known, what in (("doc_id", docs, "document id"), ("query_id", queries, "query id")):
-        unknown = qrels.filter(~pl.col(col).is_in(list(known)))
+def _check_ids(path: Path, qrels: pl.DataFrame, doc_ids: pl.Series, queries: dict) -> dict[str, dict[str, int]]:
+    for col, known, what in (("doc_id", doc_ids, "document id"), ("query_id", pl.Series(list(queries), dtype=pl.Utf8),
+                                                                 "query id")):
+        unknown = qrels.filter(~pl.col(col).is_in(known.implode()))
         if unknown.height:
             row = unknown.row(0, named=True)
             where = "the corpus" if col == "doc_id" else "queries"
@@ -88,10 +101,10 @@ def load_beir(root: str | Path, split: str = "test", name: str | None = None) ->
     if not root.is_dir():
         raise DatasetError(root, None, "dataset folder not found")
     corpus_p, queries_p, qrels_p = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
-    docs = _read_jsonl(corpus_p, Document, "corpus")
+    doc_ids = pl.Series("doc_id", list(_read_jsonl(corpus_p, Document, "corpus", keep=False)), dtype=pl.Utf8)
     queries = _read_jsonl(queries_p, Query, "queries")
-    qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), docs, queries)
-    return Dataset(name or root.name, root, split, docs, queries, qrels, (corpus_p, queries_p, qrels_p))
+    qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), doc_ids, queries)
+    return Dataset(name or root.name, root, split, doc_ids, queries, qrels, (corpus_p, queries_p, qrels_p))
 
 
 def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test") -> Path:

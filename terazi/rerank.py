@@ -1,25 +1,35 @@
-"""The reranking stage: collect pairs over all conditions, skip what is cached, score the rest.
+"""The reranking stage: collect pairs over all conditions, skip what is stored, score the rest in chunks.
 
 Rankings are tables with columns (condition, sample, query_id, rank, doc_id, score). A reranked
 list holds the `rerank_depth` rescored candidates, then the remaining first-stage candidates in
 their first-stage order, so deeper measures (R@100) still see the whole candidate list.
+
+Pairs live in polars columns, never as one Python object each: a pair's key is (q, d), the 64-bit keys
+of its query text (hashed once per distinct text) and of its document (hashed once per corpus, see
+`terazi.corpus`). The work list is the unique pairs not in the store, sorted by length (less padding),
+numbered by `pos`; a scoring block is `batch_size × 8` consecutive positions and a chunk (one task) a
+whole number of blocks, so every chunking scores exactly the same blocks, and so gives the same scores.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ContextManager
 
 import numpy as np
 import polars as pl
 
-from terazi.rerankers import Pair, PairScorer, pair_key
-from terazi.score_cache import ScoreCache
+from terazi import fingerprint
+from terazi.rerankers import Corpus, Pair, PairScorer
+from terazi.store import ModelKey, Scores
 
 log = logging.getLogger("terazi.rerank")
 VARIANT = ["condition", "sample", "query_id"]
+BLOCK_BATCHES = 8
+POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -35,60 +45,112 @@ class PairStats:
                 f"{self.cached} cached, {self.scored} scored in {self.seconds:.1f}s")
 
 
-def score_pairs(
-    pairs: list[Pair],
-    scorer: PairScorer,
-    cache: ScoreCache,
-    chunk: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[tuple[str, str, str], float], PairStats]:
-    """Scores of all pairs; only pairs absent from the cache reach the model.
-
-    Pairs to score are sorted by length (less padding) and scored in chunks of a few batches;
-    each chunk is committed to the cache before the next starts.
-    """
-    stats = PairStats(needed=len(pairs))
-    unique: dict[tuple[str, str, str], Pair] = {}
-    for p in pairs:
-        unique.setdefault(pair_key(p.query, p.doc_id, p.doc), p)
-    stats.unique = len(unique)
-    known = cache.get(scorer.identity, scorer.max_length, unique)
-    stats.cached = len(known)
-    todo = sorted((k for k in unique if k not in known), key=lambda k: len(unique[k].query) + len(unique[k].doc))
-    chunk = chunk or scorer.batch_size * 8
-    start = time.perf_counter()
-    for i in range(0, len(todo), chunk):
-        keys = todo[i : i + chunk]
-        scores = scorer.score([unique[k] for k in keys])
-        fresh = list(zip(keys, scores.tolist()))
-        cache.put(scorer.identity, scorer.max_length, fresh)
-        known.update(fresh)
-        stats.scored += len(keys)
-        if on_progress:
-            on_progress(stats.scored, len(todo))
-    stats.seconds = time.perf_counter() - start
-    return known, stats
+def model_key(scorer: PairScorer) -> ModelKey:
+    return ModelKey(scorer.identity, scorer.max_length)
 
 
-def rerank(
-    candidates: pl.DataFrame,
-    variants: pl.DataFrame,
-    docs: dict[str, str],
-    scorer: PairScorer,
-    cache: ScoreCache,
-    rerank_depth: int,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[pl.DataFrame, PairStats]:
-    """Rescore the top `rerank_depth` candidates of every variant; return the new rankings."""
+def block_size(scorer: PairScorer) -> int:
+    """Pairs per scoring call, committed to the store as one piece."""
+    return scorer.batch_size * BLOCK_BATCHES
+
+
+def pair_table(candidates: pl.DataFrame, variants: pl.DataFrame, doc_keys: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
+    """One row per (variant, candidate) to rescore, in candidate order, with its text, q, d and document length."""
     top = candidates.filter(pl.col("rank") <= rerank_depth).join(
-        variants.select(*VARIANT, "text"), on=VARIANT, how="left")
-    texts = top["text"].to_list()
-    doc_ids = top["doc_id"].to_list()
-    pairs = [Pair(t, d, docs[d]) for t, d in zip(texts, doc_ids)]
-    scores, stats = score_pairs(pairs, scorer, cache, on_progress=on_progress)
-    keys = (pair_key(p.query, p.doc_id, p.doc) for p in pairs)
-    top = top.with_columns(pl.Series("score", np.fromiter((scores[k] for k in keys), dtype=np.float64, count=len(pairs))))
-    return _reorder(top, candidates, rerank_depth), stats
+        variants.select(*VARIANT, "text"), on=VARIANT, how="left", maintain_order="left")
+    texts = top["text"].unique(maintain_order=True)
+    qk = pl.DataFrame({"text": texts, "q": fingerprint.text_keys(texts.to_list())}, schema={"text": pl.Utf8, "q": pl.Int64})
+    return (top.join(qk, on="text", how="left", maintain_order="left")
+            .join(doc_keys.select("doc_id", pl.col("key").alias("d"), "chars"), on="doc_id", how="left",
+                  maintain_order="left"))
+
+
+def work_list(top: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """Unique pairs not yet scored, sorted by length (stable: ties keep first-occurrence order), numbered `pos`."""
+    unique = top.select("q", "d", "text", "doc_id", "chars").unique(["q", "d"], keep="first", maintain_order=True)
+    todo = unique.join(known.select("q", "d"), on=["q", "d"], how="anti", maintain_order="left")
+    todo = todo.with_columns((pl.col("text").str.len_chars() + pl.col("chars")).alias("length"))
+    return todo.sort("length", maintain_order=True).drop("chars", "length").with_row_index("pos")
+
+
+def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
+    """[start, stop) of each chunk: `chunk_pairs` rounded up to whole blocks."""
+    size = max(1, -(-chunk_pairs // block)) * block
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores, block: int,
+               lock: ContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None,
+               wait: bool = True, poll: float = POLL_SECONDS) -> tuple[int, pl.DataFrame]:
+    """Score the pairs of `rows` (pos, q, d, text, doc_id) that have no score in the store yet.
+
+    Pairs already stored are skipped; the rest are claimed under a lease and scored block by block, each
+    block committed. Pairs another run holds a live lease on are left to it: returned at once (`wait=False`,
+    so the caller can score other chunks first) or waited for, and taken over if that run stops. Returns
+    (pairs this call scored, pairs still left to another run)."""
+    model = model_key(scorer)
+    need = rows.join(scores.get_many(model, rows.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
+    scored, total, waited = 0, need.height, False
+    while need.height:
+        with lock, scores.lease() as lease:
+            mine = lease.claim(model, need.select("q", "d"))
+            mine = need.join(mine, on=["q", "d"], how="semi", maintain_order="left")
+            docs = corpus.texts(mine["doc_id"].unique(maintain_order=True).to_list()) if mine.height else {}
+            blocks = mine["pos"].to_numpy() // block
+            cuts = [0, *(np.flatnonzero(np.diff(blocks)) + 1).tolist(), mine.height] if mine.height else [0]
+            for a, z in zip(cuts[:-1], cuts[1:]):
+                part = mine.slice(a, z - a)
+                values = scorer.score([Pair(t, d, docs[d]) for t, d in zip(part["text"].to_list(), part["doc_id"].to_list())])
+                scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)))
+                lease.renew()
+                scored += part.height
+                if on_progress:
+                    on_progress(scored, total)
+        need = need.join(mine, on=["q", "d"], how="anti", maintain_order="left")
+        if not need.height or not wait:
+            break
+        if not waited:
+            log.info("%d pairs are being scored by another run on this cache: waiting for them", need.height)
+            waited = True
+        time.sleep(poll)
+        need = need.join(scores.get_many(model, need.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
+    return scored, need
+
+
+def ranking(top: pl.DataFrame, found: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
+    """The reranked lists from the pair table and the scores of its pairs."""
+    head = top.select(*VARIANT, "rank", "doc_id", "q", "d").join(found, on=["q", "d"], how="left", maintain_order="left")
+    missing = head["score"].null_count()
+    if missing:
+        raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
+    return _reorder(head.drop("q", "d"), candidates, rerank_depth)
+
+
+def rerank(candidates: pl.DataFrame, variants: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores,
+           rerank_depth: int, chunk_pairs: int | None = None,
+           on_progress: Callable[[int, int], None] | None = None) -> tuple[pl.DataFrame, PairStats]:
+    """Rescore the top `rerank_depth` candidates of every variant in this process; return the new rankings.
+    (The flow runs the same steps as tasks: plan, chunks, ranking; see tasks/rerank.py.)"""
+    start = time.perf_counter()
+    model = model_key(scorer)
+    top = pair_table(candidates, variants, corpus.keys(), rerank_depth)
+    unique = top.select("q", "d").unique()
+    known = scores.get_many(model, unique)
+    todo = work_list(top, known)
+    stats = PairStats(needed=top.height, unique=unique.height, cached=known.height)
+    block = block_size(scorer)
+    others = []
+    for a, z in chunk_bounds(todo.height, chunk_pairs or block, block):
+        progress_ = (lambda done, _t, a=a: on_progress(a + done, todo.height)) if on_progress else None
+        scored, left = score_rows(todo.slice(a, z - a), corpus, scorer, scores, block, on_progress=progress_, wait=False)
+        stats.scored += scored
+        others.append(left)
+    if sum(f.height for f in others):  # pairs a concurrent run claimed: wait for them (or take them over)
+        stats.scored += score_rows(pl.concat(others), corpus, scorer, scores, block)[0]
+    found = pl.concat([known, scores.get_many(model, todo.select("q", "d"))])
+    stats.cached = stats.unique - stats.scored
+    stats.seconds = time.perf_counter() - start
+    return ranking(top, found, candidates, rerank_depth), stats
 
 
 def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
