@@ -1,6 +1,7 @@
 """Stage 0: everything that can be checked before any heavy stage starts.
 
-Output and cache folders are writable, every model reference resolves (a hub id while offline, a
+Output and cache folders are writable, the score cache opens (a damaged one is named, with the
+command that repairs it), every model reference resolves (a hub id while offline, a
 missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
 encoded corpus; its error names the file, field or model, and is never retried.
 """
@@ -16,6 +17,7 @@ from tasks import transient
 from tasks.load import load_dataset
 from terazi.models import ModelError, resolve
 from terazi.paths import writable_folder
+from terazi.store.scores import check_opens
 
 log = logging.getLogger("terazi.preflight")
 
@@ -23,7 +25,7 @@ log = logging.getLogger("terazi.preflight")
 def preflight(config: EvalConfig) -> list[DatasetManifest]:
     """Check folders and models, then load every dataset (read once per process and reused)."""
     writable_folder(config.out_dir, "results folder")
-    writable_folder(config.cache_dir, "cache folder")
+    check_opens(writable_folder(config.cache_dir, "cache folder"), config.scale.score_store)
     for where, model, revision, _ in config.models():
         try:
             resolve(model, revision, config.offline)

@@ -17,11 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import time
 import uuid
-from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,77 +35,21 @@ from tasks.load import open_dataset
 from terazi import fingerprint
 from terazi.corpus import CorpusTable, corpus_table
 from terazi.errors import CacheError
+from terazi.frozen import MANIFEST, load_frozen, publish_candidates, quarantine_folder, write_runs
 from terazi.metrics import evaluate
 from terazi.models import ModelRef, load_bi_encoder, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
 from terazi.retrieval import (build_index, choose_index, encode, exact_search, load_shard, recall_against_exact,
                               sample_rows, save_atomic, search_index, shard_bounds, shard_path, shards, stack)
-from terazi.trec import write_run
 
 log = logging.getLogger("terazi.retrieve")
-MANIFEST = "manifest.json"
 NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
                       "index_recall_queries", "shards")
 
 
-def candidates_file_name(condition: str, sample: int, samples: int) -> str:
-    return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
-
-
 def dataset_corpus(dataset: DatasetManifest, cache_dir: str) -> CorpusTable:
     return corpus_table(Path(dataset.path) / "corpus.jsonl", dataset.corpus_fingerprint, dataset.n_docs, cache_dir)
-
-
-# frozen candidate sets: relocatable, checked before use --------------------------------------------------
-
-def _write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> None:
-    """TREC run files of a candidate table, one per condition and sample (or only the ones named `runs/<file>`)."""
-    runs.mkdir(parents=True, exist_ok=True)
-    samples = dict(cand.group_by("condition").agg(pl.col("sample").n_unique()).iter_rows())
-    for (cond, smp), part in cand.group_by(["condition", "sample"], maintain_order=True):
-        name = candidates_file_name(cond, smp, samples[cond])
-        if only is None or f"runs/{name}" in only:
-            write_run(part, runs / name, "terazi-first-stage")
-
-
-def load_frozen(folder: Path, rebuild: bool = True) -> CandidateSet | None:
-    """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
-    written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again."""
-    try:
-        body = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    body |= {"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs"), "reused": True}
-    files = body.get("files") or {str(p.relative_to(folder)): fingerprint.of_file(p)
-                                  for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))]
-                                  if p.is_file()}
-    if "candidates.parquet" not in files:
-        return None
-    bad = [name for name, digest in files.items()
-           if not (folder / name).is_file() or fingerprint.of_file(folder / name) != digest]
-    if "candidates.parquet" in bad:
-        log.warning("frozen candidates %s: candidates.parquet is missing or damaged", folder)
-        return None
-    if bad:
-        if not rebuild:
-            raise CacheError(f"frozen candidates {folder}: {', '.join(bad)} missing or damaged")
-        log.warning("frozen candidates %s: %s missing or damaged; writing them again from candidates.parquet",
-                    folder, ", ".join(bad))
-        _write_runs(pl.read_parquet(folder / "candidates.parquet"), folder / "runs", only=set(bad))
-        still = [n for n in bad if not (folder / n).is_file() or fingerprint.of_file(folder / n) != files[n]]
-        if still:
-            raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
-                             "hash; run `terazi cache repair`")
-    return CandidateSet.model_validate(body | {"files": files})
-
-
-def quarantine_folder(folder: Path) -> None:
-    """Move a damaged candidate set aside (`<cache>/quarantine/`), so it is computed again."""
-    target = folder.parent.parent / "quarantine" / f"candidates-{folder.name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(folder, target)
-    log.warning("moved the damaged candidate set %s to %s; computing it again", folder, target)
 
 
 def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> CandidateSet:
@@ -130,28 +72,6 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
                                  "`candidates` to retrieve afresh")
             return cs
     raise ValueError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
-
-
-def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
-    """The frozen TREC files in the results folder, linked (not copied) when the file system allows, then checked:
-    every file present with its recorded hash, nothing else, never an empty folder."""
-    target = inside(run_dir, "candidates", cs.dataset)
-    target.mkdir(parents=True, exist_ok=True)
-    folder = Path(cs.path).parent
-    runs = {name.removeprefix("runs/"): digest for name, digest in cs.files.items() if name.startswith("runs/")}
-    if not runs:
-        raise CacheError(f"frozen candidates {folder} list no TREC files; run `terazi cache repair`")
-    for stale in set(p.name for p in target.glob("*.trec")) - set(runs):
-        (target / stale).unlink()
-    for name, digest in runs.items():
-        src, dst = folder / "runs" / name, target / name
-        dst.unlink(missing_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copyfile(src, dst)
-        if not (dst.is_file() and (os.path.samefile(src, dst) or fingerprint.of_file(dst) == digest)):
-            raise CacheError(f"{dst} does not match the frozen candidates ({src}); run `terazi cache repair`")
 
 
 # plan, shards, search -------------------------------------------------------------------------------------
@@ -248,7 +168,7 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
     if plan.frozen:
         return plan.frozen
     variants = read_variants(variant_sets).sort("condition", "sample", "query_id")
-    enc, depth, folder = plan.encoder, plan.depth, Path(plan.folder)
+    enc, depth = plan.encoder, plan.depth
     n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
     texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
     q_emb = stack(Path(plan.queries), plan.query_shards)
@@ -294,7 +214,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.mkdir(parents=True)
     cand.write_parquet(tmp / "candidates.parquet")
-    _write_runs(cand, tmp / "runs")
+    write_runs(cand, tmp / "runs")
     qrels = open_dataset(dataset).qrels
     recall = {}
     for cond, part in cand.group_by("condition", maintain_order=True):

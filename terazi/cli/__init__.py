@@ -25,7 +25,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     """Weigh text rerankers and retrievers honestly."""
 
 
-from terazi.cli import convert, corrupt, evaluate, leaderboard, score, serve  # noqa: E402,F401  (registers commands)
+from terazi.cli import cache, convert, corrupt, evaluate, leaderboard, score, serve  # noqa: E402,F401  (registers commands)
 
 
 def main() -> None:

@@ -17,10 +17,11 @@ from typing import Iterator
 
 import polars as pl
 
+from terazi.errors import OutputPathError
 from terazi.paths import inside
 from terazi.store import SCORE_SCHEMA, ModelKey
 from terazi.store.shared import SharedStore
-from terazi.store.sqlite import SQLiteStore
+from terazi.store.sqlite import SQLiteStore, damaged
 
 CACHE_FILE = "scores.sqlite"
 SHARED_PART_ROWS = 20_000
@@ -29,6 +30,21 @@ SHARED_PART_SECONDS = 120.0
 
 def cache_file(cache_dir: str | Path) -> Path:
     return inside(cache_dir, CACHE_FILE)
+
+
+def check_opens(cache_dir: str | Path, shared: str | None = None) -> None:
+    """Before any heavy stage: the score cache opens and passes SQLite's quick check, a shared store is reachable."""
+    store = SQLiteStore(cache_file(cache_dir))
+    problems = store.check(quick=True)
+    store.close()
+    if problems:
+        raise damaged(store.path, problems[0])
+    if shared:
+        try:
+            store = SharedStore(shared)
+            store.fs.makedirs(store.root, exist_ok=True)
+        except Exception as e:  # noqa: BLE001 - fsspec back-ends raise many kinds
+            raise OutputPathError(f"score store {shared} is not reachable ({type(e).__name__}: {e})") from None
 
 
 class Lease:

@@ -224,10 +224,14 @@ class SQLiteStore:
             con.execute("DELETE FROM leases WHERE id=?", (lease,))
 
     # health ------------------------------------------------------------------------------------------
-    def check(self) -> list[str]:
-        """SQLite's integrity check: empty when the file is sound."""
-        with self._guard():
-            rows = [r[0] for r in self._conn().execute("PRAGMA integrity_check").fetchall()]
+    def check(self, quick: bool = False) -> list[str]:
+        """SQLite's integrity check (or its quicker variant, which skips index contents): empty when sound."""
+        try:
+            rows = [r[0] for r in self._conn().execute(f"PRAGMA {'quick_check' if quick else 'integrity_check'}")]
+        except sqlite3.DatabaseError as e:
+            if not is_damage(e):
+                raise
+            return [str(e)]
         return [] if rows == ["ok"] else rows
 
 
@@ -249,11 +253,39 @@ def _migrate_v1(con: sqlite3.Connection) -> None:
     log.info("score cache: %d rows carried over from the first layout", n)
 
 
-BUCKETS = 256
+def _read_model(con: sqlite3.Connection, model: int) -> tuple[np.ndarray, int]:
+    """Every readable row of one model, in key order. Reading resumes past each damaged region: from the last row
+    read, single rows are fetched at ever further keys until one is readable. Returns the rows and the number of
+    read failures (damaged regions)."""
+    sql = "SELECT q, d, score FROM pair_scores WHERE model=? AND q>=? ORDER BY q, d"
+    rows: list[tuple[int, int, float]] = []
+    lo, lost = -(2 ** 63), 0
+    while True:
+        last = None
+        try:
+            for row in con.execute(sql, (model, lo)):
+                rows.append(row)
+                last = row[0]
+            return np.array(rows, dtype=ROW), lost
+        except sqlite3.Error:
+            lost += 1
+        start = lo if last is None else last + 1
+        for k in range(64):
+            try:
+                one = con.execute(sql + " LIMIT 1", (model, start + (1 << k) - 1)).fetchall()
+            except (sqlite3.Error, OverflowError):
+                continue
+            if not one:
+                return np.array(rows, dtype=ROW), lost
+            rows.append(one[0])
+            lo = one[0][0] + 1
+            break
+        else:
+            return np.array(rows, dtype=ROW), lost
 
 
 def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFrame], int]:
-    """Every readable row of a (damaged) cache file: model names, rows per model, and unreadable ranges."""
+    """Every readable row of a (damaged) cache file: model names, rows per model, and the unreadable ranges."""
     try:
         con = sqlite3.connect(path, isolation_level=None)
         con.execute("SELECT 1 FROM sqlite_master").fetchall()
@@ -271,18 +303,9 @@ def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFr
         ids = list(names)
         lost += 1
     rows: dict[int, pl.DataFrame] = {}
-    edges = np.linspace(-(2 ** 63), 2 ** 63 - 1, BUCKETS + 1, dtype=np.float64)
-    bounds = [int(x) for x in edges]
-    bounds[0], bounds[-1] = -(2 ** 63), 2 ** 63 - 1
     for m in ids:
-        parts = []
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            try:
-                cur = con.execute("SELECT q, d, score FROM pair_scores WHERE model=? AND q>=? AND q<=?", (m, lo, hi))
-                parts.append(np.fromiter(cur, dtype=ROW))
-            except sqlite3.Error:
-                lost += 1
-        got = np.concatenate(parts) if parts else np.zeros(0, dtype=ROW)
+        got, bad = _read_model(con, m)
+        lost += bad
         rows[m] = pl.DataFrame({"q": got["q"], "d": got["d"], "score": got["score"]}, schema=SCORE_SCHEMA).unique(["q", "d"])
     con.close()
     return names, rows, lost
@@ -290,7 +313,7 @@ def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFr
 
 def quarantine(path: Path) -> Path:
     """Move a cache file (and its WAL and shared-memory files) aside, into `<cache>/quarantine/`."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{os.getpid()}-{time.time_ns() % 10**6:06d}"
     folder = path.parent / "quarantine"
     folder.mkdir(exist_ok=True)
     target = folder / f"{path.name}.{stamp}"
