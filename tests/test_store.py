@@ -232,3 +232,28 @@ def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
     Path(recomputed.path).write_bytes(b"damaged")
     with pytest.raises(CacheError, match="candidates.parquet is missing or damaged"):
         retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "copy"), offline=True, frozen=first.fingerprint)
+
+
+def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(prefect_server, tmp_path, tiny_dataset):
+    from terazi.cli import app
+
+    runner = CliRunner()
+    cache = tmp_path / "cache"
+    args = ["run", "--dataset", str(tiny_dataset), "--cache", str(cache), "--condition", "upper", "--depth", "10",
+            "--rerank-depth", "5", "--offline"]
+    first = runner.invoke(app, [*args, "--out", str(tmp_path / "r1")])
+    assert first.exit_code == 0, first.output
+    db = cache / "scores.sqlite"
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    db.write_bytes(os.urandom(db.stat().st_size))  # the whole file damaged
+
+    stopped = runner.invoke(app, [*args, "--out", str(tmp_path / "r2")])
+    message = " ".join(stopped.output.split())
+    assert stopped.exit_code == 2 and f"score cache {db} is damaged" in message and "terazi cache repair" in message
+    assert "Traceback" not in stopped.output
+    repaired = runner.invoke(app, ["cache", "repair", "--cache", str(cache)])
+    assert repaired.exit_code == 0 and "quarantine" in repaired.output
+    third = runner.invoke(app, [*args, "--out", str(tmp_path / "r3")])
+    assert third.exit_code == 0, third.output
+    assert (tmp_path / "r1" / "leaderboard.csv").read_bytes() == (tmp_path / "r3" / "leaderboard.csv").read_bytes()
