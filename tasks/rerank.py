@@ -12,6 +12,7 @@ cluster of W workers scores W chunks at once. Chunks exchange nothing but the pl
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 import uuid
@@ -38,8 +39,8 @@ from terazi.corpus import CorpusTable
 from terazi.models import ModelError, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
-from terazi.rerank import (VARIANT, block_size, chunk_bounds, model_key, pair_table, ranking, reciprocal_rank_fusion,
-                           score_rows, work_list)
+from terazi.rerank import (VARIANT, block_size, chunk_bounds, document_keys, model_key, pair_keys, reciprocal_rank_fusion,
+                           score_rows, variant_keys, work_list, write_ranking)
 from terazi.rerankers import make_scorer, shared_scorer
 from terazi.store import ModelKey, Scores
 
@@ -54,7 +55,11 @@ def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_
     """The first stage alone, as a leaderboard row ("no rerank")."""
     path = ranking_path(out_dir, dataset.name, FIRST_STAGE)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pl.read_parquet(candidates.path).write_parquet(path)
+    path.unlink(missing_ok=True)
+    try:
+        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
+    except OSError:
+        shutil.copyfile(candidates.path, path)
     return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
                         candidates=candidates.fingerprint, path=str(path))
 
@@ -72,26 +77,29 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline)  # loads nothing yet
     model = model_key(scorer)
-    cands = pl.read_parquet(candidates.path)
-    doc_ids = cands.filter(pl.col("rank") <= rerank_depth)["doc_id"].unique()
-    top = pair_table(cands, read_variants(variant_sets), corpus.keys(doc_ids), rerank_depth)
-    unique = top.select("q", "d").unique()
+    cands = pl.scan_parquet(candidates.path)
+    var = variant_keys(read_variants(variant_sets))
+    docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
+                                     .collect()["doc_id"]))
+    pairs = pair_keys(cands, var, docs, rerank_depth)
+    unique = pairs.unique()
     known = Scores(cache_dir, scale.score_store).get_many(model, unique)
-    todo = work_list(top, known)
+    todo = work_list(pairs, var, docs, known)
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
-    top.select(*VARIANT, "rank", "doc_id", "q", "d").write_parquet(work / "top.parquet")
+    var.select(*VARIANT, "q").write_parquet(work / "variants.parquet")
+    docs.write_parquet(work / "docs.parquet")
     known.write_parquet(work / "known.parquet")
     todo.write_parquet(work / "todo.parquet")
     block = block_size(scorer)
     chunks = chunk_bounds(todo.height, scale.chunk_pairs, block)
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
-             dataset.name, top.height, unique.height, known.height, todo.height, len(chunks))
+             dataset.name, pairs.height, unique.height, known.height, todo.height, len(chunks))
     return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                       max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
                       rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
                       cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
-                      block=block, chunks=chunks, needed=top.height, unique=unique.height, cached=known.height,
+                      block=block, chunks=chunks, needed=pairs.height, unique=unique.height, cached=known.height,
                       started=started)
 
 
@@ -119,10 +127,10 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     model = ModelKey(plan.identity, plan.max_length)
     todo = pl.read_parquet(work / "todo.parquet", columns=["q", "d"])
     found = pl.concat([pl.read_parquet(work / "known.parquet"), Scores(plan.cache_dir, plan.score_store).get_many(model, todo)])
-    ranked = ranking(pl.read_parquet(work / "top.parquet"), found, pl.read_parquet(plan.candidates_path), plan.rerank_depth)
     path = ranking_path(out_dir, plan.dataset, plan.system)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ranked.write_parquet(path)
+    write_ranking(path, Path(plan.candidates_path), pl.read_parquet(work / "variants.parquet"),
+                  pl.read_parquet(work / "docs.parquet"), found, plan.rerank_depth)
     shutil.rmtree(work, ignore_errors=True)
     scored = sum(c.scored for c in chunks)
     result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,

@@ -17,10 +17,12 @@ import logging
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, ContextManager
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from terazi import fingerprint
 from terazi.rerankers import Corpus, Pair, PairScorer
@@ -54,23 +56,35 @@ def block_size(scorer: PairScorer) -> int:
     return scorer.batch_size * BLOCK_BATCHES
 
 
-def pair_table(candidates: pl.DataFrame, variants: pl.DataFrame, doc_keys: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
-    """One row per (variant, candidate) to rescore, in candidate order, with its text, q, d and document length."""
-    top = candidates.filter(pl.col("rank") <= rerank_depth).join(
-        variants.select(*VARIANT, "text"), on=VARIANT, how="left", maintain_order="left")
-    texts = top["text"].unique(maintain_order=True)
+def variant_keys(variants: pl.DataFrame) -> pl.DataFrame:
+    """Each query variant (condition, sample, query_id) with its text and the text's key q, hashed once per text."""
+    texts = variants["text"].unique(maintain_order=True)
     qk = pl.DataFrame({"text": texts, "q": fingerprint.text_keys(texts.to_list())}, schema={"text": pl.Utf8, "q": pl.Int64})
-    return (top.join(qk, on="text", how="left", maintain_order="left")
-            .join(doc_keys.select("doc_id", pl.col("key").alias("d"), "chars"), on="doc_id", how="left",
-                  maintain_order="left"))
+    return variants.select(*VARIANT, "text").join(qk, on="text", how="left", maintain_order="left")
 
 
-def work_list(top: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
-    """Unique pairs not yet scored, sorted by length (stable: ties keep first-occurrence order), numbered `pos`."""
-    unique = top.select("q", "d", "text", "doc_id", "chars").unique(["q", "d"], keep="first", maintain_order=True)
-    todo = unique.join(known.select("q", "d"), on=["q", "d"], how="anti", maintain_order="left")
+def document_keys(doc_keys: pl.DataFrame) -> pl.DataFrame:
+    """doc_id, d (the document's key) and chars, from a corpus's key table."""
+    return doc_keys.select("doc_id", pl.col("key").alias("d"), "chars")
+
+
+def pair_keys(candidates: pl.DataFrame | pl.LazyFrame, var: pl.DataFrame, docs: pl.DataFrame,
+              rerank_depth: int) -> pl.DataFrame:
+    """(q, d) of every (variant, candidate) to rescore, in candidate order; nothing else is held per pair."""
+    return (candidates.lazy().filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id")
+            .join(var.lazy().select(*VARIANT, "q"), on=VARIANT, how="left", maintain_order="left")
+            .join(docs.lazy().select("doc_id", "d"), on="doc_id", how="left", maintain_order="left")
+            .select("q", "d").collect())
+
+
+def work_list(pairs: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame, known: pl.DataFrame) -> pl.DataFrame:
+    """Unique pairs not yet scored, with their texts, sorted by length (stable: ties keep first-occurrence order),
+    numbered `pos`."""
+    todo = pairs.unique(maintain_order=True).join(known.select("q", "d"), on=["q", "d"], how="anti", maintain_order="left")
+    todo = (todo.join(var.select("q", "text").unique("q", maintain_order=True), on="q", how="left", maintain_order="left")
+            .join(docs.unique("d", maintain_order=True), on="d", how="left", maintain_order="left"))
     todo = todo.with_columns((pl.col("text").str.len_chars() + pl.col("chars")).alias("length"))
-    return todo.sort("length", maintain_order=True).drop("chars", "length").with_row_index("pos")
+    return todo.sort("length", maintain_order=True).select("q", "d", "text", "doc_id").with_row_index("pos")
 
 
 def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
@@ -117,13 +131,40 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
     return scored, need
 
 
-def ranking(top: pl.DataFrame, found: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
-    """The reranked lists from the pair table and the scores of its pairs."""
-    head = top.select(*VARIANT, "rank", "doc_id", "q", "d").join(found, on=["q", "d"], how="left", maintain_order="left")
+def rank_part(candidates: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame, found: pl.DataFrame,
+              rerank_depth: int) -> pl.DataFrame:
+    """The reranked lists of the variants in `candidates` (all their candidates), from the scores in `found`."""
+    head = (candidates.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "rank", "doc_id")
+            .join(var.select(*VARIANT, "q"), on=VARIANT, how="left", maintain_order="left")
+            .join(docs.select("doc_id", "d"), on="doc_id", how="left", maintain_order="left")
+            .join(found, on=["q", "d"], how="left", maintain_order="left"))
     missing = head["score"].null_count()
     if missing:
         raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
     return _reorder(head.drop("q", "d"), candidates, rerank_depth)
+
+
+def write_ranking(path: Path, candidates: Path, var: pl.DataFrame, docs: pl.DataFrame, found: pl.DataFrame,
+                  rerank_depth: int) -> None:
+    """The rankings of every variant written one (condition, sample) at a time, so that only one condition's
+    candidates are in memory; rows in (condition, sample, query_id, rank) order, as `_reorder` gives them."""
+    scan = pl.scan_parquet(candidates)
+    groups = scan.select("condition", "sample").unique().collect().sort("condition", "sample").rows()
+    tmp = path.with_name(f".{path.name}.tmp")
+    writer = None
+    try:
+        for cond, smp in groups:
+            part = scan.filter((pl.col("condition") == cond) & (pl.col("sample") == smp)).collect()
+            table = rank_part(part, var, docs, found, rerank_depth).to_arrow()
+            writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+            writer.write_table(table.cast(writer.schema))
+        if writer is None:
+            pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
+                                 "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.replace(path)
 
 
 def rerank(candidates: pl.DataFrame, variants: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores,
@@ -133,11 +174,13 @@ def rerank(candidates: pl.DataFrame, variants: pl.DataFrame, corpus: Corpus, sco
     (The flow runs the same steps as tasks: plan, chunks, ranking; see tasks/rerank.py.)"""
     start = time.perf_counter()
     model = model_key(scorer)
-    top = pair_table(candidates, variants, corpus.keys(), rerank_depth)
-    unique = top.select("q", "d").unique()
+    var = variant_keys(variants)
+    docs = document_keys(corpus.keys())
+    pairs = pair_keys(candidates, var, docs, rerank_depth)
+    unique = pairs.unique()
     known = scores.get_many(model, unique)
-    todo = work_list(top, known)
-    stats = PairStats(needed=top.height, unique=unique.height, cached=known.height)
+    todo = work_list(pairs, var, docs, known)
+    stats = PairStats(needed=pairs.height, unique=unique.height, cached=known.height)
     block = block_size(scorer)
     others = []
     for a, z in chunk_bounds(todo.height, chunk_pairs or block, block):
@@ -150,7 +193,7 @@ def rerank(candidates: pl.DataFrame, variants: pl.DataFrame, corpus: Corpus, sco
     found = pl.concat([known, scores.get_many(model, todo.select("q", "d"))])
     stats.cached = stats.unique - stats.scored
     stats.seconds = time.perf_counter() - start
-    return ranking(top, found, candidates, rerank_depth), stats
+    return rank_part(candidates, var, docs, found, rerank_depth), stats
 
 
 def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:

@@ -74,7 +74,7 @@ def damage(path: Path, where: float) -> None:
     size = path.stat().st_size
     with open(path, "r+b") as f:
         f.seek(int(size * where))
-        f.write(os.urandom(8192))
+        f.write(np.random.default_rng(7).bytes(8192))  # two pages of garbage, the same every time
 
 
 def test_damaged_cache_is_named_and_repaired(tmp_path):
@@ -92,7 +92,7 @@ def test_damaged_cache_is_named_and_repaired(tmp_path):
         check_opens(tmp_path)
     report = sqlite_store.repair(db)
     assert Path(report["quarantined"]).is_file() and report["unreadable_ranges"] >= 1
-    assert 90_000 < report["salvaged"] < 100_000  # only the rows on the damaged pages are lost
+    assert 95_000 < report["salvaged"] < 100_000  # only the rows on the damaged pages are lost
     fresh = SQLiteStore(db)
     assert fresh.check() == [] and fresh.count(MODEL) == report["salvaged"]
     kept = fresh.get_many(MODEL, rows.select("q", "d"))

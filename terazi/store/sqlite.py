@@ -253,35 +253,43 @@ def _migrate_v1(con: sqlite3.Connection) -> None:
     log.info("score cache: %d rows carried over from the first layout", n)
 
 
-def _read_model(con: sqlite3.Connection, model: int) -> tuple[np.ndarray, int]:
-    """Every readable row of one model, in key order. Reading resumes past each damaged region: from the last row
-    read, single rows are fetched at ever further keys until one is readable. Returns the rows and the number of
-    read failures (damaged regions)."""
-    sql = "SELECT q, d, score FROM pair_scores WHERE model=? AND q>=? ORDER BY q, d"
+def _scan(con: sqlite3.Connection, model: int, down: bool) -> tuple[list[tuple[int, int, float]], int]:
+    """Readable rows of one model in key order (or reverse order), resuming past each damaged region: from the
+    last row read, single rows are fetched at ever further keys until one is readable."""
+    op, order, sign = ("<=", "DESC", -1) if down else (">=", "ASC", 1)
+    sql = f"SELECT q, d, score FROM pair_scores WHERE model=? AND q{op}? ORDER BY q {order}, d {order}"
     rows: list[tuple[int, int, float]] = []
-    lo, lost = -(2 ** 63), 0
+    at, lost = (2 ** 63 - 1) if down else -(2 ** 63), 0
     while True:
         last = None
         try:
-            for row in con.execute(sql, (model, lo)):
+            for row in con.execute(sql, (model, at)):
                 rows.append(row)
                 last = row[0]
-            return np.array(rows, dtype=ROW), lost
+            return rows, lost
         except sqlite3.Error:
             lost += 1
-        start = lo if last is None else last + 1
+        start = at if last is None else last + sign
         for k in range(64):
             try:
-                one = con.execute(sql + " LIMIT 1", (model, start + (1 << k) - 1)).fetchall()
+                one = con.execute(sql + " LIMIT 1", (model, start + sign * ((1 << k) - 1))).fetchall()
             except (sqlite3.Error, OverflowError):
                 continue
             if not one:
-                return np.array(rows, dtype=ROW), lost
+                return rows, lost
             rows.append(one[0])
-            lo = one[0][0] + 1
+            at = one[0][0] + sign
             break
         else:
-            return np.array(rows, dtype=ROW), lost
+            return rows, lost
+
+
+def _read_model(con: sqlite3.Connection, model: int) -> tuple[np.ndarray, int]:
+    """Every readable row of one model: read forwards and backwards, so rows on both sides of damage are kept.
+    Returns the rows and the number of read failures met going forwards (damaged regions)."""
+    ahead, lost = _scan(con, model, down=False)
+    behind = _scan(con, model, down=True)[0] if lost else []
+    return np.array(ahead + behind, dtype=ROW), lost
 
 
 def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFrame], int]:
