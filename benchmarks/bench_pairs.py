@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_pairs.py [--replicas 10] [--depth 100] [--rerank-depth 30]
 
 XQuAD Turkish as BEIR (240 passages, 1,190 questions) and the same replicated under new ids (query copy k
-judges passage copy k), five conditions (clean, upper, ascii_full, mobile, typo): 5,950 and 59,500 query
+judges passage copy k; each copy's texts end in a word of their own, so that no pair repeats), five conditions (clean, upper, ascii_full, mobile, typo): 5,950 and 59,500 query
 variants. The first stage uses a tiny random bi-encoder (its cost is not measured here). Then the reranking
 stage of BM25, as the flow runs it (plan, chunks, ranking), cold and warm, each in a fresh process: seconds,
 microseconds per pair, peak memory above the process's baseline, bytes per pair, and the ratio of the large
@@ -32,8 +32,9 @@ def replicate(source: Path, target: Path, copies: int) -> Path:
     from terazi.data import load_beir, write_beir
 
     ds = load_beir(source)
-    docs = [{"_id": f"{d}-r{k}", "text": doc.text} for k in range(copies) for d, doc in ds.docs.items()]
-    queries = [{"_id": f"{q}-r{k}", "text": ds.queries[q].text} for k in range(copies) for q in ds.judged_query_ids]
+    docs = [{"_id": f"{d}-r{k}", "text": f"{doc.text} kopya{k}"} for k in range(copies) for d, doc in ds.docs.items()]
+    queries = [{"_id": f"{q}-r{k}", "text": f"{ds.queries[q].text} kopya{k}"} for k in range(copies)
+               for q in ds.judged_query_ids]
     qrels = [(f"{q}-r{k}", f"{d}-r{k}", g) for k in range(copies) for q in ds.judged_query_ids
              for d, g in ds.qrels[q].items()]
     return write_beir(target, docs, queries, qrels)

@@ -39,8 +39,9 @@ from terazi.corpus import CorpusTable
 from terazi.models import ModelError, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
-from terazi.rerank import (VARIANT, block_size, chunk_bounds, document_keys, model_key, pair_keys, reciprocal_rank_fusion,
-                           score_rows, variant_keys, work_list, write_ranking)
+from terazi.rerank import (block_size, chunk_bounds, document_keys, model_key, pair_ids, pair_scores,
+                           reciprocal_rank_fusion, run_ids, score_rows, store_keys, variant_keys, work_list,
+                           write_ranking)
 from terazi.rerankers import make_scorer, shared_scorer
 from terazi.store import ModelKey, Scores
 
@@ -81,25 +82,24 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     var = variant_keys(read_variants(variant_sets))
     docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
                                      .collect()["doc_id"]))
-    pairs = pair_keys(cands, var, docs, rerank_depth)
-    unique = pairs.unique()
-    known = Scores(cache_dir, scale.score_store).get_many(model, unique)
-    todo = work_list(pairs, var, docs, known)
+    pairs = pair_ids(cands, var, docs, rerank_depth)
+    unique = pairs.unique(maintain_order=True)
+    known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
+    todo = work_list(unique, known, var, docs)
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
-    var.select(*VARIANT, "q").write_parquet(work / "variants.parquet")
-    docs.write_parquet(work / "docs.parquet")
+    pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
     todo.write_parquet(work / "todo.parquet")
     block = block_size(scorer)
     chunks = chunk_bounds(todo.height, scale.chunk_pairs, block)
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
-             dataset.name, pairs.height, unique.height, known.height, todo.height, len(chunks))
+             dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
     return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                       max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
                       rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
                       cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
-                      block=block, chunks=chunks, needed=pairs.height, unique=unique.height, cached=known.height,
+                      block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
                       started=started)
 
 
@@ -125,12 +125,13 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     """The system's rankings from the plan's pairs and their scores; the plan's work files are removed."""
     work = Path(plan.work)
     model = ModelKey(plan.identity, plan.max_length)
-    todo = pl.read_parquet(work / "todo.parquet", columns=["q", "d"])
-    found = pl.concat([pl.read_parquet(work / "known.parquet"), Scores(plan.cache_dir, plan.score_store).get_many(model, todo)])
+    todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
+    new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
+    found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
     path = ranking_path(out_dir, plan.dataset, plan.system)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_ranking(path, Path(plan.candidates_path), pl.read_parquet(work / "variants.parquet"),
-                  pl.read_parquet(work / "docs.parquet"), found, plan.rerank_depth)
+    write_ranking(path, Path(plan.candidates_path),
+                  pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
     shutil.rmtree(work, ignore_errors=True)
     scored = sum(c.scored for c in chunks)
     result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,

@@ -241,3 +241,23 @@ def test_rrf_fuses_two_rankings():
     # a: 1/61 + 1/63, b: 1/62 + 1/61, c: 1/63 + 1/62  ->  b > a > c
     assert fused["doc_id"].to_list() == ["b", "a", "c"]
     assert fused["score"][0] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monkeypatch):
+    """The flow writes rankings a batch of variants at a time; they equal `rank_part` on the whole table, also when
+    a variant straddles two batches, and a candidate file in another order falls back to ranking in memory."""
+    import terazi.rerank as core
+
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)
+    expected, _ = rerank(cands, variants, corpus, scorer, Scores(tmp_path), rerank_depth=7)
+    var, docs = core.variant_keys(variants), core.document_keys(corpus.keys())
+    for name, frame in (("sorted", cands), ("shuffled", cands.sample(fraction=1.0, shuffle=True, seed=1))):
+        frame.write_parquet(tmp_path / f"{name}.parquet", row_group_size=5)
+        pairs = core.pair_ids(frame, var, docs, 7)
+        found = Scores(tmp_path).get_many(core.model_key(scorer), core.store_keys(pairs.unique(), var, docs))
+        head = core.pair_scores(pairs, core.run_ids(found, var, docs))
+        for rows in (5, 1000):
+            monkeypatch.setattr(core, "BATCH_ROWS", rows)
+            core.write_ranking(tmp_path / "ranked.parquet", tmp_path / f"{name}.parquet", head, 7)
+            assert pl.read_parquet(tmp_path / "ranked.parquet").equals(expected), (name, rows)
