@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from typing import Callable, Iterator
 
@@ -42,20 +42,51 @@ def make_task_runner(config: EvalConfig):
         if config.task_runner_address:
             return DaskTaskRunner(address=config.task_runner_address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": config.task_runner_workers, "threads_per_worker": 1,
-                                              "processes": True})
+                                              "processes": True, "resources": config.scale.worker_resources or None})
     from prefect_ray import RayTaskRunner
 
     return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
 
 
+def ray_options(resources: dict[str, float]) -> dict:
+    """Worker resources as Ray remote options: GPU and CPU counts, any other name a custom resource."""
+    extra = {k: v for k, v in resources.items() if k not in ("GPU", "CPU")}
+    return {**({"num_gpus": resources["GPU"]} if "GPU" in resources else {}),
+            **({"num_cpus": resources["CPU"]} if "CPU" in resources else {}), **({"resources": extra} if extra else {})}
+
+
+def resource_context(kind: str, resources: dict[str, float]):
+    """Where model tasks may run: Dask worker resources (`dask worker --resources GPU=1`) or Ray remote options."""
+    if not resources:
+        return nullcontext()
+    if kind == "dask":
+        import dask
+
+        return dask.annotate(resources=resources)
+    from prefect_ray.context import remote_options
+
+    return remote_options(**ray_options(resources))
+
+
 @contextmanager
 def model_runner(config: EvalConfig) -> Iterator[Submit]:
-    """`submit(task, **parameters)` for model tasks: the flow's threads, or a Dask/Ray cluster."""
+    """`submit(task, **parameters)` for model tasks: one thread of the flow process, or a Dask/Ray cluster (on
+    workers that have `config.scale.worker_resources`). On one machine the model tasks take turns on a single
+    thread, as on a one-thread worker: the models use every core anyway, and the process holds one shard or
+    chunk at a time instead of one per thread."""
     if config.task_runner == "thread":
-        yield lambda task, **params: task.submit(**params)
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        with ThreadPoolTaskRunner(max_workers=1) as one:
+            yield lambda task, **params: one.submit(task, parameters=params)
         return
+
+    def submit(task, **params):
+        with resource_context(config.task_runner, config.scale.worker_resources):
+            return runner.submit(task, parameters=params)
+
     with make_task_runner(config) as runner:
-        yield lambda task, **params: runner.submit(task, parameters=params)
+        yield submit
 
 
 def run_kind(default: str) -> str:

@@ -145,6 +145,9 @@ class ScaleSpec(_Config):
     query_shard_size: int = Field(65536, ge=1, description="distinct query texts per query-encoding task")
     chunk_pairs: int = Field(50_000, ge=1, description="pairs per reranking task, rounded up to whole scoring blocks "
                                                        "(8 batches); the chunking never changes a score")
+    worker_resources: dict[str, float] = Field(default_factory=dict, description="resources every model task needs on "
+                                               "a Dask or Ray worker, e.g. {GPU: 1}: Dask workers started with "
+                                               "`--resources GPU=1`, Ray nodes with GPUs")
     score_store: str | None = Field(None, description="score store shared by workers on several machines: a folder or "
                                                       "an fsspec URL (e.g. s3://bucket/terazi-scores); the local cache "
                                                       "stays the fast path (a served deployment accepts only its "

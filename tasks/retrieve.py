@@ -18,9 +18,9 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
-from functools import lru_cache
 from pathlib import Path
 
 import faiss
@@ -133,10 +133,20 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         query_shards=shard_bounds(texts.len(), scale.query_shard_size), started=started)
 
 
-@lru_cache(maxsize=2)
+_encoders: dict[tuple, tuple] = {}
+_encoders_lock = threading.Lock()
+
+
 def _encoder(ref: ModelRef, device: str, max_length: int | None, trust: bool):
-    """One encoder per process: shard tasks on a worker load it once."""
-    return load_bi_encoder(ref, device, max_length, trust)
+    """One encoder per process, with the lock it encodes under: shard tasks on a worker load it once, and shard
+    tasks on the flow's threads take turns (one shard in memory at a time, as on a worker)."""
+    key = (ref, device, max_length, trust)
+    with _encoders_lock:
+        if key not in _encoders:
+            if len(_encoders) >= 2:
+                _encoders.pop(next(iter(_encoders)))
+            _encoders[key] = (load_bi_encoder(ref, device, max_length, trust), threading.Lock())
+        return _encoders[key]
 
 
 def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> int:
@@ -150,16 +160,24 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> int:
     enc = plan.encoder
     ref = resolve(enc.model, enc.revision, plan.offline)
     prepare_environment([ref], plan.offline)
-    model = _encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
+    model, lock = _encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
+    with lock:
+        if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
+            return 0
+        emb = _encode_part(plan, model, part, a, z, shard, len(bounds))
+    save_atomic(path, emb)
+    return z - a
+
+
+def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, shards_: int):
+    enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
     if part == "corpus":
         texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z)[1], enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
     unit = "documents" if part == "corpus" else "queries"
-    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{len(bounds)}", unit) as on_progress:
-        emb = encode(model, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
-    save_atomic(path, emb)
-    return z - a
+    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{shards_}", unit) as on_progress:
+        return encode(model, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
 
 
 def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],

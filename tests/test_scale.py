@@ -59,7 +59,8 @@ def dask_cluster(prefect_server):
 
     old = os.environ.get("PREFECT_API_URL")
     os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                           resources={"GPU": 1})
     yield cluster
     cluster.close()
     if old is None:
@@ -86,7 +87,9 @@ def test_dask_workers_give_the_thread_runners_results(dask_cluster, thread_run, 
     ce = next(r for r in threads.reranks if r.system == "tiny-ce")
     assert threads.candidates[0].shards == 3 and ce.pairs_unique == 40
     dask = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "dask", task_runner="dask",
-                                       task_runner_address=dask_cluster.scheduler_address))
+                                       task_runner_address=dask_cluster.scheduler_address,
+                                       scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8,
+                                              "worker_resources": {"GPU": 1}}))  # workers declare one GPU each
     same_results(Path(threads.run_dir), Path(dask.run_dir))
     assert dask.candidates[0].fingerprint == threads.candidates[0].fingerprint
     assert all(r.pairs_scored == r.pairs_unique for r in dask.reranks if r.system in ("bm25", "tiny-ce"))
@@ -181,6 +184,18 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_ru
                                       scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 40}))
     assert failed and sum(seen) == 40
     same_results(Path(threads.run_dir), Path(run.run_dir))
+
+
+def test_worker_resources_become_dask_annotations_and_ray_options():
+    import dask
+
+    from flows.evaluate import ray_options, resource_context
+
+    with resource_context("dask", {"GPU": 1}):
+        assert dask.get_annotations() == {"resources": {"GPU": 1}}
+    assert ray_options({"GPU": 1, "CPU": 2, "big-memory": 1}) == {"num_gpus": 1, "num_cpus": 2,
+                                                                  "resources": {"big-memory": 1}}
+    assert ray_options({}) == {}
 
 
 def test_shard_by_shard_search_is_exact(tmp_path):
