@@ -257,3 +257,30 @@ def test_ray_local_instance_gives_the_thread_runners_results(thread_run, tmp_pat
         ray.shutdown()
     same_results(Path(threads.run_dir), Path(run.run_dir))
     assert sum("tiny-ce chunk" in n for n in task_run_names(run.flow_run_id)) == 5
+
+
+def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(prefect_server, tmp_path, tiny_dataset,
+                                                                     tiny_cross_encoder):
+    """Two `terazi run` processes started together on one cache: the pairs their manifests say they scored add up
+    to the unique pairs of each system, and their leaderboards are identical."""
+    import json
+    import subprocess
+    import sys
+
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    args = ["--dataset", str(tiny_dataset), "--cache", str(tmp_path / "cache"), "--reranker", "bm25",
+            "--reranker", f"cross-encoder:{tiny_cross_encoder}=tiny-ce", "--condition", "upper", "--depth", "10",
+            "--rerank-depth", "8", "--offline"]
+    procs = [subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", *args, "--out", str(tmp_path / name)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in "ab"]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-2000:]
+    manifests = [json.loads((tmp_path / name / "manifest.json").read_text()) for name in "ab"]
+    for system in ("bm25", "tiny-ce"):
+        a, b = ([r for r in m["reranks"] if r["system"] == system][0] for m in manifests)
+        assert a["pairs_unique"] == b["pairs_unique"] == 64
+        assert a["pairs_scored"] + b["pairs_scored"] == 64
+    assert (tmp_path / "a" / "leaderboard.csv").read_bytes() == (tmp_path / "b" / "leaderboard.csv").read_bytes()
