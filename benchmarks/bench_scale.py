@@ -74,8 +74,13 @@ def stage_times(flow_run_id: str) -> dict[str, float]:
         async with get_client() as client:
             return await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
 
+    for _ in range(30):  # the server records the last task runs' ends a moment after the flow returns
+        runs = asyncio.run(read())
+        if all(r.end_time for r in runs):
+            break
+        time.sleep(1)
     spans: dict[str, list] = {}
-    for r in asyncio.run(read()):
+    for r in runs:
         stage = STAGES.get(r.task_key.rsplit("-", 1)[0])
         if stage and r.start_time and r.end_time:
             spans.setdefault(stage, []).append((r.start_time, r.end_time))

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from terazi.errors import CacheError
 from terazi.frozen import MANIFEST, load_frozen, quarantine_folder
-from terazi.store import SharedStore, SQLiteStore
+from terazi.store import ModelKey, SharedStore, SQLiteStore
 from terazi.store import sqlite as sqlite_store
 from terazi.store.scores import CACHE_FILE
 
@@ -142,7 +142,8 @@ def open_source(source: str):
 
 
 def merge(target: SQLiteStore | SharedStore, source: SQLiteStore | SharedStore) -> dict[str, int]:
-    """Copy every score of `source` into `target` (pairs `target` has are kept as they are)."""
+    """Copy every score of `source` into `target` (pairs `target` has are kept as they are). A shared store as
+    target is compacted afterwards: one part per model (so merging a store into itself compacts it)."""
     models = rows = 0
     for model_id, identity, max_length, _ in source.models():
         frame = source.rows(model_id)
@@ -151,11 +152,10 @@ def merge(target: SQLiteStore | SharedStore, source: SQLiteStore | SharedStore) 
             rows += target.put_model_rows(model_id, ident, max_length, frame)
         else:
             if ident is not None:
-                from terazi.store import ModelKey
-
                 target.put_many(ModelKey(ident, max_length), frame)
             else:
                 target.put_model_rows(model_id, frame)
+            target.compact(model_id)
             rows += frame.height
         models += 1
     return {"models": models, "rows": rows}

@@ -36,10 +36,6 @@ SCHEMA = pa.schema([("doc_id", pa.large_string()), ("text", pa.large_string()), 
 class CorpusTable:
     path: Path
 
-    @property
-    def n_docs(self) -> int:
-        return pq.ParquetFile(self.path).metadata.num_rows
-
     def _read(self, frame: pl.LazyFrame) -> pl.DataFrame:
         try:
             return frame.collect()

@@ -44,10 +44,6 @@ class PairStats:
     scored: int = 0
     seconds: float = 0.0
 
-    def line(self) -> str:
-        return (f"{self.needed} pairs needed, {self.needed - self.unique} duplicates across conditions, "
-                f"{self.cached} cached, {self.scored} scored in {self.seconds:.1f}s")
-
 
 def model_key(scorer: PairScorer) -> ModelKey:
     return ModelKey(scorer.identity, scorer.max_length)

@@ -71,10 +71,17 @@ def test_first_cache_layout_is_carried_over(tmp_path):
 
 
 def damage(path: Path, where: float) -> None:
+    """Two pages of garbage in the file (after moving what the WAL holds into it, as a closed cache would be)."""
+    import gc
+
+    gc.collect()  # stores left by earlier commands close their connections
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
     size = path.stat().st_size
     with open(path, "r+b") as f:
         f.seek(int(size * where))
-        f.write(np.random.default_rng(7).bytes(8192))  # two pages of garbage, the same every time
+        f.write(np.random.default_rng(7).bytes(8192))  # the same garbage every time
 
 
 def test_damaged_cache_is_named_and_repaired(tmp_path):
@@ -177,6 +184,9 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
     assert SQLiteStore(a / "scores.sqlite").count() == 5500
     pushed = runner.invoke(app, ["cache", "merge", str(a), "--into", str(tmp_path / "pushed")])
     assert pushed.exit_code == 0 and SharedStore(str(tmp_path / "pushed")).count() == 5500
+    runner.invoke(app, ["cache", "merge", str(a), "--into", str(tmp_path / "pushed")])  # again: nothing doubles
+    assert SharedStore(str(tmp_path / "pushed")).count() == 5500
+    assert [parts for *_, parts in SharedStore(str(tmp_path / "pushed")).models()] == [1, 1]  # compacted
 
     damage(a / "scores.sqlite", 0.5)
     checked = runner.invoke(app, ["cache", "check", "--cache", str(a)])
