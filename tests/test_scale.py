@@ -284,3 +284,16 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(prefect_serve
         assert a["pairs_unique"] == b["pairs_unique"] == 64
         assert a["pairs_scored"] + b["pairs_scored"] == 64
     assert (tmp_path / "a" / "leaderboard.csv").read_bytes() == (tmp_path / "b" / "leaderboard.csv").read_bytes()
+
+
+def test_a_served_run_may_use_only_the_servers_score_store(tmp_path, tiny_dataset):
+    """A shared score store is a place workers write to: from the deployment form, only the server's own."""
+    from terazi.errors import PolicyError
+    from terazi.policy import ServicePolicy
+
+    raw = {"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "r"), "cache_dir": str(tmp_path / "c"),
+           "scale": {"score_store": "s3://team-bucket/terazi-scores"}}
+    policy = ServicePolicy.for_service(EvalConfig.model_validate(raw))
+    assert policy.apply(EvalConfig.model_validate(raw)).scale.score_store == "s3://team-bucket/terazi-scores"
+    with pytest.raises(PolicyError, match="scale.score_store 's3://elsewhere/x': not the service's own"):
+        policy.apply(EvalConfig.model_validate({**raw, "scale": {"score_store": "s3://elsewhere/x"}}))
