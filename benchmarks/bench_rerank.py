@@ -1,10 +1,11 @@
 """Reranking stage on XQuAD Turkish: overhead against raw CrossEncoder.predict, pairs saved, warm rerun.
 
-    .venv/bin/python benchmarks/bench_rerank.py [--queries 100] [--rerank-depth 30]
+    .venv/bin/python benchmarks/bench_rerank.py [--queries 100] [--rerank-depth 30] [--model PATH] [--max-length N]
 
 Model: a small BERT cross-encoder (2 layers, hidden 256, MiniLM's tokenizer, random weights, max
 length 128) built on the spot, since no trained cross-encoder can be downloaded here; its speed,
-not its quality, is what is measured. Conditions: clean, upper, ascii_full, typo (2 samples).
+not its quality, is what is measured. `--model` measures a cross-encoder of yours instead (on the
+machine it will run on: its pairs/s is what `plan_benchmark.py` needs). Conditions: clean, upper, ascii_full, typo (2 samples).
 Prints (a) terazi's cold reranking stage vs `CrossEncoder.predict` on the same unique pairs,
 (b) pairs scored vs the naive count over all conditions, (c) warm rerun vs cold run.
 """
@@ -27,9 +28,9 @@ from tasks.load import load_dataset, open_dataset  # noqa: E402
 from tasks.retrieve import retrieve  # noqa: E402
 from terazi.data import load_beir, write_beir  # noqa: E402
 from terazi.rerank import rerank  # noqa: E402
-from terazi.rerankers import make_scorer, pair_key  # noqa: E402
-from terazi.score_cache import ScoreCache  # noqa: E402
+from terazi.rerankers import InMemoryCorpus, make_scorer, pair_key  # noqa: E402
 from terazi.squad import squad_to_beir  # noqa: E402
+from terazi.store import Scores  # noqa: E402
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 
@@ -62,6 +63,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rerank-depth", type=int, default=30)
+    ap.add_argument("--model", help="a cross-encoder folder to measure instead of the small random one")
+    ap.add_argument("--max-length", type=int, default=128)
     args = ap.parse_args()
     if not XQUAD.is_file():
         raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
@@ -74,11 +77,13 @@ def main() -> None:
     cs = retrieve(ds, vs, EncoderSpec(), 100, str(tmp / "cache"), offline=True)
     print(f"first stage: {ds.n_queries} queries, {sum(v.samples for v in vs)} variants each, {time.perf_counter() - t:.1f}s")
 
-    ce_spec = CrossEncoderSpec(name="small-ce", kind="cross-encoder", model=small_cross_encoder(tmp / "ce"), max_length=128)
+    ce_spec = CrossEncoderSpec(name="small-ce", kind="cross-encoder", model=args.model or small_cross_encoder(tmp / "ce"),
+                               max_length=args.max_length)
     data = open_dataset(ds)
     docs = {d: doc.full_text for d, doc in data.docs.items()}
+    corpus = InMemoryCorpus(docs)
     cands, variants = pl.read_parquet(cs.path), read_variants(vs)
-    scorer = make_scorer(ce_spec, docs, ds.corpus_fingerprint, offline=True)
+    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
     model = scorer.model  # loaded once and shared: both timings below are of scoring alone
     model.predict([("ısınma", docs["p0"])] * 64, show_progress_bar=False)  # warm up torch, untimed
 
@@ -91,16 +96,17 @@ def main() -> None:
     model.predict(unique, batch_size=ce_spec.batch_size, show_progress_bar=False)
     raw = time.perf_counter() - t
 
-    cache = ScoreCache(tmp / "scores.sqlite")
+    cache = Scores(tmp / "cache")
     t = time.perf_counter()
-    _, cold_stats = rerank(cands, variants, docs, scorer, cache, args.rerank_depth)
+    _, cold_stats = rerank(cands, variants, corpus, scorer, cache, args.rerank_depth)
     cold = time.perf_counter() - t
     t = time.perf_counter()
-    _, warm_stats = rerank(cands, variants, docs, scorer, cache, args.rerank_depth)
+    _, warm_stats = rerank(cands, variants, corpus, scorer, cache, args.rerank_depth)
     warm = time.perf_counter() - t
 
     print(f"(a) cold reranking stage {cold:.2f}s vs CrossEncoder.predict on the same {len(unique)} pairs {raw:.2f}s: "
-          f"{cold / raw:.3f}× ({(cold / raw - 1) * 100:+.1f}%), {len(unique) / cold:.0f} pairs/s")
+          f"{cold / raw:.3f}× ({(cold / raw - 1) * 100:+.1f}%); {len(unique) / raw:.1f} pairs/s (model alone), "
+          f"{len(unique) / cold:.1f} pairs/s (stage)")
     print(f"(b) pairs scored {cold_stats.scored} vs naive count over all conditions {naive}: "
           f"{cold_stats.scored / naive:.3f} ({naive - cold_stats.scored} saved)")
     print(f"(c) warm rerun {warm:.3f}s ({warm_stats.scored} scored, {warm_stats.cached} cached) vs cold {cold:.2f}s: "

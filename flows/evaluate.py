@@ -2,36 +2,36 @@
 
 `evaluation()` is the recipe; it runs inside whichever flow started it (`terazi-evaluate` for the CLI
 and the ad-hoc deployment, `terazi-nightly` for the schedule), so every task, log line and artifact
-belongs to the run the user opens. Model tasks go to the task runner the config names (threads,
-or a Dask/Ray cluster entered here); everything else runs on the flow's own threads. Tasks are
-coarse and exchange manifests only.
+belongs to the run the user opens. The heavy stages are cut into shards and chunks (`config.scale`):
+corpus and query encoding one task per shard, reranking one task per chunk of pairs; those model tasks
+go to the task runner the config names (threads, or a Dask/Ray cluster entered here), so W workers run
+W at once. Plans, searches, rankings and everything else run on the flow's own threads. Tasks exchange
+manifests only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import shutil
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable, Iterator
 
 from prefect import flow
 
-from schemas import FIRST_STAGE, EvalConfig, RunManifest
+from schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RunManifest, VariantSet
 from tasks.aggregate import aggregate_task, publish
 from tasks.corrupt import corrupt_queries_task
 from tasks.export import export_task
 from tasks.isolate import isolate_task
 from tasks.preflight import preflight_task
-from tasks.rerank import first_stage_task, fuse_task, rerank_task
-from tasks.retrieve import retrieve_task
+from tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
+from tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
 from tasks.score import score_task
 from terazi import __version__, benchmark, results
-from terazi.paths import inside, writable_folder
+from terazi.paths import writable_folder
 
 log = logging.getLogger("terazi.flow")
 Submit = Callable[..., object]
@@ -45,20 +45,51 @@ def make_task_runner(config: EvalConfig):
         if config.task_runner_address:
             return DaskTaskRunner(address=config.task_runner_address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": config.task_runner_workers, "threads_per_worker": 1,
-                                              "processes": True})
+                                              "processes": True, "resources": config.scale.worker_resources or None})
     from prefect_ray import RayTaskRunner
 
     return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
 
 
+def ray_options(resources: dict[str, float]) -> dict:
+    """Worker resources as Ray remote options: GPU and CPU counts, any other name a custom resource."""
+    extra = {k: v for k, v in resources.items() if k not in ("GPU", "CPU")}
+    return {**({"num_gpus": resources["GPU"]} if "GPU" in resources else {}),
+            **({"num_cpus": resources["CPU"]} if "CPU" in resources else {}), **({"resources": extra} if extra else {})}
+
+
+def resource_context(kind: str, resources: dict[str, float]):
+    """Where model tasks may run: Dask worker resources (`dask worker --resources GPU=1`) or Ray remote options."""
+    if not resources:
+        return nullcontext()
+    if kind == "dask":
+        import dask
+
+        return dask.annotate(resources=resources)
+    from prefect_ray.context import remote_options
+
+    return remote_options(**ray_options(resources))
+
+
 @contextmanager
 def model_runner(config: EvalConfig) -> Iterator[Submit]:
-    """`submit(task, **parameters)` for model tasks: the flow's threads, or a Dask/Ray cluster."""
+    """`submit(task, **parameters)` for model tasks: one thread of the flow process, or a Dask/Ray cluster (on
+    workers that have `config.scale.worker_resources`). On one machine the model tasks take turns on a single
+    thread, as on a one-thread worker: the models use every core anyway, and the process holds one shard or
+    chunk at a time instead of one per thread."""
     if config.task_runner == "thread":
-        yield lambda task, **params: task.submit(**params)
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        with ThreadPoolTaskRunner(max_workers=1) as one:
+            yield lambda task, **params: one.submit(task, parameters=params)
         return
+
+    def submit(task, **params):
+        with resource_context(config.task_runner, config.scale.worker_resources):
+            return runner.submit(task, parameters=params)
+
     with make_task_runner(config) as runner:
-        yield lambda task, **params: runner.submit(task, parameters=params)
+        yield submit
 
 
 CALLER: ContextVar[str] = ContextVar("terazi_caller", default="cli")  # the Python API sets "python"
@@ -96,6 +127,31 @@ def crash_stale_runs(out_dir: str) -> None:
             log.debug("could not mark flow run %s crashed: %s", flow_run_id, e)
 
 
+def first_stage(submit: Submit, ds: DatasetManifest, vs: list[VariantSet], config: EvalConfig, cache: str,
+                external: str | None = None) -> CandidateSet:
+    """Frozen candidates of one dataset: reused, imported from TREC runs made elsewhere (`external`), or encoded
+    shard by shard on the model runner, then searched."""
+    plan = retrieval_plan_task(ds, vs, config.encoder, config.depth, cache, config.offline,
+                               config.candidates.get(ds.name), config.scale, external)
+    if plan.frozen:
+        return plan.frozen
+    corpus = [submit(encode_shard_task, plan=plan, part="corpus", shard=i) for i in range(len(plan.corpus_shards))]
+    queries = [submit(encode_shard_task, plan=plan, part="queries", shard=i) for i in range(len(plan.query_shards))]
+    return search_task(plan, ds, vs, [f.result() for f in corpus], [f.result() for f in queries])
+
+
+def rerank_rows(submit: Submit, ds: DatasetManifest, cs: CandidateSet, vs: list[VariantSet], config: EvalConfig,
+                cache: str, out: str) -> dict:
+    """Each model row's reranking: a plan, its chunks on the model runner, then the ranking (futures by name)."""
+    plans = [rerank_plan_task.submit(ds, cs, vs, spec, config.rerank_depth, cache, config.scale, config.offline)
+             for spec in config.rerankers if spec.kind != "rrf"]
+    rows = {}
+    for plan in (p.result() for p in plans):
+        chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
+    return rows
+
+
 def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -113,16 +169,11 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 futures = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out) for c in config.conditions]
                 vs = [f.result() for f in futures]
                 variants += vs
-                cs = retrieve_task(ds, vs, config.encoder, config.depth, cache, config.offline,
-                                   config.candidates.get(ds.name), external=first_stage_runs.get(ds.name))
+                cs = first_stage(submit, ds, vs, config, cache, first_stage_runs.get(ds.name))
                 candidates.append(cs)
                 cs, vs = isolate_task(ds, cs, vs, config.robustness, out)  # isolated robustness setting (analysis)
-                systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out)}
-                for spec in config.rerankers:
-                    if spec.kind != "rrf":
-                        systems[spec.name] = submit(rerank_task, dataset=ds, candidates=cs, variant_sets=vs, spec=spec,
-                                                    rerank_depth=config.rerank_depth, cache_dir=cache, out_dir=out,
-                                                    offline=config.offline)
+                systems = {FIRST_STAGE: first_stage_task.submit(ds, cs, out), **rerank_rows(submit, ds, cs, vs, config,
+                                                                                             cache, out)}
                 ranked = {}
                 for name, future in systems.items():  # a fusion waits for the rows it fuses
                     ranked[name] = future.result()
@@ -136,11 +187,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         export = export_task.submit(datasets, variants, rankings, out)  # runs/, qrels/, changed/: TREC for everyone
         identity = benchmark.identity(config, datasets, candidates)
         board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings)
-        for cs in candidates:  # the frozen candidates travel with the results, as TREC runs
-            target = inside(run_dir, "candidates", cs.dataset)
-            target.mkdir(parents=True, exist_ok=True)
-            for f in Path(cs.trec_dir).glob("*.trec"):
-                shutil.copyfile(f, target / f.name)
+        for cs in candidates:  # the frozen candidates travel with the results, as TREC runs (linked, checked)
+            publish_candidates_task(cs, out)
         export.result()
         manifest = RunManifest(
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,

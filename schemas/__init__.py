@@ -17,16 +17,20 @@ from schemas.config import (
     RerankerSpec,
     RRFSpec,
     VariantPair,
+    ScaleSpec,
 )
 from schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
+    ChunkResult,
     DatasetManifest,
     LeaderboardRow,
     MetricContract,
     MetricRecord,
     ModelCost,
+    RerankPlan,
     RerankResult,
+    RetrievalPlan,
     RunManifest,
     ScoreSet,
     VariantSet,
@@ -38,5 +42,5 @@ __all__ = [
     "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
     "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
     "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet", "LLMRerankerSpec", "MODEL_KINDS", "ModelCost",
-    "VariantPair",
+    "VariantPair", "ChunkResult", "RerankPlan", "RetrievalPlan", "ScaleSpec",
 ]

@@ -84,10 +84,11 @@ class EncoderSpec(_Config):
     document_prefix: str = Field("", description="prepended to every document, e.g. 'passage: '")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
     index: Literal["flat", "hnsw", "ivf", "auto"] = Field(
-        "flat", description="flat = exact; auto = exact up to 500k documents, HNSW above")
+        "flat", description="flat = exact (searched shard by shard); auto = exact up to 2M documents, HNSW above; "
+                            "an approximate index's recall against exact search is measured and recorded")
     hnsw_m: int = Field(32, ge=4, description="HNSW: neighbours per node")
     hnsw_ef_search: int = Field(256, ge=1, description="HNSW: search breadth")
-    ivf_nlist: int = Field(256, ge=1, description="IVF: number of lists")
+    ivf_nlist: int | None = Field(None, ge=1, description="IVF: number of lists; default 4·√(documents)")
     ivf_nprobe: int = Field(16, ge=1, description="IVF: lists searched per query")
     trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
                                                        "deployment refuses it unless its server allows it")
@@ -251,6 +252,23 @@ class MobileSpec(_Config):
     slip: float = _p(0.05, "per word of 3+ letters: one letter replaced by a neighbouring key")
 
 
+class ScaleSpec(_Config):
+    """How the heavy stages are cut into tasks (so W workers run W at once), and where workers share scores."""
+
+    shard_size: int = Field(65536, ge=1, description="documents per corpus-encoding task (a contiguous block); "
+                                                     "multiples of 2048 encode the same blocks as one task would")
+    query_shard_size: int = Field(65536, ge=1, description="distinct query texts per query-encoding task")
+    chunk_pairs: int = Field(50_000, ge=1, description="pairs per reranking task, rounded up to whole scoring blocks "
+                                                       "(8 batches); the chunking never changes a score")
+    worker_resources: dict[str, float] = Field(default_factory=dict, description="resources every model task needs on "
+                                               "a Dask or Ray worker, e.g. {GPU: 1}: Dask workers started with "
+                                               "`--resources GPU=1`, Ray nodes with GPUs")
+    score_store: str | None = Field(None, description="score store shared by workers on several machines: a folder or "
+                                                      "an fsspec URL (e.g. s3://bucket/terazi-scores); the local cache "
+                                                      "stays the fast path (a served deployment accepts only its "
+                                                      "server's)")
+
+
 class CorruptionSpec(_Config):
     """Parameters of the query corruptions (see terazi.corrupt and docs/corruptions.md)."""
 
@@ -328,6 +346,7 @@ class EvalConfig(_Config):
     task_runner_workers: int = Field(2, ge=1, description="local Dask workers (when no address is given)")
     task_runner_address: str | None = Field(None, description="existing Dask scheduler or Ray cluster address "
                                                               "(a served deployment accepts only its server's)")
+    scale: ScaleSpec = Field(default_factory=ScaleSpec, description="shards, chunks and the shared score store")
     out_dir: str = Field("results", description="results folder: absolute, or relative to the folder terazi runs "
                                                 "in (a served deployment keeps it inside its results root)")
     cache_dir: str = Field(".terazi-cache", description="frozen candidates, embeddings and the score cache: "

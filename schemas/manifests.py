@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.config import EncoderSpec, RerankerSpec
+
 
 class _Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -87,7 +89,8 @@ class CandidateSet(_Manifest):
     index: dict[str, str | int]
     depth: int
     faiss_version: str
-    path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score")
+    path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score (in the cache file: "
+                                  "relative to the manifest's folder)")
     trec_dir: str
     recall: dict[str, float] = Field(description="recall@depth of the first stage per condition")
     reused: bool
@@ -96,6 +99,69 @@ class CandidateSet(_Manifest):
     seconds: float
     cost: ModelCost | None = Field(None, description="the encoder's size and warm encoding speed (texts/s) in the run "
                                                      "that froze the candidates")
+    files: dict[str, str] = Field(default_factory=dict, description="SHA-256 of each frozen file, by its path relative "
+                                                                    "to the manifest's folder; checked before use")
+    index_recall: float | None = Field(None, description="approximate index only: recall@depth against exact search "
+                                                         "on a sample of query variants")
+    index_recall_queries: int = Field(0, description="query variants in that sample")
+    shards: int = Field(1, description="corpus shards the embeddings were encoded (and searched) in")
+
+
+class RetrievalPlan(_Manifest):
+    """The first stage of one dataset cut into encoding shards; `frozen` is set when nothing needs computing."""
+
+    dataset: str
+    lookup_key: str
+    folder: str = Field(description="the candidate set's folder in the cache")
+    frozen: CandidateSet | None = None
+    encoder: EncoderSpec
+    encoder_identity: str = ""
+    depth: int
+    offline: bool
+    corpus: str = Field("", description="corpus table (parquet) in the cache")
+    corpus_shards: list[tuple[int, int]] = Field(default_factory=list, description="[start, stop) rows per shard")
+    embeddings: str = Field("", description="folder of the corpus embedding shards")
+    queries: str = Field("", description="work folder: distinct query texts and their embedding shards")
+    query_shards: list[tuple[int, int]] = Field(default_factory=list)
+    started: float = 0.0
+
+
+class RerankPlan(_Manifest):
+    """One system's reranking of one dataset cut into chunks: what each chunk task needs, by path."""
+
+    system: str
+    dataset: str
+    spec: RerankerSpec
+    identity: str
+    max_length: int
+    candidates: str = Field(description="candidate fingerprint")
+    candidates_path: str
+    rerank_depth: int
+    corpus: str = Field(description="corpus table (parquet) in the cache")
+    corpus_fingerprint: str
+    cache_dir: str
+    score_store: str | None
+    offline: bool
+    work: str = Field(description="folder of the pair table, the known scores and the work list")
+    variants: list[str] = Field(default_factory=list, description="the query variants' parquet files (for the "
+                                                                  "latency probe)")
+    block: int = Field(description="pairs per scoring call and store commit")
+    chunks: list[tuple[int, int]] = Field(description="[start, stop) positions in the work list, one task each")
+    needed: int
+    unique: int
+    cached: int
+    started: float
+
+
+class ChunkResult(_Manifest):
+    system: str
+    dataset: str
+    chunk: int
+    pairs: int
+    scored: int = Field(description="pairs this task scored (the rest were stored already, or by another run)")
+    seconds: float
+    cost: ModelCost | None = Field(None, description="warm speed inside this chunk's scoring calls (and, in the "
+                                                     "last chunk, the latency per query)")
 
 
 class RerankResult(_Manifest):

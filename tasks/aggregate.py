@@ -23,7 +23,7 @@ from schemas import (
 from tasks import transient
 from tasks.load import open_dataset
 from tasks.score import changed_flags, per_query_values
-from terazi import analysis, leaderboard, presentation, report, summary, variants as judged
+from terazi import analysis, costs, leaderboard, presentation, report, summary, variants as judged
 from terazi.robustness import isolated
 
 log = logging.getLogger("terazi.aggregate")
@@ -80,14 +80,14 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
 
 
 def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) -> dict:
-    """Per system, its cost over the datasets (presentation.combine_costs); the first stage's from the frozen
+    """Per system, its cost over the datasets (costs.combine); the first stage's from the frozen
     candidates (cached when they were reused)."""
     first = [c.cost.model_copy(update={"cached": True}) if c.reused and c.cost else c.cost for c in candidates]
     by: dict[str, list] = {FIRST_STAGE: first}
     for r in reranks:
         if r.system != FIRST_STAGE:
             by.setdefault(r.system, []).append(r.cost)
-    return {s: presentation.combine_costs(cs) for s, cs in by.items()}
+    return {s: costs.combine(cs) for s, cs in by.items()}
 
 
 def system_kinds(config: EvalConfig) -> dict[str, str]:

@@ -51,7 +51,7 @@ def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: 
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
         reason=spec.reason, source=sources.described(root) if source else None,
-        fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=len(ds.docs),
+        fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=ds.n_docs,
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
         n_queries_without_relevant=no_rel,
     )

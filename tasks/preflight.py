@@ -1,6 +1,7 @@
 """Stage 0: everything that can be checked before any heavy stage starts.
 
-Output and cache folders are writable, every model reference resolves (a hub id while offline, a
+Output and cache folders are writable, the score cache opens (a damaged one is named, with the
+command that repairs it), every model reference resolves (a hub id while offline, a
 missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
 encoded corpus; its error names the file, field or model, and is never retried.
 """
@@ -18,13 +19,14 @@ from tasks.load import load_dataset
 from terazi.errors import DatasetError
 from terazi.models import ModelError, resolve
 from terazi.paths import writable_folder
+from terazi.store.scores import check_opens
 
 log = logging.getLogger("terazi.preflight")
 
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
     """Check models, then load every dataset (read once per process and reused; a named dataset is copied into
-    the cache folder first), then the results folder."""
+    the cache folder first), then the score cache and the results folder."""
     for where, model, revision, _ in config.models():
         try:
             resolve(model, revision, config.offline)
@@ -35,6 +37,7 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
             raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
     writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
+    check_opens(Path(config.cache_dir), config.scale.score_store)  # a damaged cache: named, with its repair command
     writable_folder(config.out_dir, "results folder")
     return datasets
 

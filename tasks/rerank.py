@@ -1,14 +1,21 @@
 """Stage 4: one system's rankings of one dataset's candidates, for every condition at once.
 
 Scoring all conditions of a dataset together lets identical (query, document) pairs, e.g. a
-query that a corruption left unchanged, be scored once; the score cache makes that hold across
-runs too.
+query that a corruption left unchanged, be scored once; the score store makes that hold across
+runs (and across concurrent runs) too.
+
+Three steps, each a task: the plan (pairs, their keys, what the store knows, the work list cut into
+chunks) and the ranking run in the flow; the chunks go to the model runner, one task each, so a
+cluster of W workers scores W chunks at once. Chunks exchange nothing but the plan's file paths.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
+import uuid
 from pathlib import Path
 
 import polars as pl
@@ -17,21 +24,27 @@ from prefect import task
 from schemas import (
     FIRST_STAGE,
     CandidateSet,
+    ChunkResult,
     DatasetManifest,
     RerankerSpec,
+    RerankPlan,
     RerankResult,
+    ScaleSpec,
     VariantSet,
 )
 from tasks import transient
 from tasks.corrupt import read_variants
-from tasks.load import open_dataset
+from tasks.retrieve import dataset_corpus
 from terazi import costs
-from terazi.models import prepare_environment, resolve
+from terazi.corpus import CorpusTable
+from terazi.models import ModelError, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
-from terazi.rerank import reciprocal_rank_fusion, rerank
-from terazi.rerankers import make_scorer
-from terazi.score_cache import ScoreCache
+from terazi.rerank import (block_size, chunk_bounds, document_keys, model_key, pair_ids, pair_scores,
+                           reciprocal_rank_fusion, run_ids, score_rows, store_keys, variant_keys, work_list,
+                           write_ranking)
+from terazi.rerankers import make_scorer, shared_scorer
+from terazi.store import ModelKey, Scores
 
 log = logging.getLogger("terazi.rerank")
 
@@ -44,36 +57,108 @@ def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_
     """The first stage alone, as a leaderboard row ("no rerank")."""
     path = ranking_path(out_dir, dataset.name, FIRST_STAGE)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pl.read_parquet(candidates.path).write_parquet(path)
+    path.unlink(missing_ok=True)
+    try:
+        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
+    except OSError:
+        shutil.copyfile(candidates.path, path)
     return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
                         candidates=candidates.fingerprint, path=str(path))
 
 
-def rerank_system(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet],
-                  spec: RerankerSpec, rerank_depth: int, cache_dir: str, out_dir: str,
-                  offline: bool = False) -> RerankResult:
-    start = time.perf_counter()
-    ds = open_dataset(dataset)
+def _prepare(spec: RerankerSpec, offline: bool) -> None:
     if getattr(spec, "model", None):
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
-    docs = {d: doc.full_text for d, doc in ds.docs.items()}
-    scorer = make_scorer(spec, docs, dataset.corpus_fingerprint, offline, cache_dir)
-    cache = ScoreCache(Path(cache_dir) / "scores.sqlite")
-    with progress(f"{spec.name} on {dataset.name}") as on_progress:
-        ranked, stats = rerank(pl.read_parquet(candidates.path), read_variants(variant_sets), docs, scorer, cache,
-                               rerank_depth, on_progress)
-    path = ranking_path(out_dir, dataset.name, spec.name)
+
+
+def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
+                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False) -> RerankPlan:
+    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks."""
+    started = time.time()
+    _prepare(spec, offline)
+    corpus = dataset_corpus(dataset, cache_dir)
+    scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
+    model = model_key(scorer)
+    cands = pl.scan_parquet(candidates.path)
+    var = variant_keys(read_variants(variant_sets))
+    docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
+                                     .collect()["doc_id"]))
+    pairs = pair_ids(cands, var, docs, rerank_depth)
+    unique = pairs.unique(maintain_order=True)
+    known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
+    todo = work_list(unique, known, var, docs)
+    work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
+    work.mkdir(parents=True)
+    pairs.to_frame().write_parquet(work / "pairs.parquet")
+    known.write_parquet(work / "known.parquet")
+    todo.write_parquet(work / "todo.parquet")
+    block = block_size(scorer)
+    chunks = chunk_bounds(todo.height, scale.chunk_pairs, block)
+    log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
+             dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
+    return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
+                      max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
+                      rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
+                      cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
+                      variants=[v.path for v in variant_sets],
+                      block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
+                      started=started)
+
+
+def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
+    """Score one chunk of the work list (pairs stored meanwhile, e.g. before a retry, are skipped)."""
+    start = time.perf_counter()
+    a, z = plan.chunks[chunk]
+    _prepare(plan.spec, plan.offline)
+    corpus = CorpusTable(Path(plan.corpus))
+    scorer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
+    if scorer.identity != plan.identity:
+        raise ModelError(f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
+                         f"{scorer.identity}); start the run again")
+    rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
+    scores = Scores.for_worker(plan.cache_dir, plan.score_store)
+    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/costs.py)
+    with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
+        scored, _ = score_rows(rows, corpus, scorer, scores, plan.block, lock, on_progress)
+    if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
+        with lock:
+            costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
+    return ChunkResult(system=plan.system, dataset=plan.dataset, chunk=chunk, pairs=rows.height, scored=scored,
+                       seconds=round(time.perf_counter() - start, 3), cost=meter.result())
+
+
+def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
+    """The system's rankings from the plan's pairs and their scores; the plan's work files are removed."""
+    work = Path(plan.work)
+    model = ModelKey(plan.identity, plan.max_length)
+    todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
+    new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
+    found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
+    path = ranking_path(out_dir, plan.dataset, plan.system)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ranked.write_parquet(path)
-    log.info("%s on %s: %s", spec.name, dataset.name, stats.line())
-    # --- cost (terazi/costs.py): warm speed, latency and size, or the figures of the runs that scored the pairs ---
-    cost = costs.settle(scorer, stats.scored, cache_dir, lambda: costs.query_groups(
-        pl.read_parquet(candidates.path), read_variants(variant_sets), docs, rerank_depth))
-    # --- end of cost ---
-    return RerankResult(system=spec.name, dataset=dataset.name, identity=scorer.identity,
-                        candidates=candidates.fingerprint, path=str(path), pairs_needed=stats.needed,
-                        pairs_unique=stats.unique, pairs_cached=stats.cached, pairs_scored=stats.scored,
-                        seconds=round(time.perf_counter() - start, 3), cost=cost)
+    write_ranking(path, Path(plan.candidates_path),
+                  pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
+    shutil.rmtree(work, ignore_errors=True)
+    scored = sum(c.scored for c in chunks)
+    cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
+                        lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
+                                              plan.offline, plan.cache_dir)[0])
+    result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,
+                          path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
+                          pairs_cached=plan.unique - scored, pairs_scored=scored,
+                          seconds=round(time.time() - plan.started, 3), cost=cost)
+    log.info("%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs", plan.system,
+             plan.dataset, result.pairs_needed, result.pairs_needed - result.pairs_unique, result.pairs_cached,
+             result.pairs_scored, result.seconds)
+    return result
+
+
+def rerank_system(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet],
+                  spec: RerankerSpec, rerank_depth: int, cache_dir: str, out_dir: str, offline: bool = False,
+                  scale: ScaleSpec = ScaleSpec()) -> RerankResult:
+    """Plan, every chunk and the ranking in this process (the flow runs the same steps as tasks)."""
+    plan = plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache_dir, scale, offline)
+    return finish_rerank(plan, [score_chunk(plan, i) for i in range(len(plan.chunks))], out_dir)
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
@@ -89,6 +174,10 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
 
 
 first_stage_task = task(first_stage_ranking, name="first-stage-row", task_run_name="no-rerank {dataset.name}")
-rerank_task = task(rerank_system, name="rerank", retries=2, retry_delay_seconds=[2, 10],
-                   task_run_name="rerank {dataset.name} {spec.name}", tags=["terazi-model"], retry_condition_fn=transient)
+rerank_plan_task = task(plan_rerank, name="rerank-plan", retries=2, retry_delay_seconds=[2, 10],
+                        task_run_name="rerank-plan {dataset.name} {spec.name}", retry_condition_fn=transient)
+rerank_chunk_task = task(score_chunk, name="rerank-chunk", retries=2, retry_delay_seconds=[2, 10], tags=["terazi-model"],
+                         task_run_name="rerank {plan.dataset} {plan.system} chunk {chunk}", retry_condition_fn=transient)
+rerank_finish_task = task(finish_rerank, name="rerank-ranking", retries=1, retry_delay_seconds=2,
+                          task_run_name="ranking {plan.dataset} {plan.system}", retry_condition_fn=transient)
 fuse_task = task(fuse_systems, name="fuse", task_run_name="fuse {dataset.name} {spec.name}")

@@ -11,7 +11,6 @@ descending).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -22,14 +21,12 @@ from terazi import fingerprint
 from terazi.data import Dataset
 from terazi.errors import DatasetError
 from terazi.metrics import evaluate
-from terazi.trec import read_run, write_run
+from terazi.frozen import MANIFEST, candidates_file_name, load_frozen, write_runs
+from terazi.trec import read_run
 
 INDEX = {"type": "external TREC runs"}
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded")
-
-
-def file_name(condition: str, sample: int, samples: int) -> str:
-    return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
+NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "cost")
+file_name = candidates_file_name
 
 
 def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
@@ -80,20 +77,19 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     if not folder.is_dir():
         raise DatasetError(folder, None, "first-stage runs folder not found")
     variants = variants.sort("condition", "sample", "query_id")
-    cand, files = read_candidates(folder, variants, set(ds.docs), depth)
+    cand, files = read_candidates(folder, variants, set(ds.doc_ids.to_list()), depth)
     runs_hash = fingerprint.of_files(files)
     lookup_key = fingerprint.of_json({
         "dataset": dataset.fingerprint, "external": runs_hash, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text"))})
     target = Path(cache_dir).resolve() / "candidates" / lookup_key
-    manifest_path = target / "manifest.json"
-    if manifest_path.is_file():
-        return CandidateSet.model_validate({**json.loads(manifest_path.read_text()), "reused": True})
+    if (target / MANIFEST).is_file():
+        cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
+        if cs is not None:
+            return cs
     target.mkdir(parents=True, exist_ok=True)
     cand.write_parquet(target / "candidates.parquet")
-    samples = dict(variants.group_by("condition").agg(pl.col("sample").n_unique()).iter_rows())
-    for (cond, smp), part in cand.group_by(["condition", "sample"], maintain_order=True):
-        write_run(part, target / "runs" / file_name(cond, smp, samples[cond]), "terazi-first-stage")
+    write_runs(cand, target / "runs")
     recall = {}
     for (cond,), part in cand.group_by("condition", maintain_order=True):
         ev = evaluate(ds.qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
@@ -101,11 +97,13 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     body = {
         "lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": f"external:{folder}", "encoder_identity": f"trec-runs:{runs_hash}", "index": INDEX, "depth": depth,
-        "faiss_version": "none", "path": str(target / "candidates.parquet"), "trec_dir": str(target / "runs"),
+        "faiss_version": "none", "path": "candidates.parquet", "trec_dir": "runs",
         "recall": recall, "queries_encoded": 0, "docs_encoded": 0, "seconds": round(time.perf_counter() - start, 3),
     }
-    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, **body)
-    tmp = manifest_path.with_suffix(".tmp")
+    files = {str(p.relative_to(target)): fingerprint.of_file(p)
+             for p in [target / "candidates.parquet", *sorted((target / "runs").glob("*.trec"))]}
+    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=files, **body)
+    tmp = target / (MANIFEST + ".tmp")  # relative paths: the cache can be copied or moved
     tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
-    tmp.replace(manifest_path)
-    return cs
+    tmp.replace(target / MANIFEST)
+    return cs.model_copy(update={"path": str(target / "candidates.parquet"), "trec_dir": str(target / "runs")})

@@ -1,4 +1,4 @@
-"""Short, stable content hashes that name datasets, candidate sets and models."""
+"""Short, stable content hashes that name datasets, candidate sets, models and (query, document) pairs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+import polars as pl
+
 LENGTH = 16
+ROWS_PER_SLICE = 200_000
 
 
 def of_json(obj: Any) -> str:
@@ -31,17 +35,83 @@ def of_files(paths: Iterable[Path]) -> str:
     return h.hexdigest()[:LENGTH]
 
 
+class Records:
+    """A content hash of records (JSON-able lists), section by section: no file layout, key order, spacing or
+    encoding detail can change it. Built incrementally, so a corpus can be hashed while it streams by."""
+
+    def __init__(self) -> None:
+        self._h, self._sections = hashlib.sha256(), 0
+
+    def section(self) -> Records:
+        self._h.update(f"\x1e{self._sections}\n".encode())
+        self._sections += 1
+        return self
+
+    def add(self, record: Any) -> None:
+        self._h.update(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    def copy(self) -> Records:
+        twin = Records()
+        twin._h, twin._sections = self._h.copy(), self._sections
+        return twin
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()[:LENGTH]
+
+
 def of_records(*sections: Iterable[Any]) -> str:
-    """Hash of records (JSON-able lists), section by section: a content hash that no file layout, key order,
-    spacing or encoding detail can change."""
-    h = hashlib.sha256()
-    for i, records in enumerate(sections):
-        h.update(f"\x1e{i}\n".encode())
+    """Hash of records, section by section (see `Records`)."""
+    h = Records()
+    for records in sections:
+        h.section()
         for rec in records:
-            h.update(json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+            h.add(rec)
+    return h.hexdigest()
+
+
+def of_file(path: Path | str) -> str:
+    """Full SHA-256 of one file's bytes (frozen files are checked against it before use)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def of_rows(frame: pl.DataFrame) -> str:
+    """Hash of a table's rows in order (tab-separated cells, one row a line), as `str()` writes each cell.
+
+    Built with polars in slices (no Python object per row); string and integer columns give exactly the
+    bytes of the row-by-row definition, other types fall back to it."""
+    if not all(dt == pl.Utf8 or dt.is_integer() for dt in frame.dtypes) or any(frame.null_count().row(0)):
+        return of_text("\n".join("\t".join(map(str, row)) for row in frame.iter_rows()))
+    h = hashlib.sha256()
+    lines = frame.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in frame.columns], separator="\t"))
+    for start in range(0, frame.height, ROWS_PER_SLICE):
+        part = lines.slice(start, ROWS_PER_SLICE).to_series().str.join("\n").item()
+        h.update((("\n" if start else "") + part).encode())
     return h.hexdigest()[:LENGTH]
 
 
-def of_rows(frame) -> str:
-    """Hash of a table's rows in order (tab-separated cells, one row a line)."""
-    return of_text("\n".join("\t".join(map(str, row)) for row in frame.iter_rows()))
+def text_keys(texts: Iterable[str]) -> np.ndarray:
+    """64-bit keys of texts: the first 8 bytes of SHA-256 (the 16 hex digits of `of_text`) as int64."""
+    raw = b"".join(hashlib.sha256(t.encode()).digest()[:8] for t in texts)
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).view(np.int64)
+
+
+def doc_keys(doc_ids: Iterable[str], text_hashes: np.ndarray) -> np.ndarray:
+    """64-bit keys of documents: BLAKE2b of the id and the text's key, so that a changed text or id is a new key."""
+    raw = b"".join(hashlib.blake2b(d.encode() + b"\0" + int(k).to_bytes(8, "big", signed=True), digest_size=8).digest()
+                   for d, k in zip(doc_ids, text_hashes))
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).view(np.int64)
+
+
+def hex_keys(hexes: Iterable[str]) -> np.ndarray:
+    """`of_text` hex digests as the int64 keys `text_keys` gives (to carry old cache rows over)."""
+    raw = bytes.fromhex("".join(hexes))
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).view(np.int64)
+
+
+def key64(text: str) -> int:
+    """A signed 64-bit key of a short text (model identities)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)

@@ -10,7 +10,7 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
   ids such as `BAAI/*`) or an allowed local folder;
 - datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
   names); results and cache folders inside the server's roots;
-- a Dask/Ray address must be the server's own.
+- a Dask/Ray address and a shared score store must be the server's own.
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
 that was not given one) gets the strictest policy: the bundled demo only.
@@ -44,6 +44,7 @@ class ServicePolicy(BaseModel):
     results_root: str = Field(description="folder results must be written in")
     cache_root: str = Field(description="folder the cache must be in")
     task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
+    score_stores: list[str] = Field(default_factory=list, description="shared score stores allowed")
 
     @classmethod
     def for_service(cls, config: EvalConfig, allow_remote_code: bool = False, models: list[str] = (),
@@ -58,6 +59,7 @@ class ServicePolicy(BaseModel):
             results_root=str(_abs(results_root or config.out_dir, here)),
             cache_root=str(_abs(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
+            score_stores=[config.scale.score_store] if config.scale.score_store else [],
         )
 
     @classmethod
@@ -111,6 +113,8 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
+        if config.scale.score_store and config.scale.score_store not in self.score_stores:
+            raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
         return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache)})
 
     def _model_allowed(self, model: str, here: Path) -> bool:

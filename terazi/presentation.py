@@ -178,22 +178,6 @@ def speed_text(cost, labels: str = "en", short: bool = False) -> str:
     return f"{word('cached', labels)}: {text}" if cost.cached else text
 
 
-def combine_costs(costs: list) -> object | None:
-    """One row's cost over its datasets: the datasets it scored pairs on, items and seconds summed (the latency of
-    the most-timed one); when it scored nothing anywhere, the stored figures, marked cached."""
-    costs = [c for c in costs if c is not None]
-    if not costs:
-        return None
-    fresh = [c for c in costs if not c.cached and c.items]
-    if not fresh:
-        timed = [c for c in costs if c.items]
-        return (timed or costs)[0].model_copy(update={"cached": True})
-    lat = max(fresh, key=lambda c: c.latency_queries)
-    return fresh[0].model_copy(update={
-        "items": sum(c.items for c in fresh), "seconds": sum(c.seconds for c in fresh), "cached": False,
-        "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms, "latency_queries": lat.latency_queries})
-
-
 COST_NOTE = ("Param and Size: the model's parameters and its files on disk (the weights, or the ONNX file it runs); "
              "– for BM25 and fusion rows, which have no trained parameters (BM25's term statistics are computed from "
              "the corpus at run time). Pairs/s: warm throughput, timed inside the scoring calls with the model loaded "

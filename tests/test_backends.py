@@ -6,14 +6,14 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import polars as pl
 import pytest
 
 from schemas import BiEncoderSpec, CrossEncoderSpec
 from terazi.data import load_beir
-from terazi.rerankers import Pair, make_scorer
-from terazi.score_cache import ScoreCache
+from terazi.rerankers import InMemoryCorpus, Pair, make_scorer
+from terazi.store import ModelKey, Scores
 from tests.conftest import needs_onnx
-
 
 
 def tiny_pairs(tiny_dataset) -> list[Pair]:
@@ -31,7 +31,11 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
     """A 2-layer random BERT inside sentence-transformers modules (Transformer, mean Pooling, Normalize)."""
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import (
+        Normalize,
+        Pooling,
+        Transformer,
+    )
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     torch.manual_seed(1)
@@ -49,7 +53,7 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
 @needs_onnx
 def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_encoder):
     pairs = tiny_pairs(tiny_dataset)
-    rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), {}, "", True, str(tmp_path))
+    rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), InMemoryCorpus({}), "", True, str(tmp_path))
             for name, kw in (("torch", {}), ("onnx", {"backend": "onnx"}),
                              ("int8", {"backend": "onnx", "quantization": "int8"}))}
     scores = {name: s.score(pairs) for name, s in rows.items()}
@@ -61,11 +65,11 @@ def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_e
     import onnxruntime
 
     assert f"+int8 ort-{onnxruntime.__version__})" in rows["int8"].identity and ":int8@cpu:" in rows["int8"].identity
-    cache = ScoreCache(tmp_path / "scores.sqlite")  # three rows, three sets of cache entries
-    key = ("q", "d", "h")
+    store = Scores(tmp_path / "store")  # three rows, three sets of cache entries
+    key = pl.DataFrame({"q": [1], "d": [2]}, schema={"q": pl.Int64, "d": pl.Int64})
     for name, s in rows.items():
-        cache.put(s.identity, s.max_length, [(key, float(scores[name][0]))])
-    assert sorted(cache.get(s.identity, s.max_length, [key])[key] for s in rows.values()) == \
+        store.put_many(ModelKey(s.identity, s.max_length), key.with_columns(pl.lit(float(scores[name][0])).alias("score")))
+    assert sorted(store.get_many(ModelKey(s.identity, s.max_length), key)["score"][0] for s in rows.values()) == \
         sorted(float(v[0]) for v in scores.values())
     costs = {name: s.cost() for name, s in rows.items()}
     assert costs["int8"].precision == "int8" and costs["onnx"].precision == "fp32"
@@ -76,7 +80,7 @@ def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_e
 @needs_onnx
 def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
     pairs = tiny_pairs(tiny_dataset)[:5]
-    first = make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path)).score(pairs)
+    first = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
     exported = list((tmp_path / "onnx").glob("*/model.onnx"))
     assert len(exported) == 1
 
@@ -86,38 +90,38 @@ def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_e
         raise AssertionError("exported twice")
 
     monkeypatch.setattr(torch.onnx, "export", refuse)
-    again = make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path)).score(pairs)
+    again = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
     assert np.array_equal(first, again)
 
 
 @needs_onnx
 def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encoder):
     pairs = tiny_pairs(tiny_dataset)[:8]
-    exported = make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path / "c1"))
+    exported = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path / "c1"))
     reference = exported.score(pairs)
     model = tmp_path / "with-onnx"
     shutil.copytree(tiny_cross_encoder, model)
     (model / "onnx").mkdir()
     shutil.copyfile(exported.inner.onnx_file(), model / "onnx" / "model.onnx")
     shutil.copyfile(exported.inner.onnx_file(), model / "onnx" / "model_custom.onnx")
-    own = make_scorer(ce(str(model), backend="onnx"), {}, "", True, str(tmp_path / "c2"))
+    own = make_scorer(ce(str(model), backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path / "c2"))
     assert "onnx(onnx/model.onnx)" in own.identity
     assert np.allclose(own.score(pairs), reference, atol=1e-6)
     assert not (tmp_path / "c2" / "onnx").exists()  # nothing exported
-    named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), {}, "", True, str(tmp_path))
+    named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
     assert "onnx(onnx/model_custom.onnx)" in named.identity and named.identity != own.identity
     from terazi.models import ModelError
 
     with pytest.raises(ModelError, match="has no file 'onnx/missing.onnx'"):
-        make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), {}, "", True, str(tmp_path)).score(pairs)
+        make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
 
 
 @needs_onnx
 def test_onnx_bi_encoder_matches_torch(tmp_path, tiny_dataset, tiny_bi_encoder):
     pairs = tiny_pairs(tiny_dataset)
     spec = dict(name="bi", kind="bi-encoder", model=tiny_bi_encoder, max_length=64)
-    torch_scores = make_scorer(BiEncoderSpec(**spec), {}, "", True, str(tmp_path)).score(pairs)
-    onnx_row = make_scorer(BiEncoderSpec(**spec, backend="onnx"), {}, "", True, str(tmp_path))
+    torch_scores = make_scorer(BiEncoderSpec(**spec), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
+    onnx_row = make_scorer(BiEncoderSpec(**spec, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
     assert np.abs(onnx_row.score(pairs) - torch_scores).max() < 1e-4
     assert "cosine(mean_tokens)" in onnx_row.identity
 
@@ -150,4 +154,4 @@ def test_without_onnxruntime_the_error_says_what_to_install(monkeypatch, tmp_pat
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     with pytest.raises(ModelError, match=r"backend: onnx needs onnxruntime: pip install 'terazi\[onnx\]'"):
-        make_scorer(ce(tiny_cross_encoder, backend="onnx"), {}, "", True, str(tmp_path))
+        make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path))

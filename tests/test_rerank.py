@@ -1,10 +1,13 @@
-"""Cached reranking: no pair twice, resume after a crash, two runs sharing one cache."""
+"""Cached reranking: no pair twice, resume after a crash, concurrent runs sharing one cache, chunking that
+never changes a score, BM25 over candidates equal to BM25 over the corpus, long documents cut to budget."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +17,10 @@ import pytest
 from schemas import BM25Spec, CrossEncoderSpec
 from terazi.data import load_beir
 from terazi.rerank import reciprocal_rank_fusion, rerank
-from terazi.rerankers import make_scorer
-from terazi.score_cache import ScoreCache
+from terazi.rerankers import CHARS_PER_TOKEN, InMemoryCorpus, Pair, clip, make_scorer, pair_key
+from terazi.store import ModelKey, Scores
+
+ROOT = str(Path(__file__).resolve().parents[1])
 
 
 def inputs(root: Path):
@@ -30,21 +35,25 @@ def inputs(root: Path):
                 rows.append((cond, 0, q, rank, d, 1.0 / rank))
     cands = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row")
     variants = pl.DataFrame(var, schema=["condition", "sample", "query_id", "text"], orient="row")
-    docs = {d: doc.full_text for d, doc in ds.docs.items()}
-    return ds, cands, variants, docs
+    corpus = InMemoryCorpus({d: doc.full_text for d, doc in ds.docs.items()})
+    return ds, cands, variants, corpus
 
 
 class Exploding:
-    """Wraps a scorer and raises after `after` calls, like a run killed mid-way."""
+    """Wraps a scorer and fails after `after` calls, like a run killed mid-way (`exit=True`: the process dies)."""
 
-    def __init__(self, inner, after: int):
-        self.inner, self.after, self.calls = inner, after, 0
-        self.identity, self.max_length, self.batch_size = inner.identity, inner.max_length, 1
+    def __init__(self, inner, after: int, batch_size: int = 1, exit: bool = False):
+        self.inner, self.after, self.calls, self.exit = inner, after, 0, exit
+        self.identity, self.max_length, self.batch_size = inner.identity, inner.max_length, batch_size
+        self.pairs = 0
 
     def score(self, pairs):
         self.calls += 1
         if self.calls > self.after:
+            if self.exit:
+                os._exit(9)
             raise RuntimeError("killed")
+        self.pairs += len(pairs)
         return self.inner.score(pairs)
 
 
@@ -54,12 +63,12 @@ def ce_spec(tiny_cross_encoder):
 
 
 def test_second_run_scores_zero_pairs(tmp_path, tiny_dataset, ce_spec):
-    ds, cands, variants, docs = inputs(tiny_dataset)
-    scorer = make_scorer(ce_spec, docs, ds.corpus_fingerprint, offline=True)
-    cache = ScoreCache(tmp_path / "scores.sqlite")
-    first, s1 = rerank(cands, variants, docs, scorer, cache, rerank_depth=10)
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+    scores = Scores(tmp_path)
+    first, s1 = rerank(cands, variants, corpus, scorer, scores, rerank_depth=10)
     assert s1.needed == 2 * 4 * 10 and s1.scored == s1.unique and s1.cached == 0
-    second, s2 = rerank(cands, variants, docs, scorer, cache, rerank_depth=10)
+    second, s2 = rerank(cands, variants, corpus, scorer, scores, rerank_depth=10)
     assert s2.scored == 0 and s2.cached == s1.unique
     assert first.equals(second)
     # the reranked head is ordered by score; the tail keeps first-stage order
@@ -67,67 +76,167 @@ def test_second_run_scores_zero_pairs(tmp_path, tiny_dataset, ce_spec):
     assert head["score"].to_list() == sorted(head["score"].to_list(), reverse=True)
     tail = first.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1") & (pl.col("rank") > 10))
     assert tail["doc_id"].to_list() == ["d11", "d12"]
+    # a stored score is the one the model gives the pair, under the pair's key
+    row = head.row(0, named=True)
+    q, d = pair_key(variants.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1"))["text"][0],
+                    row["doc_id"], corpus.docs[row["doc_id"]])
+    stored = scores.get_many(ModelKey(scorer.identity, 64), pl.DataFrame({"q": [q], "d": [d]}))
+    assert stored["score"][0] == row["score"]
 
 
 def test_duplicate_pairs_across_conditions_are_scored_once(tmp_path, tiny_dataset):
-    ds, cands, variants, docs = inputs(tiny_dataset)
+    ds, cands, variants, corpus = inputs(tiny_dataset)
     same = variants.with_columns(pl.col("text").first().over("query_id"))  # 'upper' identical to clean
-    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, offline=True)
-    _, stats = rerank(cands, same, docs, scorer, ScoreCache(tmp_path / "s.sqlite"), rerank_depth=12)
+    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)
+    _, stats = rerank(cands, same, corpus, scorer, Scores(tmp_path), rerank_depth=12)
     assert stats.needed == 96 and stats.unique == 48 and stats.scored == 48
 
 
-def test_killed_run_resumes_with_only_missing_pairs(tmp_path, tiny_dataset, ce_spec):
-    ds, cands, variants, docs = inputs(tiny_dataset)
-    scorer = make_scorer(ce_spec, docs, ds.corpus_fingerprint, offline=True)
-    reference, _ = rerank(cands, variants, docs, scorer, ScoreCache(tmp_path / "ref.sqlite"), rerank_depth=10)
+def test_bm25_over_candidates_equals_bm25_over_the_corpus(tiny_dataset):
+    """The per-candidate sums are bit for bit what bm25s's whole-corpus `get_scores` gives."""
+    import bm25s
 
-    cache = ScoreCache(tmp_path / "crash.sqlite")
-    boom = Exploding(scorer, after=3)  # batch_size 1 -> chunks of 8 pairs; dies on the 4th chunk
+    from terazi.turkish import analyse
+
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25", k1=1.2, b=0.7), corpus, ds.corpus_fingerprint, offline=True)
+    ref = bm25s.BM25(k1=1.2, b=0.7)
+    ref.index([analyse(t, "turkish") or [""] for t in corpus.docs.values()], show_progress=False)
+    ids = list(corpus.docs)
+    queries = [*variants["text"].to_list(), "çay çay demlik", "zzzz yok"]  # repeated and unknown tokens too
+    pairs = [Pair(q, d, corpus.docs[d]) for q in queries for d in ids[::-1]]
+    got = scorer.score(pairs)
+    for i, q in enumerate(queries):
+        tokens = [t for t in analyse(q, "turkish") if t in ref.vocab_dict]
+        full = ref.get_scores(tokens) if tokens else np.zeros(len(ids))
+        expect = np.array([full[ids.index(d)] for d in ids[::-1]], dtype=np.float64)
+        assert np.array_equal(got[i * len(ids):(i + 1) * len(ids)], expect), q
+    assert got.max() > 0
+
+
+def test_chunking_never_changes_a_score(tmp_path, tiny_dataset, ce_spec):
+    """Chunks are whole scoring blocks, so one block per chunk and one chunk for everything agree bit for bit.
+
+    Each run gets its own scorer: a fresh scorer scores its first pair on its own (the untimed warm-up), and a
+    pair's score can differ in the last bits with the batch it was padded into."""
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+
+    def scorer():
+        return make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+
+    one, s1 = rerank(cands, variants, corpus, scorer(), Scores(tmp_path / "a"), rerank_depth=12)
+    many, s2 = rerank(cands, variants, corpus, scorer(), Scores(tmp_path / "b"), rerank_depth=12, chunk_pairs=1)
+    assert s1.scored == s2.scored == s1.unique
+    assert one.equals(many)
+
+
+def test_killed_run_resumes_with_only_missing_pairs(tmp_path, tiny_dataset, ce_spec):
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+    reference, _ = rerank(cands, variants, corpus, scorer, Scores(tmp_path / "ref"), rerank_depth=10)
+
+    scores = Scores(tmp_path / "crash")
+    boom = Exploding(scorer, after=3)  # batch_size 1 -> blocks of 8 pairs; dies on the 4th block
     with pytest.raises(RuntimeError, match="killed"):
-        rerank(cands, variants, docs, boom, cache, rerank_depth=10)
-    assert cache.count() == 24
-    resumed, stats = rerank(cands, variants, docs, scorer, cache, rerank_depth=10)
+        rerank(cands, variants, corpus, boom, scores, rerank_depth=10)
+    assert scores.local.count() == 24
+    resumed, stats = rerank(cands, variants, corpus, Exploding(scorer, after=10**6), scores, rerank_depth=10)
     assert stats.cached == 24 and stats.scored == stats.unique - 24
     assert np.allclose(resumed["score"].to_numpy(), reference["score"].to_numpy(), atol=1e-6)
     assert resumed["doc_id"].to_list() == reference["doc_id"].to_list()
+    assert scores.local.count() == stats.unique  # every pair stored once
 
 
 WORKER = textwrap.dedent("""
-    import os, sys
+    import os, sys, time, json
     os.environ["HF_HUB_OFFLINE"] = "1"
     sys.path.insert(0, {root!r})
-    from tests.test_rerank import inputs
-    from schemas import BM25Spec, CrossEncoderSpec
+    from pathlib import Path
+    from tests.test_rerank import Exploding, inputs
+    from schemas import BM25Spec
     from terazi.rerank import rerank
     from terazi.rerankers import make_scorer
-    from terazi.score_cache import ScoreCache
-    from pathlib import Path
-    ds, cands, variants, docs = inputs(Path({data!r}))
-    spec = CrossEncoderSpec(name="ce", kind="cross-encoder", model={model!r}, max_length=64, batch_size=2)
-    scorer = make_scorer(spec, docs, ds.corpus_fingerprint, offline=True)
-    ranked, stats = rerank(cands, variants, docs, scorer, ScoreCache({cache!r}), rerank_depth=12)
+    from terazi.store import Scores
+
+    class Slow(Exploding):
+        def score(self, pairs):
+            time.sleep(0.05)  # long enough for the two runs to overlap
+            return super().score(pairs)
+
+    ds, cands, variants, corpus = inputs(Path({data!r}))
+    spec = BM25Spec(name="bm25", kind="bm25")  # cheap to start: the leases are under test, not the model
+    scorer = Slow(make_scorer(spec, corpus, ds.corpus_fingerprint, offline=True), after={after}, batch_size=1,
+                  exit=True)
+    Path({ready!r}).touch()
+    while not all(Path(p).exists() for p in {barrier!r}):
+        time.sleep(0.01)
+    ranked, stats = rerank(cands, variants, corpus, scorer, Scores({cache!r}), rerank_depth=12, chunk_pairs=16)
     ranked.write_parquet({out!r})
-    print("scored", stats.scored, "cached", stats.cached)
+    print(json.dumps({{"scored": stats.scored, "cached": stats.cached, "unique": stats.unique, "model_pairs": scorer.pairs}}))
 """)
 
 
-def test_two_concurrent_runs_share_one_cache(tmp_path, tiny_dataset, tiny_cross_encoder):
-    root = str(Path(__file__).resolve().parents[1])
-    cache = str(tmp_path / "shared.sqlite")
-    procs = []
-    for i in range(2):
-        code = WORKER.format(root=root, data=str(tiny_dataset), model=tiny_cross_encoder, cache=cache,
-                             out=str(tmp_path / f"out{i}.parquet"))
-        procs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+def start_worker(tmp_path, name, data, cache, barrier, after=10**6):
+    code = WORKER.format(root=ROOT, data=str(data), cache=str(cache), out=str(tmp_path / f"{name}.parquet"),
+                         ready=str(tmp_path / f"{name}.ready"), barrier=[str(tmp_path / f"{b}.ready") for b in barrier],
+                         after=after)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_concurrent_runs_score_each_pair_once(tmp_path, tiny_dataset):
+    """Leases split the work: the pairs the two runs scored add up to the unique pairs, whatever the timing."""
+    import json
+
+    procs = [start_worker(tmp_path, n, tiny_dataset, tmp_path / "shared", ["a", "b"]) for n in "ab"]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "locked" not in err
-    a, b = (pl.read_parquet(tmp_path / f"out{i}.parquet") for i in range(2))
+    stats = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    unique = stats[0]["unique"]
+    assert unique == 2 * 4 * 12
+    assert stats[0]["scored"] + stats[1]["scored"] == unique
+    assert stats[0]["model_pairs"] + stats[1]["model_pairs"] == unique  # the model saw each pair once
+    assert all(s["scored"] + s["cached"] == unique for s in stats)
+    a, b = (pl.read_parquet(tmp_path / f"{n}.parquet") for n in "ab")
     assert a.equals(b)
-    assert ScoreCache(cache).count() == 2 * 4 * 12
+    assert Scores(tmp_path / "shared").local.count() == unique
+
+
+def test_a_killed_run_releases_its_lease(tmp_path, tiny_dataset):
+    """A run that dies mid-chunk (os._exit, as kill -9) holds a lease; the next run takes its pairs over at once."""
+    import json
+
+    dead = start_worker(tmp_path, "dead", tiny_dataset, tmp_path / "cache", ["dead"], after=5)
+    dead.communicate(timeout=300)
+    assert dead.returncode == 9
+    store = Scores(tmp_path / "cache").local
+    committed = store.count()
+    assert committed == 5 * 8  # five blocks of eight pairs (batch size 1)
+    assert store._conn().execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 1  # left behind by the dead run
+    t = time.perf_counter()
+    alive = start_worker(tmp_path, "alive", tiny_dataset, tmp_path / "cache", ["alive"])
+    out, err = alive.communicate(timeout=300)
+    assert alive.returncode == 0, err
+    stats = json.loads(out.strip().splitlines()[-1])
+    assert stats["scored"] == stats["unique"] - committed and stats["model_pairs"] == stats["scored"]
+    assert time.perf_counter() - t < 120  # not the lease's expiry (10 min): the dead process was noticed
+    assert store.count() == stats["unique"]
+    assert store._conn().execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
+
+
+def test_long_documents_are_cut_to_the_models_budget(tmp_path, tiny_dataset, ce_spec):
+    """A 1 MB document costs what the model sees: the same score as its first few thousand characters."""
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+    long = "Çay demlemek için su kaynatılır ve demlik ısıtılır. " * 20_000  # ~1 MB
+    assert len(clip(long, 64)) == 64 * CHARS_PER_TOKEN and clip("kısa", 64) == "kısa" and clip(long, 0) == long
+    t = time.perf_counter()
+    whole = scorer.score([Pair("çay nasıl demlenir", "big", long)] * 4)
+    assert time.perf_counter() - t < 10
+    # the model itself, given 5,000 characters uncut, keeps the same first 64 tokens: the cut changes nothing
+    raw = scorer.model.predict([("çay nasıl demlenir", long[:5000])], show_progress_bar=False)
+    assert np.float64(np.asarray(raw).ravel()[0]) == whole[0] and len(set(whole.tolist())) == 1
 
 
 def test_rrf_fuses_two_rankings():
@@ -138,3 +247,23 @@ def test_rrf_fuses_two_rankings():
     # a: 1/61 + 1/63, b: 1/62 + 1/61, c: 1/63 + 1/62  ->  b > a > c
     assert fused["doc_id"].to_list() == ["b", "a", "c"]
     assert fused["score"][0] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monkeypatch):
+    """The flow writes rankings a batch of variants at a time; they equal `rank_part` on the whole table, also when
+    a variant straddles two batches, and a candidate file in another order falls back to ranking in memory."""
+    import terazi.rerank as core
+
+    ds, cands, variants, corpus = inputs(tiny_dataset)
+    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)
+    expected, _ = rerank(cands, variants, corpus, scorer, Scores(tmp_path), rerank_depth=7)
+    var, docs = core.variant_keys(variants), core.document_keys(corpus.keys())
+    for name, frame in (("sorted", cands), ("shuffled", cands.sample(fraction=1.0, shuffle=True, seed=1))):
+        frame.write_parquet(tmp_path / f"{name}.parquet", row_group_size=5)
+        pairs = core.pair_ids(frame, var, docs, 7)
+        found = Scores(tmp_path).get_many(core.model_key(scorer), core.store_keys(pairs.unique(), var, docs))
+        head = core.pair_scores(pairs, core.run_ids(found, var, docs))
+        for rows in (5, 1000):
+            monkeypatch.setattr(core, "BATCH_ROWS", rows)
+            core.write_ranking(tmp_path / "ranked.parquet", tmp_path / f"{name}.parquet", head, 7)
+            assert pl.read_parquet(tmp_path / "ranked.parquet").equals(expected), (name, rows)

@@ -67,7 +67,9 @@ def test_fingerprint_changes_with_corpus_encoder_and_depth(tmp_path, tiny_datase
     base = retrieve(ds, vs, EncoderSpec(), 10, cache, offline=True).fingerprint
     assert retrieve(ds, vs, EncoderSpec(), 9, cache, offline=True).fingerprint != base
     assert retrieve(ds, vs, EncoderSpec(model=tiny_bi_encoder), 10, cache, offline=True).fingerprint != base
-    assert retrieve(ds, vs, EncoderSpec(index="hnsw"), 10, cache, offline=True).index["type"] == "IndexHNSWFlat"
+    hnsw = retrieve(ds, vs, EncoderSpec(index="hnsw"), 10, cache, offline=True)
+    assert hnsw.index["type"] == "IndexHNSWFlat" and hnsw.index_recall == 1.0 and hnsw.index_recall_queries == 8
+    assert retrieve(ds, vs, EncoderSpec(), 10, cache, offline=True).index_recall is None  # exact: nothing to measure
 
     changed = tmp_path / "changed"
     shutil.copytree(tiny_dataset, changed)

@@ -12,9 +12,9 @@ from terazi.analysis import decomposition, retention_intervals
 from terazi.data import load_beir
 from terazi.presentation import explain
 from terazi.rerank import rerank
-from terazi.rerankers import make_scorer
+from terazi.rerankers import InMemoryCorpus, make_scorer
 from terazi.robustness import isolated_candidates, isolated_variants, with_isolated
-from terazi.score_cache import ScoreCache
+from terazi.store import Scores
 from terazi.turkish import tr_upper
 
 
@@ -49,10 +49,10 @@ def test_pseudo_conditions_carry_clean_candidates_and_corrupted_text(tiny_datase
 def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
     ds = load_beir(tiny_dataset)
     cand, var = with_isolated(*pools(ds))
-    docs = {d: doc.full_text for d, doc in ds.docs.items()}
+    docs = InMemoryCorpus({d: doc.full_text for d, doc in ds.docs.items()})
     # BM25 with Turkish casing scores UPPER text exactly like clean text: the reranker itself is unaffected
     scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, True)
-    ranked, _ = rerank(cand, var, docs, scorer, ScoreCache(tmp_path / "s.sqlite"), 5)
+    ranked, _ = rerank(cand, var, docs, scorer, Scores(tmp_path / "cache"), 5)
     pq = per_query_values(ds.qrels, ranked, changed_flags(var), ["nDCG@10"]).with_columns(
         pl.lit("tiny").alias("dataset"), pl.lit("bm25").alias("system"))
     ret = retention_intervals(pq, ["tiny"], ["clean", "upper", "upper~isolated"], 500, 0, 0.95)

@@ -18,7 +18,7 @@ import numpy as np
 
 from schemas import ModelCost
 from terazi.models import ModelRef, local_folder, model_config, pick_device, weights_info
-from terazi.rerankers import Pair
+from terazi.rerankers import Pair, clip
 
 log = logging.getLogger("terazi.backends")
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
@@ -198,8 +198,9 @@ class Backend:
 
 
 class Metered:
-    """Times a scorer's `score()` calls with the model already loaded and warmed up (one pair scored outside the
-    timer), so the throughput is the warm model's: no load, no score-cache reads or writes, no first-call set-up.
+    """Times a scorer's `score()` calls with the model already loaded and warmed up (the very first pair is scored on
+    its own, outside the timer, and its score kept: no pair is scored twice), so the throughput is the warm model's:
+    no load, no score-cache reads or writes, no first-call set-up.
     Timed calls on one device take turns (`device_lock`), so parallel rows do not slow each other's figures.
 
     Wraps any `PairScorer`; a scorer without `load()` (BM25) is loaded by scoring an empty list.
@@ -229,26 +230,30 @@ class Metered:
     def batch_size(self) -> int:
         return self.inner.batch_size
 
-    def warm(self, pairs: list[Pair]) -> None:
+    def warm(self, pairs: list[Pair]) -> np.ndarray:
+        """Load the model and score the first pair untimed (first-call set-up); returns that pair's score."""
         if self._warm:
-            return
+            return np.zeros(0)
         load = getattr(self.inner, "load", None)
         if load is not None:
             load()
         else:
             self.inner.score([])
-        if pairs:
-            self.inner.score(pairs[:1])
         self._warm = True
+        return np.asarray(self.inner.score(pairs[:1]), dtype=np.float64) if pairs else np.zeros(0)
 
     def score(self, pairs: list[Pair]) -> np.ndarray:
-        self.warm(pairs)
+        n = self.inner.max_length
+        if n:  # long texts cost what the model sees: cut before tokenisation (terazi.rerankers.clip)
+            pairs = [Pair(clip(p.query, n), p.doc_id, clip(p.doc, n)) for p in pairs]
+        first = self.warm(pairs)
+        rest = pairs[len(first):]
         with self._lock:
             start = time.perf_counter()
-            out = self.inner.score(pairs)
+            out = np.asarray(self.inner.score(rest), dtype=np.float64) if rest else np.zeros(0)
             self.seconds += time.perf_counter() - start
-        self.items += len(pairs)
-        return out
+        self.items += len(rest)
+        return np.concatenate([first, out])
 
     def time_queries(self, groups: list[list[Pair]], budget_s: float) -> None:
         """Latency per query: each group (one query's candidates) scored as one call, until `budget_s` is spent."""

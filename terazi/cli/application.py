@@ -23,4 +23,4 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 from terazi.cli import (  # noqa: E402,F401  (each module registers its commands)
-    analyze, compare, convert, corrupt, evaluate, leaderboard, score, serve)
+    analyze, cache, compare, convert, corrupt, evaluate, leaderboard, score, serve)

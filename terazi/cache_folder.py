@@ -1,0 +1,161 @@
+"""The cache folder as a whole: check it, repair it, merge score caches into it.
+
+What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets),
+`embeddings/<key>/rows-*.npy` (corpus embedding shards), `corpus/<fingerprint>.parquet` (corpus
+tables), `work/` (a running run's plans; removed when it finishes) and `quarantine/` (what repair set
+aside). Everything but the score cache and the candidate sets is derived and is simply rebuilt.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from terazi.errors import CacheError
+from terazi.frozen import MANIFEST, load_frozen, quarantine_folder
+from terazi.store import ModelKey, SharedStore, SQLiteStore
+from terazi.store import sqlite as sqlite_store
+from terazi.store.scores import CACHE_FILE
+
+STALE_WORK_SECONDS = 24 * 3600
+SHARD = re.compile(r"rows-(\d+)-(\d+)\.npy$")
+
+
+@dataclass
+class Finding:
+    path: str
+    problem: str
+    repair: str
+
+
+def _candidate_sets(cache: Path) -> list[Path]:
+    return sorted(p for p in (cache / "candidates").glob("*") if p.is_dir() and not p.name.startswith("."))
+
+
+def check(cache: Path) -> list[Finding]:
+    """Everything damaged in the cache folder, with what `repair` would do about it."""
+    out: list[Finding] = []
+    db = cache / CACHE_FILE
+    if db.exists():
+        try:
+            store = SQLiteStore(db)
+            out += [Finding(str(db), p, "quarantine it, salvage the readable scores") for p in store.check()[:5]]
+            store.close()
+        except CacheError as e:
+            out.append(Finding(str(db), str(e).split(": run")[0], "quarantine it, salvage the readable scores"))
+    for folder in _candidate_sets(cache):
+        try:
+            if load_frozen(folder, rebuild=False) is None:
+                what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
+                    "candidates.parquet missing or damaged"
+                out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
+        except CacheError as e:
+            out.append(Finding(str(folder), str(e).split(": ", 1)[-1], "write the TREC files again from the parquet"))
+    for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
+        if not _shard_ok(shard):
+            out.append(Finding(str(shard), "unreadable or of the wrong size", "delete it; the next run encodes it again"))
+    for table in sorted((cache / "corpus").glob("*.parquet")):
+        try:
+            pq.ParquetFile(table).metadata
+        except Exception:  # noqa: BLE001 - any read failure means damaged
+            out.append(Finding(str(table), "unreadable", "delete it; the next run rebuilds it from the dataset"))
+    return out
+
+
+def _readable_json(path: Path) -> bool:
+    import json
+
+    try:
+        json.loads(path.read_text())
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _shard_ok(path: Path) -> bool:
+    m = SHARD.search(path.name)
+    try:
+        emb = np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    return bool(m) and emb.ndim == 2 and emb.shape[0] == int(m.group(2)) - int(m.group(1))
+
+
+def repair(cache: Path) -> list[str]:
+    """Repair what `check` finds; returns one line per action."""
+    done = []
+    db = cache / CACHE_FILE
+    if db.exists():
+        try:
+            store = SQLiteStore(db)
+            bad = store.check()
+            store.close()
+        except CacheError:
+            bad = ["unreadable"]
+        if bad:
+            r = sqlite_store.repair(db)
+            done.append(f"{db}: damaged file kept as {r['quarantined']}; {r['salvaged']} scores of {r['models']} "
+                        f"model(s) salvaged into a new cache ({r['unreadable_ranges']} unreadable key ranges lost; "
+                        "their pairs are scored again when needed)")
+    for folder in _candidate_sets(cache):
+        try:
+            if load_frozen(folder, rebuild=False) is None:
+                quarantine_folder(folder)
+                done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
+        except CacheError:
+            load_frozen(folder, rebuild=True)
+            done.append(f"{folder}: TREC files written again from candidates.parquet")
+    for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
+        if not _shard_ok(shard):
+            shard.unlink()
+            done.append(f"{shard}: deleted; the next run encodes it again")
+    for table in sorted((cache / "corpus").glob("*.parquet")):
+        try:
+            pq.ParquetFile(table).metadata
+        except Exception:  # noqa: BLE001
+            table.unlink()
+            done.append(f"{table}: deleted; the next run rebuilds it")
+    for work in sorted((cache / "work").glob("*")):
+        if time.time() - work.stat().st_mtime > STALE_WORK_SECONDS:
+            shutil.rmtree(work, ignore_errors=True)
+            done.append(f"{work}: left by a stopped run; removed")
+    return done
+
+
+def open_source(source: str):
+    """A score cache to merge from (or into): a cache folder, a `.sqlite` file, or a shared store (folder or URL)."""
+    path = Path(source).expanduser()
+    if "://" not in source:
+        if path.is_file():
+            return SQLiteStore(path)
+        if (path / CACHE_FILE).is_file():
+            return SQLiteStore(path / CACHE_FILE)
+        if not (path / "scores").is_dir():
+            raise CacheError(f"{source}: neither a cache folder, a scores.sqlite file nor a score store")
+    return SharedStore(source)
+
+
+def merge(target: SQLiteStore | SharedStore, source: SQLiteStore | SharedStore) -> dict[str, int]:
+    """Copy every score of `source` into `target` (pairs `target` has are kept as they are). A shared store as
+    target is compacted afterwards: one part per model (so merging a store into itself compacts it)."""
+    models = rows = 0
+    for model_id, identity, max_length, _ in source.models():
+        frame = source.rows(model_id)
+        ident = None if identity == "(unknown)" else identity
+        if isinstance(target, SQLiteStore):
+            rows += target.put_model_rows(model_id, ident, max_length, frame)
+        else:
+            if ident is not None:
+                target.put_many(ModelKey(ident, max_length), frame)
+            else:
+                target.put_model_rows(model_id, frame)
+            target.compact(model_id)
+            rows += frame.height
+        models += 1
+    return {"models": models, "rows": rows}
