@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import polars as pl
+from filelock import FileLock
 
 from schemas import ModelCost
 from terazi import fingerprint
@@ -49,7 +51,13 @@ class CostStore:
         return ModelCost.model_validate(body["cost"]) if body.get("identity") == identity else None
 
     def add(self, identity: str, cost: ModelCost) -> ModelCost:
-        """Fold this run's figures into the stored ones; returns what is stored now."""
+        """Fold this run's figures into the stored ones; returns what is stored now. Runs sharing the cache folder
+        take turns (a file lock), so two that finish together both count."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self._path(identity)) + ".lock"):
+            return self._add(identity, cost)
+
+    def _add(self, identity: str, cost: ModelCost) -> ModelCost:
         earlier = self.get(identity)
         if earlier is not None:
             keep = cost if cost.latency_queries else earlier
@@ -57,9 +65,8 @@ class CostStore:
                                            "seconds": round(earlier.seconds + cost.seconds, 6),
                                            "latency_p50_ms": keep.latency_p50_ms, "latency_p95_ms": keep.latency_p95_ms,
                                            "latency_queries": keep.latency_queries})
-        self.root.mkdir(parents=True, exist_ok=True)
         path = self._path(identity)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
         os.replace(tmp, path)
         return cost

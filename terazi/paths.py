@@ -8,6 +8,7 @@ and proven to stay inside its root before anything is written.
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 from terazi.errors import OutputPathError
@@ -57,9 +58,9 @@ def writable_folder(path: str | Path, what: str) -> Path:
         raise OutputPathError(f"{what} {p} is a file, not a folder: choose another path")
     try:
         p.mkdir(parents=True, exist_ok=True)
-        probe = p / ".terazi-write-probe"
-        probe.write_bytes(b"")
-        probe.unlink()
+        # a probe of its own: two runs checking one folder at once must not remove each other's
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".terazi-write-probe-"):
+            pass
     except OSError as e:
         raise OutputPathError(f"{what} {p} is not writable ({e.strerror or e}): choose another path "
                               "or fix its permissions") from None

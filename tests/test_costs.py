@@ -96,6 +96,21 @@ def test_runs_accumulate_in_the_store(tmp_path):
     assert store.get("other") is None
 
 
+def _add_many(folder: str) -> None:
+    store = costs.CostStore(folder)
+    for _ in range(40):
+        store.add("m", ModelCost(items=1, seconds=0.001))
+
+
+def test_runs_finishing_together_both_count(tmp_path):
+    """Runs that share a cache folder fold their figures in turn: four processes adding at once lose nothing."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        pool.map(_add_many, [str(tmp_path)] * 4)
+    assert costs.CostStore(tmp_path).get("m").items == 160
+
+
 def test_costs_combine_over_datasets():
     a = ModelCost(items=100, seconds=1.0, latency_queries=2, latency_p50_ms=7.0)
     b = ModelCost(items=300, seconds=1.0, latency_queries=5, latency_p50_ms=9.0)
