@@ -305,7 +305,9 @@ def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None
 
     run = Path(run_dir)
     tables = json.loads((run / "tables.json").read_text(encoding="utf-8"))
-    board = presentation.Table.from_json(tables["leaderboard"])
+    # the terminal's compact form (each condition's score and retention in one cell): the wide one does not fit
+    # Prefect's table on a 1920-pixel screen
+    board = presentation.Table.from_json(tables.get("leaderboard_compact") or tables["leaderboard"])
     create_table_artifact(table=board.dicts(), key=f"{prefix}-leaderboard",
                           description=f"terazi leaderboard ({run}). " + " ".join(board.notes))
     robust = presentation.Table.from_json(tables["robustness_table"])
