@@ -94,7 +94,7 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
             datasets=datasets, variants=variants, candidates=[], reranks=rankings, scores=scores, leaderboard=board)
-        publish(board, out, config.benchmark)  # in the flow itself: the artifacts are the run's
+        publish(out, config.benchmark)  # in the flow itself: the artifacts are the run's
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
         results.mark_stopped(run_dir, f"{type(e).__name__}: {e}")

@@ -195,7 +195,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
             datasets=datasets, variants=variants, candidates=candidates, reranks=rankings, scores=scores, leaderboard=board,
         )
-        publish(board, out, artifact_prefix(config, kind))  # in the flow itself: the artifacts are the run's
+        publish(out, artifact_prefix(config, kind))  # in the flow itself: the artifacts are the run's
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
         signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)

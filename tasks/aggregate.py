@@ -297,7 +297,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     return rows
 
 
-def publish(board_rows: list[LeaderboardRow], run_dir: str, prefix: str) -> None:
+def publish(run_dir: str, prefix: str) -> None:
     """The results as Prefect artifacts of the run: the leaderboard as the outputs show it (order, labels, `*`
     marks), the robustness decomposition, comparisons, and the markdown report saying where report.html is.
     Keys start with `prefix` (the benchmark)."""

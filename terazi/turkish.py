@@ -34,10 +34,6 @@ def to_ascii(text: str) -> str:
     return unicodedata.normalize("NFC", text).replace("i" + COMBINING_DOT, "i").translate(_ASCII)
 
 
-def has_turkish_letters(text: str) -> bool:
-    return any(ch in TURKISH_LETTERS for ch in text)
-
-
 @lru_cache(maxsize=8)
 def _stemmer(language: str):
     import Stemmer

@@ -122,7 +122,7 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
     made = {}
     monkeypatch.setattr(prefect.artifacts, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
     monkeypatch.setattr(prefect.artifacts, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
-    publish([], str(run), "terazi")
+    publish(str(run), "terazi")
     table, description = made["terazi-leaderboard"]
     assert [r["Model"] for r in table] == ["seroe", "kalbur", "first-stage"] and REASON in description
     # the compact form, as the terminal prints it: score and retention in one cell, so the table fits the page
