@@ -55,9 +55,9 @@ class ServicePolicy(BaseModel):
         return cls(
             allow_remote_code=allow_remote_code,
             models=sorted({m for _, m, _, _ in config.models()} | set(models)),
-            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(_abs(r, here)) for r in data_roots}),
-            results_root=str(_abs(results_root or config.out_dir, here)),
-            cache_root=str(_abs(cache_root or config.cache_dir, here)),
+            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(absolute(r, here)) for r in data_roots}),
+            results_root=str(absolute(results_root or config.out_dir, here)),
+            cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
         )
@@ -94,19 +94,18 @@ class ServicePolicy(BaseModel):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
                                       "use; the service policy allows only those")
             else:
-                path = _abs(source.name if source else d.path, here)
-                if not any(_within(path, Path(r)) for r in self.data_roots):
+                if not any(_within(dataset_folder(d.path, here), Path(r)) for r in self.data_roots):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
                                       f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
-                update["path"] = f"hf:{path}" if source else str(path)
+                update["path"] = absolute_dataset(d.path, here)
             if d.first_stage_runs:
-                runs = _abs(d.first_stage_runs, here)
+                runs = absolute(d.first_stage_runs, here)
                 if not any(_within(runs, Path(r)) for r in self.data_roots):
                     raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
                                       "data roots")
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
-        out, cache = _abs(config.out_dir, here), _abs(config.cache_dir, here)
+        out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not _within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
         if not _within(cache, Path(self.cache_root)):
@@ -122,22 +121,41 @@ class ServicePolicy(BaseModel):
             return True
         local = Path(model).expanduser()
         if local.is_absolute() or model.startswith("."):
-            path = _abs(model, here)
-            return any(_within(path, _abs(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+            path = absolute(model, here)
+            return any(_within(path, absolute(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
         return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
 
 
-def _abs(path: str, here: Path) -> Path:
+def absolute(path: str, here: Path | None = None) -> Path:
+    """`path` resolved, relative to `here` (default: the folder terazi runs in) unless absolute."""
     p = Path(path).expanduser()
-    return (p if p.is_absolute() else here / p).resolve()
+    return (p if p.is_absolute() else (here or Path.cwd()) / p).resolve()
+
+
+def dataset_folder(path: str, here: Path | None = None) -> Path | None:
+    """The absolute folder a dataset path reads (a BEIR folder, or hf:FOLDER), or None for a named dataset."""
+    source = parse_source(path)
+    if source and not source.local:
+        return None
+    return absolute(source.name if source else path, here)
+
+
+def absolute_dataset(path: str, here: Path | None = None) -> str:
+    """A dataset path that reads the same from any folder: its folder made absolute (keeping hf:'s @revision and
+    #subset); a named dataset as it is written."""
+    source, folder = parse_source(path), dataset_folder(path, here)
+    if folder is None:
+        return path
+    if source is None:
+        return str(folder)
+    return f"hf:{folder}" + (f"@{source.revision}" if source.revision else "") + \
+        (f"#{source.subset}" if source.subset else "")
 
 
 def _root(path: str, here: Path) -> str:
     """A data root for a dataset path: its absolute folder, or a named dataset as it is written."""
-    source = parse_source(path)
-    if source and not source.local:
-        return path
-    return str(_abs(source.name if source else path, here))
+    folder = dataset_folder(path, here)
+    return path if folder is None else str(folder)
 
 
 def _within(path: Path, root: Path) -> bool:

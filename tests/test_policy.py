@@ -96,3 +96,24 @@ def test_form_defaults_are_absolute(tmp_path, monkeypatch):
     assert Path(params["out_dir"]).is_absolute() and Path(params["cache_dir"]).is_absolute()
     assert all(Path(d["path"]).is_absolute() for d in params["datasets"])
     assert [r["name"] for r in params["rerankers"]] == ["bm25-tr", "hybrid-rrf"]  # the defaults everywhere
+
+
+def test_form_defaults_keep_named_datasets_and_pass_the_servers_own_policy(tmp_path, monkeypatch, tiny_dataset):
+    from deployments.evaluate import form_defaults
+
+    monkeypatch.chdir(tmp_path)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}, {"path": "mteb:SomeTask#tur"},
+                                                     {"path": "hf:./local-copy"}, {"path": str(tiny_dataset)}],
+                                        "out_dir": "results", "cache_dir": "cache"})
+    params = form_defaults(served)["config"]
+    assert [d["path"] for d in params["datasets"]] == ["hf:org/served@v1", "mteb:SomeTask#tur",
+                                                        f"hf:{tmp_path / 'local-copy'}", str(tiny_dataset)]
+    policy = ServicePolicy.for_service(served)
+    assert policy.apply(EvalConfig.model_validate(params)).datasets[0].path == "hf:org/served@v1"
+
+
+
+def test_a_local_hf_datasets_subset_is_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:./copy#tur"}], "out_dir": "results", "cache_dir": "c"})
+    assert ServicePolicy.for_service(served).apply(served).datasets[0].path == f"hf:{tmp_path / 'copy'}#tur"
