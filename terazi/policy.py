@@ -94,13 +94,13 @@ class ServicePolicy(BaseModel):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
                                       "use; the service policy allows only those")
             else:
-                if not any(_within(dataset_folder(d.path, here), Path(r)) for r in self.data_roots):
+                if not self._in_data_roots(dataset_folder(d.path, here)):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
                                       f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
                 update["path"] = absolute_dataset(d.path, here)
             if d.first_stage_runs:
                 runs = absolute(d.first_stage_runs, here)
-                if not any(_within(runs, Path(r)) for r in self.data_roots):
+                if not self._in_data_roots(runs):
                     raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
                                       "data roots")
                 update["first_stage_runs"] = str(runs)
@@ -115,6 +115,10 @@ class ServicePolicy(BaseModel):
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
         return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache)})
+
+    def _in_data_roots(self, path: Path) -> bool:
+        """Inside one of the folder roots (a named dataset's root is its name, never a folder)."""
+        return any(_within(path, Path(r)) for r in self.data_roots if Path(r).is_absolute())
 
     def _model_allowed(self, model: str, here: Path) -> bool:
         if model == BUNDLED_ENCODER or model in self.models:

@@ -112,8 +112,23 @@ def test_form_defaults_keep_named_datasets_and_pass_the_servers_own_policy(tmp_p
     assert policy.apply(EvalConfig.model_validate(params)).datasets[0].path == "hf:org/served@v1"
 
 
-
 def test_a_local_hf_datasets_subset_is_kept(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     served = EvalConfig.model_validate({"datasets": [{"path": "hf:./copy#tur"}], "out_dir": "results", "cache_dir": "c"})
     assert ServicePolicy.for_service(served).apply(served).datasets[0].path == f"hf:{tmp_path / 'copy'}#tur"
+
+
+def test_a_named_datasets_root_is_no_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    named = tmp_path / "hf:org" / "served@v1"  # a folder spelt like the served name must not count as a data root
+    named.mkdir(parents=True)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}], "out_dir": "results",
+                                        "cache_dir": "cache"})
+    policy = ServicePolicy.for_service(served)
+    with pytest.raises(PolicyError, match=r"datasets\.0\.path .*outside the service's data roots"):
+        policy.apply(EvalConfig.model_validate({"datasets": [{"path": f"./{named.relative_to(tmp_path)}"}],
+                                                "out_dir": "results", "cache_dir": "cache"}))
+    with pytest.raises(PolicyError, match=r"datasets\.0\.first_stage_runs .*outside the service's data roots"):
+        policy.apply(EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1",
+                                                              "first_stage_runs": str(named)}],
+                                                "out_dir": "results", "cache_dir": "cache"}))
