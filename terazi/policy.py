@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +32,7 @@ from terazi.errors import PolicyError
 from terazi.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
 class ServicePolicy(BaseModel):
@@ -127,6 +129,8 @@ class ServicePolicy(BaseModel):
         if local.is_absolute() or model.startswith("."):
             path = absolute(model, here)
             return any(_within(path, absolute(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+        if not _HUB_ID.match(model) or ".." in model.split("/"):  # a relative path, which would load a local folder
+            return False
         return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
 
 

@@ -132,3 +132,17 @@ def test_a_named_datasets_root_is_no_folder(tmp_path, monkeypatch):
         policy.apply(EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1",
                                                               "first_stage_runs": str(named)}],
                                                 "out_dir": "results", "cache_dir": "cache"}))
+
+
+def test_a_hub_pattern_allows_hub_ids_only_not_local_paths_that_match_it(tmp_path, monkeypatch, tiny_cross_encoder):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "BAAI" / "clone").mkdir(parents=True)  # a server keeping clones of hub models under their org names
+    shutil.copytree(tiny_cross_encoder, tmp_path / "private-model")
+    served = form(tmp_path, tmp_path)
+    policy = ServicePolicy.for_service(served, models=["BAAI/*"])
+    policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "a", "kind": "cross-encoder", "model": "BAAI/bge-reranker-base"}]))
+    for model in ("BAAI/clone/../../private-model", "BAAI/clone/sub"):
+        with pytest.raises(PolicyError, match=r"rerankers\.x\.model .*not allowed by the service policy"):
+            policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "x", "kind": "cross-encoder", "model": model}]))
