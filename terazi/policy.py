@@ -19,7 +19,6 @@ that was not given one) gets the strictest policy: the bundled demo only.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 from pathlib import Path
@@ -178,7 +177,3 @@ def enforce_if_served(config: EvalConfig) -> EvalConfig:
     if not deployment.id:
         return config
     return ServicePolicy.from_env().apply(config)
-
-
-def describe(policy: ServicePolicy) -> str:
-    return json.dumps(policy.model_dump(), indent=2)
