@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas import BUNDLED_ENCODER, EvalConfig
 from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
+from terazi.paths import within
 from terazi.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
@@ -107,9 +108,9 @@ class ServicePolicy(BaseModel):
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
-        if not _within(out, Path(self.results_root)):
+        if not within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
-        if not _within(cache, Path(self.cache_root)):
+        if not within(cache, Path(self.cache_root)):
             raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
@@ -119,7 +120,7 @@ class ServicePolicy(BaseModel):
 
     def _in_data_roots(self, path: Path) -> bool:
         """Inside one of the folder roots (a named dataset's root is its name, never a folder)."""
-        return any(_within(path, Path(r)) for r in self.data_roots if Path(r).is_absolute())
+        return any(within(path, Path(r)) for r in self.data_roots if Path(r).is_absolute())
 
     def _model_allowed(self, model: str, here: Path) -> bool:
         if model == BUNDLED_ENCODER or model in self.models:
@@ -127,7 +128,7 @@ class ServicePolicy(BaseModel):
         local = Path(model).expanduser()
         if local.is_absolute() or model.startswith("."):
             path = absolute(model, here)
-            return any(_within(path, absolute(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+            return any(within(path, absolute(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
         if not _HUB_ID.match(model) or ".." in model.split("/"):  # a relative path, which would load a local folder
             return False
         return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
@@ -163,11 +164,6 @@ def _root(path: str, here: Path) -> str:
     """A data root for a dataset path: its absolute folder, or a named dataset as it is written."""
     folder = dataset_folder(path, here)
     return path if folder is None else str(folder)
-
-
-def _within(path: Path, root: Path) -> bool:
-    root = root.resolve()
-    return path == root or root in path.parents
 
 
 def enforce_if_served(config: EvalConfig) -> EvalConfig:
