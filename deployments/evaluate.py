@@ -17,7 +17,7 @@ from flows.evaluate import evaluate
 from flows.service import nightly
 from schemas import EvalConfig
 from terazi.configs import demo_config, read_config_file
-from terazi.policy import ServicePolicy
+from terazi.policy import ServicePolicy, absolute, absolute_dataset
 
 
 def load_config(path: str | Path | None) -> EvalConfig:
@@ -29,16 +29,10 @@ def load_config(path: str | Path | None) -> EvalConfig:
 def form_defaults(config: EvalConfig) -> dict:
     """The config as the form's defaults, with its folders made absolute (relative paths would depend on
     where a run happens to start)."""
-    here = Path.cwd()
-
-    def absolute(p: str) -> str:
-        q = Path(p).expanduser()
-        return str((q if q.is_absolute() else here / q).resolve())
-
     body = config.model_dump(mode="json")
-    body["out_dir"], body["cache_dir"] = absolute(config.out_dir), absolute(config.cache_dir)
+    body["out_dir"], body["cache_dir"] = str(absolute(config.out_dir)), str(absolute(config.cache_dir))
     for d in body["datasets"]:
-        d["path"] = absolute(d["path"])
+        d["path"] = absolute_dataset(d["path"])
     return {"config": body}
 
 

@@ -301,7 +301,8 @@ class EvalConfig(_Config):
     benchmark: str = Field("terazi", pattern=BENCHMARK,
                            description="name of the benchmark (lowercase letters, digits, '-'): the nightly compares "
                                        "runs of the same benchmark, and Prefect artifact keys start with it")
-    datasets: list[DatasetSpec] = Field(min_length=1, description="BEIR folders to evaluate on")
+    datasets: list[DatasetSpec] = Field(min_length=1, description="datasets to evaluate on: BEIR folders or named "
+                                                                 "datasets (hf:, mteb:, ir_datasets:)")
     encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="first-stage dense retrieval")
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "

@@ -42,11 +42,17 @@ def unique(names: list[str]) -> list[str]:
     return out
 
 
+def within(path: str | Path, root: str | Path) -> bool:
+    """Whether `path` is `root` or lies under it, both resolved (links followed, '..' undone)."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path == root or root in path.parents
+
+
 def inside(root: str | Path, *parts: str) -> Path:
     """`root/parts…`, resolved; refuses any result that is not inside `root`."""
     base = Path(root).resolve()
     target = base.joinpath(*parts).resolve()
-    if target != base and base not in target.parents:
+    if not within(target, base):
         raise OutputPathError(f"path {'/'.join(parts)!r} would leave {base}")
     return target
 

@@ -19,8 +19,8 @@ that was not given one) gets the strictest policy: the bundled demo only.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,9 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas import BUNDLED_ENCODER, EvalConfig
 from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
+from terazi.paths import within
 from terazi.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
+_HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
 class ServicePolicy(BaseModel):
@@ -55,9 +57,9 @@ class ServicePolicy(BaseModel):
         return cls(
             allow_remote_code=allow_remote_code,
             models=sorted({m for _, m, _, _ in config.models()} | set(models)),
-            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(_abs(r, here)) for r in data_roots}),
-            results_root=str(_abs(results_root or config.out_dir, here)),
-            cache_root=str(_abs(cache_root or config.cache_dir, here)),
+            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(absolute(r, here)) for r in data_roots}),
+            results_root=str(absolute(results_root or config.out_dir, here)),
+            cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
         )
@@ -94,22 +96,21 @@ class ServicePolicy(BaseModel):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
                                       "use; the service policy allows only those")
             else:
-                path = _abs(source.name if source else d.path, here)
-                if not any(_within(path, Path(r)) for r in self.data_roots):
+                if not self._in_data_roots(dataset_folder(d.path, here)):
                     raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
                                       f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
-                update["path"] = f"hf:{path}" if source else str(path)
+                update["path"] = absolute_dataset(d.path, here)
             if d.first_stage_runs:
-                runs = _abs(d.first_stage_runs, here)
-                if not any(_within(runs, Path(r)) for r in self.data_roots):
+                runs = absolute(d.first_stage_runs, here)
+                if not self._in_data_roots(runs):
                     raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
                                       "data roots")
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
-        out, cache = _abs(config.out_dir, here), _abs(config.cache_dir, here)
-        if not _within(out, Path(self.results_root)):
+        out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
+        if not within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
-        if not _within(cache, Path(self.cache_root)):
+        if not within(cache, Path(self.cache_root)):
             raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
@@ -117,32 +118,52 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
         return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache)})
 
+    def _in_data_roots(self, path: Path) -> bool:
+        """Inside one of the folder roots (a named dataset's root is its name, never a folder)."""
+        return any(within(path, Path(r)) for r in self.data_roots if Path(r).is_absolute())
+
     def _model_allowed(self, model: str, here: Path) -> bool:
         if model == BUNDLED_ENCODER or model in self.models:
             return True
         local = Path(model).expanduser()
         if local.is_absolute() or model.startswith("."):
-            path = _abs(model, here)
-            return any(_within(path, _abs(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+            path = absolute(model, here)
+            return any(within(path, absolute(m, here)) for m in self.models if Path(m).expanduser().is_absolute())
+        if not _HUB_ID.match(model) or ".." in model.split("/"):  # a relative path, which would load a local folder
+            return False
         return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
 
 
-def _abs(path: str, here: Path) -> Path:
+def absolute(path: str, here: Path | None = None) -> Path:
+    """`path` resolved, relative to `here` (default: the folder terazi runs in) unless absolute."""
     p = Path(path).expanduser()
-    return (p if p.is_absolute() else here / p).resolve()
+    return (p if p.is_absolute() else (here or Path.cwd()) / p).resolve()
+
+
+def dataset_folder(path: str, here: Path | None = None) -> Path | None:
+    """The absolute folder a dataset path reads (a BEIR folder, or hf:FOLDER), or None for a named dataset."""
+    source = parse_source(path)
+    if source and not source.local:
+        return None
+    return absolute(source.name if source else path, here)
+
+
+def absolute_dataset(path: str, here: Path | None = None) -> str:
+    """A dataset path that reads the same from any folder: its folder made absolute (keeping hf:'s @revision and
+    #subset); a named dataset as it is written."""
+    source, folder = parse_source(path), dataset_folder(path, here)
+    if folder is None:
+        return path
+    if source is None:
+        return str(folder)
+    return f"hf:{folder}" + (f"@{source.revision}" if source.revision else "") + \
+        (f"#{source.subset}" if source.subset else "")
 
 
 def _root(path: str, here: Path) -> str:
     """A data root for a dataset path: its absolute folder, or a named dataset as it is written."""
-    source = parse_source(path)
-    if source and not source.local:
-        return path
-    return str(_abs(source.name if source else path, here))
-
-
-def _within(path: Path, root: Path) -> bool:
-    root = root.resolve()
-    return path == root or root in path.parents
+    folder = dataset_folder(path, here)
+    return path if folder is None else str(folder)
 
 
 def enforce_if_served(config: EvalConfig) -> EvalConfig:
@@ -152,7 +173,3 @@ def enforce_if_served(config: EvalConfig) -> EvalConfig:
     if not deployment.id:
         return config
     return ServicePolicy.from_env().apply(config)
-
-
-def describe(policy: ServicePolicy) -> str:
-    return json.dumps(policy.model_dump(), indent=2)

@@ -41,6 +41,7 @@ SCHEMES = ("hf", "mteb", "ir_datasets")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _HF = re.compile(r"^(?P<name>[^@#]+?)(?:@(?P<revision>[^#]+))?(?:#(?P<subset>.+))?$")
 SOURCE_FILE = "source.json"
+_LOCAL = ("/", ".", "~")  # hf: names starting so are folders on this machine
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Source:
 
     @property
     def local(self) -> bool:
-        return self.scheme == "hf" and self.name.startswith(("/", "./", "../", "~"))
+        return self.scheme == "hf" and self.name.startswith(_LOCAL)
 
     @property
     def label(self) -> str:
@@ -76,7 +77,7 @@ def parse(path: str) -> Source | None:
         if not rest:
             raise DatasetError(path, None, "expected ir_datasets:ID, e.g. ir_datasets:beir/scifact/test")
         return Source(path, scheme, rest)
-    if not m or (scheme == "hf" and not rest.startswith(("/", ".", "~")) and rest.count("/") != 1):
+    if not m or (scheme == "hf" and not rest.startswith(_LOCAL) and rest.count("/") != 1):
         example = "hf:ORG/NAME[@REVISION][#SUBSET] or hf:/path/to/folder" if scheme == "hf" else "mteb:TASK[#SUBSET]"
         raise DatasetError(path, None, f"cannot read the dataset name: expected {example}")
     if scheme == "mteb" and m["revision"]:

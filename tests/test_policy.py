@@ -96,3 +96,53 @@ def test_form_defaults_are_absolute(tmp_path, monkeypatch):
     assert Path(params["out_dir"]).is_absolute() and Path(params["cache_dir"]).is_absolute()
     assert all(Path(d["path"]).is_absolute() for d in params["datasets"])
     assert [r["name"] for r in params["rerankers"]] == ["bm25-tr", "hybrid-rrf"]  # the defaults everywhere
+
+
+def test_form_defaults_keep_named_datasets_and_pass_the_servers_own_policy(tmp_path, monkeypatch, tiny_dataset):
+    from deployments.evaluate import form_defaults
+
+    monkeypatch.chdir(tmp_path)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}, {"path": "mteb:SomeTask#tur"},
+                                                     {"path": "hf:./local-copy"}, {"path": str(tiny_dataset)}],
+                                        "out_dir": "results", "cache_dir": "cache"})
+    params = form_defaults(served)["config"]
+    assert [d["path"] for d in params["datasets"]] == ["hf:org/served@v1", "mteb:SomeTask#tur",
+                                                        f"hf:{tmp_path / 'local-copy'}", str(tiny_dataset)]
+    policy = ServicePolicy.for_service(served)
+    assert policy.apply(EvalConfig.model_validate(params)).datasets[0].path == "hf:org/served@v1"
+
+
+def test_a_local_hf_datasets_subset_is_kept(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:./copy#tur"}], "out_dir": "results", "cache_dir": "c"})
+    assert ServicePolicy.for_service(served).apply(served).datasets[0].path == f"hf:{tmp_path / 'copy'}#tur"
+
+
+def test_a_named_datasets_root_is_no_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    named = tmp_path / "hf:org" / "served@v1"  # a folder spelt like the served name must not count as a data root
+    named.mkdir(parents=True)
+    served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}], "out_dir": "results",
+                                        "cache_dir": "cache"})
+    policy = ServicePolicy.for_service(served)
+    with pytest.raises(PolicyError, match=r"datasets\.0\.path .*outside the service's data roots"):
+        policy.apply(EvalConfig.model_validate({"datasets": [{"path": f"./{named.relative_to(tmp_path)}"}],
+                                                "out_dir": "results", "cache_dir": "cache"}))
+    with pytest.raises(PolicyError, match=r"datasets\.0\.first_stage_runs .*outside the service's data roots"):
+        policy.apply(EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1",
+                                                              "first_stage_runs": str(named)}],
+                                                "out_dir": "results", "cache_dir": "cache"}))
+
+
+def test_a_hub_pattern_allows_hub_ids_only_not_local_paths_that_match_it(tmp_path, monkeypatch, tiny_cross_encoder):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "BAAI" / "clone").mkdir(parents=True)  # a server keeping clones of hub models under their org names
+    shutil.copytree(tiny_cross_encoder, tmp_path / "private-model")
+    served = form(tmp_path, tmp_path)
+    policy = ServicePolicy.for_service(served, models=["BAAI/*"])
+    policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "a", "kind": "cross-encoder", "model": "BAAI/bge-reranker-base"}]))
+    for model in ("BAAI/clone/../../private-model", "BAAI/clone/sub"):
+        with pytest.raises(PolicyError, match=r"rerankers\.x\.model .*not allowed by the service policy"):
+            policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "x", "kind": "cross-encoder", "model": model}]))

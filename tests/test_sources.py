@@ -73,6 +73,8 @@ def test_parse_names():
         with pytest.raises(DatasetError):
             parse(bad)
     assert EvalConfig.model_validate({"datasets": [{"path": "hf:org/turkish-set@v1"}]}).datasets[0].name == "turkish-set"
+    # what parse lets through as a folder (no ORG/NAME shape required) is a folder, not a hub name
+    assert all(parse(p).local for p in ("hf:/abs/x", "hf:./x", "hf:../x", "hf:~/x", "hf:.x/y/z", "hf:.."))
 
 
 def test_hf_dataset_saved_locally_has_the_fingerprint_of_its_beir_export(tmp_path):
