@@ -6,6 +6,8 @@ and rejects bad values with pydantic's message.
 
 from __future__ import annotations
 
+import string
+
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
@@ -192,10 +194,14 @@ class LLMRerankerSpec(_ModelReranker):
         if missing:
             raise ValueError(f"user template lacks {' and '.join(missing)}")
         try:
-            v.format(instruction="", query="", doc="")
-        except (KeyError, IndexError, ValueError) as e:
-            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in; "
-                             f"write other braces doubled ({type(e).__name__}: {e})") from None
+            fields = [f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+                      for _, f, spec, conv in string.Formatter().parse(v) if f is not None]
+        except ValueError as e:
+            fields = [f"({e})"]
+        odd = [f for f in fields if f not in ("instruction", "query", "doc")]
+        if odd:  # a form can send this template: no attribute access, indexing or conversions
+            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in, as they are; "
+                             f"write other braces doubled (found {{{odd[0]}}})")
         return v
 
 

@@ -86,6 +86,9 @@ def test_template_and_token_errors(tmp_path, tiny_llm):
         LLMRerankerSpec(name="x", kind="llm-reranker", model="m", user="<Query>: {query}")
     with pytest.raises(ValidationError, match="only {instruction}, {query} and {doc} are filled in"):
         LLMRerankerSpec(name="x", kind="llm-reranker", model="m", user="{query} {doc} {lang}")
+    for sent in ("{query} {doc} {query.__class__}", "{query} {doc} {doc:>999999999}", "{query} {doc} {query!r}"):
+        with pytest.raises(ValidationError, match="are filled in, as they are"):  # a form sends this: no attributes,
+            LLMRerankerSpec(name="x", kind="llm-reranker", model="m", user=sent)  # no widths, no conversions
     spec = LLMRerankerSpec(name="x", kind="llm-reranker", model=tiny_llm, yes_token="evet-token-yok")
     with pytest.raises(ModelError, match="no single token 'evet-token-yok'"):
         make_scorer(spec, {}, "", True, str(tmp_path)).score(PAIRS[:1])

@@ -54,5 +54,7 @@ def serve(
         err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
         err.print(f"policy: remote code {'allowed' if policy.allow_remote_code else 'refused'}; models: "
                   f"{', '.join(policy.models)}; data roots: {', '.join(policy.data_roots)}; results in "
-                  f"{policy.results_root}; cache in {policy.cache_root}", highlight=False)
+                  f"{policy.results_root}; cache in {policy.cache_root}; task-runner addresses: "
+                  f"{', '.join(policy.task_runner_addresses) or 'none'}; shared score stores: "
+                  f"{', '.join(policy.score_stores) or 'none'}", highlight=False)
         serve_all(cfg, policy, cron, timezone, limit)
