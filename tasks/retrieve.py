@@ -36,8 +36,8 @@ from terazi import fingerprint
 from terazi.corpus import CorpusTable, corpus_table
 from terazi.costs import TimedEncoder, combine
 from terazi.errors import CacheError
-from terazi.frozen import MANIFEST, load_frozen, publish_candidates, quarantine_folder, write_runs
-from terazi.metrics import evaluate
+from terazi.frozen import (MANIFEST, candidate_fingerprint, load_frozen, publish_candidates, quarantine_folder,
+                           recall_by_condition, set_files, write_runs)
 from terazi.models import ModelRef, load_bi_encoder, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
@@ -45,8 +45,6 @@ from terazi.retrieval import (build_index, choose_index, encode, exact_search, l
                               sample_rows, save_atomic, search_index, shard_bounds, shard_path, shards, stack)
 
 log = logging.getLogger("terazi.retrieve")
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
-                      "index_recall_queries", "shards", "cost")
 
 
 def dataset_corpus(dataset: DatasetManifest, cache_dir: str) -> CorpusTable:
@@ -246,11 +244,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
     tmp.mkdir(parents=True)
     cand.write_parquet(tmp / "candidates.parquet")
     write_runs(cand, tmp / "runs")
-    qrels = open_dataset(dataset).qrels
-    recall = {}
-    for cond, part in cand.group_by("condition", maintain_order=True):
-        ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
-        recall[cond[0]] = round(ev.aggregate[f"R@{depth}"], 6)
+    recall = recall_by_condition(open_dataset(dataset).qrels, cand, depth)
     body = {
         "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
@@ -258,11 +252,8 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         "queries_encoded": n_texts, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
         "cost": cost.model_dump() if cost else None,
     }
-    ids_hash = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
-    fp = fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids_hash})
-    files = {str(p.relative_to(tmp)): fingerprint.of_file(p)
-             for p in [tmp / "candidates.parquet", *sorted((tmp / "runs").glob("*.trec"))]}
-    stored = CandidateSet(fingerprint=fp, reused=False, files=files, index_recall=index_recall,
+    fp = candidate_fingerprint(body, cand)
+    stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
                           index_recall_queries=sample, shards=len(plan.corpus_shards), **body)
     (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
     try:
