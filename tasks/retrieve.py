@@ -35,7 +35,7 @@ from tasks.load import open_dataset
 from terazi import fingerprint
 from terazi.corpus import CorpusTable, corpus_table
 from terazi.costs import TimedEncoder, combine
-from terazi.errors import CacheError
+from terazi.errors import CacheError, ConfigError
 from terazi.frozen import (MANIFEST, candidate_fingerprint, load_frozen, publish_candidates, quarantine_folder,
                            recall_by_condition, set_files, write_runs)
 from terazi.models import ModelRef, load_bi_encoder, prepare_environment, resolve
@@ -62,7 +62,7 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
             continue
         if body.get("fingerprint") == fingerprint_:
             if body["dataset_fingerprint"] != dataset.fingerprint:
-                raise ValueError(f"candidates {fingerprint_} were frozen for another version of dataset "
+                raise ConfigError(f"candidates {fingerprint_} were frozen for another version of dataset "
                                  f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
             cs = load_frozen(path.parent)
             if cs is None:
@@ -70,7 +70,7 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
                                  "or damaged, and a set named by fingerprint cannot be computed again; run without "
                                  "`candidates` to retrieve afresh")
             return cs
-    raise ValueError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
+    raise ConfigError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
 
 
 # plan, shards, search -------------------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         missing = need.join(have, on=["condition", "sample", "query_id"], how="anti")
         if missing.height:
             c, s_, q = missing.row(0)
-            raise ValueError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
+            raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
                              f"{c} sample {s_}: use the conditions, samples and seed they were frozen with")
         log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
         return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
