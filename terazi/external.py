@@ -22,12 +22,13 @@ from terazi.data import Dataset
 from terazi.errors import DatasetError
 from terazi.frozen import (MANIFEST, candidate_fingerprint, candidates_file_name, load_frozen, recall_by_condition,
                            set_files, write_runs)
+from terazi.paths import inside
 from terazi.trec import read_run
 
 INDEX = {"type": "external TREC runs"}
 
 
-def read_candidates(folder: Path, variants: pl.DataFrame, docs: set[str], depth: int) -> tuple[pl.DataFrame, list[Path]]:
+def read_candidates(folder: Path, variants: pl.DataFrame, doc_ids: pl.Series, depth: int) -> tuple[pl.DataFrame, list[Path]]:
     """The runs for every (condition, sample) of `variants`, checked and cut to `depth`."""
     samples = variants.group_by("condition").agg(pl.col("sample").n_unique())
     samples = dict(samples.iter_rows())
@@ -44,7 +45,7 @@ def read_candidates(folder: Path, variants: pl.DataFrame, docs: set[str], depth:
         if lacking:
             raise DatasetError(path, None, f"{len(lacking)} of {len(need)} judged queries have no candidates, "
                                            f"e.g. {lacking[0]!r}")
-        unknown = run.filter(~pl.col("doc_id").is_in(list(docs)))
+        unknown = run.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
         if unknown.height:
             raise DatasetError(path, None, f"document {unknown['doc_id'][0]!r} (query {unknown['query_id'][0]!r}) is "
                                            "not in the dataset's corpus")
@@ -69,12 +70,12 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     if not folder.is_dir():
         raise DatasetError(folder, None, "first-stage runs folder not found")
     variants = variants.sort("condition", "sample", "query_id")
-    cand, files = read_candidates(folder, variants, set(ds.doc_ids.to_list()), depth)
+    cand, files = read_candidates(folder, variants, ds.doc_ids, depth)
     runs_hash = fingerprint.of_files(files)
     lookup_key = fingerprint.of_json({
         "dataset": dataset.fingerprint, "external": runs_hash, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text"))})
-    target = Path(cache_dir).resolve() / "candidates" / lookup_key
+    target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file():
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
         if cs is not None:
