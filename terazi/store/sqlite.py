@@ -34,7 +34,7 @@ import polars as pl
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.store import KEY_SCHEMA, SCORE_SCHEMA, ModelKey
+from terazi.store import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
 
 log = logging.getLogger("terazi.store")
 
@@ -137,7 +137,7 @@ class SQLiteStore:
     # scores ------------------------------------------------------------------------------------------
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
         if not keys.height:
-            return pl.DataFrame(schema=SCORE_SCHEMA)
+            return empty_scores()
         con = self._conn()
         qs = keys["q"].unique().to_list()
         parts = []
