@@ -180,7 +180,7 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
 def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, shards_: int):
     enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
     if part == "corpus":
-        texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z)[1], enc.document_prefix
+        texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
     unit = "documents" if part == "corpus" else "queries"
