@@ -138,7 +138,6 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_ranking(path, Path(plan.candidates_path),
                   pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
-    shutil.rmtree(work, ignore_errors=True)
     scored = sum(c.scored for c in chunks)
     cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
                         lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
@@ -147,6 +146,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
                           path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
                           pairs_cached=plan.unique - scored, pairs_scored=scored,
                           seconds=round(time.time() - plan.started, 3), cost=cost)
+    shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
     log.info("%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs", plan.system,
              plan.dataset, result.pairs_needed, result.pairs_needed - result.pairs_unique, result.pairs_cached,
              result.pairs_scored, result.seconds)

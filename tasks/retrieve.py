@@ -35,9 +35,9 @@ from tasks.load import open_dataset
 from terazi import fingerprint
 from terazi.corpus import CorpusTable, corpus_table
 from terazi.costs import TimedEncoder, combine
-from terazi.errors import CacheError
-from terazi.frozen import MANIFEST, load_frozen, publish_candidates, quarantine_folder, write_runs
-from terazi.metrics import evaluate
+from terazi.errors import CacheError, ConfigError
+from terazi.frozen import (MANIFEST, candidate_fingerprint, load_frozen, publish_candidates, quarantine_folder,
+                           recall_by_condition, set_files, write_runs)
 from terazi.models import ModelRef, load_bi_encoder, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
@@ -45,8 +45,6 @@ from terazi.retrieval import (build_index, choose_index, encode, exact_search, l
                               sample_rows, save_atomic, search_index, shard_bounds, shard_path, shards, stack)
 
 log = logging.getLogger("terazi.retrieve")
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
-                      "index_recall_queries", "shards", "cost")
 
 
 def dataset_corpus(dataset: DatasetManifest, cache_dir: str) -> CorpusTable:
@@ -64,7 +62,7 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
             continue
         if body.get("fingerprint") == fingerprint_:
             if body["dataset_fingerprint"] != dataset.fingerprint:
-                raise ValueError(f"candidates {fingerprint_} were frozen for another version of dataset "
+                raise ConfigError(f"candidates {fingerprint_} were frozen for another version of dataset "
                                  f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
             cs = load_frozen(path.parent)
             if cs is None:
@@ -72,7 +70,7 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
                                  "or damaged, and a set named by fingerprint cannot be computed again; run without "
                                  "`candidates` to retrieve afresh")
             return cs
-    raise ValueError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
+    raise ConfigError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
 
 
 # plan, shards, search -------------------------------------------------------------------------------------
@@ -110,7 +108,7 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         missing = need.join(have, on=["condition", "sample", "query_id"], how="anti")
         if missing.height:
             c, s_, q = missing.row(0)
-            raise ValueError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
+            raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
                              f"{c} sample {s_}: use the conditions, samples and seed they were frozen with")
         log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
         return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
@@ -182,7 +180,7 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
 def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, shards_: int):
     enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
     if part == "corpus":
-        texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z)[1], enc.document_prefix
+        texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
     unit = "documents" if part == "corpus" else "queries"
@@ -246,11 +244,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
     tmp.mkdir(parents=True)
     cand.write_parquet(tmp / "candidates.parquet")
     write_runs(cand, tmp / "runs")
-    qrels = open_dataset(dataset).qrels
-    recall = {}
-    for cond, part in cand.group_by("condition", maintain_order=True):
-        ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
-        recall[cond[0]] = round(ev.aggregate[f"R@{depth}"], 6)
+    recall = recall_by_condition(open_dataset(dataset).qrels, cand, depth)
     body = {
         "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
@@ -258,11 +252,8 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         "queries_encoded": n_texts, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
         "cost": cost.model_dump() if cost else None,
     }
-    ids_hash = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
-    fp = fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids_hash})
-    files = {str(p.relative_to(tmp)): fingerprint.of_file(p)
-             for p in [tmp / "candidates.parquet", *sorted((tmp / "runs").glob("*.trec"))]}
-    stored = CandidateSet(fingerprint=fp, reused=False, files=files, index_recall=index_recall,
+    fp = candidate_fingerprint(body, cand)
+    stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
                           index_recall_queries=sample, shards=len(plan.corpus_shards), **body)
     (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
     try:

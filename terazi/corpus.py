@@ -43,10 +43,9 @@ class CorpusTable:
             raise CacheError(f"corpus table {self.path} is damaged ({e}); delete it or run `terazi cache repair`: "
                              "it is rebuilt from the dataset") from None
 
-    def rows(self, start: int, stop: int) -> tuple[list[str], list[str]]:
-        """Ids and texts of rows [start, stop) (a shard: a contiguous block of documents)."""
-        part = self._read(pl.scan_parquet(self.path).slice(start, stop - start).select("doc_id", "text"))
-        return part["doc_id"].to_list(), part["text"].to_list()
+    def rows(self, start: int, stop: int) -> list[str]:
+        """Texts of rows [start, stop) (a shard: a contiguous block of documents; its ids are its row numbers)."""
+        return self._read(pl.scan_parquet(self.path).slice(start, stop - start).select("text"))["text"].to_list()
 
     def keys(self, doc_ids: pl.Series | None = None) -> pl.DataFrame:
         """doc_id, key and chars of every document (or of the given ones), in corpus order; no texts are read."""

@@ -20,28 +20,21 @@ from schemas import CandidateSet, DatasetManifest
 from terazi import fingerprint
 from terazi.data import Dataset
 from terazi.errors import DatasetError
-from terazi.metrics import evaluate
-from terazi.frozen import MANIFEST, candidates_file_name, load_frozen, write_runs
+from terazi.frozen import (MANIFEST, candidate_fingerprint, candidates_file_name, load_frozen, recall_by_condition,
+                           set_files, write_runs)
+from terazi.paths import inside
 from terazi.trec import read_run
 
 INDEX = {"type": "external TREC runs"}
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "cost")
-file_name = candidates_file_name
 
 
-def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
-    """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order."""
-    ids = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
-    return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
-
-
-def read_candidates(folder: Path, variants: pl.DataFrame, docs: set[str], depth: int) -> tuple[pl.DataFrame, list[Path]]:
+def read_candidates(folder: Path, variants: pl.DataFrame, doc_ids: pl.Series, depth: int) -> tuple[pl.DataFrame, list[Path]]:
     """The runs for every (condition, sample) of `variants`, checked and cut to `depth`."""
     samples = variants.group_by("condition").agg(pl.col("sample").n_unique())
     samples = dict(samples.iter_rows())
     parts, files = [], []
     for (cond, smp), part in variants.group_by(["condition", "sample"], maintain_order=True):
-        path = folder / file_name(cond, smp, samples[cond])
+        path = folder / candidates_file_name(cond, smp, samples[cond])
         if not path.is_file():
             raise DatasetError(path, None, f"missing first-stage run for condition {cond!r}"
                                            + (f" sample {smp}" if samples[cond] > 1 else ""))
@@ -52,7 +45,7 @@ def read_candidates(folder: Path, variants: pl.DataFrame, docs: set[str], depth:
         if lacking:
             raise DatasetError(path, None, f"{len(lacking)} of {len(need)} judged queries have no candidates, "
                                            f"e.g. {lacking[0]!r}")
-        unknown = run.filter(~pl.col("doc_id").is_in(list(docs)))
+        unknown = run.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
         if unknown.height:
             raise DatasetError(path, None, f"document {unknown['doc_id'][0]!r} (query {unknown['query_id'][0]!r}) is "
                                            "not in the dataset's corpus")
@@ -77,12 +70,12 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     if not folder.is_dir():
         raise DatasetError(folder, None, "first-stage runs folder not found")
     variants = variants.sort("condition", "sample", "query_id")
-    cand, files = read_candidates(folder, variants, set(ds.doc_ids.to_list()), depth)
+    cand, files = read_candidates(folder, variants, ds.doc_ids, depth)
     runs_hash = fingerprint.of_files(files)
     lookup_key = fingerprint.of_json({
         "dataset": dataset.fingerprint, "external": runs_hash, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text"))})
-    target = Path(cache_dir).resolve() / "candidates" / lookup_key
+    target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file():
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
         if cs is not None:
@@ -90,19 +83,14 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     target.mkdir(parents=True, exist_ok=True)
     cand.write_parquet(target / "candidates.parquet")
     write_runs(cand, target / "runs")
-    recall = {}
-    for (cond,), part in cand.group_by("condition", maintain_order=True):
-        ev = evaluate(ds.qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
-        recall[cond] = round(ev.aggregate[f"R@{depth}"], 6)
+    recall = recall_by_condition(ds.qrels, cand, depth)
     body = {
         "lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": f"external:{folder}", "encoder_identity": f"trec-runs:{runs_hash}", "index": INDEX, "depth": depth,
         "faiss_version": "none", "path": "candidates.parquet", "trec_dir": "runs",
         "recall": recall, "queries_encoded": 0, "docs_encoded": 0, "seconds": round(time.perf_counter() - start, 3),
     }
-    files = {str(p.relative_to(target)): fingerprint.of_file(p)
-             for p in [target / "candidates.parquet", *sorted((target / "runs").glob("*.trec"))]}
-    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=files, **body)
+    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=set_files(target), **body)
     tmp = target / (MANIFEST + ".tmp")  # relative paths: the cache can be copied or moved
     tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
     tmp.replace(target / MANIFEST)

@@ -22,11 +22,36 @@ import polars as pl
 from schemas import CandidateSet
 from terazi import fingerprint
 from terazi.errors import CacheError
+from terazi.metrics import evaluate
 from terazi.paths import inside
 from terazi.trec import write_run
 
 log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"
+# manifest fields that describe where and how fast a set was made, not which candidates it holds
+NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
+                      "index_recall_queries", "shards", "cost")
+
+
+def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
+    """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order."""
+    ids = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
+    return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
+
+
+def recall_by_condition(qrels: dict[str, dict[str, int]], cand: pl.DataFrame, depth: int) -> dict[str, float]:
+    """Recall@depth of each condition's candidates (its first sample), as the manifest records it."""
+    recall = {}
+    for (cond,), part in cand.group_by("condition", maintain_order=True):
+        ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
+        recall[cond] = round(ev.aggregate[f"R@{depth}"], 6)
+    return recall
+
+
+def set_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of each file of a set (`candidates.parquet`, `runs/*.trec`), by its path relative to `folder`."""
+    return {str(p.relative_to(folder)): fingerprint.of_file(p)
+            for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))] if p.is_file()}
 
 
 def candidates_file_name(condition: str, sample: int, samples: int) -> str:
@@ -51,9 +76,7 @@ def load_frozen(folder: Path, rebuild: bool = True) -> CandidateSet | None:
     except (OSError, ValueError):
         return None
     body |= {"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs"), "reused": True}
-    files = body.get("files") or {str(p.relative_to(folder)): fingerprint.of_file(p)
-                                  for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))]
-                                  if p.is_file()}
+    files = body.get("files") or set_files(folder)
     if "candidates.parquet" not in files:
         return None
     bad = [name for name, digest in files.items()

@@ -57,6 +57,8 @@ class Corpus(Protocol):
 
     def texts(self, doc_ids: Iterable[str]) -> dict[str, str]: ...
 
+    def keys(self, doc_ids=None): ...
+
 
 class BM25Scorer:
     """BM25 (bm25s) over Turkish-lowercased, Snowball-stemmed, ASCII-folded tokens of the whole corpus.

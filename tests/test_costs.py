@@ -174,3 +174,26 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
 
     expected = auto_batch(16 << 30, 2 * scorer.inner.params(), model_config(scorer.inner.ref), 64, 2)
     assert scorer.batch_size == expected == 512 and scorer.inner._model is None
+
+
+def test_latency_is_timed_on_the_texts_the_model_is_given():
+    """The latency probe sees pairs cut to the model's character budget, as every scoring call does."""
+    from terazi.backends import Metered
+    from terazi.rerankers import CHARS_PER_TOKEN
+
+    class Longest:
+        identity, max_length, batch_size = "longest", 8, 4
+
+        def __init__(self):
+            self.seen = 0
+
+        def score(self, pairs):
+            self.seen = max([self.seen, *(len(p.query) + len(p.doc) for p in pairs)])
+            return np.zeros(len(pairs))
+
+    inner = Longest()
+    metered = Metered(inner)
+    metered.score([Pair("q" * 500, "d1", "x" * 5000)])
+    metered.time_queries([[Pair("q" * 500, "d2", "y" * 5000), Pair("q", "d3", "z" * 5000)]], budget_s=1.0)
+    assert len(metered.latencies_ms) == 1
+    assert inner.seen == 2 * 8 * CHARS_PER_TOKEN

@@ -267,3 +267,33 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
     third = runner.invoke(app, [*args, "--out", str(tmp_path / "r3")])
     assert third.exit_code == 0, third.output
     assert (tmp_path / "r1" / "leaderboard.csv").read_bytes() == (tmp_path / "r3" / "leaderboard.csv").read_bytes()
+
+
+def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(tmp_path, tiny_dataset, monkeypatch):
+    """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
+    from schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from tasks.corrupt import corrupt_queries
+    from tasks.load import load_dataset
+    from tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
+    from tasks.retrieve import retrieve
+    from terazi import costs
+
+    ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
+    vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]
+    cs = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "cache"), offline=True)
+    spec = BM25Spec(name="bm25", kind="bm25")
+    plan = plan_rerank(ds, cs, vs, spec, 5, str(tmp_path / "cache"))
+    chunks = [score_chunk(plan, i) for i in range(len(plan.chunks))]
+    settle = costs.settle
+
+    def fails_once(*a, **k):
+        monkeypatch.setattr(costs, "settle", settle)
+        raise OSError("injected: cost store unreachable")
+
+    monkeypatch.setattr(costs, "settle", fails_once)
+    with pytest.raises(OSError, match="injected"):
+        finish_rerank(plan, chunks, str(tmp_path / "out"))
+    retried = finish_rerank(plan, chunks, str(tmp_path / "out"))
+    assert retried.pairs_scored == plan.unique and not Path(plan.work).exists()
+    alone = rerank_system(ds, cs, vs, spec, 5, str(tmp_path / "cache2"), str(tmp_path / "alone"))
+    assert pl.read_parquet(retried.path).equals(pl.read_parquet(alone.path))

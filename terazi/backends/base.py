@@ -242,10 +242,13 @@ class Metered:
         self._warm = True
         return np.asarray(self.inner.score(pairs[:1]), dtype=np.float64) if pairs else np.zeros(0)
 
-    def score(self, pairs: list[Pair]) -> np.ndarray:
+    def _clipped(self, pairs: list[Pair]) -> list[Pair]:
+        """Long texts cost what the model sees: cut before tokenisation (terazi.rerankers.clip)."""
         n = self.inner.max_length
-        if n:  # long texts cost what the model sees: cut before tokenisation (terazi.rerankers.clip)
-            pairs = [Pair(clip(p.query, n), p.doc_id, clip(p.doc, n)) for p in pairs]
+        return [Pair(clip(p.query, n), p.doc_id, clip(p.doc, n)) for p in pairs] if n else pairs
+
+    def score(self, pairs: list[Pair]) -> np.ndarray:
+        pairs = self._clipped(pairs)
         first = self.warm(pairs)
         rest = pairs[len(first):]
         with self._lock:
@@ -261,6 +264,7 @@ class Metered:
         for group in groups:
             if not group or (self.latencies_ms and spent >= budget_s):
                 break
+            group = self._clipped(group)  # timed on the texts `score` gives the model
             self.warm(group)
             with self._lock:
                 start = time.perf_counter()

@@ -19,7 +19,7 @@ import polars as pl
 
 from terazi.errors import OutputPathError
 from terazi.paths import inside
-from terazi.store import SCORE_SCHEMA, ModelKey
+from terazi.store import ModelKey, empty_scores
 from terazi.store.shared import SharedStore
 from terazi.store.sqlite import SQLiteStore, damaged
 
@@ -74,7 +74,7 @@ class Scores:
         return cls(cache_dir, shared, local=shared is None)
 
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
-        found = self.local.get_many(model, keys) if self.local else pl.DataFrame(schema=SCORE_SCHEMA)
+        found = self.local.get_many(model, keys) if self.local else empty_scores()
         if self.shared is not None and found.height < keys.height:
             rest = keys.join(found, on=["q", "d"], how="anti")
             more = self.shared.get_many(model, rest)

@@ -16,7 +16,7 @@ import uuid
 import polars as pl
 
 from terazi.errors import CacheError
-from terazi.store import SCORE_SCHEMA, ModelKey
+from terazi.store import SCORE_SCHEMA, ModelKey, empty_scores
 
 
 def model_dir(model_id: int) -> str:
@@ -39,7 +39,7 @@ class SharedStore:
             with self.fs.open(path, "rb") as f:
                 return pl.read_parquet(f).select(list(SCORE_SCHEMA)).cast(SCORE_SCHEMA)
         except FileNotFoundError:  # compacted away since it was listed
-            return pl.DataFrame(schema=SCORE_SCHEMA)
+            return empty_scores()
         except (pl.exceptions.PolarsError, OSError) as e:
             raise CacheError(f"score store part {self.where}: {path} is unreadable ({e}); delete it (its pairs are "
                              "scored again)") from None
@@ -47,11 +47,11 @@ class SharedStore:
     def rows(self, model_id: int) -> pl.DataFrame:
         parts = [self._read(p) for p in self._parts(model_id)]
         return pl.concat(parts).unique(["q", "d"], keep="first", maintain_order=True) if parts else \
-            pl.DataFrame(schema=SCORE_SCHEMA)
+            empty_scores()
 
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
         if not keys.height:
-            return pl.DataFrame(schema=SCORE_SCHEMA)
+            return empty_scores()
         return self.rows(model.id).join(keys.select("q", "d"), on=["q", "d"], how="semi")
 
     def _write_atomic(self, data: bytes | pl.DataFrame, final: str) -> None:

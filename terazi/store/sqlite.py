@@ -3,8 +3,8 @@
 SQLite ships with Python, lets readers and one writer work at once, and several processes on one machine
 (two runs, or Prefect workers) can share one file; writers wait on a busy timeout instead of failing.
 Rows are (model id, query key, document key, score), all numbers: the model's identity is stored once,
-in `models`. Each chunk is committed as it is scored, so a run killed mid-way loses at most the chunk in
-flight.
+in `models`. Each block of pairs is committed as it is scored, so a run killed mid-way loses at most the
+block in flight.
 
 Concurrent runs split the work with leases: before scoring, a run claims the pairs it is about to score
 under a lease that names its host and process and expires unless renewed. Another run skips pairs under
@@ -34,7 +34,7 @@ import polars as pl
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.store import KEY_SCHEMA, SCORE_SCHEMA, ModelKey
+from terazi.store import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
 
 log = logging.getLogger("terazi.store")
 
@@ -137,7 +137,7 @@ class SQLiteStore:
     # scores ------------------------------------------------------------------------------------------
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
         if not keys.height:
-            return pl.DataFrame(schema=SCORE_SCHEMA)
+            return empty_scores()
         con = self._conn()
         qs = keys["q"].unique().to_list()
         parts = []
