@@ -47,8 +47,13 @@ class CostStore:
         path = self._path(identity)
         if not path.is_file():
             return None
-        body = json.loads(path.read_text(encoding="utf-8"))
-        return ModelCost.model_validate(body["cost"]) if body.get("identity") == identity else None
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+            return ModelCost.model_validate(body["cost"]) if body.get("identity") == identity else None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # figures only: never worth failing a run
+            log.warning("%s is damaged (%s): its cost figures are ignored and written anew", path,
+                        type(e).__name__)
+            return None
 
     def add(self, identity: str, cost: ModelCost) -> ModelCost:
         """Fold this run's figures into the stored ones; returns what is stored now. Runs sharing the cache folder

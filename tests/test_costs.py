@@ -96,6 +96,15 @@ def test_runs_accumulate_in_the_store(tmp_path):
     assert store.get("other") is None
 
 
+def test_a_damaged_cost_file_is_ignored_and_written_anew(tmp_path, caplog):
+    store = costs.CostStore(tmp_path)
+    store.add("m", ModelCost(items=10, seconds=1.0))
+    for damage in ("{not json", '{"identity": "m", "cost": {"items": "many"}}', "[]"):
+        store._path("m").write_text(damage, encoding="utf-8")
+        assert store.get("m") is None and "damaged" in caplog.text
+        assert store.add("m", ModelCost(items=5, seconds=1.0)).items == 5 and store.get("m").items == 5
+
+
 def _add_many(folder: str) -> None:
     store = costs.CostStore(folder)
     for _ in range(40):
