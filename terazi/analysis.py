@@ -67,8 +67,7 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
                 cells.append((d, c, ci))
         rejected = holm([ci.p_value for *_, ci in cells], 1 - confidence) if correct else [ci.significant for *_, ci in cells]
         for (d, c, ci), sig in zip(cells, rejected):
-            verdict = "no difference" if not sig else ("better" if ci.estimate > 0 else "worse")
-            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, verdict))
+            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
     return pl.DataFrame(rows, schema=["system", "versus", "dataset", "condition", "delta", "ci_low", "ci_high",
                                       "p_value", "verdict"], orient="row")
 

@@ -28,6 +28,12 @@ class Interval:
     def significant(self) -> bool:
         return self.low > 0 or self.high < 0
 
+    def verdict(self, significant: bool | None = None) -> str:
+        """better / worse / no difference; `significant` overrides the interval's own test (e.g. Holm's)."""
+        if not (self.significant if significant is None else significant):
+            return "no difference"
+        return "better" if self.estimate > 0 else "worse"
+
 
 def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000) -> np.ndarray:
     """`n_resamples` dataset-balanced means of `values` (per-query numbers, e.g. paired differences)."""
