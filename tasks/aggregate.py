@@ -144,7 +144,8 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
     legend = [
         "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
         f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
-        "mean over ranked datasets, with its 95% interval (paired bootstrap balanced by dataset). Borda rank and votes: "
+        f"mean over ranked datasets, with its {100 * config.confidence:g}% interval (paired bootstrap balanced by dataset). "
+        "Borda rank and votes: "
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
         "Condition columns: dataset-balanced means over ranked datasets. Retention: over the queries each condition "
@@ -154,11 +155,13 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
     legend += [presentation.COST_NOTE] if shown else []
-    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown)
+    level = config.confidence
+    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=level)
     board_t.notes = legend
-    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown)
+    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown,
+                                       confidence=level)
     compact.notes = legend
-    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels)
+    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels, level)
     robust.notes = [
         "End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
         + ("Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
@@ -178,8 +181,8 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
         "systems": presentation.systems_table(config, candidates, reranks).to_json(),
         "examples": presentation.examples(variants, config.conditions).to_json(),
         "costs": presentation.costs_table(shown, system_kinds(config), order, labels).to_json() if shown else None,
-        "variants": {"sentences": [presentation.variant_sentence(j, labels) for j in judgements],
-                     "table": presentation.variants_table(judgements, labels).to_json()} if judgements else None,
+        "variants": {"sentences": [presentation.variant_sentence(j, labels, level) for j in judgements],
+                     "table": presentation.variants_table(judgements, labels, level).to_json()} if judgements else None,
     }
 
 
@@ -259,7 +262,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "leaderboard": leaderboard.describe(config.borda),
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
-                             f"{config.confidence:.0%} percentile interval",
+                             f"{100 * config.confidence:g}% percentile interval",
                 "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
                 "robustness": "end to end and isolated (reranker only)" if config.robustness == "both" else "end to end"}

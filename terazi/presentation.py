@@ -16,7 +16,7 @@ TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türk
                  "colloquial": "Gündelik yazım"}
 WORDS = {
     "en": {"group": "Group", "system": "System", "borda_rank": "Borda rank", "borda_votes": "Borda votes",
-           "ci": "95% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
+           "ci": "{level}% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
            "better": "significantly better", "worse": "significantly worse", "none": "none",
            "same": "no difference in {n} of {total} cells", "params": "Param", "size": "Size", "speed": "Pairs/s",
@@ -24,7 +24,7 @@ WORDS = {
            "difference": "{measure} difference", "speed_word": "speed", "size_word": "size", "variant": "Variant",
            "base": "Base", "queries_n": "Queries", "verdict": "Verdict"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
-           "ci": "%95 GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
+           "ci": "%{level} GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
            "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre",
            "params": "Param", "size": "Boyut", "speed": "Çift/sn", "cached": "önbellekten", "pairs/s": "çift/sn",
@@ -68,6 +68,11 @@ def word(key: str, labels: str = "en", **kw) -> str:
     return WORDS[labels][key].format(**kw)
 
 
+def ci_label(labels: str = "en", confidence: float = 0.95) -> str:
+    """The interval's column name at the run's level: `95% CI`, `%99 GA`."""
+    return word("ci", labels, level=f"{100 * confidence:g}")
+
+
 def condition_label(condition: str, labels: str = "en") -> str:
     """`mobile` -> Mobil (tr); composites label each part (`upper+typo` -> BÜYÜK HARF + Yazım hatası)."""
     base, _, setting = condition.partition("~")
@@ -105,7 +110,7 @@ def out_of_ranking_notes(datasets: list) -> list[str]:
 
 
 def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact: bool = False,
-                task_types: int = 2, costs: dict | None = None) -> Table:
+                task_types: int = 2, costs: dict | None = None, confidence: float = 0.95) -> Table:
     """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
     under each condition, then retention per condition, then size and warm pairs/s (with `costs`: system ->
@@ -113,7 +118,7 @@ def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact
     corrupted = [c for c in conditions if c != "clean" and c in board.columns]
     by_type = task_types > 1
     cols = [word("group", labels), word("system", labels)] + ([word("params", labels)] if costs is not None else []) + [
-        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", word("ci", labels)] + (
+        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", ci_label(labels, confidence)] + (
         ["Mean (TaskType)"] if by_type else [])
     ret = word("retention", labels)
     if compact:
@@ -216,11 +221,11 @@ def ratio_text(before: float | None, after: float | None, fmt, unit: str = "") -
     return f"{fmt(before)} → {fmt(after)}{unit} (×{after / before:.2g})"
 
 
-def variant_sentence(j, labels: str = "en") -> str:
+def variant_sentence(j, labels: str = "en", confidence: float = 0.95) -> str:
     """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
     [-0.0035, +0.0035])`, then the speed and size ratios."""
     text = (f"{j.label}: {word('subset', labels, n=j.queries)} {word('difference', labels, measure=j.measure)} "
-            f"{signed(j.delta)} ({word('ci', labels)} [{signed(j.low)}, {signed(j.high)}])")
+            f"{signed(j.delta)} ({ci_label(labels, confidence)} [{signed(j.low)}, {signed(j.high)}])")
     b, v = j.base_cost, j.variant_cost
     if j.speed_ratio is not None:
         text += f"; {word('speed_word', labels)} " + ratio_text(b.per_second, v.per_second, rate, " " + word(b.unit + "/s", labels))
@@ -229,8 +234,8 @@ def variant_sentence(j, labels: str = "en") -> str:
     return text + "."
 
 
-def variants_table(judgements: list, labels: str) -> Table:
-    ci = word("ci", labels)
+def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> Table:
+    ci = ci_label(labels, confidence)
     rows = []
     for j in judgements:
         b, v = j.base_cost, j.variant_cost
@@ -255,10 +260,11 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
     return Table(cols, rows, out_of_ranking_notes(datasets))
 
 
-def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str) -> Table:
+def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str,
+               confidence: float = 0.95) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
     has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
-    ci = word("ci", labels)
+    ci = ci_label(labels, confidence)
     cols = [word("system", labels), word("condition", labels), word("end_to_end", labels), ci]
     cols += [word("reranker_only", labels), ci] if has_iso else []
     cols += [word("recall", labels, k=k), ci] if has_recall else []
@@ -386,20 +392,20 @@ def conditions_table(conditions: pl.DataFrame, labels: str) -> Table:
                   "effective rate, character edits (case ignored) ÷ letters of the originals."])
 
 
-def pairs_summary_table(summary: pl.DataFrame, correction: str) -> Table:
+def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
     rows = [[r["system"], r["versus"], str(r["better"]), str(r["no_difference"]), str(r["worse"]),
              "–" if r["mean_significant_delta"] is None else f"{r['mean_significant_delta']:+.4f}"]
             for r in summary.iter_rows(named=True)]
     return Table(["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"], rows,
                  [f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
-                  f"(paired bootstrap, 95%). Correction: {correction}."])
+                  f"(paired bootstrap, {100 * confidence:g}%). Correction: {correction}."])
 
 
-def pairs_table(pairs: pl.DataFrame, labels: str) -> Table:
+def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
     rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), f"{r['delta']:+.4f}",
              interval(r["ci_low"], r["ci_high"], lambda v: f"{v:+.4f}"), f"{r['p_value']:.3f}", r["verdict"]]
             for r in pairs.iter_rows(named=True)]
-    return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", "95% CI", "p", "Verdict"], rows,
+    return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"], rows,
                  ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."])
 
 

@@ -70,7 +70,7 @@ def _pyplot():
     return plt
 
 
-def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str]) -> str:
+def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float = 0.95) -> str:
     """Clean headline with its interval per system, top of the leaderboard at the top."""
     plt = _pyplot()
     by = {r["system"]: r for r in intervals.iter_rows(named=True)}
@@ -80,7 +80,7 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str]) -> str
     ax.errorbar(mean, range(len(systems)), xerr=[[m - by[s]["ci_low"] for m, s in zip(mean, systems)],
                                                  [by[s]["ci_high"] - m for m, s in zip(mean, systems)]], fmt="o", capsize=4)
     ax.set_yticks(range(len(systems)), [f"{s} (group {by[s]['group']})" for s in systems])
-    ax.set_xlabel(f"{headline}, clean queries (95% bootstrap interval, balanced by dataset)")
+    ax.set_xlabel(f"{headline}, clean queries ({100 * confidence:g}% bootstrap interval, balanced by dataset)")
     ax.grid(axis="x", alpha=.3)
     out = _png(fig)
     plt.close(fig)
@@ -148,7 +148,7 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
         f"(hash of every dataset's frozen first-stage candidates). First stage: top {config.depth} candidates per "
         f"query; each reranker rescores the top {config.rerank_depth}.</p>",
         "<h2>Leaderboard</h2>", text_table(T(tables["leaderboard"]), "leaderboard"),
-        f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order)}">',
+        f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", text_table(T(tables["per_dataset"]), "per-dataset"),
         "<h2>Where the loss comes from</h2>", text_table(T(tables["robustness_table"]), "robustness"),
     ]
@@ -157,7 +157,7 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     if retention.height:
         sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
                         f'src="{plot_retention(retention, order, config.conditions, labels)}">'
-                        f"<p class='notes'>Points: retention; bars: 95% interval; dashed line: 100%{iso}.</p>")
+                        f"<p class='notes'>Points: retention; bars: {100 * config.confidence:g}% interval; dashed line: 100%{iso}.</p>")
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
@@ -173,8 +173,9 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
         "<h2>Systems</h2>", text_table(T(tables["systems"]), "systems"),
         "<h2>Conditions</h2>", text_table(presentation.conditions_table(conditions, labels), "conditions"),
         "<h3>Examples: before and after</h3>", text_table(T(tables["examples"]), "examples"),
-        "<h2>Pairwise comparisons</h2>", text_table(presentation.pairs_summary_table(pair_summary, correction), "pairwise-summary"),
-        text_table(presentation.pairs_table(pairs, labels), "pairwise"),
+        "<h2>Pairwise comparisons</h2>", text_table(presentation.pairs_summary_table(pair_summary, correction, config.confidence),
+                                               "pairwise-summary"),
+        text_table(presentation.pairs_table(pairs, labels, config.confidence), "pairwise"),
         "<h2>Metric contract</h2><ul>" + "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in contract.items()) + "</ul>",
     ]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
