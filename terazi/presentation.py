@@ -225,7 +225,7 @@ def variant_sentence(j, labels: str = "en", confidence: float = 0.95) -> str:
     """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
     [-0.0035, +0.0035])`, then the speed and size ratios."""
     text = (f"{j.label}: {word('subset', labels, n=j.queries)} {word('difference', labels, measure=j.measure)} "
-            f"{signed(j.delta)} ({ci_label(labels, confidence)} [{signed(j.low)}, {signed(j.high)}])")
+            f"{signed(j.delta)} ({ci_label(labels, confidence)} {interval(j.low, j.high, signed)})")
     b, v = j.base_cost, j.variant_cost
     if j.speed_ratio is not None:
         text += f"; {word('speed_word', labels)} " + ratio_text(b.per_second, v.per_second, rate, " " + word(b.unit + "/s", labels))
@@ -239,7 +239,7 @@ def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> T
     rows = []
     for j in judgements:
         b, v = j.base_cost, j.variant_cost
-        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), f"[{signed(j.low)}, {signed(j.high)}]", j.verdict,
+        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), interval(j.low, j.high, signed), j.verdict,
                      ratio_text(b and b.per_second, v and v.per_second, rate) if j.speed_ratio is not None else "–",
                      ratio_text(b and b.size_bytes, v and v.size_bytes, size_text) if j.size_ratio is not None else "–"])
     measure = judgements[0].measure if judgements else "headline"
@@ -394,7 +394,7 @@ def conditions_table(conditions: pl.DataFrame, labels: str) -> Table:
 
 def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
     rows = [[r["system"], r["versus"], str(r["better"]), str(r["no_difference"]), str(r["worse"]),
-             "–" if r["mean_significant_delta"] is None else f"{r['mean_significant_delta']:+.4f}"]
+             "–" if r["mean_significant_delta"] is None else signed(r["mean_significant_delta"])]
             for r in summary.iter_rows(named=True)]
     return Table(["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"], rows,
                  [f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
@@ -402,8 +402,8 @@ def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: floa
 
 
 def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
-    rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), f"{r['delta']:+.4f}",
-             interval(r["ci_low"], r["ci_high"], lambda v: f"{v:+.4f}"), f"{r['p_value']:.3f}", r["verdict"]]
+    rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), signed(r["delta"]),
+             interval(r["ci_low"], r["ci_high"], signed), f"{r['p_value']:.3f}", r["verdict"]]
             for r in pairs.iter_rows(named=True)]
     return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"], rows,
                  ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."])
