@@ -64,17 +64,17 @@ def in_order(df: pl.DataFrame, order: list[str], column: str = "system") -> pl.D
         .sort("_o", maintain_order=True).drop("_o")
 
 
-def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variant_sets: list[VariantSet],
+def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variants: pl.DataFrame,
                        k: int) -> pl.DataFrame | None:
-    """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end."""
+    """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end;
+    `variants`: the query variants of every dataset (`variant_texts`)."""
     by_name = {c.dataset: c for c in candidates}
     frames = []
     for d in datasets:
         if d.name not in by_name:
             continue
-        variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets if v.dataset == d.name])
-        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed_flags(variants),
-                                  [f"R@{k}"])
+        changed = changed_flags(variants.filter(pl.col("dataset") == d.name))
+        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed, [f"R@{k}"])
         frames.append(values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all()))
     return pl.concat(frames) if frames else None
 
@@ -246,7 +246,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     retention = analysis.retention_intervals(headline, ranked, settings, *stats_args, config.retention).filter(not_first_iso)
     retention.write_csv(run / "retention.csv")
     analysis.retention_by_dataset(headline, names, settings).filter(not_first_iso).write_csv(run / "retention_datasets.csv")
-    recall_pq = first_stage_recall(datasets, candidates, variant_sets, config.rerank_depth)
+    variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
+    recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth)
     recall = None if recall_pq is None else analysis.retention_intervals(recall_pq, ranked, config.conditions, *stats_args,
                                                                           config.retention)
     decomp = analysis.decomposition(retention, recall)
@@ -269,7 +270,6 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
 
     pairs = in_order(analysis.pairwise(headline, names, config.conditions, *stats_args, correct=config.holm), order)
     pairs.write_csv(run / "comparisons.csv")
-    variants = variant_texts(variant_sets)
     clean_means = summary.cell_means(headline.filter(pl.col("condition") == "clean"))
     costs = system_costs(candidates, reranks or [])
     if any(costs.values()):
