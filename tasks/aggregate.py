@@ -259,7 +259,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
     board = board.select(front + [c for c in board.columns if c not in front])
     board.write_csv(run / "leaderboard.csv")
-    c = score_sets[0].contracts[0].model_dump()
+    # the headline's own contract (its gain and relevance threshold), not the first measure's
+    c = next((c for c in score_sets[0].contracts if c.measure == config.headline), score_sets[0].contracts[0]).model_dump()
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "leaderboard": leaderboard.describe(config.borda),
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
