@@ -40,8 +40,8 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
 
 
 def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
-    """Markdown summary of what changed from `before` to `after`; the scores through `terazi.comparison`, the same
-    comparison `terazi.comparison` prints."""
+    """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
+    leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",
              f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
