@@ -162,15 +162,21 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
                                        confidence=level)
     compact.notes = legend
     robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels, level)
+    # said of what was measured: runs made elsewhere (`terazi analyze`, no candidates) have no reranker-only
+    # setting and no first stage of terazi's
+    has_iso, has_recall = (decomp[c].is_not_null().any() for c in ("reranker_only", "first_stage_recall"))
     robust.notes = [
-        "End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+        ("End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+         if candidates else "End to end: each condition's run files against the clean ones. ")
         + ("Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
-           if config.robustness == "both" else "Reranker only: not run (robustness: end-to-end). ")
-        + f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
-        "candidates every reranker reorders. All three over the queries the condition changed, aggregated "
-        f"{config.retention} ({analysis.AGGREGATION_LABELS[config.retention]})."]
+           if has_iso else "Reranker only: not run (robustness: end-to-end). " if candidates else "")
+        + (f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
+           "candidates every reranker reorders. " if has_recall else "")
+        + f"Each over the queries the condition changed, aggregated {config.retention} "
+        f"({analysis.AGGREGATION_LABELS[config.retention]})."]
     return {
-        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention, "robustness": config.robustness,
+        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention,
+        "robustness": "both" if has_iso else "end-to-end", "first_stage": bool(candidates),
         "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
         "per_dataset": presentation.per_dataset(clean_means, order, datasets, labels).to_json(),
         "robustness_table": robust.to_json(),
@@ -191,8 +197,10 @@ def markdown(tables: dict, conditions: pl.DataFrame, contract: dict, candidates:
     T = presentation.Table.from_json
     featured = tables["featured"]
     lines = [f"# terazi leaderboard: {tables['headline']}", "",
-             f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` (hash of every dataset's frozen "
-             "candidates).", "", T(tables["leaderboard"]).markdown(), "",
+             f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` ("
+             + ("hash of every dataset's frozen candidates)." if candidates else
+                "hash of the judgments and the changed queries; the systems are TREC runs made elsewhere)."), "",
+             T(tables["leaderboard"]).markdown(), "",
              f"## Per dataset ({presentation.condition_label('clean', tables['labels'])})", "",
              T(tables["per_dataset"]).markdown(), "",
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
@@ -267,7 +275,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                              f"{100 * config.confidence:g}% percentile interval",
                 "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
-                "robustness": "end to end and isolated (reranker only)" if config.robustness == "both" else "end to end"}
+                "robustness": "end to end and isolated (reranker only)"
+                              if decomp["reranker_only"].is_not_null().any() else "end to end"}
 
     pairs = in_order(analysis.pairwise(headline, names, config.conditions, *stats_args, correct=config.holm), order)
     pairs.write_csv(run / "comparisons.csv")

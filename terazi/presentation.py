@@ -364,12 +364,15 @@ def datasets_table(datasets: list, candidates: list) -> Table:
 
 def systems_table(config, candidates: list, reranks: list) -> Table:
     """Every row of the leaderboard with what produced it: kind, model, identity (as the score cache keys it),
-    max_length, depth."""
+    max_length, depth. Without candidates (runs made elsewhere, `terazi analyze`) the rows are the run files."""
     from schemas import FIRST_STAGE
 
     ids: dict[str, set[str]] = {}
     for r in reranks:
         ids.setdefault(r.system, set()).add(r.identity)
+    if not candidates:
+        return Table(["System", "Kind", "Identity"], [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
+                     ["Identity: a hash of the system's run files."])
     enc = config.encoder
     rows = [[FIRST_STAGE, "dense first stage", enc.model, ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
              str(enc.max_length or "model's own"), f"top {config.depth}"]]

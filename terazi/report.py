@@ -138,15 +138,19 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     order = tables["order"]
     featured = tables["featured"]
     iso = "; the reranker-only panel reorders the clean query's candidates with the corrupted text" \
-        if config.robustness == "both" else ""
+        if tables.get("robustness", config.robustness) == "both" else ""
+    ours = tables.get("first_stage", True)  # False: TREC runs made elsewhere (terazi analyze)
+    fingerprint = "hash of every dataset's frozen first-stage candidates" if ours else \
+        "hash of the judgments and the changed queries"
+    first_stage = (f" First stage: top {config.depth} candidates per query; each reranker rescores the top "
+                   f"{config.rerank_depth}." if ours else " The systems are TREC runs made elsewhere.")
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
         "clean queries, datasets in the ranking weighted equally. Every table and plot lists the systems in the "
         "leaderboard's order: significance group, then headline.</p>",
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
-        f"(hash of every dataset's frozen first-stage candidates). First stage: top {config.depth} candidates per "
-        f"query; each reranker rescores the top {config.rerank_depth}.</p>",
+        f"({fingerprint}).{first_stage}</p>",
         "<h2>Leaderboard</h2>", text_table(T(tables["leaderboard"]), "leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", text_table(T(tables["per_dataset"]), "per-dataset"),

@@ -111,6 +111,12 @@ def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
             x.drop(keys).to_numpy().astype(float), y.drop(keys).to_numpy().astype(float), atol=1e-9, equal_nan=True)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["datasets"][0]["n_queries"] == 4 and manifest["variants"][2]["samples"] == 2
+    # the report describes the analysed run files, not the defaults of a `terazi run` configuration
+    systems = json.loads((out / "tables.json").read_text())["systems"]
+    assert sorted(r[0] for r in systems["rows"]) == sorted(b["system"].to_list())
+    assert all(r[1] == "TREC run" and r[2].startswith("trec-run:") for r in systems["rows"])
+    md = (out / "leaderboard.md").read_text()
+    assert "TREC runs made elsewhere" in md and "- robustness: end to end\n" in md and "Reranker only" not in md
 
 
 def test_analyze_errors_name_the_file(tmp_path):
