@@ -144,7 +144,7 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
     legend = [
         "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
         f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
-        f"mean over ranked datasets, with its {100 * config.confidence:g}% interval (paired bootstrap balanced by dataset). "
+        f"mean over ranked datasets, with its {presentation.level(config.confidence)} interval (paired bootstrap balanced by dataset). "
         "Borda rank and votes: "
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
@@ -272,7 +272,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "leaderboard": leaderboard.describe(config.borda),
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
-                             f"{100 * config.confidence:g}% percentile interval",
+                             f"{presentation.level(config.confidence)} percentile interval",
                 "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
                 "robustness": "end to end and isolated (reranker only)"

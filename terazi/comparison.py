@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from terazi.errors import DatasetError, TeraziError
+from terazi.presentation import level
 from terazi.stats import balanced_mean, holm, paired_difference
 
 CELL = ["dataset", "condition", "query_id"]
@@ -59,7 +60,7 @@ class Comparison:
 
     def to_markdown(self, everything: bool = False) -> str:
         lines = [f"# {self.title}", "", f"{self.measure}: paired bootstrap over the same queries, balanced by dataset, "
-                 f"{self.confidence:.0%} interval; correction: {self.correction}.", ""]
+                 f"{level(self.confidence)} interval; correction: {self.correction}.", ""]
         lines += _md_table(self.overall, "overall (clean, datasets weighted equally)")
         shown = self.cells if everything else self.changed()
         lines += _md_table(shown, "cells" if everything else "cells that changed")

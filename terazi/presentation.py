@@ -16,7 +16,7 @@ TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türk
                  "colloquial": "Gündelik yazım"}
 WORDS = {
     "en": {"group": "Group", "system": "System", "borda_rank": "Borda rank", "borda_votes": "Borda votes",
-           "ci": "{level}% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
+           "ci": "{level} CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
            "better": "significantly better", "worse": "significantly worse", "none": "none",
            "same": "no difference in {n} of {total} cells", "params": "Param", "size": "Size", "speed": "Pairs/s",
@@ -24,7 +24,7 @@ WORDS = {
            "difference": "{measure} difference", "speed_word": "speed", "size_word": "size", "variant": "Variant",
            "base": "Base", "queries_n": "Queries", "verdict": "Verdict"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
-           "ci": "%{level} GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
+           "ci": "{level} GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
            "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre",
            "params": "Param", "size": "Boyut", "speed": "Çift/sn", "cached": "önbellekten", "pairs/s": "çift/sn",
@@ -68,9 +68,14 @@ def word(key: str, labels: str = "en", **kw) -> str:
     return WORDS[labels][key].format(**kw)
 
 
+def level(confidence: float, labels: str = "en") -> str:
+    """An interval's level as printed: 95%, 97.5% (en) or %95 (tr, as the card prints it)."""
+    return f"%{100 * confidence:g}" if labels == "tr" else f"{100 * confidence:g}%"
+
+
 def ci_label(labels: str = "en", confidence: float = 0.95) -> str:
     """The interval's column name at the run's level: `95% CI`, `%99 GA`."""
-    return word("ci", labels, level=f"{100 * confidence:g}")
+    return word("ci", labels, level=level(confidence, labels))
 
 
 def condition_label(condition: str, labels: str = "en") -> str:
@@ -401,7 +406,7 @@ def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: floa
             for r in summary.iter_rows(named=True)]
     return Table(["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"], rows,
                  [f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
-                  f"(paired bootstrap, {100 * confidence:g}%). Correction: {correction}."])
+                  f"(paired bootstrap, {level(confidence)}). Correction: {correction}."])
 
 
 def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:

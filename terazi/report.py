@@ -80,7 +80,7 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confid
     ax.errorbar(mean, range(len(systems)), xerr=[[m - by[s]["ci_low"] for m, s in zip(mean, systems)],
                                                  [by[s]["ci_high"] - m for m, s in zip(mean, systems)]], fmt="o", capsize=4)
     ax.set_yticks(range(len(systems)), [f"{s} (group {by[s]['group']})" for s in systems])
-    ax.set_xlabel(f"{headline}, clean queries ({100 * confidence:g}% bootstrap interval, balanced by dataset)")
+    ax.set_xlabel(f"{headline}, clean queries ({presentation.level(confidence)} bootstrap interval, balanced by dataset)")
     ax.grid(axis="x", alpha=.3)
     out = _png(fig)
     plt.close(fig)
@@ -161,7 +161,7 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     if retention.height:
         sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
                         f'src="{plot_retention(retention, order, config.conditions, labels)}">'
-                        f"<p class='notes'>Points: retention; bars: {100 * config.confidence:g}% interval; dashed line: 100%{iso}.</p>")
+                        f"<p class='notes'>Points: retention; bars: {presentation.level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
