@@ -149,7 +149,8 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
         "Condition columns: dataset-balanced means over ranked datasets. Retention: over the queries each condition "
-        f"changed, end to end (corrupted query through first stage and reranker); {config.retention}: "
+        "changed, end to end (" + ("corrupted query through first stage and reranker" if candidates else
+                                   "each condition's run files against the clean ones") + f"); {config.retention}: "
         + analysis.AGGREGATION_LABELS[config.retention] + ".",
         *presentation.out_of_ranking_notes(datasets),
     ]
