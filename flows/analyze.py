@@ -89,7 +89,7 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
                 shutil.copyfile(src, run_dir / part)
         identity = analysis_identity(config, datasets, variants, rankings)
         eval_config = config.as_eval_config(conditions)
-        board = aggregate_task(datasets, variants, [], scores, eval_config, out, identity)
+        board = aggregate_task(datasets, variants, [], scores, eval_config, out, identity, rankings)
         manifest = RunManifest(
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),

@@ -64,17 +64,17 @@ def in_order(df: pl.DataFrame, order: list[str], column: str = "system") -> pl.D
         .sort("_o", maintain_order=True).drop("_o")
 
 
-def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variant_sets: list[VariantSet],
+def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variants: pl.DataFrame,
                        k: int) -> pl.DataFrame | None:
-    """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end."""
+    """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end;
+    `variants`: the query variants of every dataset (`variant_texts`)."""
     by_name = {c.dataset: c for c in candidates}
     frames = []
     for d in datasets:
         if d.name not in by_name:
             continue
-        variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets if v.dataset == d.name])
-        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed_flags(variants),
-                                  [f"R@{k}"])
+        changed = changed_flags(variants.filter(pl.col("dataset") == d.name))
+        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed, [f"R@{k}"])
         frames.append(values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all()))
     return pl.concat(frames) if frames else None
 
@@ -144,30 +144,40 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
     legend = [
         "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
         f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
-        "mean over ranked datasets, with its 95% interval (paired bootstrap balanced by dataset). Borda rank and votes: "
+        f"mean over ranked datasets, with its {presentation.level(config.confidence)} interval (paired bootstrap balanced by dataset). "
+        "Borda rank and votes: "
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
         "Condition columns: dataset-balanced means over ranked datasets. Retention: over the queries each condition "
-        f"changed, end to end (corrupted query through first stage and reranker); {config.retention}: "
+        "changed, end to end (" + ("corrupted query through first stage and reranker" if candidates else
+                                   "each condition's run files against the clean ones") + f"); {config.retention}: "
         + analysis.AGGREGATION_LABELS[config.retention] + ".",
         *presentation.out_of_ranking_notes(datasets),
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
     legend += [presentation.COST_NOTE] if shown else []
-    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown)
+    level = config.confidence
+    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=level)
     board_t.notes = legend
-    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown)
+    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown,
+                                       confidence=level)
     compact.notes = legend
-    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels)
+    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels, level)
+    # said of what was measured: runs made elsewhere (`terazi analyze`, no candidates) have no reranker-only
+    # setting and no first stage of terazi's
+    has_iso, has_recall = (decomp[c].is_not_null().any() for c in ("reranker_only", "first_stage_recall"))
     robust.notes = [
-        "End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+        ("End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+         if candidates else "End to end: each condition's run files against the clean ones. ")
         + ("Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
-           if config.robustness == "both" else "Reranker only: not run (robustness: end-to-end). ")
-        + f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
-        "candidates every reranker reorders. All three over the queries the condition changed, aggregated "
-        f"{config.retention} ({analysis.AGGREGATION_LABELS[config.retention]})."]
+           if has_iso else "Reranker only: not run (robustness: end-to-end). " if candidates else "")
+        + (f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
+           "candidates every reranker reorders. " if has_recall else "")
+        + f"Each over the queries the condition changed, aggregated {config.retention} "
+        f"({analysis.AGGREGATION_LABELS[config.retention]})."]
     return {
-        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention, "robustness": config.robustness,
+        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention,
+        "robustness": "both" if has_iso else "end-to-end", "first_stage": bool(candidates),
         "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
         "per_dataset": presentation.per_dataset(clean_means, order, datasets, labels).to_json(),
         "robustness_table": robust.to_json(),
@@ -178,8 +188,8 @@ def display_tables(board: pl.DataFrame, clean_means: pl.DataFrame, decomp: pl.Da
         "systems": presentation.systems_table(config, candidates, reranks).to_json(),
         "examples": presentation.examples(variants, config.conditions).to_json(),
         "costs": presentation.costs_table(shown, system_kinds(config), order, labels).to_json() if shown else None,
-        "variants": {"sentences": [presentation.variant_sentence(j, labels) for j in judgements],
-                     "table": presentation.variants_table(judgements, labels).to_json()} if judgements else None,
+        "variants": {"sentences": [presentation.variant_sentence(j, labels, level) for j in judgements],
+                     "table": presentation.variants_table(judgements, labels, level).to_json()} if judgements else None,
     }
 
 
@@ -188,8 +198,10 @@ def markdown(tables: dict, conditions: pl.DataFrame, contract: dict, candidates:
     T = presentation.Table.from_json
     featured = tables["featured"]
     lines = [f"# terazi leaderboard: {tables['headline']}", "",
-             f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` (hash of every dataset's frozen "
-             "candidates).", "", T(tables["leaderboard"]).markdown(), "",
+             f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` ("
+             + ("hash of every dataset's frozen candidates)." if candidates else
+                "hash of the judgments and the changed queries; the systems are TREC runs made elsewhere)."), "",
+             T(tables["leaderboard"]).markdown(), "",
              f"## Per dataset ({presentation.condition_label('clean', tables['labels'])})", "",
              T(tables["per_dataset"]).markdown(), "",
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
@@ -243,7 +255,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     retention = analysis.retention_intervals(headline, ranked, settings, *stats_args, config.retention).filter(not_first_iso)
     retention.write_csv(run / "retention.csv")
     analysis.retention_by_dataset(headline, names, settings).filter(not_first_iso).write_csv(run / "retention_datasets.csv")
-    recall_pq = first_stage_recall(datasets, candidates, variant_sets, config.rerank_depth)
+    variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
+    recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth)
     recall = None if recall_pq is None else analysis.retention_intervals(recall_pq, ranked, config.conditions, *stats_args,
                                                                           config.retention)
     decomp = analysis.decomposition(retention, recall)
@@ -255,18 +268,19 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     front = ["system", "borda_votes", "borda_rank", "group", "mean_task", "ci_low", "ci_high", "mean_task_type"]
     board = board.select(front + [c for c in board.columns if c not in front])
     board.write_csv(run / "leaderboard.csv")
-    c = score_sets[0].contracts[0].model_dump()
+    # the headline's own contract (its gain and relevance threshold), not the first measure's
+    c = next((c for c in score_sets[0].contracts if c.measure == config.headline), score_sets[0].contracts[0]).model_dump()
     contract = {"headline": config.headline, **{k: v for k, v in c.items() if k not in ("measure", "cutoff")},
                 "leaderboard": leaderboard.describe(config.borda),
                 "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
-                             f"{config.confidence:.0%} percentile interval",
+                             f"{presentation.level(config.confidence)} percentile interval",
                 "retention": f"{config.retention}: {analysis.AGGREGATION_LABELS[config.retention]}; over the queries "
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
-                "robustness": "end to end and isolated (reranker only)" if config.robustness == "both" else "end to end"}
+                "robustness": "end to end and isolated (reranker only)"
+                              if decomp["reranker_only"].is_not_null().any() else "end to end"}
 
     pairs = in_order(analysis.pairwise(headline, names, config.conditions, *stats_args, correct=config.holm), order)
     pairs.write_csv(run / "comparisons.csv")
-    variants = variant_texts(variant_sets)
     clean_means = summary.cell_means(headline.filter(pl.col("condition") == "clean"))
     costs = system_costs(candidates, reranks or [])
     if any(costs.values()):

@@ -24,22 +24,37 @@ from terazi.stats import (
 )
 
 
-def _aligned(pq: pl.DataFrame, system: str, condition: str, datasets: list[str],
+Cells = dict[tuple[str, str], pl.DataFrame]
+
+
+def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
+    """(system, condition) -> its rows on `datasets` (dataset, query_id, value), sorted by dataset and query id: the
+    table is filtered and sorted once, not once per comparison."""
+    rows = pq.filter(pl.col("dataset").is_in(datasets)).select("system", "condition", "dataset", "query_id", "value")
+    return rows.sort("dataset", "query_id").partition_by("system", "condition", as_dict=True, include_key=False,
+                                                         maintain_order=True)
+
+
+def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | None = None,
              only: pl.DataFrame | None = None) -> dict[str, np.ndarray]:
-    """dataset -> values of `system` under `condition`, sorted by query id (optionally a query subset)."""
-    rows = pq.filter((pl.col("system") == system) & (pl.col("condition") == condition) & pl.col("dataset").is_in(datasets))
+    """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset)."""
+    rows = cells.get((system, condition))
+    if rows is None:
+        return {}
+    if datasets is not None:
+        rows = rows.filter(pl.col("dataset").is_in(datasets))
     if only is not None:
-        rows = rows.join(only, on=["dataset", "query_id"], how="semi")
-    rows = rows.sort("dataset", "query_id")
+        rows = rows.join(only, on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
     return {d: part["value"].to_numpy() for (d,), part in rows.group_by("dataset", maintain_order=True)}
 
 
 def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first."""
     systems = pq["system"].unique(maintain_order=True).to_list()
-    cis = {s: interval(_aligned(pq, s, "clean", datasets), resamples, seed, confidence) for s in systems}
+    cells = _cells(pq.filter(pl.col("condition") == "clean"), datasets)
+    cis = {s: interval(_aligned(cells, s, "clean"), resamples, seed, confidence) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
-    adjacent = [paired_difference(_aligned(pq, a, "clean", datasets), _aligned(pq, b, "clean", datasets),
+    adjacent = [paired_difference(_aligned(cells, a, "clean"), _aligned(cells, b, "clean"),
                                   resamples, seed, confidence).significant for a, b in zip(ordered, ordered[1:])]
     groups = significance_groups(ordered, adjacent)
     return pl.DataFrame({
@@ -58,17 +73,17 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
     With `correct`, Holm's correction is applied across the cells of each pair.
     """
     systems = pq["system"].unique(maintain_order=True).to_list()
+    by = _cells(pq, datasets)
     rows = []
     for a, b in combinations(systems, 2):
         cells = []
         for d in datasets:
             for c in conditions:
-                ci = paired_difference(_aligned(pq, a, c, [d]), _aligned(pq, b, c, [d]), resamples, seed, confidence)
+                ci = paired_difference(_aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence)
                 cells.append((d, c, ci))
         rejected = holm([ci.p_value for *_, ci in cells], 1 - confidence) if correct else [ci.significant for *_, ci in cells]
         for (d, c, ci), sig in zip(cells, rejected):
-            verdict = "no difference" if not sig else ("better" if ci.estimate > 0 else "worse")
-            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, verdict))
+            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
     return pl.DataFrame(rows, schema=["system", "versus", "dataset", "condition", "delta", "ci_low", "ci_high",
                                       "p_value", "verdict"], orient="row")
 
@@ -130,6 +145,7 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
     that contribute (those where the condition changed a query and, for macro, the clean mean is not 0).
     """
     systems = pq["system"].unique(maintain_order=True).to_list()
+    cells = _cells(pq, datasets)
     rows = []
     for c in conditions:
         if c == "clean":
@@ -138,11 +154,11 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
         changed = _changed(pq, c, datasets)
         n_all = pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets)).select("dataset", "query_id").unique().height
         for s in systems:
-            corrupted = _aligned(pq, s, c, datasets, changed)
+            corrupted = _aligned(cells, s, c, only=changed)
             if not corrupted:
                 rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
                 continue
-            clean = _aligned(pq, s, "clean", datasets, changed)
+            clean = _aligned(cells, s, "clean", only=changed)
             ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
             ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
             rows.append((s, base, setting, aggregation, ratio.datasets, changed.height,
@@ -153,6 +169,7 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
 
 def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list[str]) -> pl.DataFrame:
     """Per system × condition × dataset: the card's R_d = mean corrupted / mean clean over the changed queries."""
+    cells = _cells(pq, datasets)
     rows = []
     for c in conditions:
         if c == "clean":
@@ -160,7 +177,7 @@ def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list
         base, setting = setting_of(c)
         changed = _changed(pq, c, datasets)
         for s in pq["system"].unique(maintain_order=True).to_list():
-            corrupted, clean = _aligned(pq, s, c, datasets, changed), _aligned(pq, s, "clean", datasets, changed)
+            corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, "clean", only=changed)
             for d in datasets:
                 if d in corrupted:
                     m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())

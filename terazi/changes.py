@@ -40,8 +40,8 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
 
 
 def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
-    """Markdown summary of what changed from `before` to `after`; the scores through `terazi.comparison`, the same
-    comparison `terazi.comparison` prints."""
+    """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
+    leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",
              f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
@@ -62,10 +62,11 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
     if removed:
         lines.append("- systems gone: " + ", ".join(removed) + why)
     joined = new.join(old, on="system", suffix="_before")
+    groups = "group" in new.columns and "group" in old.columns  # a leaderboard without groups has none to compare
     for r in joined.iter_rows(named=True):
         if r["borda_rank"] != r["borda_rank_before"]:
             lines.append(f"- {r['system']}: rank {r['borda_rank_before']} → {r['borda_rank']}")
-        if "group" in r and r.get("group") != r.get("group_before"):
+        if groups and r["group"] != r["group_before"]:
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
     cmp = comparison.compare_runs(before, after, headline, resamples, seed)
     for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):

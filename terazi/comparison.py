@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from terazi.errors import DatasetError, TeraziError
-from terazi.stats import holm, paired_difference
+from terazi.presentation import level
+from terazi.stats import balanced_mean, holm, paired_difference
 
 CELL = ["dataset", "condition", "query_id"]
 COLUMNS = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "queries": pl.Int64,
@@ -60,7 +60,7 @@ class Comparison:
 
     def to_markdown(self, everything: bool = False) -> str:
         lines = [f"# {self.title}", "", f"{self.measure}: paired bootstrap over the same queries, balanced by dataset, "
-                 f"{self.confidence:.0%} interval; correction: {self.correction}.", ""]
+                 f"{level(self.confidence)} interval; correction: {self.correction}.", ""]
         lines += _md_table(self.overall, "overall (clean, datasets weighted equally)")
         shown = self.cells if everything else self.changed()
         lines += _md_table(shown, "cells" if everything else "cells that changed")
@@ -90,10 +90,6 @@ def _md_table(df: pl.DataFrame, caption: str) -> list[str]:
                                        else f"{r[c]:.3g}" if c == "p_value" and r[c] is not None
                                        else _fmt(r[c]) for c in cols) + " |")
     return out + [""]
-
-
-def _verdict(estimate: float, significant: bool) -> str:
-    return "no difference" if not significant else ("better" if estimate > 0 else "worse")
 
 
 def _paired(after: pl.DataFrame, before: pl.DataFrame, datasets: list[str] | None = None) -> tuple[dict, dict, int]:
@@ -128,16 +124,15 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
             if not n:
                 continue
             ci = paired_difference(a, b, resamples, seed, confidence)
-            rows.append([system, versus, d, c, n, float(b[d].mean()), float(a[d].mean()), ci.estimate, ci.low,
-                         ci.high, ci.p_value, ci.significant])
-        flags = holm([r[10] for r in rows], 1 - confidence) if correct else [r[11] for r in rows]
-        cells += [r[:11] + [_verdict(r[7], f)] for r, f in zip(rows, flags)]
+            rows.append(([system, versus, d, c, n, float(b[d].mean()), float(a[d].mean()), ci.estimate, ci.low,
+                          ci.high, ci.p_value], ci))
+        flags = holm([ci.p_value for _, ci in rows], 1 - confidence) if correct else [ci.significant for _, ci in rows]
+        cells += [r + [ci.verdict(f)] for (r, ci), f in zip(rows, flags)]
         a, b, n = _paired(a_sys.filter(pl.col("condition") == "clean"), b_sys.filter(pl.col("condition") == "clean"))
         if n:
             ci = paired_difference(a, b, resamples, seed, confidence)
-            overall.append([system, versus, "*", "clean", n, float(np.mean([v.mean() for v in b.values()])),
-                            float(np.mean([v.mean() for v in a.values()])), ci.estimate, ci.low, ci.high, ci.p_value,
-                            _verdict(ci.estimate, ci.significant)])
+            overall.append([system, versus, "*", "clean", n, balanced_mean(b), balanced_mean(a), ci.estimate, ci.low,
+                            ci.high, ci.p_value, ci.verdict()])
     frame = lambda rows: pl.DataFrame(rows, schema=COLUMNS, orient="row")  # noqa: E731
     return frame(cells), frame(overall)
 

@@ -16,7 +16,7 @@ TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türk
                  "colloquial": "Gündelik yazım"}
 WORDS = {
     "en": {"group": "Group", "system": "System", "borda_rank": "Borda rank", "borda_votes": "Borda votes",
-           "ci": "95% CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
+           "ci": "{level} CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
            "better": "significantly better", "worse": "significantly worse", "none": "none",
            "same": "no difference in {n} of {total} cells", "params": "Param", "size": "Size", "speed": "Pairs/s",
@@ -24,7 +24,7 @@ WORDS = {
            "difference": "{measure} difference", "speed_word": "speed", "size_word": "size", "variant": "Variant",
            "base": "Base", "queries_n": "Queries", "verdict": "Verdict"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
-           "ci": "%95 GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
+           "ci": "{level} GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
            "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre",
            "params": "Param", "size": "Boyut", "speed": "Çift/sn", "cached": "önbellekten", "pairs/s": "çift/sn",
@@ -68,6 +68,16 @@ def word(key: str, labels: str = "en", **kw) -> str:
     return WORDS[labels][key].format(**kw)
 
 
+def level(confidence: float, labels: str = "en") -> str:
+    """An interval's level as printed: 95%, 97.5% (en) or %95 (tr, as the card prints it)."""
+    return f"%{100 * confidence:g}" if labels == "tr" else f"{100 * confidence:g}%"
+
+
+def ci_label(labels: str = "en", confidence: float = 0.95) -> str:
+    """The interval's column name at the run's level: `95% CI`, `%99 GA`."""
+    return word("ci", labels, level=level(confidence, labels))
+
+
 def condition_label(condition: str, labels: str = "en") -> str:
     """`mobile` -> Mobil (tr); composites label each part (`upper+typo` -> BÜYÜK HARF + Yazım hatası)."""
     base, _, setting = condition.partition("~")
@@ -105,7 +115,7 @@ def out_of_ranking_notes(datasets: list) -> list[str]:
 
 
 def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact: bool = False,
-                task_types: int = 2, costs: dict | None = None) -> Table:
+                task_types: int = 2, costs: dict | None = None, confidence: float = 0.95) -> Table:
     """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
     under each condition, then retention per condition, then size and warm pairs/s (with `costs`: system ->
@@ -113,7 +123,7 @@ def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact
     corrupted = [c for c in conditions if c != "clean" and c in board.columns]
     by_type = task_types > 1
     cols = [word("group", labels), word("system", labels)] + ([word("params", labels)] if costs is not None else []) + [
-        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", word("ci", labels)] + (
+        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", ci_label(labels, confidence)] + (
         ["Mean (TaskType)"] if by_type else [])
     ret = word("retention", labels)
     if compact:
@@ -216,11 +226,11 @@ def ratio_text(before: float | None, after: float | None, fmt, unit: str = "") -
     return f"{fmt(before)} → {fmt(after)}{unit} (×{after / before:.2g})"
 
 
-def variant_sentence(j, labels: str = "en") -> str:
+def variant_sentence(j, labels: str = "en", confidence: float = 0.95) -> str:
     """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
     [-0.0035, +0.0035])`, then the speed and size ratios."""
     text = (f"{j.label}: {word('subset', labels, n=j.queries)} {word('difference', labels, measure=j.measure)} "
-            f"{signed(j.delta)} ({word('ci', labels)} [{signed(j.low)}, {signed(j.high)}])")
+            f"{signed(j.delta)} ({ci_label(labels, confidence)} {interval(j.low, j.high, signed)})")
     b, v = j.base_cost, j.variant_cost
     if j.speed_ratio is not None:
         text += f"; {word('speed_word', labels)} " + ratio_text(b.per_second, v.per_second, rate, " " + word(b.unit + "/s", labels))
@@ -229,12 +239,12 @@ def variant_sentence(j, labels: str = "en") -> str:
     return text + "."
 
 
-def variants_table(judgements: list, labels: str) -> Table:
-    ci = word("ci", labels)
+def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> Table:
+    ci = ci_label(labels, confidence)
     rows = []
     for j in judgements:
         b, v = j.base_cost, j.variant_cost
-        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), f"[{signed(j.low)}, {signed(j.high)}]", j.verdict,
+        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), interval(j.low, j.high, signed), j.verdict,
                      ratio_text(b and b.per_second, v and v.per_second, rate) if j.speed_ratio is not None else "–",
                      ratio_text(b and b.size_bytes, v and v.size_bytes, size_text) if j.size_ratio is not None else "–"])
     measure = judgements[0].measure if judgements else "headline"
@@ -255,10 +265,11 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
     return Table(cols, rows, out_of_ranking_notes(datasets))
 
 
-def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str) -> Table:
+def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str,
+               confidence: float = 0.95) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
     has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
-    ci = word("ci", labels)
+    ci = ci_label(labels, confidence)
     cols = [word("system", labels), word("condition", labels), word("end_to_end", labels), ci]
     cols += [word("reranker_only", labels), ci] if has_iso else []
     cols += [word("recall", labels, k=k), ci] if has_recall else []
@@ -358,12 +369,15 @@ def datasets_table(datasets: list, candidates: list) -> Table:
 
 def systems_table(config, candidates: list, reranks: list) -> Table:
     """Every row of the leaderboard with what produced it: kind, model, identity (as the score cache keys it),
-    max_length, depth."""
+    max_length, depth. Without candidates (runs made elsewhere, `terazi analyze`) the rows are the run files."""
     from schemas import FIRST_STAGE
 
     ids: dict[str, set[str]] = {}
     for r in reranks:
         ids.setdefault(r.system, set()).add(r.identity)
+    if not candidates:
+        return Table(["System", "Kind", "Identity"], [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
+                     ["Identity: a hash of the system's run files."])
     enc = config.encoder
     rows = [[FIRST_STAGE, "dense first stage", enc.model, ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
              str(enc.max_length or "model's own"), f"top {config.depth}"]]
@@ -386,20 +400,20 @@ def conditions_table(conditions: pl.DataFrame, labels: str) -> Table:
                   "effective rate, character edits (case ignored) ÷ letters of the originals."])
 
 
-def pairs_summary_table(summary: pl.DataFrame, correction: str) -> Table:
+def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
     rows = [[r["system"], r["versus"], str(r["better"]), str(r["no_difference"]), str(r["worse"]),
-             "–" if r["mean_significant_delta"] is None else f"{r['mean_significant_delta']:+.4f}"]
+             "–" if r["mean_significant_delta"] is None else signed(r["mean_significant_delta"])]
             for r in summary.iter_rows(named=True)]
     return Table(["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"], rows,
                  [f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
-                  f"(paired bootstrap, 95%). Correction: {correction}."])
+                  f"(paired bootstrap, {level(confidence)}). Correction: {correction}."])
 
 
-def pairs_table(pairs: pl.DataFrame, labels: str) -> Table:
-    rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), f"{r['delta']:+.4f}",
-             interval(r["ci_low"], r["ci_high"], lambda v: f"{v:+.4f}"), f"{r['p_value']:.3f}", r["verdict"]]
+def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+    rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), signed(r["delta"]),
+             interval(r["ci_low"], r["ci_high"], signed), f"{r['p_value']:.3f}", r["verdict"]]
             for r in pairs.iter_rows(named=True)]
-    return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", "95% CI", "p", "Verdict"], rows,
+    return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"], rows,
                  ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."])
 
 

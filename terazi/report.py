@@ -70,7 +70,7 @@ def _pyplot():
     return plt
 
 
-def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str]) -> str:
+def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float = 0.95) -> str:
     """Clean headline with its interval per system, top of the leaderboard at the top."""
     plt = _pyplot()
     by = {r["system"]: r for r in intervals.iter_rows(named=True)}
@@ -80,7 +80,7 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str]) -> str
     ax.errorbar(mean, range(len(systems)), xerr=[[m - by[s]["ci_low"] for m, s in zip(mean, systems)],
                                                  [by[s]["ci_high"] - m for m, s in zip(mean, systems)]], fmt="o", capsize=4)
     ax.set_yticks(range(len(systems)), [f"{s} (group {by[s]['group']})" for s in systems])
-    ax.set_xlabel(f"{headline}, clean queries (95% bootstrap interval, balanced by dataset)")
+    ax.set_xlabel(f"{headline}, clean queries ({presentation.level(confidence)} bootstrap interval, balanced by dataset)")
     ax.grid(axis="x", alpha=.3)
     out = _png(fig)
     plt.close(fig)
@@ -138,17 +138,21 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     order = tables["order"]
     featured = tables["featured"]
     iso = "; the reranker-only panel reorders the clean query's candidates with the corrupted text" \
-        if config.robustness == "both" else ""
+        if tables.get("robustness", config.robustness) == "both" else ""
+    ours = tables.get("first_stage", True)  # False: TREC runs made elsewhere (terazi analyze)
+    fingerprint = "hash of every dataset's frozen first-stage candidates" if ours else \
+        "hash of the judgments and the changed queries"
+    first_stage = (f" First stage: top {config.depth} candidates per query; each reranker rescores the top "
+                   f"{config.rerank_depth}." if ours else " The systems are TREC runs made elsewhere.")
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
         "clean queries, datasets in the ranking weighted equally. Every table and plot lists the systems in the "
         "leaderboard's order: significance group, then headline.</p>",
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
-        f"(hash of every dataset's frozen first-stage candidates). First stage: top {config.depth} candidates per "
-        f"query; each reranker rescores the top {config.rerank_depth}.</p>",
+        f"({fingerprint}).{first_stage}</p>",
         "<h2>Leaderboard</h2>", text_table(T(tables["leaderboard"]), "leaderboard"),
-        f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order)}">',
+        f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", text_table(T(tables["per_dataset"]), "per-dataset"),
         "<h2>Where the loss comes from</h2>", text_table(T(tables["robustness_table"]), "robustness"),
     ]
@@ -157,7 +161,7 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
     if retention.height:
         sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
                         f'src="{plot_retention(retention, order, config.conditions, labels)}">'
-                        f"<p class='notes'>Points: retention; bars: 95% interval; dashed line: 100%{iso}.</p>")
+                        f"<p class='notes'>Points: retention; bars: {presentation.level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
@@ -173,8 +177,9 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
         "<h2>Systems</h2>", text_table(T(tables["systems"]), "systems"),
         "<h2>Conditions</h2>", text_table(presentation.conditions_table(conditions, labels), "conditions"),
         "<h3>Examples: before and after</h3>", text_table(T(tables["examples"]), "examples"),
-        "<h2>Pairwise comparisons</h2>", text_table(presentation.pairs_summary_table(pair_summary, correction), "pairwise-summary"),
-        text_table(presentation.pairs_table(pairs, labels), "pairwise"),
+        "<h2>Pairwise comparisons</h2>", text_table(presentation.pairs_summary_table(pair_summary, correction, config.confidence),
+                                               "pairwise-summary"),
+        text_table(presentation.pairs_table(pairs, labels, config.confidence), "pairwise"),
         "<h2>Metric contract</h2><ul>" + "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in contract.items()) + "</ul>",
     ]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"

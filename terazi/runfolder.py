@@ -26,7 +26,7 @@ import polars as pl
 
 from terazi.errors import DatasetError
 from terazi.paths import inside, is_slug
-from terazi.trec import write_run
+from terazi.trec import trec_id, write_run
 
 CLEAN = "clean"
 SAMPLE = re.compile(r"^sample-(\d+)$")
@@ -52,17 +52,20 @@ def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system
 
 
 def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:
-    """TREC qrels, which trec_eval, ranx and `terazi score` read as they are."""
+    """TREC qrels, which trec_eval, ranx and `terazi score` read as they are; ids written as the run files write
+    them (whitespace inside an id percent-encoded), so that both sides still match."""
     rows = [(q, "0", d, g) for q, docs in qrels.items() for d, g in docs.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows, schema=["query_id", "iter", "doc_id", "grade"], orient="row").write_csv(
-        path, separator=" ", include_header=False, quote_style="never")
+    pl.DataFrame(rows, schema=["query_id", "iter", "doc_id", "grade"], orient="row").with_columns(
+        trec_id("query_id"), trec_id("doc_id")).write_csv(path, separator=" ", include_header=False, quote_style="never")
     return path
 
 
 def write_changed(query_ids: list[str], path: Path) -> Path:
+    """One query id a line, written as the qrels and run files write it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{q}\n" for q in query_ids), encoding="utf-8")
+    ids = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.Utf8}).select(trec_id("query_id"))["query_id"]
+    path.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
     return path
 
 

@@ -28,6 +28,27 @@ class Interval:
     def significant(self) -> bool:
         return self.low > 0 or self.high < 0
 
+    def verdict(self, significant: bool | None = None) -> str:
+        """better / worse / no difference; `significant` overrides the interval's own test (e.g. Holm's)."""
+        if not (self.significant if significant is None else significant):
+            return "no difference"
+        return "better" if self.estimate > 0 else "worse"
+
+
+def _resampled_means(arrays: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator,
+                     chunk_cells: int) -> list[np.ndarray]:
+    """The mean of each of one dataset's aligned `arrays` in `n_resamples` resamples of its queries (the same
+    queries for every array: paired), drawn in chunks of about `chunk_cells` indexes to bound memory."""
+    size = arrays[0].size
+    out = [np.empty(n_resamples) for _ in arrays]
+    step = max(1, chunk_cells // size)
+    for start in range(0, n_resamples, step):
+        stop = min(n_resamples, start + step)
+        idx = rng.integers(0, size, size=(stop - start, size))
+        for o, a in zip(out, arrays):
+            o[start:stop] = a[idx].mean(axis=1)
+    return out
+
 
 def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000) -> np.ndarray:
     """`n_resamples` dataset-balanced means of `values` (per-query numbers, e.g. paired differences)."""
@@ -37,11 +58,7 @@ def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, c
         v = np.asarray(values[name], dtype=np.float64)
         if v.size == 0:
             raise ValueError(f"dataset {name!r} has no queries to resample")
-        step = max(1, chunk_cells // v.size)
-        for start in range(0, n_resamples, step):
-            stop = min(n_resamples, start + step)
-            idx = rng.integers(0, v.size, size=(stop - start, v.size))
-            total[start:stop] += v[idx].mean(axis=1)
+        total += _resampled_means([v], n_resamples, rng, chunk_cells)[0]
     return total / len(values)
 
 
@@ -120,11 +137,7 @@ def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int 
         if x.shape != y.shape or x.size == 0:
             raise ValueError(f"dataset {name!r}: {x.size} corrupted vs {y.size} clean values; need the same, non-empty")
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
-        step = max(1, chunk_cells // x.size)
-        for start in range(0, n_resamples, step):
-            stop = min(n_resamples, start + step)
-            idx = rng.integers(0, x.size, size=(stop - start, x.size))
-            boot_num[start:stop, j], boot_den[start:stop, j] = x[idx].mean(axis=1), y[idx].mean(axis=1)
+        boot_num[:, j], boot_den[:, j] = _resampled_means([x, y], n_resamples, rng, chunk_cells)
     estimate = float(_ratio(point_num, point_den, aggregation)[0])
     used = int((point_den > 0).sum()) if aggregation == "macro" else len(names)
     if not np.isfinite(estimate):

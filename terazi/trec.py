@@ -153,7 +153,7 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     return df.select(*(["lineno"] if keep_lines else []), "query_id", "doc_id", "grade")
 
 
-def _trec_id(col: str) -> pl.Expr:
+def trec_id(col: str) -> pl.Expr:
     """TREC files are split on whitespace, so whitespace inside an id is written percent-encoded (%20, %09);
     ids without whitespace are written as they are."""
     c = pl.col(col)
@@ -167,7 +167,7 @@ def write_run(df: pl.DataFrame, path: str | Path, tag: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     df.sort("query_id", "rank").select(
-        _trec_id("query_id"), pl.lit("Q0").alias("q0"), _trec_id("doc_id"), "rank", pl.col("score").round(6),
+        trec_id("query_id"), pl.lit("Q0").alias("q0"), trec_id("doc_id"), "rank", pl.col("score").round(6),
         pl.lit(tag).alias("tag")
     ).write_csv(path, separator=" ", include_header=False, quote_style="never")
     return path

@@ -1,9 +1,9 @@
 """Judged variants: is a cheaper copy of a model (int8, ONNX, another precision) as good as the original?
 
 As the Kalbur card judges its int8 file: on a seeded subset of the benchmark's clean queries, the headline
-difference (variant − base) with its 95% paired-bootstrap interval, beside the speed and size ratios. The subset is
-drawn uniformly from the (dataset, query) pairs of the ranked datasets, so the difference is the plain mean over the
-subset's queries, and the bootstrap resamples those queries with both rows paired.
+difference (variant − base) with its paired-bootstrap interval (at the run's confidence), beside the speed and
+size ratios. The subset is drawn uniformly from the (dataset, query) pairs of the ranked datasets, so the difference
+is the plain mean over the subset's queries, and the bootstrap resamples those queries with both rows paired.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ MEANS = {"msmarco-tr": {"kalbur": 0.90, "seroe": 0.93, "first-stage": 0.85},
 LOSS = {"upper": 0.95, "mobile": 0.90}  # end-to-end factor; the isolated setting loses half as much
 
 
-def write_run(root: Path, labels: str = "tr", featured: str = "kalbur") -> tuple[Path, EvalConfig]:
+def write_run(root: Path, labels: str = "tr", featured: str = "kalbur",
+              measures: tuple[str, ...] = ("nDCG@10",)) -> tuple[Path, EvalConfig]:
     rng = np.random.default_rng(0)
     n = 60
     datasets, variant_sets, score_sets = [], [], []
@@ -57,11 +58,12 @@ def write_run(root: Path, labels: str = "tr", featured: str = "kalbur") -> tuple
             path = root / "per_query" / d / f"{s}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_parquet(path)
-            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(["nDCG@10"])))
+            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(list(measures))))
     config = EvalConfig.model_validate({
         "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets],
         "rerankers": [{"name": "kalbur", "kind": "bm25"}, {"name": "seroe", "kind": "bm25"}],
-        "conditions": ["clean", "upper", "mobile"], "bootstrap_resamples": 300, "featured": featured, "labels": labels})
+        "conditions": ["clean", "upper", "mobile"], "bootstrap_resamples": 300, "featured": featured, "labels": labels,
+        "metrics": list(measures)})
     identity = BenchmarkIdentity(name="terazi", fingerprint="becd8faab2ad20e7", parts={})
     build_leaderboard(datasets, variant_sets, [], score_sets, config, str(root), identity)
     return root, config
@@ -176,6 +178,13 @@ def test_retention_and_robustness_contract(run):
     md = (run / "leaderboard.md").read_text()
     assert "- retention: macro: mean over datasets of each dataset's ratio" in md
     assert "Yalnız reranker" in md and "Uçtan uca" in md
+
+
+def test_the_printed_contract_is_the_headlines(tmp_path):
+    """Measures listed before the headline do not lend it their relevance threshold."""
+    root, _ = write_run(tmp_path, "en", measures=("RR(rel=2)@10", "nDCG@10"))
+    md = (root / "leaderboard.md").read_text()
+    assert "- headline: nDCG@10" in md and "- relevance_threshold: 1" in md and "- gain: linear" in md
 
 
 def test_system_order_is_the_same_in_every_table(run):

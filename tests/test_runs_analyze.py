@@ -111,6 +111,12 @@ def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
             x.drop(keys).to_numpy().astype(float), y.drop(keys).to_numpy().astype(float), atol=1e-9, equal_nan=True)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["datasets"][0]["n_queries"] == 4 and manifest["variants"][2]["samples"] == 2
+    # the report describes the analysed run files, not the defaults of a `terazi run` configuration
+    systems = json.loads((out / "tables.json").read_text())["systems"]
+    assert sorted(r[0] for r in systems["rows"]) == sorted(b["system"].to_list())
+    assert all(r[1] == "TREC run" and r[2].startswith("trec-run:") for r in systems["rows"])
+    md = (out / "leaderboard.md").read_text()
+    assert "TREC runs made elsewhere" in md and "- robustness: end to end\n" in md and "Reranker only" not in md
 
 
 def test_analyze_errors_name_the_file(tmp_path):
@@ -127,3 +133,19 @@ def test_analyze_errors_name_the_file(tmp_path):
     res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "every condition needs every system" in res.output.replace("\n", " ")
     assert not (tmp_path / "o").exists()
+
+
+def test_ids_with_whitespace_match_across_qrels_runs_and_changed_files(tmp_path):
+    """The exported files write an id holding a space the same way (percent-encoded), so they still read and match."""
+    from terazi import runfolder
+    from terazi.trec import read_qrels, read_run
+
+    qrels = runfolder.write_qrels({"q 1": {"d 1": 1, "d2": 0}, "q2": {"d2": 2}}, tmp_path / "qrels" / "x.tsv")
+    ranking = pl.DataFrame({"condition": ["upper"] * 3, "sample": [0] * 3, "query_id": ["q 1", "q 1", "q2"],
+                            "rank": [1, 2, 1], "doc_id": ["d 1", "d2", "d2"], "score": [2.0, 1.0, 1.0]})
+    [run] = runfolder.write_rankings(ranking, tmp_path, "x", "sys", {})
+    changed = runfolder.write_changed(["q 1"], tmp_path / "changed" / "x" / "upper.txt")
+    judged = read_qrels(qrels)
+    assert set(judged["query_id"]) == set(read_run(run)["query_id"]) == {"q%201", "q2"}
+    assert set(judged["doc_id"]) == {"d%201", "d2"}
+    assert runfolder.read_changed(changed, set(judged["query_id"])) == {"q%201"}

@@ -61,6 +61,16 @@ def test_the_cards_sentence():
     assert table.rows[0][:6] == ["kalbur-int8", "kalbur", "1000", "+0.0000", "[-0.0035, +0.0035]", "no difference"]
 
 
+def test_interval_labels_follow_the_configured_confidence():
+    """A run at confidence 0.9 prints 90% beside its intervals, never the default's 95%."""
+    j = Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02)
+    assert "(90% CI [+0.0020, +0.0200])" in presentation.variant_sentence(j, "en", 0.9)
+    assert "%97.5 GA" in presentation.variants_table([j], "tr", 0.975).columns
+    board = pl.DataFrame({"system": ["s"], "group": [1], "borda_rank": [1], "borda_votes": [0.0], "mean_task": [0.5],
+                          "ci_low": [0.4], "ci_high": [0.6], "mean_task_type": [0.5]})
+    assert "99% CI" in presentation.leaderboard(board, ["clean"], "en", task_types=1, confidence=0.99).columns
+
+
 def test_variants_must_name_two_rows():
     from pydantic import ValidationError
 
