@@ -94,11 +94,11 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
             terazi_version=__version__, run_dir=out, kind=kind, flow_run_id=current_flow_run_id(), benchmark=identity,
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
             datasets=datasets, variants=variants, candidates=[], reranks=rankings, scores=scores, leaderboard=board)
-        publish(out, config.benchmark)  # in the flow itself: the artifacts are the run's
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
         results.mark_stopped(run_dir, f"{type(e).__name__}: {e}")
         raise
+    publish(out, config.benchmark)  # in the flow itself, once the results are complete (as terazi-evaluate)
     log.info("analysed %d dataset(s), %d system(s) in %.1fs: %s", len(datasets), len(systems), manifest.seconds, run_dir)
     return manifest
 

@@ -195,12 +195,14 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             started=started, seconds=round(time.perf_counter() - t0, 2), config=json.loads(config.model_dump_json()),
             datasets=datasets, variants=variants, candidates=candidates, reranks=rankings, scores=scores, leaderboard=board,
         )
-        publish(out, artifact_prefix(config, kind))  # in the flow itself: the artifacts are the run's
         results.finish(run_dir, manifest.model_dump_json(indent=2))
     except BaseException as e:
         signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
         results.mark_stopped(run_dir, f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}")
         raise
+    # in the flow itself, so the artifacts are the run's; after the results are complete, so a failed upload
+    # fails the run without making its (usable) results folder look stopped
+    publish(out, artifact_prefix(config, kind))
     log.info("finished in %.1fs: %s", manifest.seconds, run_dir)
     return manifest
 

@@ -148,3 +148,19 @@ def test_bad_config_is_rejected_with_a_readable_message():
             {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]}, {"name": "b", "kind": "bm25"}]})
     with pytest.raises(ValidationError, match="rerankers.0.cross-encoder.model\n  Field required"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})
+
+
+def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(prefect_server, config, tmp_path,
+                                                                                monkeypatch):
+    import flows.evaluate
+    from terazi import results
+
+    def down(*_):
+        raise ConnectionError("injected: the Prefect API went away")
+
+    monkeypatch.setattr(flows.evaluate, "publish", down)
+    small = config.model_copy(update={"rerankers": config.rerankers[:1], "conditions": ["clean"], "run_name": "up"})
+    with pytest.raises(ConnectionError):
+        flows.evaluate.evaluate(small)
+    run = tmp_path / "results" / "up"
+    assert results.is_complete(run) and (run / "manifest.json").is_file() and (run / "leaderboard.csv").is_file()

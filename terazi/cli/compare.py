@@ -58,7 +58,9 @@ def show(cmp, everything: bool) -> None:
                         and c != "p_value" else f"{r[c]:.3g}" if c == "p_value" else str(r[c]) for c in cols), style=style)
         console.print(t)
 
-    console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({cmp.confidence:.0%}), correction: {cmp.correction}",
+    from terazi.presentation import level
+
+    console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}",
                   highlight=False)
     table(cmp.overall, "overall (clean, datasets weighted equally)")
     cells = cmp.cells if everything else cmp.changed()
