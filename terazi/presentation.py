@@ -56,6 +56,11 @@ class Table:
         keys = [c if c not in self.columns[:i] else f"{c} ({self.columns[i - 1]})" for i, c in enumerate(self.columns)]
         return [dict(zip(keys, r)) for r in self.rows]
 
+    def without(self, *names: str) -> Table:
+        """The same table without the named columns."""
+        keep = [i for i, c in enumerate(self.columns) if c not in names]
+        return Table([self.columns[i] for i in keep], [[r[i] for i in keep] for r in self.rows], list(self.notes))
+
     def to_json(self) -> dict:
         return {"columns": self.columns, "rows": self.rows, "notes": self.notes}
 
@@ -194,6 +199,10 @@ COST_NOTE = ("Param and Size: the model's parameters and its files on disk (the 
              "and warmed up (load, score-cache reads and writes excluded), on the device and precision of the costs table; for the "
              "first stage, texts (queries and documents) encoded per second; fusion rows score no pairs. 'cached': "
              "no pair was scored in this run; the figure is from the runs that scored them.")
+
+
+COST_POINTER = ("Param: the model's parameters; – for BM25 and fusion rows, which have no trained parameters. Size, "
+                "warm speed and latency per query: the Cost section.")
 
 
 def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: str) -> Table:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from terazi import presentation
-from terazi.presentation import Table, condition_label
+from terazi.presentation import COST_NOTE, COST_POINTER, Table, condition_label, word
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1140px;padding:0 1rem;color:#222;line-height:1.4}
@@ -144,6 +144,11 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
         "hash of the judgments and the changed queries"
     first_stage = (f" First stage: top {config.depth} candidates per query; each reranker rescores the top "
                    f"{config.rerank_depth}." if ours else " The systems are TREC runs made elsewhere.")
+    # each condition's score and retention in one cell, size and speed in the Cost section: the card's columns fit
+    board = T(tables.get("leaderboard_compact") or tables["leaderboard"])
+    if tables.get("costs"):
+        board = board.without(word("size", labels), word("speed", labels))
+        board.notes = [COST_POINTER if n == COST_NOTE else n for n in board.notes]
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
@@ -151,7 +156,7 @@ def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, reten
         "leaderboard's order: significance group, then headline.</p>",
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
         f"({fingerprint}).{first_stage}</p>",
-        "<h2>Leaderboard</h2>", text_table(T(tables["leaderboard"]), "leaderboard"),
+        "<h2>Leaderboard</h2>", text_table(board, "leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", text_table(T(tables["per_dataset"]), "per-dataset"),
         "<h2>Where the loss comes from</h2>", text_table(T(tables["robustness_table"]), "robustness"),

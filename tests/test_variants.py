@@ -116,7 +116,9 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     assert header[2] == "Param" and header[-2:] == ["Size", "Pairs/s"]
     page = (run / "report.html").read_text()
     assert 'id="costs"' in page and 'id="variants-table"' in page and "int8: on a benchmark subset" in page
-    assert "Param and Size:" in page
+    board_html = page.split('<table id="leaderboard">')[1].split("</table>")[0]
+    assert ">Param<" in board_html and "Pairs/s" not in board_html  # size and speed: the Cost section, so it fits
+    assert "Size, warm speed and latency per query: the Cost section." in page
 
     import asyncio
 
