@@ -111,3 +111,21 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def artifacts_of(flow_run_id=None, keys: list[str] | None = None) -> dict:
+    """The artifacts of one flow run (or with these keys), by key: a filter, so the answer does not depend on how
+    many artifacts earlier tests left on the session's server."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    flt = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]) if flow_run_id else None,
+                         key=ArtifactFilterKey(any_=keys) if keys else None)
+
+    async def read() -> dict:
+        async with get_client() as client:
+            return {a.key: a for a in await client.read_artifacts(artifact_filter=flt)}
+
+    return asyncio.run(read())

@@ -29,7 +29,6 @@ def config(tmp_path, tiny_dataset, tiny_cross_encoder):
 
 
 def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path):
-    from prefect.client.orchestration import get_client
 
     from flows.evaluate import evaluate
 
@@ -80,13 +79,10 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     m3 = evaluate(config.model_copy(update={"run_name": "r3", "depth": 8}))
     assert m3.candidates[0].fingerprint != m1.candidates[0].fingerprint
 
-    async def artifact_keys():
-        async with get_client() as client:
-            return {a.key for a in await client.read_artifacts()}
+    from tests.conftest import artifacts_of
 
-    import asyncio
-
-    assert {"terazi-leaderboard", "terazi-report", "terazi-retention", "terazi-comparisons"} <= asyncio.run(artifact_keys())
+    assert {"terazi-leaderboard", "terazi-report", "terazi-retention", "terazi-comparisons"} <= set(
+        artifacts_of(m3.flow_run_id))
 
 
 def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_path, tiny_dataset):

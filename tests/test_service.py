@@ -194,8 +194,6 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp
 
 
 def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefect_server, tmp_path, tiny_dataset):
-    from prefect.client.orchestration import get_client
-
     from flows.evaluate import evaluate
     from flows.service import nightly
 
@@ -218,11 +216,10 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
     third = nightly(cfg.model_copy(update={"depth": 8, "rerankers": cfg.rerankers[:1]}))
     assert "the benchmark itself changed**: first stage" in third
 
-    async def keys():
-        async with get_client() as client:
-            return {a.key for a in await client.read_artifacts()}
+    from tests.conftest import artifacts_of
 
-    assert {"tiny-nightly-nightly-changes", "tiny-nightly-nightly-leaderboard"} <= asyncio.run(keys())
+    wanted = ["tiny-nightly-nightly-changes", "tiny-nightly-nightly-leaderboard"]
+    assert set(wanted) <= set(artifacts_of(keys=wanted))
 
 
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):

@@ -120,15 +120,9 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     assert ">Param<" in board_html and "Pairs/s" not in board_html  # size and speed: the Cost section, so it fits
     assert "Size, warm speed and latency per query: the Cost section." in page
 
-    import asyncio
+    from tests.conftest import artifacts_of
 
-    from prefect.client.orchestration import get_client
-
-    async def artifacts() -> dict:
-        async with get_client() as client:
-            return {a.key: a for a in await client.read_artifacts()}
-
-    made = asyncio.run(artifacts())
+    made = artifacts_of(manifest.flow_run_id)
     assert {"terazi-costs", "terazi-variants"} <= set(made)
     assert "int8: on a benchmark subset (3 queries)" in made["terazi-variants"].description
     board = made["terazi-leaderboard"].data
