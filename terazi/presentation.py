@@ -196,9 +196,10 @@ def speed_text(cost, labels: str = "en", short: bool = False) -> str:
 COST_NOTE = ("Param and Size: the model's parameters and its files on disk (the weights, or the ONNX file it runs); "
              "– for BM25 and fusion rows, which have no trained parameters (BM25's term statistics are computed from "
              "the corpus at run time). Pairs/s: warm throughput, timed inside the scoring calls with the model loaded "
-             "and warmed up (load, score-cache reads and writes excluded), on the device and precision of the costs table; for the "
-             "first stage, texts (queries and documents) encoded per second; fusion rows score no pairs. 'cached': "
-             "no pair was scored in this run; the figure is from the runs that scored them.")
+             "and warmed up (load, score-cache reads and writes excluded), on the device and precision listed in "
+             "costs.csv (and the report's Cost section); for the first stage, texts (queries and documents) encoded "
+             "per second; fusion rows score no pairs. 'cached': no pair was scored in this run; the figure is from the "
+             "runs that scored them.")
 
 
 COST_POINTER = ("Param: the model's parameters; – for BM25 and fusion rows, which have no trained parameters. Size, "
