@@ -32,7 +32,8 @@ def nightly(config: EvalConfig) -> str:
                 f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n")
     else:
         log.info("comparing with the previous nightly %s", before)
-        text = compare_runs(before, current, config.headline, config.bootstrap_resamples, config.seed)
+        text = compare_runs(before, current, config.headline, config.bootstrap_resamples, config.seed,
+                            config.confidence, config.holm)
     (current / "changes.md").write_text(text)
     create_markdown_artifact(markdown=text, key=f"{artifact_prefix(config, 'nightly')}-changes",
                              description="what changed since the previous nightly of this benchmark")

@@ -10,6 +10,7 @@ import polars as pl
 from schemas import RunManifest
 from terazi import comparison, results
 from terazi.benchmark import changed_parts
+from terazi.presentation import level
 
 
 def read_manifest(run: Path) -> RunManifest | None:
@@ -39,9 +40,11 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
     return best[1] if best else None
 
 
-def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0) -> str:
+def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0,
+                 confidence: float = 0.95, holm: bool = False) -> str:
     """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
-    leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints."""
+    leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints (at the
+    run's interval level, Holm-corrected when the run asks for it)."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",
              f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
@@ -68,13 +71,14 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
             lines.append(f"- {r['system']}: rank {r['borda_rank_before']} → {r['borda_rank']}")
         if groups and r["group"] != r["group_before"]:
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
-    cmp = comparison.compare_runs(before, after, headline, resamples, seed)
+    cmp = comparison.compare_runs(before, after, headline, resamples, seed, confidence, holm)
     for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):
         lines.append(f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
                      f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]")
     cells = cmp.significant()
     if cells.height:
-        lines += ["", f"Significant changes per dataset × condition ({headline}, after − before):", ""]
+        lines += ["", f"Significant changes per dataset × condition ({headline}, after − before, "
+                      f"{level(confidence)} intervals{', Holm-corrected' if holm else ''}):", ""]
         lines += [f"- {r['system']} on {r['dataset']} / {r['condition']}: {r['delta']:+.4f} "
                   f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] ({r['verdict']})" for r in cells.iter_rows(named=True)]
     if len(lines) == header:

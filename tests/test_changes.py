@@ -30,6 +30,10 @@ def test_rank_group_and_significant_changes(tmp_path):
     assert "y: rank 2 → 1" in text and "y: group 2 → 1" in text and "x: rank 1 → 2" in text
     assert "y: nDCG@10 changed significantly by +0.3000" in text
     assert "x: nDCG@10 changed significantly" not in text
+    assert "after − before, 95% intervals):" in text
+    # the run's own level and correction (a nightly passes its config's confidence and holm)
+    strict = compare_runs(before, after, "nDCG@10", resamples=500, confidence=0.99, holm=True)
+    assert "after − before, 99% intervals, Holm-corrected):" in strict
 
 
 def manifest(folder, kind, name, started, parts=None) -> RunManifest:
