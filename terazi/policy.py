@@ -87,6 +87,9 @@ class ServicePolicy(BaseModel):
             if not self._model_allowed(model, here):
                 raise PolicyError(f"{where}.model {model!r}: not allowed by the service policy (allowed: the served "
                                   "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)")
+            if model not in self.models and _HUB_ID.match(model) and absolute(model, here).exists():
+                raise PolicyError(f"{where}.model {model!r}: a folder of that name exists where the server runs and "
+                                  "would be loaded instead of the hub model; refused by the service policy")
         datasets = []
         for i, d in enumerate(config.datasets):
             update = {}

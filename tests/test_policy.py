@@ -146,3 +146,6 @@ def test_a_hub_pattern_allows_hub_ids_only_not_local_paths_that_match_it(tmp_pat
     for model in ("BAAI/clone/../../private-model", "BAAI/clone/sub"):
         with pytest.raises(PolicyError, match=r"rerankers\.x\.model .*not allowed by the service policy"):
             policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "x", "kind": "cross-encoder", "model": model}]))
+    # a hub-shaped id the pattern allows, spelt like a folder the server keeps: resolve() would load the folder
+    with pytest.raises(PolicyError, match=r"rerankers\.x\.model 'BAAI/clone': a folder of that name exists"):
+        policy.apply(form(tmp_path, tmp_path, rerankers=[{"name": "x", "kind": "cross-encoder", "model": "BAAI/clone"}]))
