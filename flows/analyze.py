@@ -70,6 +70,8 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
         if d.systems != sorted(systems):
             raise DatasetError(folder / "runs" / d.name, None, f"systems {sorted(set(systems) - set(d.systems))} "
                                                               "have no runs for this dataset")
+    if config.featured and config.featured not in systems:
+        raise ConfigError(f"featured system {config.featured!r} has no runs (systems: {', '.join(systems)})")
     run_dir = results.start(config.out_dir, config.run_name, kind, current_flow_run_id())
     out = str(run_dir)
     try:

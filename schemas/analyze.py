@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from schemas.config import BENCHMARK, EvalConfig, Measure, SlugName, _Config
@@ -25,6 +27,10 @@ class AnalyzeConfig(_Config):
                                      description=_EVAL["bootstrap_resamples"].description)
     confidence: float = Field(_EVAL["confidence"].default, gt=0.5, lt=1, description=_EVAL["confidence"].description)
     holm: bool = Field(_EVAL["holm"].default, description=_EVAL["holm"].description)
+    borda: Literal["per-task", "mteb"] = Field(_EVAL["borda"].default, description=_EVAL["borda"].description)
+    retention: Literal["macro", "pooled"] = Field(_EVAL["retention"].default, description=_EVAL["retention"].description)
+    featured: SlugName | None = Field(None, description=_EVAL["featured"].description)
+    labels: Literal["en", "tr"] = Field(_EVAL["labels"].default, description=_EVAL["labels"].description)
     out_dir: str = Field(_EVAL["out_dir"].default, description=_EVAL["out_dir"].description)
     run_name: SlugName | None = Field(None, description=_EVAL["run_name"].description)
 
@@ -41,10 +47,12 @@ class AnalyzeConfig(_Config):
         return self
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:
-        """The settings the shared aggregation reads (headline, metrics, conditions, bootstrap, Holm), as an
-        EvalConfig; every other field keeps its default. Built without validation because conditions of runs made
-        elsewhere may have any safe name, not only terazi's corruption names."""
+        """The settings the shared aggregation reads (headline, metrics, conditions, bootstrap, Holm, Borda,
+        retention, featured system, labels), as an EvalConfig; every other field keeps its default. Built without
+        validation because conditions of runs made elsewhere may have any safe name, not only terazi's corruption
+        names."""
         return EvalConfig.model_construct(
             benchmark=self.benchmark, datasets=[], conditions=conditions, metrics=self.metrics, headline=self.headline,
             seed=self.seed, bootstrap_resamples=self.bootstrap_resamples, confidence=self.confidence, holm=self.holm,
+            borda=self.borda, retention=self.retention, featured=self.featured, labels=self.labels,
             out_dir=self.out_dir, run_name=self.run_name)

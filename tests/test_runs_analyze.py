@@ -119,6 +119,26 @@ def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
     assert "TREC runs made elsewhere" in md and "- robustness: end to end\n" in md and "Reranker only" not in md
 
 
+def test_analyze_takes_the_runs_statistics_settings(evaluated, tmp_path):
+    """Retention aggregation, Borda variant, labels, level and featured system reach the analysis, as in `terazi run`."""
+    run, _ = evaluated
+    folder = tmp_path / "mine"
+    for part in ("runs", "qrels", "changed"):
+        shutil.copytree(run / part, folder / part)
+    args = ["analyze", str(folder), "--resamples", "300", "--retention", "pooled", "--borda", "mteb", "--labels", "tr",
+            "--confidence", "0.9", "--featured", "bm25"]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "a"
+    config = json.loads((out / "manifest.json").read_text())["config"]
+    assert (config["retention"], config["borda"], config["labels"], config["featured"]) == ("pooled", "mteb", "tr", "bm25")
+    assert set(pl.read_csv(out / "retention.csv")["aggregation"]) == {"pooled"}
+    md = (out / "leaderboard.md").read_text()
+    assert "Koruma" in md and "%90 GA" in md and "## Significant cells: bm25" in md
+    res = CliRunner().invoke(app, [*args[:-1], "nope", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "featured system 'nope' has no runs" in res.output and not (tmp_path / "b").exists()
+
+
 def test_analyze_errors_name_the_file(tmp_path):
     (tmp_path / "runs" / "d" / "upper").mkdir(parents=True)
     (tmp_path / "runs" / "d" / "upper" / "s.trec").write_text("q1 Q0 a 1 1.0 s\n")

@@ -25,6 +25,12 @@ def analyze(
     seed: Optional[int] = typer.Option(None, help="bootstrap seed"),
     resamples: Optional[int] = typer.Option(None, help="paired bootstrap resamples (default 2000)"),
     holm: bool = typer.Option(False, "--holm", help="Holm correction across the cells of each pairwise comparison"),
+    confidence: Optional[float] = typer.Option(None, help="level of the intervals (default 0.95)"),
+    borda: Optional[str] = typer.Option(None, help="Borda count: per-task (default) or mteb"),
+    retention: Optional[str] = typer.Option(None, help="retention across datasets: macro (default, as the Kalbur "
+                                                       "card) or pooled"),
+    featured: Optional[str] = typer.Option(None, help="system whose significant cells are listed (default: the top)"),
+    labels: Optional[str] = typer.Option(None, help="display labels: en (default) or tr"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
@@ -36,7 +42,9 @@ def analyze(
 
         raw: dict = {"folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name, "holm": holm}
         for key, value in (("metrics", metric or None), ("headline", headline), ("conditions", condition or None),
-                           ("benchmark", benchmark), ("seed", seed), ("bootstrap_resamples", resamples)):
+                           ("benchmark", benchmark), ("seed", seed), ("bootstrap_resamples", resamples),
+                           ("confidence", confidence), ("borda", borda), ("retention", retention),
+                           ("featured", featured), ("labels", labels)):
             if value is not None:
                 raw[key] = value
         config = AnalyzeConfig.model_validate(raw)
