@@ -297,3 +297,23 @@ def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_fi
     assert retried.pairs_scored == plan.unique and not Path(plan.work).exists()
     alone = rerank_system(ds, cs, vs, spec, 5, str(tmp_path / "cache2"), str(tmp_path / "alone"))
     assert pl.read_parquet(retried.path).equals(pl.read_parquet(alone.path))
+
+
+def _open_together(path: str, barrier) -> None:
+    barrier.wait()
+    SQLiteStore(path)
+
+
+def test_runs_opening_one_new_cache_together_all_get_it(tmp_path):
+    """Switching a new file to WAL answers `database is locked` at once to a second process doing the same."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for i in range(8):
+        barrier = ctx.Barrier(6)
+        procs = [ctx.Process(target=_open_together, args=(str(tmp_path / f"s{i}.sqlite"), barrier)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0] * 6

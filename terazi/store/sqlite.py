@@ -97,10 +97,24 @@ class SQLiteStore:
         if con is None:
             with self._guard():
                 con = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-                con.execute("PRAGMA journal_mode=WAL")
+                self._wal(con)
                 con.execute("PRAGMA synchronous=NORMAL")
             self._local.con = con
         return con
+
+    def _wal(self, con: sqlite3.Connection) -> None:
+        """Switch a new file to WAL (it stays so). SQLite answers `database is locked` at once, without waiting,
+        when another process is switching the same new file: two runs starting together on one fresh cache."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                if con.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    con.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
