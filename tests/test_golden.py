@@ -1,0 +1,333 @@
+"""Golden files: what terazi writes and prints, pinned file by file, so that moving code cannot change it unseen.
+
+Two runs through the Python API (the demo benchmark as `terazi demo` runs it, and a tiny benchmark with a
+cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm and a 90% level), `terazi analyze` on the
+demo's runs (and on a copy with one system's clean run replaced), then `terazi score`, `compare` and
+`leaderboard` on those folders as a user runs them (a subprocess each). Every output is normalised first:
+timings, time stamps and absolute paths out, floats compared to 1e-12, TREC files by their lines.
+
+To write the golden files anew after a deliberate change of an output (then review `git diff tests/golden`):
+
+    TERAZI_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("TERAZI_UPDATE_GOLDEN") == "1"
+TIMING_KEYS = {"seconds", "started", "stopped", "flow_run_id", "latency_p50_ms", "latency_p95_ms", "latency_queries"}
+TIMING_COLUMNS = {"Pairs/s", "Çift/sn", "p50 ms/query", "p95 ms/query", "Timed", "Çift/sn (×)", "Pairs/s (×)"}
+RESULT_FILES = ("leaderboard.csv", "scores.csv", "conditions.csv", "comparisons.csv", "retention.csv",
+                "retention_datasets.csv", "robustness.csv", "variants.csv", "costs.csv")
+CSV_TIMING = {"items", "seconds", "per_second", "latency_p50_ms", "latency_p95_ms", "speed_ratio"}
+
+
+# ---------------------------------------------------------------- normalising
+
+
+class Paths:
+    """Absolute paths of this test's run, replaced by placeholders wherever they appear."""
+
+    def __init__(self, **named: Path):
+        self.named = sorted(((str(Path(p).resolve()), f"<{k}>") for k, p in named.items()), key=lambda x: -len(x[0]))
+
+    def __call__(self, text: str) -> str:
+        for path, name in self.named:
+            text = text.replace(path, name)
+        return text
+
+
+def _json_clean(obj):
+    if isinstance(obj, dict):
+        return {k: _json_clean(v) for k, v in obj.items() if k not in TIMING_KEYS}
+    if isinstance(obj, list):
+        return [_json_clean(v) for v in obj]
+    return obj
+
+
+def _table_clean(columns: list[str], rows: list[list[str]]) -> list[list[str]]:
+    timed = [i for i, c in enumerate(columns) if c in TIMING_COLUMNS]
+    return [["<t>" if i in timed else v for i, v in enumerate(r)] for r in rows]
+
+
+def _tables_clean(obj):
+    """Display tables ({columns, rows, notes}) anywhere in tables.json, their timing cells blanked."""
+    if isinstance(obj, dict):
+        if "columns" in obj and "rows" in obj:
+            obj = {**obj, "rows": _table_clean(obj["columns"], obj["rows"])}
+        return {k: _tables_clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_tables_clean(v) for v in obj]
+    if isinstance(obj, str):
+        return _rates(obj)
+    return obj
+
+
+def _rates(text: str) -> str:
+    """Measured speeds in running text (judged-variant sentences): `3.1 → 4.0 pairs/s (×1.3)`."""
+    text = re.sub(r"[\d.,]+ → [\d.,]+ (pairs|texts|çift|metin)/s[n]? \(×[\d.e+-]+\)", "<speed>", text)
+    return re.sub(r"[\d.,]+ (pairs|texts|çift|metin)/s[n]?", "<rate>", text)
+
+
+def markdown_clean(text: str) -> str:
+    """Markdown tables with their timing columns blanked (the header row says which)."""
+    out, header = [], None
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            if header is None:
+                header = cells
+            elif not set(line) <= set("|-: "):
+                cells = _table_clean(header, [cells])[0]
+                line = "| " + " | ".join(cells) + " |"
+        else:
+            header = None
+        out.append(_rates(line))
+    return "\n".join(out) + "\n"
+
+
+def html_clean(text: str) -> str:
+    """report.html as lines of text: the time stamp and images out, table cells as `a | b`, timing cells blanked."""
+    text = re.sub(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "Generated <time>", text)
+    text = re.sub(r'src="data:image/png;base64,[^"]+"', 'src="<png>"', text)
+    text = re.sub(r"<style>.*?</style>", "", text, flags=re.S)
+    lines = []
+    for chunk in re.split(r"(<table.*?</table>)", text, flags=re.S):
+        if not chunk.startswith("<table"):
+            lines += [x for x in re.split(r"(?=<h[1-3]|<p|<li|<img|<ul)", chunk) if x.strip()]
+            continue
+        rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, flags=re.S)]
+                for r in re.findall(r"<tr[^>]*>(.*?)</tr>", chunk, flags=re.S)]
+        lines.append(re.match(r"<table[^>]*>", chunk)[0])
+        lines += [" | ".join(r) for r in [rows[0], *_table_clean(rows[0], rows[1:])]] if rows else []
+    return "\n".join(_rates(x) for x in lines) + "\n"
+
+
+def trec_lines(path: Path) -> list[str]:
+    """A TREC file's records, sorted: split on whitespace, so any layout of the same records compares equal."""
+    return sorted(" ".join(line.split()) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def tree_digest(folder: Path, columns: slice = slice(None)) -> dict[str, str]:
+    """relative path → hash of the sorted records (`columns` of each) of every TREC or text file below `folder`."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            lines = [" ".join(x.split()[columns]) for x in trec_lines(p)]
+            out[str(p.relative_to(folder))] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    return out
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a), abs(b))
+    return a == b
+
+
+def same_frame(got: pl.DataFrame, want: pl.DataFrame, where: str) -> None:
+    assert got.columns == want.columns, f"{where}: columns {got.columns} != {want.columns}"
+    assert got.height == want.height, f"{where}: {got.height} rows, golden {want.height}"
+    for c in got.columns:
+        for i, (a, b) in enumerate(zip(got[c].to_list(), want[c].to_list())):
+            assert _close(a, b), f"{where}: column {c!r}, row {i}: {a!r} != golden {b!r}"
+
+
+def same_json(got, want, where: str) -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
+        for k in want:
+            same_json(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r:.200} != golden {want!r:.200}"
+        for i, (a, b) in enumerate(zip(got, want)):
+            same_json(a, b, f"{where}[{i}]")
+    else:
+        if isinstance(want, float) or isinstance(got, float):
+            got, want = float(got), float(want)
+        assert _close(got, want), f"{where}: {got!r} != golden {want!r}"
+
+
+def check(name: str, value) -> None:
+    """Compare `value` (a frame, JSON-able data or text) with golden/<name>, or write it there when updating."""
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(value, pl.DataFrame):
+            value.write_csv(path)
+        elif isinstance(value, str):
+            path.write_text(value, encoding="utf-8")
+        else:
+            path.write_text(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+        return
+    assert path.is_file(), f"no golden file {path}: write it with TERAZI_UPDATE_GOLDEN=1"
+    if isinstance(value, pl.DataFrame):
+        same_frame(value, pl.read_csv(path, infer_schema_length=None), name)
+    elif isinstance(value, str):
+        want = path.read_text(encoding="utf-8")
+        if value != want:
+            diff = next(i for i, (a, b) in enumerate(zip(value.splitlines() + [""], want.splitlines() + [""])) if a != b)
+            raise AssertionError(f"{name}, line {diff + 1}:\n  got    {value.splitlines()[diff:diff + 1]}\n"
+                                 f"  golden {want.splitlines()[diff:diff + 1]}")
+    else:
+        same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name)
+
+
+def check_results(prefix: str, run: Path, clean: Paths) -> None:
+    """Every file of a results folder that a user or a tool reads. (The benchmark's `systems` part hashes the
+    rerankers' settings, model paths included: a temporary folder's name, so it is left out.)"""
+    for name in RESULT_FILES:
+        if (run / name).is_file():
+            frame = pl.read_csv(run / name, infer_schema_length=None)
+            check(f"{prefix}/{name}", frame.drop([c for c in frame.columns if c in CSV_TIMING]))
+    pq = pl.read_parquet(run / "per_query.parquet")
+    check(f"{prefix}/per_query.csv", pq.sort("dataset", "system", "condition", "query_id", "measure"))
+    check(f"{prefix}/tables.json", _tables_clean(json.loads(clean((run / "tables.json").read_text(encoding="utf-8")))))
+    check(f"{prefix}/leaderboard.md", markdown_clean(clean((run / "leaderboard.md").read_text(encoding="utf-8"))))
+    check(f"{prefix}/report.txt", html_clean(clean((run / "report.html").read_text(encoding="utf-8"))))
+    manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
+    manifest["benchmark"]["parts"].pop("systems")
+    check(f"{prefix}/manifest.json", manifest)
+    files = {part: tree_digest(run / part) for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
+    if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (its scores are in the manifest's recall)
+        files["candidates"] = tree_digest(run / "candidates", slice(0, 4))
+    files["datasets.yaml"] = (run / "datasets.yaml").read_text(encoding="utf-8")
+    check(f"{prefix}/files.json", files)
+
+
+def cli(*args: str, clean: Paths, env: dict) -> str:
+    """`terazi ARGS` as a user runs it; its output (stdout, then stderr) with paths replaced."""
+    res = subprocess.run([sys.executable, "-m", "terazi.cli", *args], capture_output=True, text=True, env=env,
+                         timeout=300)
+    return clean(f"exit {res.returncode}\n{res.stdout}" + (f"--- stderr\n{res.stderr}" if res.stderr.strip() else ""))
+
+
+# ---------------------------------------------------------------- the runs
+
+
+@pytest.fixture(scope="module")
+def golden_runs(prefect_server, tmp_path_factory, minilm_path):
+    import terazi
+    from prefect.settings import PREFECT_API_URL
+    from terazi.configs import DEMO_DIR, demo_config
+
+    from tests.conftest import make_tiny
+
+    root = tmp_path_factory.mktemp("golden")
+    out, cache = root / "results", root / "cache"
+    demo = demo_config(str(out), str(cache), "demo")
+    terazi.evaluate(demo)
+
+    tiny = make_tiny(root / "tiny")
+    ce = _tiny_cross_encoder(root / "models" / "tiny-ce", minilm_path)
+    terazi.evaluate({
+        "benchmark": "golden-tiny",
+        "datasets": [{"path": str(tiny), "name": "tiny"},
+                     {"path": str(tiny), "name": "tiny-copy", "in_ranking": False, "reason": "the same queries again"}],
+        "rerankers": [{"name": "bm25", "kind": "bm25"},
+                      {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
+                      {"name": "ce-32", "kind": "cross-encoder", "model": ce, "max_length": 32},
+                      {"name": "bi", "kind": "bi-encoder", "model": minilm_path, "max_length": 64},
+                      {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "ce", "bm25"]}],
+        "conditions": ["upper", "ascii_full", "mobile", "typo", "upper+typo"], "corruption": {"samples": 2},
+        "depth": 8, "rerank_depth": 5, "metrics": ["nDCG@10", "RR@10", "R@8", "AP", "nDCG(dcg='exp-log2')@5"],
+        "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}], "subset": 3,
+        "featured": "ce", "labels": "tr", "confidence": 0.9, "holm": True, "bootstrap_resamples": 500, "seed": 7,
+        "out_dir": str(out), "cache_dir": str(cache), "run_name": "tiny", "offline": True})
+
+    # runs made elsewhere: the demo's TREC files, and a copy in which one system's clean ranking is the first stage's
+    terazi.analyze(out / "demo", out=out / "analyzed", bootstrap_resamples=1000)
+    other = root / "other-runs"
+    for part in ("runs", "qrels", "changed", "datasets.yaml"):
+        src = out / "demo" / part
+        shutil.copytree(src, other / part) if src.is_dir() else shutil.copyfile(src, other / part)
+    clean_runs = other / "runs" / "terazi-demo" / "clean"
+    (clean_runs / "hybrid-rrf.trec").write_text((clean_runs / "first-stage.trec").read_text().replace(
+        "terazi-first-stage", "hybrid-rrf").replace("first-stage", "hybrid-rrf"))
+    terazi.analyze(other, out=out / "changed-run", bootstrap_resamples=1000, labels="tr", holm=True)
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb",
+           "NO_COLOR": "1"}
+    clean = Paths(out=out, cache=cache, demo=DEMO_DIR, tiny=tiny, models=root / "models", minilm=minilm_path,
+                  root=root, golden=GOLDEN)
+    return out, clean, env
+
+
+def _tiny_cross_encoder(folder: Path, tokenizer_from: str) -> str:
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    tok = AutoTokenizer.from_pretrained(tokenizer_from)
+    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2,
+                                             num_attention_heads=2, intermediate_size=128, max_position_embeddings=512,
+                                             num_labels=1)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["demo", "tiny", "analyzed", "changed-run"])
+def test_results_folders(golden_runs, run):
+    out, clean, _ = golden_runs
+    check_results(run, out / run, clean)
+
+
+@pytest.mark.slow
+def test_score_outputs(golden_runs):
+    out, clean, env = golden_runs
+    qrels, runs = out / "demo" / "qrels" / "terazi-demo.tsv", out / "demo" / "runs" / "terazi-demo"
+    measures = ["-m", "nDCG@10", "-m", "RR@10", "-m", "nDCG(dcg='exp-log2')@10", "-m", "R@100", "-m", "P@5",
+                "-m", "AP", "-m", "Judged@10", "-m", "mrr@10", "-m", "ndcg_cut_5"]
+    check("score/bm25-clean.json", json.loads(cli("score", "--qrels", str(qrels), "--run", str(runs / "clean" / "bm25-tr.trec"),
+                                                  *measures, "--format", "json", "--per-query", clean=clean, env=env)
+                                              .split("\n", 1)[1]))
+    check("score/first-stage-typo.txt", cli("score", "--qrels", str(qrels), "--run",
+                                            str(runs / "typo" / "sample-1" / "first-stage.trec"), "--contract", "strict",
+                                            "--unjudged", "irrelevant", "--per-query", clean=clean, env=env))
+    check("score/errors.txt", cli("score", "--qrels", str(qrels), "--run", str(qrels), clean=clean, env=env)
+          + cli("score", "--qrels", str(qrels), "--run", str(runs / "clean" / "bm25-tr.trec"), "-m", "nDCG@0",
+                clean=clean, env=env))
+
+
+@pytest.mark.slow
+def test_compare_outputs(golden_runs):
+    out, clean, env = golden_runs
+    demo, analyzed, changed = (str(out / n) for n in ("demo", "analyzed", "changed-run"))
+    check("compare/systems.txt", cli("compare", demo, "--systems", "bm25-tr", "hybrid-rrf", "--all", clean=clean, env=env))
+    check("compare/systems.md", cli("compare", demo, "--systems", "bm25-tr", "first-stage", "--format", "markdown",
+                                    "--holm", "--confidence", "0.9", clean=clean, env=env))
+    check("compare/runs.json", json.loads(cli("compare", analyzed, changed, "--format", "json", clean=clean, env=env)
+                                          .split("\n", 1)[1]))
+    check("compare/runs.txt", cli("compare", demo, changed, clean=clean, env=env))
+    check("compare/same.md", cli("compare", demo, analyzed, "--format", "markdown", clean=clean, env=env))
+
+
+@pytest.mark.slow
+def test_leaderboard_outputs(golden_runs):
+    out, clean, env = golden_runs
+    inputs = GOLDEN / "inputs"
+    for fmt in ("table", "csv", "json", "markdown", "latex"):
+        check(f"leaderboard/demo.{fmt}.txt", cli("leaderboard", str(out / "demo"), "--format", fmt, clean=clean, env=env))
+        check(f"leaderboard/long.{fmt}.txt", cli("leaderboard", str(inputs / "long.csv"), "--format", fmt,
+                                                 "--out-of-ranking", "t4", clean=clean, env=env))
+    check("leaderboard/mteb.markdown.txt", cli("leaderboard", str(inputs / "mteb"), "--format", "markdown", "--borda",
+                                               "mteb", "--task-type", "TurQA=retrieval", "--task-type", "sts",
+                                               "--language", "tur", clean=clean, env=env))
+    check("leaderboard/errors.txt", cli("leaderboard", str(inputs / "bad.csv"), clean=clean, env=env)
+          + cli("leaderboard", str(out / "demo"), "--borda", "mteb", clean=clean, env=env))
