@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 from gpu_check import agreement, demo_pairs  # noqa: E402
-from schemas import CrossEncoderSpec  # noqa: E402
-from terazi import presentation  # noqa: E402
-from terazi.rerankers import make_scorer  # noqa: E402
+from terazi.schemas import CrossEncoderSpec  # noqa: E402
+from terazi.present import tables as presentation  # noqa: E402
+from terazi.rerank.scorers import make_scorer  # noqa: E402
 
 ROWS = (("torch", {}), ("onnx fp32", {"backend": "onnx"}), ("onnx int8", {"backend": "onnx", "quantization": "int8"}))
 

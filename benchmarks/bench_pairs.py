@@ -29,7 +29,7 @@ CONDITIONS = ("clean", "upper", "ascii_full", "mobile", "typo")
 
 
 def replicate(source: Path, target: Path, copies: int) -> Path:
-    from terazi.data import load_beir, write_beir
+    from terazi.data.beir import load_beir, write_beir
 
     ds = load_beir(source)
     docs = [{"_id": f"{d}-r{k}", "text": f"{doc.text} kopya{k}"} for k in range(copies) for d, doc in ds.docs.items()]
@@ -42,10 +42,10 @@ def replicate(source: Path, target: Path, copies: int) -> Path:
 
 def prepare(folder: Path, data: Path, encoder: str, depth: int) -> None:
     """Query variants and frozen candidates; their manifests saved for the stage processes."""
-    from schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.retrieve import retrieve
+    from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.tasks.retrieve import retrieve
 
     ds = load_dataset(DatasetSpec(path=str(data), name=data.name))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(folder / "run")) for c in CONDITIONS]
@@ -60,8 +60,8 @@ def stage(folder: Path, rerank_depth: int) -> dict:
     import Stemmer  # noqa: F401
 
     from benchmarks.tiny import peak_rss, peak_rss_reset
-    from schemas import BM25Spec, CandidateSet, DatasetManifest, VariantSet
-    from tasks.rerank import rerank_system
+    from terazi.schemas import BM25Spec, CandidateSet, DatasetManifest, VariantSet
+    from terazi.tasks.rerank import rerank_system
 
     body = json.loads((folder / "manifests.json").read_text())
     ds, cs = DatasetManifest(**body["dataset"]), CandidateSet(**body["candidates"])
@@ -93,7 +93,7 @@ def main() -> None:
     if not XQUAD.is_file():
         raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
     from benchmarks.tiny import bi_encoder
-    from terazi.squad import squad_to_beir
+    from terazi.data.squad import squad_to_beir
 
     tmp = Path(tempfile.mkdtemp(prefix="terazi-bench-pairs-"))
     squad_to_beir(XQUAD, tmp / "xquad-tr")

@@ -13,9 +13,9 @@ from pathlib import Path
 from prefect import serve
 from prefect.schedules import Cron
 
-from flows.evaluate import evaluate
-from flows.service import nightly
-from schemas import EvalConfig
+from terazi.flows.evaluate import evaluate
+from terazi.flows.service import nightly
+from terazi.schemas import EvalConfig
 from terazi.configs import demo_config, read_config_file
 from terazi.policy import ServicePolicy, absolute, absolute_dataset
 

@@ -17,11 +17,13 @@ from pathlib import Path
 import yaml
 from prefect import flow
 
-from flows.evaluate import current_flow_run_id, run_kind
-from schemas import AnalyzeConfig, BenchmarkIdentity, RunManifest
-from tasks.aggregate import aggregate_task, publish
-from tasks.import_runs import import_task
-from terazi import __version__, fingerprint, results, runfolder
+from terazi.flows.evaluate import current_flow_run_id, run_kind
+from terazi.schemas import AnalyzeConfig, BenchmarkIdentity, RunManifest
+from terazi.tasks.aggregate import aggregate_task, publish
+from terazi.tasks.import_runs import import_task
+from terazi import __version__, fingerprint
+from terazi.results import folder as results
+from terazi.data import runfolder
 from terazi.errors import ConfigError, DatasetError
 
 log = logging.getLogger("terazi.analyze")

@@ -21,16 +21,18 @@ from typing import Callable, Iterator
 
 from prefect import flow
 
-from schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RunManifest, VariantSet
-from tasks.aggregate import aggregate_task, publish
-from tasks.corrupt import corrupt_queries_task
-from tasks.export import export_task
-from tasks.isolate import isolate_task
-from tasks.preflight import preflight_task
-from tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
-from tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
-from tasks.score import score_task
-from terazi import __version__, benchmark, results
+from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RunManifest, VariantSet
+from terazi.tasks.aggregate import aggregate_task, publish
+from terazi.tasks.corrupt import corrupt_queries_task
+from terazi.tasks.export import export_task
+from terazi.tasks.isolate import isolate_task
+from terazi.tasks.preflight import preflight_task
+from terazi.tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
+from terazi.tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
+from terazi.tasks.score import score_task
+from terazi import __version__
+from terazi.analysis import identity as benchmark
+from terazi.results import folder as results
 from terazi.paths import writable_folder
 
 log = logging.getLogger("terazi.flow")

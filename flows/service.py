@@ -12,9 +12,9 @@ from pathlib import Path
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
-from flows.evaluate import artifact_prefix, evaluation
-from schemas import EvalConfig
-from terazi.changes import compare_runs, previous_nightly
+from terazi.flows.evaluate import artifact_prefix, evaluation
+from terazi.schemas import EvalConfig
+from terazi.analysis.changes import compare_runs, previous_nightly
 from terazi.policy import enforce_if_served
 
 log = logging.getLogger("terazi.nightly")

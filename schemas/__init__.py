@@ -1,7 +1,7 @@
 """pydantic contracts: run configuration, users' records, and manifests passed between tasks."""
 
-from schemas.analyze import AnalyzeConfig
-from schemas.config import (
+from terazi.schemas.analyze import AnalyzeConfig
+from terazi.schemas.config import (
     BUNDLED_ENCODER,
     CONDITIONS,
     FIRST_STAGE,
@@ -19,7 +19,7 @@ from schemas.config import (
     VariantPair,
     ScaleSpec,
 )
-from schemas.manifests import (
+from terazi.schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
     ChunkResult,
@@ -35,7 +35,7 @@ from schemas.manifests import (
     ScoreSet,
     VariantSet,
 )
-from schemas.records import Document, Judgment, Query, QueryVariant
+from terazi.schemas.records import Document, Judgment, Query, QueryVariant
 
 __all__ = [
     "AnalyzeConfig", "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",

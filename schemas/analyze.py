@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from schemas.config import BENCHMARK, EvalConfig, Measure, SlugName, _Config
+from terazi.schemas.config import BENCHMARK, EvalConfig, Measure, SlugName, _Config
 
 _EVAL = EvalConfig.model_fields
 
@@ -36,7 +36,7 @@ class AnalyzeConfig(_Config):
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyzeConfig:
-        from terazi.metrics import parse_measure
+        from terazi.metrics.engine import parse_measure
 
         for m in [*self.metrics, self.headline]:
             parse_measure(m)

@@ -68,7 +68,7 @@ class DatasetSpec(_Config):
     @property
     def label(self) -> str:
         """The dataset's name; EvalConfig fills it in from the folder (or dataset) name when it is not given."""
-        from terazi.sources import parse
+        from terazi.data.sources import parse
 
         source = parse(self.path)
         return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
@@ -373,7 +373,7 @@ class EvalConfig(_Config):
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalConfig:
-        from terazi.metrics import parse_measure
+        from terazi.metrics.engine import parse_measure
 
         for m in [*self.metrics, self.headline]:
             parse_measure(m)

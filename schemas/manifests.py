@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.config import EncoderSpec, RerankerSpec
+from terazi.schemas.config import EncoderSpec, RerankerSpec
 
 
 class _Manifest(BaseModel):

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import (
+from terazi.schemas import (
     FIRST_STAGE,
     BenchmarkIdentity,
     CandidateSet,
@@ -20,11 +20,17 @@ from schemas import (
     ScoreSet,
     VariantSet,
 )
-from tasks import transient
-from tasks.load import open_dataset
-from tasks.score import changed_flags, per_query_values
-from terazi import analysis, costs, leaderboard, presentation, report, summary, variants as judged
-from terazi.robustness import isolated
+from terazi.tasks import transient
+from terazi.data.loading import open_dataset
+from terazi.tasks.score import changed_flags, per_query_values
+from terazi.analysis import intervals as analysis
+from terazi.models import costs
+from terazi.analysis import leaderboard
+from terazi.present import tables as presentation
+from terazi.present import report
+from terazi.analysis import summary
+from terazi.analysis import judged
+from terazi.retrieval.isolated import isolated
 
 log = logging.getLogger("terazi.aggregate")
 

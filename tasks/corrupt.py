@@ -7,10 +7,10 @@ import logging
 import polars as pl
 from prefect import task
 
-from schemas import CorruptionSpec, DatasetManifest, VariantSet
-from tasks import transient
-from tasks.load import open_dataset
-from terazi.corrupt import changed, condition_params, corrupt, edit_rate, samples_for
+from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
+from terazi.tasks import transient
+from terazi.data.loading import open_dataset
+from terazi.corrupt.conditions import changed, condition_params, corrupt, edit_rate, samples_for
 from terazi.paths import inside
 
 log = logging.getLogger("terazi.corrupt")

@@ -9,11 +9,11 @@ import polars as pl
 import yaml
 from prefect import task
 
-from schemas import DatasetManifest, RerankResult, VariantSet
-from tasks import transient
-from tasks.corrupt import read_variants
-from tasks.load import open_dataset
-from terazi import runfolder
+from terazi.schemas import DatasetManifest, RerankResult, VariantSet
+from terazi.tasks import transient
+from terazi.tasks.corrupt import read_variants
+from terazi.data.loading import open_dataset
+from terazi.data import runfolder
 from terazi.paths import inside
 
 log = logging.getLogger("terazi.export")

@@ -9,13 +9,14 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import DatasetManifest, RerankResult, ScoreSet, VariantSet
-from tasks import transient
-from tasks.score import contracts, per_query_values
-from terazi import fingerprint, runfolder
+from terazi.schemas import DatasetManifest, RerankResult, ScoreSet, VariantSet
+from terazi.tasks import transient
+from terazi.tasks.score import contracts, per_query_values
+from terazi import fingerprint
+from terazi.data import runfolder
 from terazi.errors import DatasetError
 from terazi.paths import inside
-from terazi.trec import read_qrels, read_run
+from terazi.data.trec import read_qrels, read_run
 
 log = logging.getLogger("terazi.import")
 TREC_TIES = "ranked by run score descending, then document id descending (trec_eval)"

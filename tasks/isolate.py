@@ -12,10 +12,10 @@ import logging
 import polars as pl
 from prefect import task
 
-from schemas import CandidateSet, DatasetManifest, VariantSet
-from tasks import transient
+from terazi.schemas import CandidateSet, DatasetManifest, VariantSet
+from terazi.tasks import transient
 from terazi.paths import inside
-from terazi.robustness import isolated, with_isolated
+from terazi.retrieval.isolated import isolated, with_isolated
 
 log = logging.getLogger("terazi.isolate")
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from prefect import task
 
-from schemas import DatasetManifest, EvalConfig
-from tasks import transient
-from tasks.load import load_dataset
+from terazi.schemas import DatasetManifest, EvalConfig
+from terazi.tasks import transient
+from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
-from terazi.models import ModelError, resolve
+from terazi.models.refs import ModelError, resolve
 from terazi.paths import writable_folder
-from terazi.store.scores import check_opens
+from terazi.rerank.store.scores import check_opens
 
 log = logging.getLogger("terazi.preflight")
 

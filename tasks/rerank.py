@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 from prefect import task
 
-from schemas import (
+from terazi.schemas import (
     FIRST_STAGE,
     CandidateSet,
     ChunkResult,
@@ -32,19 +32,19 @@ from schemas import (
     ScaleSpec,
     VariantSet,
 )
-from tasks import transient
-from tasks.corrupt import read_variants
-from tasks.retrieve import dataset_corpus
-from terazi import costs
-from terazi.corpus import CorpusTable
-from terazi.models import ModelError, prepare_environment, resolve
+from terazi.tasks import transient
+from terazi.tasks.corrupt import read_variants
+from terazi.tasks.retrieve import dataset_corpus
+from terazi.models import costs
+from terazi.data.corpus import CorpusTable
+from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
-from terazi.rerank import (block_size, chunk_bounds, document_keys, model_key, pair_ids, pair_scores,
+from terazi.rerank.keys import (block_size, chunk_bounds, document_keys, model_key, pair_ids, pair_scores,
                            reciprocal_rank_fusion, run_ids, score_rows, store_keys, variant_keys, work_list,
                            write_ranking)
-from terazi.rerankers import make_scorer, shared_scorer
-from terazi.store import ModelKey, Scores
+from terazi.rerank.scorers import make_scorer, shared_scorer
+from terazi.rerank.store import ModelKey, Scores
 
 log = logging.getLogger("terazi.rerank")
 

@@ -28,20 +28,20 @@ import numpy as np
 import polars as pl
 from prefect import task
 
-from schemas import CandidateSet, DatasetManifest, EncoderSpec, ModelCost, RetrievalPlan, ScaleSpec, VariantSet
-from tasks import transient
-from tasks.corrupt import read_variants
-from tasks.load import open_dataset
+from terazi.schemas import CandidateSet, DatasetManifest, EncoderSpec, ModelCost, RetrievalPlan, ScaleSpec, VariantSet
+from terazi.tasks import transient
+from terazi.tasks.corrupt import read_variants
+from terazi.data.loading import open_dataset
 from terazi import fingerprint
-from terazi.corpus import CorpusTable, corpus_table
-from terazi.costs import TimedEncoder, combine
+from terazi.data.corpus import CorpusTable, corpus_table
+from terazi.models.costs import TimedEncoder, combine
 from terazi.errors import CacheError, ConfigError
-from terazi.frozen import (MANIFEST, candidate_fingerprint, load_frozen, publish_candidates, quarantine_folder,
+from terazi.retrieval.frozen import (MANIFEST, candidate_fingerprint, load_frozen, publish_candidates, quarantine_folder,
                            recall_by_condition, set_files, write_runs)
-from terazi.models import ModelRef, load_bi_encoder, prepare_environment, resolve
+from terazi.models.refs import ModelRef, load_bi_encoder, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
-from terazi.retrieval import (build_index, choose_index, encode, exact_search, load_shard, recall_against_exact,
+from terazi.retrieval.dense import (build_index, choose_index, encode, exact_search, load_shard, recall_against_exact,
                               sample_rows, save_atomic, search_index, shard_bounds, shard_path, shards, stack)
 
 log = logging.getLogger("terazi.retrieve")
@@ -96,7 +96,7 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
     work into corpus and query shards."""
     started = time.time()
     if external:  # candidates from another system's first stage (terazi/external.py), frozen like terazi's own
-        from terazi.external import import_candidates
+        from terazi.retrieval.external import import_candidates
 
         cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
         return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 from prefect import task
 
-from schemas import DatasetManifest, MetricContract, RerankResult, ScoreSet, VariantSet
-from tasks.corrupt import read_variants
-from tasks.load import open_dataset
-from terazi.metrics import Policies, evaluate, parse_measure
+from terazi.schemas import DatasetManifest, MetricContract, RerankResult, ScoreSet, VariantSet
+from terazi.tasks.corrupt import read_variants
+from terazi.data.loading import open_dataset
+from terazi.metrics.engine import Policies, evaluate, parse_measure
 from terazi.paths import inside
 
 FLOW_TIES = "ranked as the system ranked: model score descending, ties kept in first-stage order"

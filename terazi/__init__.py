@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:
     import polars as pl
 
-    from schemas import EvalConfig, RunManifest
-    from terazi.comparison import Comparison
-    from terazi.metrics import Evaluation
+    from terazi.schemas import EvalConfig, RunManifest
+    from terazi.analysis.comparison import Comparison
+    from terazi.metrics.engine import Evaluation
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "analyze", "compare", "evaluate", "score"]
@@ -41,7 +41,7 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     _setup()
     import polars as pl
 
-    from schemas import EvalConfig
+    from terazi.schemas import EvalConfig
 
     if isinstance(config, (str, Path)):
         from terazi.configs import read_config_file
@@ -49,11 +49,11 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
         config = read_config_file(Path(config))
     if not isinstance(config, EvalConfig):
         config = EvalConfig.model_validate(config)
-    from tasks.preflight import preflight
+    from terazi.tasks.preflight import preflight
 
     preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
-    from flows.evaluate import CALLER
-    from flows.evaluate import evaluate as evaluate_flow
+    from terazi.flows.evaluate import CALLER
+    from terazi.flows.evaluate import evaluate as evaluate_flow
 
     token = CALLER.set("python")
     try:
@@ -69,9 +69,9 @@ def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10
     `qrels`: a TREC or BEIR qrels file, {query: {doc: grade}} or a polars frame (query_id, doc_id, grade);
     `run`: a TREC run file, {query: {doc: score}} or a polars frame (query_id, doc_id, score). Returns an
     `Evaluation`: `.aggregate` (measure → mean), `.per_query_dict(measure)`, `.contract()`, `.counts`."""
-    from terazi.metrics import Policies
-    from terazi.metrics import evaluate as evaluate_run
-    from terazi.trec import read_qrels, read_run
+    from terazi.metrics.engine import Policies
+    from terazi.metrics.engine import evaluate as evaluate_run
+    from terazi.data.trec import read_qrels, read_run
 
     if isinstance(qrels, (str, Path)):
         qrels = read_qrels(qrels)
@@ -86,8 +86,8 @@ def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunMa
     _setup()
     import polars as pl
 
-    from flows.analyze import analyze as analyze_flow
-    from schemas import AnalyzeConfig
+    from terazi.flows.analyze import analyze as analyze_flow
+    from terazi.schemas import AnalyzeConfig
 
     out = Path(out)
     manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
@@ -98,7 +98,7 @@ def compare(before: str | Path, after: str | Path | None = None, systems: tuple[
             **options: Any) -> Comparison:
     """Two results folders (after − before) or two systems of one folder (`systems=(a, b)`: a − b), per dataset ×
     condition with paired intervals and verdicts; `options`: measure, resamples, seed, confidence, correct."""
-    from terazi import comparison as core
+    from terazi.analysis import comparison as core
 
     if systems is not None:
         return core.compare_systems(Path(before), *systems, **options)

@@ -9,10 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BiEncoderSpec, CrossEncoderSpec
-from terazi.data import load_beir
-from terazi.rerankers import InMemoryCorpus, Pair, make_scorer
-from terazi.store import ModelKey, Scores
+from terazi.schemas import BiEncoderSpec, CrossEncoderSpec
+from terazi.data.beir import load_beir
+from terazi.rerank.scorers import InMemoryCorpus, Pair, make_scorer
+from terazi.rerank.store import ModelKey, Scores
 from tests.conftest import needs_onnx
 
 
@@ -110,7 +110,7 @@ def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encod
     assert not (tmp_path / "c2" / "onnx").exists()  # nothing exported
     named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
     assert "onnx(onnx/model_custom.onnx)" in named.identity and named.identity != own.identity
-    from terazi.models import ModelError
+    from terazi.models.refs import ModelError
 
     with pytest.raises(ModelError, match="has no file 'onnx/missing.onnx'"):
         make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
@@ -138,8 +138,8 @@ def test_backend_options_are_checked():
 
 
 def test_registry_names_every_model_kind():
-    from schemas import MODEL_KINDS
-    from terazi.backends import REGISTRY, backend_class
+    from terazi.schemas import MODEL_KINDS
+    from terazi.rerank.backends import REGISTRY, backend_class
 
     assert {k for k, _ in REGISTRY} == set(MODEL_KINDS)
     assert backend_class("cross-encoder", "onnx").__name__ == "OnnxCrossEncoder"
@@ -150,7 +150,7 @@ def test_registry_names_every_model_kind():
 def test_without_onnxruntime_the_error_says_what_to_install(monkeypatch, tmp_path, tiny_cross_encoder):
     import sys
 
-    from terazi.models import ModelError
+    from terazi.models.refs import ModelError
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     with pytest.raises(ModelError, match=r"backend: onnx needs onnxruntime: pip install 'terazi\[onnx\]'"):

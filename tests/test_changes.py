@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from schemas import BenchmarkIdentity, RunManifest
-from terazi import results
-from terazi.changes import compare_runs, previous_nightly
+from terazi.schemas import BenchmarkIdentity, RunManifest
+from terazi.results import folder as results
+from terazi.analysis.changes import compare_runs, previous_nightly
 
 
 def fake_run(folder, board, values):

@@ -8,13 +8,14 @@ import time
 
 import numpy as np
 
-from schemas import CrossEncoderSpec, ModelCost
-from terazi import costs, presentation
-from terazi.backends.base import auto_batch, precision_of
-from terazi.backends.torch_cross import TorchCrossEncoder
-from terazi.rerank import rerank
-from terazi.rerankers import InMemoryCorpus, Pair, make_scorer
-from terazi.store import Scores
+from terazi.schemas import CrossEncoderSpec, ModelCost
+from terazi.models import costs
+from terazi.present import tables as presentation
+from terazi.rerank.backends.base import auto_batch, precision_of
+from terazi.rerank.backends.torch_cross import TorchCrossEncoder
+from terazi.rerank.keys import rerank
+from terazi.rerank.scorers import InMemoryCorpus, Pair, make_scorer
+from terazi.rerank.store import Scores
 from tests.conftest import ONNX
 from tests.test_rerank import inputs
 
@@ -143,7 +144,7 @@ def test_figures_print_as_the_card_prints_them():
 
 
 def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_cross_encoder):
-    from terazi.models import resolve
+    from terazi.models.refs import resolve
 
     settings = ({}, {"precision": "bf16"}, {"device": "mps"}, {"max_length": 128}) + (({"backend": "onnx"},) if ONNX else ())
     ids = {make_scorer(spec(tiny_cross_encoder, **kw), InMemoryCorpus({}), "", True, str(tmp_path)).identity: kw for kw in settings}
@@ -179,7 +180,7 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (16 << 30, 80 << 30))
     scorer = make_scorer(spec(tiny_cross_encoder, device="cuda"), InMemoryCorpus({}), "", True, str(tmp_path))
     assert ":fp16@cuda:" in scorer.identity and scorer.inner._model is None
-    from terazi.models import model_config
+    from terazi.models.refs import model_config
 
     expected = auto_batch(16 << 30, 2 * scorer.inner.params(), model_config(scorer.inner.ref), 64, 2)
     assert scorer.batch_size == expected == 512 and scorer.inner._model is None
@@ -187,8 +188,8 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
 
 def test_latency_is_timed_on_the_texts_the_model_is_given():
     """The latency probe sees pairs cut to the model's character budget, as every scoring call does."""
-    from terazi.backends import Metered
-    from terazi.rerankers import CHARS_PER_TOKEN
+    from terazi.rerank.backends import Metered
+    from terazi.rerank.scorers import CHARS_PER_TOKEN
 
     class Longest:
         identity, max_length, batch_size = "longest", 8, 4

@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from terazi.analysis import retention_intervals
-from terazi.leaderboard import aggregate, read_long_table
+from terazi.analysis.intervals import retention_intervals
+from terazi.analysis.leaderboard import aggregate, read_long_table
 
 
 def long_table():
@@ -112,7 +112,7 @@ def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
     from typer.testing import CliRunner
 
     from terazi.cli import app
-    from terazi.leaderboard import BOARD_COLUMNS
+    from terazi.analysis.leaderboard import BOARD_COLUMNS
 
     src = _csv(tmp_path)
     res = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "json", "--out-of-ranking", "t4"])
@@ -225,7 +225,7 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
     from typer.testing import CliRunner
 
     from terazi.cli import app
-    from terazi.mteb_results import read_mteb_results
+    from terazi.data.mteb_results import read_mteb_results
 
     root = tmp_path / "results"
     _mteb_file(root, "org__model-a", "rev1", "TurQA", {"test": [_entry(0.6)]})
@@ -257,7 +257,7 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
 def test_config_chooses_the_borda_variant():
     from pydantic import ValidationError
 
-    from schemas import EvalConfig
+    from terazi.schemas import EvalConfig
 
     assert EvalConfig(datasets=[{"path": "d"}]).borda == "per-task"
     assert EvalConfig(datasets=[{"path": "d"}], borda="mteb").borda == "mteb"

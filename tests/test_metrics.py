@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.metrics import CONTRACTS, MetricError, Policies, evaluate, parse_measure
+from terazi.metrics.engine import CONTRACTS, MetricError, Policies, evaluate, parse_measure
 
 GRADES = {"A": 3, "B": 2, "C": 1, "D": 0}
 L3 = math.log2(3)
@@ -342,7 +342,7 @@ def test_recip_rank_has_no_cutoff():
 def _weak_key(entropy):
     import polars as pl
 
-    from terazi import metrics
+    from terazi.metrics import engine as metrics
 
     def key(unjudged_queries=False):
         query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
@@ -353,7 +353,7 @@ def _weak_key(entropy):
 @settings(max_examples=40, deadline=None)
 @given(qrels_and_run())
 def test_colliding_keys_between_judged_documents_fall_back_to_exact_matching(data):
-    from terazi import metrics
+    from terazi.metrics import engine as metrics
 
     qrels, run = data
     names = ["nDCG@5", "RR", "AP", "R@10", "Judged@5"]
@@ -369,7 +369,7 @@ def test_colliding_keys_between_judged_documents_fall_back_to_exact_matching(dat
 
 
 def test_an_unjudged_document_colliding_with_a_judged_one_stays_unjudged(monkeypatch):
-    from terazi import metrics
+    from terazi.metrics import engine as metrics
 
     monkeypatch.setattr(metrics, "_pair_key", _weak_key(lambda d: d.str.head(1).hash(seed=0)))  # key = first letter
     qrels = {"q": {"a1": 0, "b1": 3}}

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
-from tasks.aggregate import build_leaderboard
-from tasks.score import contracts
+from terazi.schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
+from terazi.tasks.aggregate import build_leaderboard
+from terazi.tasks.score import contracts
 
 REASON = "the bge rerankers were trained on MS MARCO"
 # mean nDCG@10 per dataset: kalbur wins quora-tr and fiqa-tr narrowly, seroe wins dmm by far -> kalbur has more
@@ -119,7 +119,7 @@ def test_out_of_ranking_is_marked_with_its_reason_everywhere(run, capsys):
 def test_artifacts_show_the_same_table(run, monkeypatch):
     import prefect.artifacts
 
-    from tasks.aggregate import publish
+    from terazi.tasks.aggregate import publish
 
     made = {}
     monkeypatch.setattr(prefect.artifacts, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
@@ -137,7 +137,7 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
 
 
 def test_featured_cells_are_seen_from_the_featured_side():
-    from terazi.analysis import featured_cells
+    from terazi.analysis.intervals import featured_cells
 
     cells = pl.DataFrame({"system": ["a", "a"], "versus": ["b", "c"], "dataset": ["d", "d"], "condition": ["clean"] * 2,
                           "delta": [0.1, -0.2], "ci_low": [0.05, -0.3], "ci_high": [0.2, -0.1], "p_value": [0.01, 0.0],

@@ -14,11 +14,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BM25Spec, CrossEncoderSpec
-from terazi.data import load_beir
-from terazi.rerank import reciprocal_rank_fusion, rerank
-from terazi.rerankers import CHARS_PER_TOKEN, InMemoryCorpus, Pair, clip, make_scorer, pair_key
-from terazi.store import ModelKey, Scores
+from terazi.schemas import BM25Spec, CrossEncoderSpec
+from terazi.data.beir import load_beir
+from terazi.rerank.keys import reciprocal_rank_fusion, rerank
+from terazi.rerank.scorers import CHARS_PER_TOKEN, InMemoryCorpus, Pair, clip, make_scorer, pair_key
+from terazi.rerank.store import ModelKey, Scores
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -154,9 +154,9 @@ WORKER = textwrap.dedent("""
     from pathlib import Path
     from tests.test_rerank import Exploding, inputs
     from schemas import BM25Spec
-    from terazi.rerank import rerank
-    from terazi.rerankers import make_scorer
-    from terazi.store import Scores
+    from terazi.rerank.keys import rerank
+    from terazi.rerank.scorers import make_scorer
+    from terazi.rerank.store import Scores
 
     class Slow(Exploding):
         def score(self, pairs):
@@ -252,7 +252,7 @@ def test_rrf_fuses_two_rankings():
 def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monkeypatch):
     """The flow writes rankings a batch of variants at a time; they equal `rank_part` on the whole table, also when
     a variant straddles two batches, and a candidate file in another order falls back to ranking in memory."""
-    import terazi.rerank as core
+    import terazi.rerank.keys as core
 
     ds, cands, variants, corpus = inputs(tiny_dataset)
     scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)

@@ -8,10 +8,10 @@ import shutil
 import polars as pl
 import pytest
 
-from schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-from tasks.corrupt import corrupt_queries
-from tasks.load import load_dataset
-from tasks.retrieve import retrieve
+from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+from terazi.tasks.corrupt import corrupt_queries
+from terazi.data.loading import load_dataset
+from terazi.tasks.retrieve import retrieve
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from terazi.stats import balanced_bootstrap, holm, interval, paired_difference, significance_groups
+from terazi.analysis.stats import balanced_bootstrap, holm, interval, paired_difference, significance_groups
 
 
 def test_balanced_means_weight_datasets_equally():

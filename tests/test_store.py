@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.rerankers import pair_key
-from terazi.store import ModelKey, Scores, SharedStore, SQLiteStore
-from terazi.store import sqlite as sqlite_store
+from terazi.rerank.scorers import pair_key
+from terazi.rerank.store import ModelKey, Scores, SharedStore, SQLiteStore
+from terazi.rerank.store import sqlite as sqlite_store
 
 ROOT = str(Path(__file__).resolve().parents[1])
 MODEL = ModelKey("cross-encoder:tiny#abc", 64)
@@ -93,7 +93,7 @@ def test_damaged_cache_is_named_and_repaired(tmp_path):
     damage(db, 0.6)
     with pytest.raises(CacheError, match=f"score cache {db} is damaged .*terazi cache repair --cache {tmp_path}"):
         Scores(tmp_path).get_many(MODEL, rows.select("q", "d"))
-    from terazi.store.scores import check_opens
+    from terazi.rerank.store.scores import check_opens
 
     with pytest.raises(CacheError, match="terazi cache repair"):
         check_opens(tmp_path)
@@ -137,9 +137,9 @@ SHARED_WORKER = textwrap.dedent("""
     from pathlib import Path
     from tests.test_rerank import Exploding, inputs
     from schemas import BM25Spec
-    from terazi.rerank import rerank
-    from terazi.rerankers import make_scorer
-    from terazi.store import Scores
+    from terazi.rerank.keys import rerank
+    from terazi.rerank.scorers import make_scorer
+    from terazi.rerank.store import Scores
     ds, cands, variants, corpus = inputs(Path({data!r}))
     scorer = Exploding(make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, True), 10**6, 1)
     ranked, stats = rerank(cands, variants, corpus, scorer, Scores({cache!r}, shared={store!r}, local=False),
@@ -200,11 +200,11 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
 def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
     """Identical results from a copy with the original gone; a deleted TREC file is rebuilt, a deleted parquet is
     computed again (or, for a set named by fingerprint, stops the run with its name)."""
-    from schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.rerank import rerank_system
-    from tasks.retrieve import publish_candidates, retrieve
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.tasks.rerank import rerank_system
+    from terazi.tasks.retrieve import publish_candidates, retrieve
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]
@@ -271,12 +271,12 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
 
 def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(tmp_path, tiny_dataset, monkeypatch):
     """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
-    from schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
-    from tasks.retrieve import retrieve
-    from terazi import costs
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
+    from terazi.tasks.retrieve import retrieve
+    from terazi.models import costs
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]

@@ -9,9 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import EvalConfig, ModelCost
-from terazi import presentation, stats
-from terazi.variants import Judgement, judge, subset
+from terazi.schemas import EvalConfig, ModelCost
+from terazi.present import tables as presentation
+from terazi.analysis import stats
+from terazi.analysis.judged import Judgement, judge, subset
 from tests.conftest import needs_onnx
 
 
@@ -84,7 +85,7 @@ def test_variants_must_name_two_rows():
 @pytest.mark.slow
 @needs_onnx
 def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
 
     ce = {"kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64}
     config = EvalConfig.model_validate({

@@ -13,7 +13,7 @@ import sys
 def main() -> None:
     """Console entry point (`terazi`, `python -m terazi.cli`): every known failure is one line."""
     if sys.argv[1:2] == ["score"]:
-        from terazi.scoring import main as score_main
+        from terazi.cli.score_command import main as score_main
 
         sys.exit(score_main(sys.argv[2:]))
     from terazi.cli._common import errors_as_lines

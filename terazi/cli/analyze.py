@@ -36,8 +36,8 @@ def analyze(
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
     setup(verbose)
     with errors_as_lines():
-        from schemas import AnalyzeConfig
-        from terazi import runfolder
+        from terazi.schemas import AnalyzeConfig
+        from terazi.data import runfolder
         from terazi.cli._prefect import check_api, quiet_console
 
         raw: dict = {"folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name, "holm": holm}
@@ -52,7 +52,7 @@ def analyze(
         check_api()
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
-        from flows.analyze import analyze as analyze_flow
+        from terazi.flows.analyze import analyze as analyze_flow
 
         t0 = time.perf_counter()
         manifest = analyze_flow(config)

@@ -66,8 +66,8 @@ def merge_cmd(
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""
     from terazi.cache_folder import merge, open_source
-    from terazi.store import SharedStore, SQLiteStore
-    from terazi.store.scores import cache_file
+    from terazi.rerank.store import SharedStore, SQLiteStore
+    from terazi.rerank.store.scores import cache_file
 
     with errors_as_lines():
         target = SharedStore(into) if into else SQLiteStore(cache_file(cache))

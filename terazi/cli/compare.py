@@ -27,7 +27,7 @@ def compare(
     holm: bool = typer.Option(False, "--holm", help="Holm correction across each system's cells"),
 ) -> None:
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
-    from terazi import comparison as core
+    from terazi.analysis import comparison as core
 
     if fmt not in ("table", "markdown", "json"):
         fail(f"--format must be table, markdown or json, got {fmt!r}")
@@ -58,7 +58,7 @@ def show(cmp, everything: bool) -> None:
                         and c != "p_value" else f"{r[c]:.3g}" if c == "p_value" else str(r[c]) for c in cols), style=style)
         console.print(t)
 
-    from terazi.presentation import level
+    from terazi.present.tables import level
 
     console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}",
                   highlight=False)

@@ -17,7 +17,7 @@ def convert_squad(
     split: str = typer.Option("test"),
 ) -> None:
     """SQuAD → BEIR: paragraphs become the corpus, questions the queries, the answer paragraph grade 1."""
-    from terazi.squad import squad_to_beir
+    from terazi.data.squad import squad_to_beir
 
     counts = squad_to_beir(source, target, split)
     err.print(f"wrote {target}: {counts['docs']} passages, {counts['queries']} queries")

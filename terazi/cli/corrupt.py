@@ -34,10 +34,10 @@ def corrupt(
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
     from pydantic import ValidationError
 
-    from schemas import CorruptionSpec, Query
-    from schemas.config import MobileSpec
-    from terazi.corrupt import CONDITIONS, changed, samples_for
-    from terazi.corrupt import corrupt as corrupt_text
+    from terazi.schemas import CorruptionSpec, Query
+    from terazi.schemas.config import MobileSpec
+    from terazi.corrupt.conditions import CONDITIONS, changed, samples_for
+    from terazi.corrupt.conditions import corrupt as corrupt_text
 
     if any(p not in CONDITIONS for p in condition.split("+")):
         fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")

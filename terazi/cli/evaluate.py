@@ -34,19 +34,19 @@ def parse_reranker(text: str) -> dict:
 
 def evaluate_and_print(raw: dict) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
-    from schemas import EvalConfig
+    from terazi.schemas import EvalConfig
     from terazi import shutdown
     from terazi.cli._prefect import check_api, quiet_console
 
     with errors_as_lines():
         config = EvalConfig.model_validate(raw)
         check_api()
-        from tasks.preflight import preflight
+        from terazi.tasks.preflight import preflight
 
         preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors before any heavy stage
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
-        from flows.evaluate import run_evaluation
+        from terazi.flows.evaluate import run_evaluation
 
         t0 = time.perf_counter()
         with shutdown.graceful():
@@ -68,7 +68,7 @@ def print_leaderboard(run_dir: Path) -> None:
     interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
     import json
 
-    from terazi import presentation
+    from terazi.present import tables as presentation
 
     tables = json.loads((Path(run_dir) / "tables.json").read_text(encoding="utf-8"))
 

@@ -28,8 +28,8 @@ def leaderboard_cmd(
     """Borda count, Mean (Task) and Mean (TaskType) as the ranking note defines them, in any format."""
     import polars as pl
 
-    from terazi import exports
-    from terazi.leaderboard import BORDA, load_board
+    from terazi.present import exports
+    from terazi.analysis.leaderboard import BORDA, load_board
 
     if fmt not in exports.FORMATS:
         fail(f"--format must be one of {', '.join(exports.FORMATS)}, got {fmt!r}")

@@ -18,6 +18,6 @@ def score(ctx: typer.Context) -> None:
     terazi score --qrels QRELS --run RUN [-m nDCG@10 ...] [--contract trec|strict] [--format table|json];
     `terazi score --help` lists every option.
     """
-    from terazi.scoring import main
+    from terazi.cli.score_command import main
 
     raise typer.Exit(main(ctx.args))

@@ -38,7 +38,7 @@ def serve(
     """
     setup(verbose)
     with errors_as_lines():
-        from deployments.evaluate import load_config, serve_all
+        from terazi.deployments.evaluate import load_config, serve_all
         from terazi.cli._prefect import check_api
         from terazi.policy import ServicePolicy
 
