@@ -42,10 +42,10 @@ def replicate(source: Path, target: Path, copies: int) -> Path:
 
 def prepare(folder: Path, data: Path, encoder: str, depth: int) -> None:
     """Query variants and frozen candidates; their manifests saved for the stage processes."""
-    from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset
-    from terazi.tasks.retrieve import retrieve
+    from terazi.retrieval.first_stage import retrieve
+    from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
 
     ds = load_dataset(DatasetSpec(path=str(data), name=data.name))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(folder / "run")) for c in CONDITIONS]

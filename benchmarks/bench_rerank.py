@@ -22,15 +22,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import polars as pl  # noqa: E402
 
-from terazi.schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
-from terazi.tasks.corrupt import corrupt_queries, read_variants  # noqa: E402
-from terazi.data.loading import load_dataset, open_dataset  # noqa: E402
-from terazi.tasks.retrieve import retrieve  # noqa: E402
+from terazi.corrupt.variants import corrupt_queries  # noqa: E402
 from terazi.data.beir import load_beir, write_beir  # noqa: E402
-from terazi.rerank.keys import rerank  # noqa: E402
-from terazi.rerank.scorers import InMemoryCorpus, make_scorer, pair_key  # noqa: E402
+from terazi.data.loading import load_dataset, open_dataset, read_variants  # noqa: E402
 from terazi.data.squad import squad_to_beir  # noqa: E402
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.keys import rerank  # noqa: E402
+from terazi.rerank.scorers import InMemoryCorpus, pair_key  # noqa: E402
 from terazi.rerank.store import Scores  # noqa: E402
+from terazi.retrieval.first_stage import retrieve  # noqa: E402
+from terazi.schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 

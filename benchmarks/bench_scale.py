@@ -90,7 +90,7 @@ def stage_times(flow_run_id: str) -> dict[str, float]:
 def run_one(raw: dict) -> dict:
     """In a fresh process: the flow, its peak RSS, its stage times."""
     from benchmarks.tiny import peak_rss
-    from terazi.flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
     from terazi.schemas import EvalConfig
 
     t = time.perf_counter()

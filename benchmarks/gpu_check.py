@@ -36,10 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from terazi.schemas import CrossEncoderSpec, LLMRerankerSpec  # noqa: E402
 from terazi.configs import DEMO_DIR  # noqa: E402
 from terazi.data.beir import load_beir  # noqa: E402
-from terazi.rerank.scorers import Pair, make_scorer  # noqa: E402
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair  # noqa: E402
+from terazi.schemas import CrossEncoderSpec, LLMRerankerSpec  # noqa: E402
 
 # (cross-encoder BERT config, LLM Qwen2 config). Weights are drawn at a larger scale than the usual 0.02
 # (initializer_range): with 0.02 a random model scores every candidate alike to 1e-5, so rounding alone reorders

@@ -25,6 +25,7 @@ import pytest  # noqa: E402
 
 from terazi.data.beir import write_beir  # noqa: E402
 
+
 def importable(module: str) -> bool:
     try:
         __import__(module)

@@ -9,10 +9,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.schemas import BiEncoderSpec, CrossEncoderSpec
 from terazi.data.beir import load_beir
-from terazi.rerank.scorers import InMemoryCorpus, Pair, make_scorer
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair
+from terazi.rerank.scorers import InMemoryCorpus
 from terazi.rerank.store import ModelKey, Scores
+from terazi.schemas import BiEncoderSpec, CrossEncoderSpec
 from tests.conftest import needs_onnx
 
 
@@ -138,8 +140,8 @@ def test_backend_options_are_checked():
 
 
 def test_registry_names_every_model_kind():
-    from terazi.schemas import MODEL_KINDS
     from terazi.rerank.backends import REGISTRY, backend_class
+    from terazi.schemas import MODEL_KINDS
 
     assert {k for k, _ in REGISTRY} == set(MODEL_KINDS)
     assert backend_class("cross-encoder", "onnx").__name__ == "OnnxCrossEncoder"

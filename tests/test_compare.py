@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi.schemas import EvalConfig
-from terazi.analysis.changes import compare_runs as nightly_changes
 from terazi.cli import app
+from terazi.present.changes import changes_since as nightly_changes
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from terazi.schemas import EvalConfig
 from terazi.cli import app
+from terazi.schemas import EvalConfig
 from tests.conftest import make_tiny
 
 

@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.schemas import CorruptionSpec
-from terazi.schemas.config import MobileSpec
 from terazi.corrupt.conditions import CONDITIONS, changed, condition_params, corrupt, samples_for
+from terazi.schemas import CorruptionSpec, MobileSpec
 from terazi.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
 from tests.conftest import XQUAD_TR
 
@@ -114,10 +113,10 @@ def test_changed_is_text_inequality_up_to_unicode_composition(tmp_path):
 def test_changed_flag_and_share_in_the_task_are_exact(tmp_path):
     import polars as pl
 
-    from terazi.schemas import DatasetSpec
-    from terazi.tasks.corrupt import corrupt_queries
-    from terazi.data.loading import load_dataset
+    from terazi.corrupt.variants import corrupt_queries
     from terazi.data.beir import write_beir
+    from terazi.data.loading import load_dataset
+    from terazi.schemas import DatasetSpec
 
     queries = [("a", "kedi neden mırlar"), ("b", "ok"), ("c", "Van Gölü neden tuzlu?"), ("d", "12 34")]
     root = write_beir(tmp_path / "ds", [{"_id": "d1", "text": "x"}], [{"_id": i, "text": t} for i, t in queries],

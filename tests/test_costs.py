@@ -8,14 +8,16 @@ import time
 
 import numpy as np
 
-from terazi.schemas import CrossEncoderSpec, ModelCost
 from terazi.models import costs
 from terazi.present import tables as presentation
+from terazi.rerank.backends import make_scorer
 from terazi.rerank.backends.base import auto_batch, precision_of
 from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 from terazi.rerank.keys import rerank
-from terazi.rerank.scorers import InMemoryCorpus, Pair, make_scorer
+from terazi.rerank.pairs import Pair
+from terazi.rerank.scorers import InMemoryCorpus
 from terazi.rerank.store import Scores
+from terazi.schemas import CrossEncoderSpec, ModelCost
 from tests.conftest import ONNX
 from tests.test_rerank import inputs
 
@@ -188,8 +190,8 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
 
 def test_latency_is_timed_on_the_texts_the_model_is_given():
     """The latency probe sees pairs cut to the model's character budget, as every scoring call does."""
-    from terazi.rerank.backends import Metered
-    from terazi.rerank.scorers import CHARS_PER_TOKEN
+    from terazi.models.text import CHARS_PER_TOKEN
+    from terazi.rerank.backends.base import Metered
 
     class Longest:
         identity, max_length, batch_size = "longest", 8, 4

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from terazi.data.beir import load_beir
-from terazi.errors import DatasetError
 from terazi.data.squad import squad_to_beir
+from terazi.errors import DatasetError
 from tests.conftest import XQUAD_TR
 
 

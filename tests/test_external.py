@@ -8,11 +8,11 @@ import shutil
 import polars as pl
 import pytest
 
-from terazi.schemas import EvalConfig
-from terazi.tasks.corrupt import corrupt_queries
+from terazi.corrupt.variants import corrupt_queries
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.errors import DatasetError
 from terazi.retrieval.external import import_candidates
+from terazi.schemas import EvalConfig
 
 
 def config(tmp_path, data, run_name, **dataset):

@@ -111,8 +111,8 @@ def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
 
     from typer.testing import CliRunner
 
-    from terazi.cli import app
     from terazi.analysis.leaderboard import BOARD_COLUMNS
+    from terazi.cli import app
 
     src = _csv(tmp_path)
     res = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "json", "--out-of-ranking", "t4"])

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair
 from terazi.schemas import LLMRerankerSpec
-from terazi.rerank.scorers import Pair, make_scorer
 
 # Qwen3-Reranker's model card, verbatim
 CARD_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "

@@ -11,7 +11,10 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.metrics.engine import CONTRACTS, MetricError, Policies, evaluate, parse_measure
+from terazi.errors import MetricError
+from terazi.metrics.contracts import CONTRACTS, Policies
+from terazi.metrics.engine import evaluate
+from terazi.schemas.measures import parse_measure
 
 GRADES = {"A": 3, "B": 2, "C": 1, "D": 0}
 L3 = math.log2(3)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from terazi.schemas import BUNDLED_ENCODER
 from terazi.models.refs import ModelError, resolve
+from terazi.schemas import BUNDLED_ENCODER
 
 
 def test_bundled_encoder_is_an_absolute_local_folder(minilm_path):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from terazi.schemas import EvalConfig
 from terazi.errors import PolicyError
 from terazi.policy import ServicePolicy
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture

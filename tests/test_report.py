@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from terazi.metrics.contracts import contracts
 from terazi.schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
 from terazi.tasks.aggregate import build_leaderboard
-from terazi.tasks.score import contracts
 
 REASON = "the bge rerankers were trained on MS MARCO"
 # mean nDCG@10 per dataset: kalbur wins quora-tr and fiqa-tr narrowly, seroe wins dmm by far -> kalbur has more
@@ -101,7 +101,7 @@ def test_card_order_borda_column_and_human_names(run):
 
 
 def test_out_of_ranking_is_marked_with_its_reason_everywhere(run, capsys):
-    from terazi.cli.evaluate import print_leaderboard
+    from terazi.cli.run import print_leaderboard
 
     md, page = (run / "leaderboard.md").read_text(), (run / "report.html").read_text()
     per_ds = md_table(md, "| Model | msmarco-tr *")

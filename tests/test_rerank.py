@@ -14,11 +14,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.schemas import BM25Spec, CrossEncoderSpec
 from terazi.data.beir import load_beir
+from terazi.models.text import CHARS_PER_TOKEN, clip
+from terazi.rerank.backends import make_scorer
 from terazi.rerank.keys import reciprocal_rank_fusion, rerank
-from terazi.rerank.scorers import CHARS_PER_TOKEN, InMemoryCorpus, Pair, clip, make_scorer, pair_key
+from terazi.rerank.pairs import Pair
+from terazi.rerank.scorers import InMemoryCorpus, pair_key
 from terazi.rerank.store import ModelKey, Scores
+from terazi.schemas import BM25Spec, CrossEncoderSpec
 
 ROOT = str(Path(__file__).resolve().parents[1])
 

@@ -8,10 +8,10 @@ import shutil
 import polars as pl
 import pytest
 
-from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-from terazi.tasks.corrupt import corrupt_queries
+from terazi.corrupt.variants import corrupt_queries
 from terazi.data.loading import load_dataset
-from terazi.tasks.retrieve import retrieve
+from terazi.retrieval.first_stage import retrieve
+from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,16 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from terazi.schemas import BM25Spec
-from terazi.tasks.score import changed_flags, per_query_values
 from terazi.analysis.intervals import decomposition, retention_intervals
 from terazi.data.beir import load_beir
+from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present.tables import explain
+from terazi.rerank.backends import make_scorer
 from terazi.rerank.keys import rerank
-from terazi.rerank.scorers import InMemoryCorpus, make_scorer
-from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
+from terazi.rerank.scorers import InMemoryCorpus
 from terazi.rerank.store import Scores
+from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
+from terazi.schemas import BM25Spec
 from terazi.turkish import tr_upper
 
 
@@ -71,9 +72,9 @@ def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
 
 
 def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
-    from terazi.schemas import CandidateSet, DatasetSpec, VariantSet
-    from terazi.tasks.isolate import add_isolated
     from terazi.data.loading import load_dataset
+    from terazi.retrieval.isolated import add_isolated
+    from terazi.schemas import CandidateSet, DatasetSpec, VariantSet
 
     ds_manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     cand, var = pools(load_beir(tiny_dataset))

@@ -12,8 +12,8 @@ import pytest
 import pytrec_eval
 from typer.testing import CliRunner
 
-from terazi.schemas import EvalConfig
 from terazi.cli import app
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture(scope="module")

@@ -195,7 +195,7 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp
 
 def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefect_server, tmp_path, tiny_dataset):
     from terazi.flows.evaluate import evaluate
-    from terazi.flows.service import nightly
+    from terazi.flows.nightly import nightly
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-nightly"))
     first = nightly(cfg)
@@ -224,7 +224,7 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
 
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
     import terazi.tasks.aggregate as aggregate
-    from terazi.flows.service import nightly
+    from terazi.flows.nightly import nightly
     from terazi.results import folder as results
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
@@ -247,7 +247,7 @@ def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_data
 
 
 def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    from terazi.flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
 
     monkeypatch.setenv("PREFECT_API_URL", api_url())  # worker processes must reach the same server
     threads = run_evaluation(EvalConfig.model_validate(tiny_config(tmp_path / "t", tiny_dataset, run_name="threads")))

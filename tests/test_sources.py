@@ -8,11 +8,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from terazi.schemas import DatasetSpec, EvalConfig
-from terazi.data.loading import load_dataset
 from terazi.data.beir import load_beir, write_beir
+from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
-from terazi.data.sources import parse
+from terazi.schemas import DatasetSpec, EvalConfig
+from terazi.schemas.sources import parse
 from tests.conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES
 
 CONFIGS = """---

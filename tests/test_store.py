@@ -120,7 +120,7 @@ def test_a_header_that_is_not_sqlite_is_a_cache_error(tmp_path):
 
 def test_full_disk_keeps_sqlites_own_error(tmp_path):
     """Disk full (here: the page limit SQLite reports the same way) is not hidden behind "cannot rollback"."""
-    from terazi.cli._common import explain
+    from terazi.cli.common import explain
 
     store = SQLiteStore(tmp_path / "scores.sqlite")
     store._conn().execute("PRAGMA max_page_count=20")
@@ -200,11 +200,12 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
 def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
     """Identical results from a copy with the original gone; a deleted TREC file is rebuilt, a deleted parquet is
     computed again (or, for a set named by fingerprint, stops the run with its name)."""
-    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset
+    from terazi.retrieval.first_stage import retrieve
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
     from terazi.tasks.rerank import rerank_system
-    from terazi.tasks.retrieve import publish_candidates, retrieve
+    from terazi.tasks.retrieve import publish_candidates
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]
@@ -271,12 +272,12 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
 
 def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(tmp_path, tiny_dataset, monkeypatch):
     """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
-    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from terazi.tasks.corrupt import corrupt_queries
+    from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset
-    from terazi.tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
-    from terazi.tasks.retrieve import retrieve
     from terazi.models import costs
+    from terazi.retrieval.first_stage import retrieve
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from terazi.tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]

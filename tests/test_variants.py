@@ -9,10 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.schemas import EvalConfig, ModelCost
-from terazi.present import tables as presentation
 from terazi.analysis import stats
 from terazi.analysis.judged import Judgement, judge, subset
+from terazi.present import tables as presentation
+from terazi.schemas import EvalConfig, ModelCost
 from tests.conftest import needs_onnx
 
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
 from terazi.errors import DatasetError, TeraziError
-from terazi.present.tables import level
-from terazi.analysis.stats import balanced_mean, holm, paired_difference
 
 CELL = ["dataset", "condition", "query_id"]
 COLUMNS = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "queries": pl.Int64,
@@ -58,39 +57,6 @@ class Comparison:
                            "overall": self.overall.to_dicts(), "cells": self.cells.to_dicts()}, indent=2,
                           ensure_ascii=False)
 
-    def to_markdown(self, everything: bool = False) -> str:
-        lines = [f"# {self.title}", "", f"{self.measure}: paired bootstrap over the same queries, balanced by dataset, "
-                 f"{level(self.confidence)} interval; correction: {self.correction}.", ""]
-        lines += _md_table(self.overall, "overall (clean, datasets weighted equally)")
-        shown = self.cells if everything else self.changed()
-        lines += _md_table(shown, "cells" if everything else "cells that changed")
-        same = self.unchanged_systems()
-        if same and not everything:
-            lines += [f"Unchanged in every cell: {', '.join(same)}.", ""]
-        lines += [f"Only {side}: {', '.join(names)}." for side, names in (("after", self.added), ("before", self.removed))
-                  if names]
-        return "\n".join(lines).rstrip() + "\n"
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:+.4f}" if abs(v) < 1e9 else f"{v:g}"
-    return str(v)
-
-
-def _md_table(df: pl.DataFrame, caption: str) -> list[str]:
-    if df.height == 0:
-        return [f"No {caption}.", ""]
-    cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
-    out = [f"**{caption}**", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in df.iter_rows(named=True):
-        out.append("| " + " | ".join(f"{r[c]:.4f}" if c in ("before", "after") and r[c] is not None
-                                       else f"{r[c]:.3g}" if c == "p_value" and r[c] is not None
-                                       else _fmt(r[c]) for c in cols) + " |")
-    return out + [""]
-
 
 def _paired(after: pl.DataFrame, before: pl.DataFrame, datasets: list[str] | None = None) -> tuple[dict, dict, int]:
     """Per dataset, the values of both sides on their common queries, aligned by query id."""
@@ -106,7 +72,7 @@ def _paired(after: pl.DataFrame, before: pl.DataFrame, datasets: list[str] | Non
 
 def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[str, str | None, str]], measure: str,
                    resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-                   correct: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+                   holm: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The core: for each (after-system, versus, before-system) pair, every dataset × condition cell and the overall
     clean line. `after`/`before` are per-query tables (dataset, system, condition, query_id, measure, value).
     The cells are the configured conditions: the isolated robustness setting (`<condition>~isolated`) is left out."""
@@ -126,7 +92,7 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
             ci = paired_difference(a, b, resamples, seed, confidence)
             rows.append(([system, versus, d, c, n, float(b[d].mean()), float(a[d].mean()), ci.estimate, ci.low,
                           ci.high, ci.p_value], ci))
-        flags = holm([ci.p_value for _, ci in rows], 1 - confidence) if correct else [ci.significant for _, ci in rows]
+        flags = holm_reject([ci.p_value for _, ci in rows], 1 - confidence) if holm else [ci.significant for _, ci in rows]
         cells += [r + [ci.verdict(f)] for (r, ci), f in zip(rows, flags)]
         a, b, n = _paired(a_sys.filter(pl.col("condition") == "clean"), b_sys.filter(pl.col("condition") == "clean"))
         if n:
@@ -153,7 +119,7 @@ def headline_of(run: Path, default: str = "nDCG@10") -> str:
 
 
 def compare_runs(before: Path, after: Path, measure: str | None = None, resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, correct: bool = False) -> Comparison:
+                 confidence: float = 0.95, holm: bool = False) -> Comparison:
     """Every system the two folders share, cell by cell (after − before); systems only on one side are listed."""
     old, new = read_per_query(before), read_per_query(after)
     measure = measure or headline_of(after)
@@ -162,14 +128,14 @@ def compare_runs(before: Path, after: Path, measure: str | None = None, resample
             raise TeraziError(f"{side} folder has no {measure} values (has: {', '.join(sorted(pq['measure'].unique()))})")
     old_s, new_s = old["system"].unique(maintain_order=True).to_list(), new["system"].unique(maintain_order=True).to_list()
     shared = [s for s in new_s if s in old_s]
-    cells, overall = compare_tables(new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, correct)
+    cells, overall = compare_tables(new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, holm)
     return Comparison(f"{Path(before).name} → {Path(after).name}", measure, cells, overall,
                       [s for s in new_s if s not in old_s], [s for s in old_s if s not in new_s], confidence,
-                      "Holm across each system's cells" if correct else "none")
+                      "Holm across each system's cells" if holm else "none")
 
 
 def compare_systems(run: Path, a: str, b: str, measure: str | None = None, resamples: int = 2000, seed: int = 0,
-                    confidence: float = 0.95, correct: bool = False) -> Comparison:
+                    confidence: float = 0.95, holm: bool = False) -> Comparison:
     """Two systems of one folder, cell by cell (a − b)."""
     pq = read_per_query(run)
     measure = measure or headline_of(run)
@@ -177,6 +143,6 @@ def compare_systems(run: Path, a: str, b: str, measure: str | None = None, resam
     missing = [s for s in (a, b) if s not in known]
     if missing:
         raise TeraziError(f"{run}: no system(s) {missing}; systems: {', '.join(known)}")
-    cells, overall = compare_tables(pq, pq, [(a, b, b)], measure, resamples, seed, confidence, correct)
+    cells, overall = compare_tables(pq, pq, [(a, b, b)], measure, resamples, seed, confidence, holm)
     return Comparison(f"{a} vs {b} in {Path(run).name}", measure, cells, overall, [], [], confidence,
-                      "Holm across the cells" if correct else "none")
+                      "Holm across the cells" if holm else "none")

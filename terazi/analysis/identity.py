@@ -7,8 +7,8 @@ says "same inputs", as a model card prints one. The parts say which piece change
 
 from __future__ import annotations
 
-from terazi.schemas import BenchmarkIdentity, CandidateSet, DatasetManifest, EvalConfig
 from terazi import fingerprint
+from terazi.schemas import BenchmarkIdentity, CandidateSet, DatasetManifest, EvalConfig
 
 PART_LABELS = {
     "datasets": "datasets (files, splits, ranking membership)",

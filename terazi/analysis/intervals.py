@@ -16,13 +16,13 @@ from terazi.analysis.stats import (
     Aggregation,
     Interval,
     balanced_mean,
-    holm,
+    holm_reject,
     interval,
     paired_difference,
     ratio_interval,
     significance_groups,
 )
-
+from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
 
 Cells = dict[tuple[str, str], pl.DataFrame]
 
@@ -51,10 +51,10 @@ def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | No
 def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first."""
     systems = pq["system"].unique(maintain_order=True).to_list()
-    cells = _cells(pq.filter(pl.col("condition") == "clean"), datasets)
-    cis = {s: interval(_aligned(cells, s, "clean"), resamples, seed, confidence) for s in systems}
+    cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
+    cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
-    adjacent = [paired_difference(_aligned(cells, a, "clean"), _aligned(cells, b, "clean"),
+    adjacent = [paired_difference(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN),
                                   resamples, seed, confidence).significant for a, b in zip(ordered, ordered[1:])]
     groups = significance_groups(ordered, adjacent)
     return pl.DataFrame({
@@ -67,10 +67,10 @@ def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed
 
 
 def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
-             confidence: float, correct: bool) -> pl.DataFrame:
+             confidence: float, holm: bool) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: better / no difference / worse.
 
-    With `correct`, Holm's correction is applied across the cells of each pair.
+    With `holm`, Holm's correction is applied across the cells of each pair.
     """
     systems = pq["system"].unique(maintain_order=True).to_list()
     by = _cells(pq, datasets)
@@ -81,7 +81,7 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
             for c in conditions:
                 ci = paired_difference(_aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence)
                 cells.append((d, c, ci))
-        rejected = holm([ci.p_value for *_, ci in cells], 1 - confidence) if correct else [ci.significant for *_, ci in cells]
+        rejected = holm_reject([ci.p_value for *_, ci in cells], 1 - confidence) if holm else [ci.significant for *_, ci in cells]
         for (d, c, ci), sig in zip(cells, rejected):
             rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
     return pl.DataFrame(rows, schema=["system", "versus", "dataset", "condition", "delta", "ci_low", "ci_high",
@@ -109,18 +109,10 @@ def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-ISOLATED = "isolated"
-END_TO_END = "end-to-end"
 AGGREGATION_LABELS = {
     "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the Kalbur card",
     "pooled": "ratio of the dataset-balanced means (mean corrupted / mean clean over the changed queries)",
 }
-
-
-def setting_of(condition: str) -> tuple[str, str]:
-    """`upper~isolated` -> ("upper", "isolated"); `upper` -> ("upper", "end-to-end")."""
-    base, _, setting = condition.partition("~")
-    return base, setting or END_TO_END
 
 
 def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> pl.DataFrame:
@@ -130,7 +122,7 @@ def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> pl.DataFr
 
 RETENTION_SCHEMA = {"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "aggregation": pl.Utf8,
                     "datasets": pl.Int64, "changed_queries": pl.Int64, "share_changed": pl.Float64,
-                    "clean": pl.Float64, "corrupted": pl.Float64, "retention": pl.Float64, "retention_low": pl.Float64,
+                    CLEAN: pl.Float64, "corrupted": pl.Float64, "retention": pl.Float64, "retention_low": pl.Float64,
                     "retention_high": pl.Float64, "delta": pl.Float64, "delta_low": pl.Float64, "delta_high": pl.Float64}
 
 
@@ -148,7 +140,7 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
     cells = _cells(pq, datasets)
     rows = []
     for c in conditions:
-        if c == "clean":
+        if c == CLEAN:
             continue
         base, setting = setting_of(c)
         changed = _changed(pq, c, datasets)
@@ -158,7 +150,7 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
             if not corrupted:
                 rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
                 continue
-            clean = _aligned(cells, s, "clean", only=changed)
+            clean = _aligned(cells, s, CLEAN, only=changed)
             ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
             ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
             rows.append((s, base, setting, aggregation, ratio.datasets, changed.height,
@@ -172,19 +164,19 @@ def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list
     cells = _cells(pq, datasets)
     rows = []
     for c in conditions:
-        if c == "clean":
+        if c == CLEAN:
             continue
         base, setting = setting_of(c)
         changed = _changed(pq, c, datasets)
         for s in pq["system"].unique(maintain_order=True).to_list():
-            corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, "clean", only=changed)
+            corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, CLEAN, only=changed)
             for d in datasets:
                 if d in corrupted:
                     m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())
                     rows.append((s, base, setting, d, corrupted[d].size, m_clean, m_corr,
                                  m_corr / m_clean if m_clean > 0 else None))
     return pl.DataFrame(rows, schema={"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "dataset": pl.Utf8,
-                                      "changed_queries": pl.Int64, "clean": pl.Float64, "corrupted": pl.Float64,
+                                      "changed_queries": pl.Int64, CLEAN: pl.Float64, "corrupted": pl.Float64,
                                       "retention": pl.Float64}, orient="row")
 
 

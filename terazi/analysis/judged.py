@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from terazi.schemas import ModelCost
 from terazi.analysis import stats
+from terazi.schemas import ModelCost
 
 
 @dataclass(frozen=True)

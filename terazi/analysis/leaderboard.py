@@ -112,29 +112,3 @@ def describe(borda: str) -> str:
     return (f"Borda {borda}: per task, points = N − rank (average rank on ties), {how}; a missing task earns 0. "
             f"Mean (Task)/(TaskType) over the tasks a system has; the 'complete' columns are empty when a task "
             f"is missing (MTEB).")
-
-
-def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set[str] = frozenset(),
-               task_types: dict[str, str] | None = None, default_type: str = "unspecified", split: str | None = None,
-               language: str | None = None) -> tuple[pl.DataFrame, str]:
-    """(board, note) from a long score table (CSV/parquet), an MTEB results folder, or a terazi results folder.
-
-    A terazi results folder's `leaderboard.csv` is shown as its run aggregated it (with significance groups
-    and intervals), so `borda` and `out_of_ranking` do not apply to it.
-    """
-    source = Path(source)
-    if source.is_dir() and (source / "leaderboard.csv").is_file():
-        if borda is not None or out_of_ranking:
-            raise ValueError(f"{source} is a terazi results folder, aggregated by its run: --borda and "
-                             "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's config)")
-        return pl.read_csv(source / "leaderboard.csv"), f"terazi run {source.name}; its leaderboard.md states the contract."
-    borda = borda or "per-task"
-    if source.is_dir():
-        from terazi.data.mteb_results import read_mteb_results
-
-        long = read_mteb_results(source, task_types, default_type, split, language)
-        what = f"MTEB results in {source}: main_score averaged over splits and subsets per task"
-    else:
-        long = read_long_table(source)
-        what = f"{source.name}"
-    return aggregate(long, out_of_ranking, borda), f"{what}. {describe(borda)}"

@@ -151,7 +151,7 @@ def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int 
     return Ratio(estimate, float(low), float(high), used)
 
 
-def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+def holm_reject(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
     """Holm–Bonferroni step-down: which hypotheses are rejected at family-wise level `alpha`."""
     order = np.argsort(p_values)
     m = len(p_values)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from terazi.schemas import DatasetManifest
+
 
 def cell_means(per_query: pl.DataFrame) -> pl.DataFrame:
     """Mean per (system, dataset, condition, measure), with the number of queries."""
@@ -21,3 +23,14 @@ def condition_means(per_query: pl.DataFrame, measure: str, datasets: list[str]) 
     cells = cell_means(per_query.filter((pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)))
     return cells.group_by("system", "condition", maintain_order=True).agg(pl.col("mean").mean())
 
+
+def ranked_datasets(datasets: list[DatasetManifest]) -> list[str]:
+    """Datasets in the ranking (all of them if every one was marked out)."""
+    return [d.name for d in datasets if d.in_ranking] or [d.name for d in datasets]
+
+
+def in_order(df: pl.DataFrame, order: list[str], column: str = "system") -> pl.DataFrame:
+    """Rows sorted by the leaderboard's system order (stable within a system)."""
+    rank = {s: i for i, s in enumerate(order)}
+    return df.with_columns(pl.col(column).replace_strict(rank, default=len(order), return_dtype=pl.Int64).alias("_o")) \
+        .sort("_o", maintain_order=True).drop("_o")

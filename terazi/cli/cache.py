@@ -8,11 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli import app
-from terazi.cli._common import console, errors_as_lines, fail
+from terazi.cli.common import console, errors_as_lines, fail
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair and merge terazi's cache folder.")
-app.add_typer(cache_app, name="cache")
 CACHE = typer.Option(Path(".terazi-cache"), "--cache", help="the cache folder (a run's --cache / cache_dir)")
 
 

@@ -8,11 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli.application import app
-from terazi.cli._common import console, errors_as_lines, fail
+from terazi.cli.common import console, errors_as_lines, fail
 
 
-@app.command()
 def compare(
     before: Path = typer.Argument(..., exists=True, file_okay=False, help="results folder (the baseline)"),
     after: Optional[Path] = typer.Argument(None, exists=True, file_okay=False, help="results folder to compare with it"),
@@ -41,7 +39,9 @@ def compare(
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":
-        print(cmp.to_markdown(everything))
+        from terazi.present.comparison import comparison_markdown
+
+        print(comparison_markdown(cmp, everything))
     else:
         show(cmp, everything)
 

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import typer
 
-from terazi.cli.application import app
-from terazi.cli._common import err
+from terazi.cli.common import err
 
 
-@app.command("convert-squad")
 def convert_squad(
     source: Path = typer.Argument(..., exists=True, dir_okay=False, help="SQuAD-format JSON file"),
     target: Path = typer.Argument(..., help="BEIR folder to write"),

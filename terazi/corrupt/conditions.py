@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA
 
-from terazi.schemas.config import CorruptionSpec, MobileSpec
+from terazi.schemas import CorruptionSpec, MobileSpec
 from terazi.turkish import TURKISH_LETTERS, to_ascii, tr_lower, tr_upper
 
 # Turkish Q layout, letter keys only; each row is offset like a real keyboard.

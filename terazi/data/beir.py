@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
-from terazi.schemas.records import Document, Query
 from terazi import fingerprint
-from terazi.errors import DatasetError, describe, utf8_line_error
 from terazi.data.trec import read_qrels
+from terazi.errors import DatasetError, describe, utf8_line_error
+from terazi.schemas.records import Document, Query
 
 
 @dataclass(frozen=True)

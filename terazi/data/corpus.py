@@ -22,10 +22,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from terazi.schemas.records import Document
 from terazi import fingerprint
 from terazi.errors import CacheError
 from terazi.paths import inside
+from terazi.schemas.records import Document
 
 log = logging.getLogger("terazi.corpus")
 ROW_GROUP = 8192

@@ -1,5 +1,6 @@
-"""Stage 1: read a BEIR dataset (a named one, hf:/mteb:/ir_datasets:, through its BEIR copy), validate it and
-fingerprint it."""
+"""Reading datasets and what their manifests point at: a dataset (a BEIR folder, or a named one, hf:/mteb:/ir_datasets:,
+through its BEIR copy) loaded, validated and fingerprinted into its manifest; the dataset, its corpus table and its
+query variants read back from a manifest by the stages that need them."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from terazi.schemas import DatasetManifest, DatasetSpec
+import polars as pl
+
 from terazi.data import sources
 from terazi.data.beir import Dataset, load_beir
+from terazi.data.corpus import CorpusTable, corpus_table
 from terazi.errors import DatasetError
+from terazi.schemas import DatasetManifest, DatasetSpec, VariantSet
+from terazi.schemas.sources import parse as parse_source
 
 log = logging.getLogger("terazi.load")
 
@@ -39,7 +44,7 @@ def open_dataset(manifest: DatasetManifest) -> Dataset:
 def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: bool = True) -> DatasetManifest:
     """Read and validate a dataset (a named one through its BEIR copy in `cache_dir`); its manifest carries the
     fingerprints and counts."""
-    source = sources.parse(spec.path)
+    source = parse_source(spec.path)
     root = sources.materialize(source, spec.split, cache_dir) if source else Path(spec.path)
     try:
         ds = _open(str(root), spec.split, spec.label)
@@ -60,3 +65,20 @@ def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: 
     return m
 
 
+def dataset_corpus(dataset: DatasetManifest, cache_dir: str) -> CorpusTable:
+    """The dataset's corpus table in the cache (built once per corpus fingerprint)."""
+    return corpus_table(Path(dataset.path) / "corpus.jsonl", dataset.corpus_fingerprint, dataset.n_docs, cache_dir)
+
+
+def read_variants(sets: list[VariantSet]) -> pl.DataFrame:
+    """The variant tables of several sets as one frame (the stages that read all conditions of a dataset at once)."""
+    return pl.concat([pl.read_parquet(v.path) for v in sets])
+
+
+def variant_texts(variant_sets: list[VariantSet]) -> pl.DataFrame:
+    """The query variants with their texts (none for runs imported from TREC files, which carry no texts)."""
+    frames = [pl.read_parquet(v.path).with_columns(pl.lit(v.dataset).alias("dataset")) for v in variant_sets
+              if v.path.endswith(".parquet") and Path(v.path).is_file()]
+    return pl.concat(frames) if frames else pl.DataFrame(schema={
+        "condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "text": pl.Utf8, "original": pl.Utf8,
+        "changed": pl.Boolean, "dataset": pl.Utf8})

@@ -24,18 +24,13 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import DatasetError
-from terazi.paths import inside, is_slug
 from terazi.data.trec import trec_id, write_run
+from terazi.errors import DatasetError
+from terazi.paths import is_slug
+from terazi.schemas.layout import RunLayout
+from terazi.schemas.tables import CLEAN
 
-CLEAN = "clean"
 SAMPLE = re.compile(r"^sample-(\d+)$")
-
-
-def run_file(root: str | Path, dataset: str, condition: str, system: str, sample: int, samples: int) -> Path:
-    """Where one system's ranking of one (condition, sample) goes."""
-    parts = [dataset, condition] + ([f"sample-{sample}"] if samples > 1 else []) + [f"{system}.trec"]
-    return inside(root, "runs", *parts)
 
 
 def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system: str,
@@ -45,7 +40,7 @@ def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system
     written = []
     for (cond, smp), part in ranking.group_by(["condition", "sample"], maintain_order=True):
         depth = int(part["rank"].max())
-        path = run_file(root, dataset, cond, system, smp, samples.get(cond, 1))
+        path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
         written.append(write_run(part.with_columns((depth + 1 - pl.col("rank")).cast(pl.Float64).alias("score")),
                                  path, system))
     return written

@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,55 +33,12 @@ import polars as pl
 
 from terazi import fingerprint
 from terazi.errors import DatasetError
-from terazi.paths import inside, slugify
+from terazi.paths import inside
+from terazi.schemas.sources import Source
 
 log = logging.getLogger("terazi.sources")
-SCHEMES = ("hf", "mteb", "ir_datasets")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_HF = re.compile(r"^(?P<name>[^@#]+?)(?:@(?P<revision>[^#]+))?(?:#(?P<subset>.+))?$")
 SOURCE_FILE = "source.json"
-_LOCAL = ("/", ".", "~")  # hf: names starting so are folders on this machine
-
-
-@dataclass(frozen=True)
-class Source:
-    """A parsed dataset name."""
-
-    text: str
-    scheme: str
-    name: str
-    revision: str | None = None
-    subset: str | None = None
-
-    @property
-    def local(self) -> bool:
-        return self.scheme == "hf" and self.name.startswith(_LOCAL)
-
-    @property
-    def label(self) -> str:
-        """The dataset's default name in the results."""
-        base = Path(self.name).expanduser().resolve().name if self.local else self.name.rstrip("/").split("/")[-1]
-        if self.scheme == "ir_datasets":
-            base = self.name.replace("/", "-")
-        return slugify(base + (f"-{self.subset}" if self.subset else ""))
-
-
-def parse(path: str) -> Source | None:
-    """The named source a dataset path stands for, or None for a plain BEIR folder."""
-    scheme, sep, rest = path.partition(":")
-    if not sep or scheme not in SCHEMES:
-        return None
-    m = _HF.match(rest) if scheme != "ir_datasets" else None
-    if scheme == "ir_datasets":
-        if not rest:
-            raise DatasetError(path, None, "expected ir_datasets:ID, e.g. ir_datasets:beir/scifact/test")
-        return Source(path, scheme, rest)
-    if not m or (scheme == "hf" and not rest.startswith(_LOCAL) and rest.count("/") != 1):
-        example = "hf:ORG/NAME[@REVISION][#SUBSET] or hf:/path/to/folder" if scheme == "hf" else "mteb:TASK[#SUBSET]"
-        raise DatasetError(path, None, f"cannot read the dataset name: expected {example}")
-    if scheme == "mteb" and m["revision"]:
-        raise DatasetError(path, None, "an MTEB task has its revision pinned by MTEB: write mteb:TASK[#SUBSET]")
-    return Source(path, scheme, m["name"], m["revision"], m["subset"])
 
 
 def _offline() -> bool:

@@ -1,10 +1,10 @@
 """What a row costs, measured where it runs and remembered across runs.
 
-A reranker's speed is taken inside its scoring calls (`terazi.backends.Metered`): the model is loaded and warmed up
-first, and score-cache reads and writes happen outside the timer, so a slow disk or a slow model load changes
-nothing. Its latency is one query's `rerank_depth` candidates scored as one call, for a few queries after the run's
-scoring. Both are stored in the cache folder beside the scores (`costs/<identity hash>.json`): a later run whose
-pairs all come from the cache reports "cached" with the figures of the runs that scored them.
+A reranker's speed is taken inside its scoring calls (`terazi.rerank.backends.base.Metered`, folded per row by
+`terazi.rerank.costs`): the model is loaded and warmed up first, and score-cache reads and writes happen outside the
+timer, so a slow disk or a slow model load changes nothing. The figures are stored in the cache folder beside the
+scores (`costs/<identity hash>.json`, `CostStore`): a later run whose pairs all come from the cache reports "cached"
+with the figures of the runs that scored them.
 
 The first stage's encoder is timed the same way (`TimedEncoder`) and its figures are kept in the frozen candidates'
 manifest.
@@ -18,20 +18,15 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
-import polars as pl
 from filelock import FileLock
 
-from terazi.schemas import ModelCost
 from terazi import fingerprint
 from terazi.models.refs import ModelRef, local_folder, weights_info
 from terazi.paths import inside
-from terazi.rerank.scorers import Pair
+from terazi.schemas import ModelCost
 
 log = logging.getLogger("terazi.costs")
-LATENCY_QUERIES = int(os.environ.get("TERAZI_LATENCY_QUERIES", "20"))  # 0: no latency probe
 
 
 class CostStore:
@@ -77,49 +72,6 @@ class CostStore:
         return cost
 
 
-class Meter:
-    """This chunk's share of a metered scorer's figures (a scorer lives on across chunks and runs in a process)."""
-
-    def __init__(self, scorer):
-        self.scorer = scorer if hasattr(scorer, "cost") else None
-        if self.scorer is not None:
-            self.items, self.seconds, self.latencies = scorer.items, scorer.seconds, len(scorer.latencies_ms)
-
-    def result(self) -> ModelCost | None:
-        if self.scorer is None:
-            return None
-        total = self.scorer.cost()
-        lat = np.asarray(self.scorer.latencies_ms[self.latencies:])
-        return total.model_copy(update={
-            "items": total.items - self.items, "seconds": round(total.seconds - self.seconds, 6),
-            "latency_p50_ms": round(float(np.percentile(lat, 50)), 3) if lat.size else None,
-            "latency_p95_ms": round(float(np.percentile(lat, 95)), 3) if lat.size else None,
-            "latency_queries": int(lat.size)})
-
-
-def query_groups(candidates: Path, variants: list[str], corpus, rerank_depth: int,
-                 n: int = LATENCY_QUERIES) -> list[list[Pair]]:
-    """The first `n` clean queries' top `rerank_depth` candidates as pairs, one list per query."""
-    top = pl.scan_parquet(candidates).filter((pl.col("condition") == "clean") & (pl.col("sample") == 0)
-                                             & (pl.col("rank") <= rerank_depth)).collect()
-    ids = top["query_id"].unique(maintain_order=True).head(n)
-    texts = pl.concat([pl.read_parquet(v, columns=["condition", "sample", "query_id", "text"]) for v in variants])
-    top = top.filter(pl.col("query_id").is_in(ids.implode())).join(
-        texts.filter(pl.col("condition") == "clean").select("sample", "query_id", "text"), on=["sample", "query_id"])
-    docs = corpus.texts(top["doc_id"].unique().to_list())
-    groups: dict[str, list[Pair]] = {}
-    for q, text, d in top.sort("query_id", "rank").select("query_id", "text", "doc_id").iter_rows():
-        groups.setdefault(q, []).append(Pair(text, d, docs[d]))
-    return list(groups.values())
-
-
-def probe_latency(scorer, candidates: Path, variants: list[str], corpus, rerank_depth: int) -> None:
-    """Time up to `LATENCY_QUERIES` queries one at a time (within 10% of the scoring time, at least 1 s)."""
-    if hasattr(scorer, "time_queries") and variants and LATENCY_QUERIES:
-        scorer.time_queries(query_groups(candidates, variants, corpus, rerank_depth),
-                            budget_s=max(1.0, 0.1 * scorer.seconds))
-
-
 def combine(costs: list[ModelCost | None]) -> ModelCost | None:
     """One figure from several (a row's chunks, shards or datasets): where pairs were scored, items and seconds
     summed (the latency of the most-timed part); when nothing was scored anywhere, the stored figures, marked cached."""
@@ -134,23 +86,6 @@ def combine(costs: list[ModelCost | None]) -> ModelCost | None:
     return fresh[0].model_copy(update={
         "items": sum(c.items for c in fresh), "seconds": round(sum(c.seconds for c in fresh), 6), "cached": False,
         "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms, "latency_queries": lat.latency_queries})
-
-
-def settle(identity: str, chunk_costs: list[ModelCost], scored: int, cache_dir: str,
-           scorer: Callable[[], object]) -> ModelCost | None:
-    """The row's cost for its RerankResult: this run's warm figures summed over its chunks (stored for later runs)
-    when it scored pairs, else the stored figures marked cached (or size only, when no run has scored with this
-    identity yet; `scorer()` gives an unloaded scorer to describe)."""
-    store = CostStore(cache_dir)
-    cost = combine(chunk_costs) if scored else None
-    if cost is not None and not cost.cached:
-        store.add(identity, cost)
-        return cost
-    earlier = store.get(identity)
-    if earlier is not None:
-        return earlier.model_copy(update={"cached": True})
-    fresh = scorer()
-    return fresh.cost(cached=True) if hasattr(fresh, "cost") else None
 
 
 class TimedEncoder:

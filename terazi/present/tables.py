@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from terazi.schemas import FIRST_STAGE, EvalConfig
+
 TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türkçe karaktersiz",
                  "ascii_partial": "Kısmen karaktersiz", "mobile": "Mobil", "typo": "Yazım hatası",
                  "colloquial": "Gündelik yazım"}
@@ -380,8 +382,6 @@ def datasets_table(datasets: list, candidates: list) -> Table:
 def systems_table(config, candidates: list, reranks: list) -> Table:
     """Every row of the leaderboard with what produced it: kind, model, identity (as the score cache keys it),
     max_length, depth. Without candidates (runs made elsewhere, `terazi analyze`) the rows are the run files."""
-    from terazi.schemas import FIRST_STAGE
-
     ids: dict[str, set[str]] = {}
     for r in reranks:
         ids.setdefault(r.system, set()).add(r.identity)
@@ -436,3 +436,13 @@ def examples(variants: pl.DataFrame, conditions: list[str], k: int = 3) -> Table
         part = variants.filter((pl.col("condition") == c) & pl.col("changed") & (pl.col("sample") == 0)).head(k)
         rows += [[c, r["dataset"], r["query_id"], r["original"], r["text"]] for r in part.iter_rows(named=True)]
     return Table(["Condition", "Dataset", "Query", "Before", "After"], rows)
+
+
+def system_kinds(config: EvalConfig) -> dict[str, str]:
+    """What produced each row: kind and backend (with quantisation)."""
+    out = {FIRST_STAGE: "dense first stage (torch)"}
+    for spec in config.rerankers:
+        backend = getattr(spec, "backend", "torch" if hasattr(spec, "model") else None)
+        quant = getattr(spec, "quantization", "none")
+        out[spec.name] = spec.kind + (f" ({backend}{' ' + quant if quant != 'none' else ''})" if backend else "")
+    return out

@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from terazi.paths import inside, writable_folder
+from terazi.schemas.layout import RunLayout
 
-MARKER = ".terazi-incomplete"
-MANIFEST = "manifest.json"
+MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST
 
 
 def start(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None) -> Path:
@@ -56,10 +56,6 @@ def mark_stopped(run: Path, reason: str) -> None:
         marker.write_text(json.dumps(body, indent=2))
     except OSError:
         pass
-
-
-def is_complete(run: Path) -> bool:
-    return (run / MANIFEST).is_file() and not (run / MARKER).exists()
 
 
 def stale_runs(out_dir: str | Path) -> list[tuple[Path, str | None]]:

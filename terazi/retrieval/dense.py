@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 import faiss
 import numpy as np
 
-from terazi.rerank.scorers import clip
+from terazi.models.text import clip
 
 log = logging.getLogger("terazi.retrieval")
 AUTO_EXACT_LIMIT = 2_000_000  # exact search costs ~5 ms per query at 1M passages: approximate only above this

@@ -16,14 +16,21 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.schemas import CandidateSet, DatasetManifest
 from terazi import fingerprint
 from terazi.data.beir import Dataset
-from terazi.errors import DatasetError
-from terazi.retrieval.frozen import (MANIFEST, candidate_fingerprint, candidates_file_name, load_frozen, recall_by_condition,
-                           set_files, write_runs)
-from terazi.paths import inside
 from terazi.data.trec import read_run
+from terazi.errors import DatasetError
+from terazi.paths import inside
+from terazi.retrieval.frozen import (
+    MANIFEST,
+    candidate_fingerprint,
+    candidates_file_name,
+    load_frozen,
+    recall_by_condition,
+    set_files,
+    write_runs,
+)
+from terazi.schemas import CandidateSet, DatasetManifest
 
 INDEX = {"type": "external TREC runs"}
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.schemas import CandidateSet
 from terazi import fingerprint
+from terazi.data.trec import write_run
 from terazi.errors import CacheError
 from terazi.metrics.engine import evaluate
 from terazi.paths import inside
-from terazi.data.trec import write_run
+from terazi.schemas import CandidateSet
 
 log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"

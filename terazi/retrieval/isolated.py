@@ -8,25 +8,25 @@ every (text, document) pair that the end-to-end setting already scored.
 
 from __future__ import annotations
 
+import logging
+
 import polars as pl
 
-SUFFIX = "~isolated"
-VARIANT = ["condition", "sample", "query_id"]
+from terazi.schemas import CandidateSet, DatasetManifest, VariantSet
+from terazi.schemas.layout import RunLayout
+from terazi.schemas.tables import CLEAN, VARIANT, isolated
 
-
-def isolated(condition: str) -> str:
-    """The pseudo-condition of `condition`'s isolated setting."""
-    return condition + SUFFIX
+log = logging.getLogger("terazi.isolate")
 
 
 def isolated_variants(variants: pl.DataFrame) -> pl.DataFrame:
     """Every corrupted variant again, under its isolated pseudo-condition (same text, same `changed` flag)."""
-    return variants.filter(pl.col("condition") != "clean").with_columns(pl.col("condition") + SUFFIX)
+    return variants.filter(pl.col("condition") != CLEAN).with_columns(pl.col("condition") + isolated(""))
 
 
 def isolated_candidates(candidates: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
     """For every isolated variant, the clean query's candidates (clean sample 0) in their first-stage order."""
-    clean = candidates.filter((pl.col("condition") == "clean") & (pl.col("sample") == 0)).drop("condition", "sample")
+    clean = candidates.filter((pl.col("condition") == CLEAN) & (pl.col("sample") == 0)).drop("condition", "sample")
     keys = isolated_variants(variants).select(VARIANT)
     return keys.join(clean, on="query_id", how="inner").select(candidates.columns)
 
@@ -35,3 +35,24 @@ def with_isolated(candidates: pl.DataFrame, variants: pl.DataFrame) -> tuple[pl.
     """The candidate and variant tables extended with the isolated pseudo-conditions."""
     iso = isolated_candidates(candidates, variants)
     return pl.concat([candidates, iso.cast(candidates.schema)]), pl.concat([variants, isolated_variants(variants)])
+
+
+def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], robustness: str,
+                 out_dir: str) -> tuple[CandidateSet, list[VariantSet]]:
+    """(candidates, variant sets) for the rerank and score stages: unchanged for `end-to-end`, extended for `both`."""
+    if robustness == "end-to-end":
+        return candidates, variant_sets
+    variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets])
+    cand, variants = with_isolated(pl.read_parquet(candidates.path), variants)
+    layout = RunLayout(out_dir)
+    path = layout.isolated_candidates(dataset.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cand.write_parquet(path)
+    extra_sets = []
+    for vs in (v for v in variant_sets if v.condition != CLEAN):
+        vpath = layout.isolated_variants(dataset.name, vs.condition)
+        variants.filter(pl.col("condition") == isolated(vs.condition)).write_parquet(vpath)
+        extra_sets.append(vs.model_copy(update={"condition": isolated(vs.condition), "path": str(vpath)}))
+    log.info("%s: isolated setting for %d condition(s): clean candidates reranked with the corrupted text",
+             dataset.name, len(extra_sets))
+    return candidates.model_copy(update={"path": str(path)}), [*variant_sets, *extra_sets]

@@ -16,9 +16,10 @@ from typing import Callable
 
 import numpy as np
 
-from terazi.schemas import ModelCost
 from terazi.models.refs import ModelRef, local_folder, model_config, pick_device, weights_info
-from terazi.rerank.scorers import Pair, clip
+from terazi.models.text import clip
+from terazi.rerank.pairs import Pair
+from terazi.schemas import ModelCost
 
 log = logging.getLogger("terazi.backends")
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
@@ -91,6 +92,12 @@ class Backend:
     kind = ""
     backend = "torch"
     llm = False
+
+    @classmethod
+    def create(cls, spec, *, ref: ModelRef, cache_dir: str, **_) -> Backend:
+        """The backend table's constructor (`terazi.rerank.backends.make_scorer`): a model row needs its reference
+        and the cache folder (ONNX exports); the corpus is BM25's alone."""
+        return cls(spec, ref, cache_dir)
 
     def __init__(self, spec, ref: ModelRef, cache_dir: str):
         self.spec, self.ref, self.cache_dir = spec, ref, cache_dir
@@ -243,7 +250,7 @@ class Metered:
         return np.asarray(self.inner.score(pairs[:1]), dtype=np.float64) if pairs else np.zeros(0)
 
     def _clipped(self, pairs: list[Pair]) -> list[Pair]:
-        """Long texts cost what the model sees: cut before tokenisation (terazi.rerankers.clip)."""
+        """Long texts cost what the model sees: cut before tokenisation (terazi.models.text.clip)."""
         n = self.inner.max_length
         return [Pair(clip(p.query, n), p.doc_id, clip(p.doc, n)) for p in pairs] if n else pairs
 

@@ -19,9 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from terazi import fingerprint
-from terazi.rerank.backends.base import CPU_BATCH, Backend
-from terazi.rerank.backends.torch_bi import cosine
-from terazi.rerank.backends.torch_cross import activation_name
 from terazi.models.refs import (
     ModelError,
     ModelRef,
@@ -34,7 +31,10 @@ from terazi.models.refs import (
     weights_info,
 )
 from terazi.paths import inside
-from terazi.rerank.scorers import Pair
+from terazi.rerank.backends.base import CPU_BATCH, Backend
+from terazi.rerank.backends.torch_bi import cosine
+from terazi.rerank.backends.torch_cross import activation_name
+from terazi.rerank.pairs import Pair
 
 log = logging.getLogger("terazi.rerank.backends.onnx")
 OPSET = 17

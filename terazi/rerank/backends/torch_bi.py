@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from terazi.models.loading import load_bi_encoder
 from terazi.rerank.backends.base import Backend, torch_dtype
-from terazi.models.refs import load_bi_encoder
-from terazi.rerank.scorers import Pair
+from terazi.rerank.pairs import Pair
 
 
 def cosine(pairs: list[Pair], encode) -> np.ndarray:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from terazi.models.loading import load_cross_encoder
+from terazi.models.refs import ModelRef, model_config
 from terazi.rerank.backends.base import Backend, torch_dtype
-from terazi.models.refs import ModelRef, load_cross_encoder, model_config
-from terazi.rerank.scorers import Pair
+from terazi.rerank.pairs import Pair
 
 KNOWN = ("Sigmoid", "Identity", "Tanh")
 

@@ -19,7 +19,7 @@ import polars as pl
 
 from terazi.errors import OutputPathError
 from terazi.paths import inside
-from terazi.rerank.store import ModelKey, empty_scores
+from terazi.rerank.store.keys import ModelKey, empty_scores
 from terazi.rerank.store.shared import SharedStore
 from terazi.rerank.store.sqlite import SQLiteStore, damaged
 

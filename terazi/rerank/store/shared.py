@@ -16,7 +16,7 @@ import uuid
 import polars as pl
 
 from terazi.errors import CacheError
-from terazi.rerank.store import SCORE_SCHEMA, ModelKey, empty_scores
+from terazi.rerank.store.keys import SCORE_SCHEMA, ModelKey, empty_scores
 
 
 def model_dir(model_id: int) -> str:

@@ -34,7 +34,7 @@ import polars as pl
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.rerank.store import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
+from terazi.rerank.store.keys import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
 
 log = logging.getLogger("terazi.store")
 

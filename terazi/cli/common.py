@@ -15,25 +15,17 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from terazi.errors import TeraziError
+from terazi.logs import prefect_defaults
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
-# Prefect settings that must be in place before prefect is imported: no telemetry unless the
-# user opted in, and a start-up timeout that suits small machines. Values already set win.
-PREFECT_DEFAULTS = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "DO_NOT_TRACK": "1",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "TOKENIZERS_PARALLELISM": "false",
-}
 VERBOSE = typer.Option(False, "--verbose", "-v", help="debug logging and full tracebacks")
 
 
 def setup(verbose: bool) -> None:
     """terazi's log lines on stderr (rich), Prefect's defaults, and the verbosity of errors."""
-    for k, v in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(k, v)
+    prefect_defaults()
     if verbose:
         os.environ["TERAZI_VERBOSE"] = "1"
     from terazi.progress import HideProgressLines

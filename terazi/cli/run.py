@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
-from terazi.cli.application import app
-from terazi.cli._common import VERBOSE, console, err, errors_as_lines, fail, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines, fail, setup
+from terazi.cli.show import print_leaderboard
 from terazi.configs import demo_config, read_config_file
 
 
@@ -34,23 +33,23 @@ def parse_reranker(text: str) -> dict:
 
 def evaluate_and_print(raw: dict) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
-    from terazi.schemas import EvalConfig
     from terazi import shutdown
-    from terazi.cli._prefect import check_api, quiet_console
+    from terazi.cli.prefect_api import check_api, quiet_console
+    from terazi.schemas import EvalConfig
 
     with errors_as_lines():
         config = EvalConfig.model_validate(raw)
         check_api()
-        from terazi.tasks.preflight import preflight
+        from terazi.preflight import preflight
 
         preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors before any heavy stage
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
-        from terazi.flows.evaluate import run_evaluation
+        from terazi.flows.evaluate import evaluate
 
         t0 = time.perf_counter()
         with shutdown.graceful():
-            manifest = run_evaluation(config)
+            manifest = evaluate(config)
     print_leaderboard(Path(manifest.run_dir))
     for cs in manifest.candidates:
         how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
@@ -63,39 +62,6 @@ def evaluate_and_print(raw: dict) -> None:
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
 
 
-def print_leaderboard(run_dir: Path) -> None:
-    """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
-    interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
-    import json
-
-    from terazi.present import tables as presentation
-
-    tables = json.loads((Path(run_dir) / "tables.json").read_text(encoding="utf-8"))
-
-    def show(t: presentation.Table, title: str, caption: str = "") -> None:
-        rich_table = Table(title=title, caption=caption or None, caption_justify="left")
-        for i, c in enumerate(t.columns):
-            rich_table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i == 1)  # system names stay whole
-        for r in t.rows:
-            rich_table.add_row(*r)
-        console.print(rich_table)
-
-    board = presentation.Table.from_json(tables["leaderboard_compact"])
-    show(board, f"terazi leaderboard — {tables['headline']} (clean; corrupted with retention)", "\n".join(board.notes))
-    per_ds = presentation.Table.from_json(tables["per_dataset"])
-    show(per_ds, "per dataset, clean", "\n".join(per_ds.notes))
-    robust = presentation.Table.from_json(tables["robustness_table"])
-    show(robust, "where the loss comes from", "\n".join(robust.notes + tables["explanations"]))
-    console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
-    for line in tables["featured"]["lines"]:
-        console.print(f"  {line}", highlight=False)
-    if tables.get("variants"):
-        console.print("[bold]judged variants[/]")
-        for line in tables["variants"]["sentences"]:
-            console.print(f"  {line}", highlight=False)
-
-
-@app.command()
 def demo(
     out: str = typer.Option("results", help="results folder"),
     cache: str = typer.Option(".terazi-cache", help="frozen candidates, embeddings and score cache"),
@@ -107,7 +73,6 @@ def demo(
     evaluate_and_print(demo_config(out, cache, run_name))
 
 
-@app.command()
 def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="YAML, JSON or TOML file with an EvalConfig"),

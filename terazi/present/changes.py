@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import polars as pl
 
-from terazi.schemas import RunManifest
 from terazi.analysis import comparison
-from terazi.results import folder as results
 from terazi.analysis.identity import changed_parts
 from terazi.present.tables import level
+from terazi.schemas import EvalConfig, RunManifest
+from terazi.schemas.layout import RunLayout
+
+log = logging.getLogger("terazi.nightly")
 
 
 def read_manifest(run: Path) -> RunManifest | None:
     """The manifest of a completed run (None for incomplete or foreign folders)."""
-    if not results.is_complete(run):
+    layout = RunLayout(run)
+    if not layout.is_complete():
         return None
     try:
-        return RunManifest.model_validate(json.loads((run / results.MANIFEST).read_text()))
+        return RunManifest.model_validate(json.loads(layout.manifest.read_text()))
     except (OSError, ValueError):
         return None
 
@@ -41,7 +45,7 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
     return best[1] if best else None
 
 
-def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0,
+def changes_since(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0,
                  confidence: float = 0.95, holm: bool = False) -> str:
     """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
     leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints (at the
@@ -57,7 +61,7 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
     if inputs:
         lines.append("- **the benchmark itself changed**: " + "; ".join(inputs)
                      + ". Scores are not comparable; only what was rerun the same way is compared below.")
-    old, new = pl.read_csv(before / "leaderboard.csv"), pl.read_csv(after / "leaderboard.csv")
+    old, new = pl.read_csv(RunLayout(before).leaderboard_csv), pl.read_csv(RunLayout(after).leaderboard_csv)
     added = sorted(set(new["system"]) - set(old["system"]))
     removed = sorted(set(old["system"]) - set(new["system"]))
     why = " (the benchmark's list of systems changed)" if system_change else ""
@@ -85,3 +89,16 @@ def compare_runs(before: Path, after: Path, headline: str, resamples: int = 2000
     if len(lines) == header:
         lines.append("- nothing changed: same benchmark, same systems, ranks and groups, no significant score change")
     return "\n".join(lines) + "\n"
+
+
+def since_last_nightly(manifest: RunManifest, config: EvalConfig) -> str:
+    """changes.md of a nightly run: what changed since the previous completed nightly of the same benchmark under the
+    same results folder (at the run's interval level and Holm setting), or that there is none yet."""
+    current = Path(manifest.run_dir)
+    before = previous_nightly(current.parent, manifest)
+    if before is None:
+        return (f"# terazi: first nightly run of benchmark `{config.benchmark}`\n\n"
+                f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n")
+    log.info("comparing with the previous nightly %s", before)
+    return changes_since(before, current, config.headline, config.bootstrap_resamples, config.seed, config.confidence,
+                         config.holm)
