@@ -41,8 +41,8 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     from terazi.preflight import preflight
 
     preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
-    from terazi.flows.runtime import CALLER
     from terazi.flows.evaluate import evaluate as evaluate_flow
+    from terazi.flows.runtime import CALLER
 
     token = CALLER.set("python")
     try:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from terazi.cli.common import console, errors_as_lines, fail
+from terazi.present.labels import level
 
 
 def compare(
@@ -47,18 +47,12 @@ def compare(
 
 
 def show(cmp, everything: bool) -> None:
-    def table(df, title: str) -> None:
-        t = Table(title=title)
-        cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
-        for c in cols:
-            t.add_column(c, justify="left" if c in ("system", "versus", "dataset", "condition", "verdict") else "right")
-        for r in df.iter_rows(named=True):
-            style = {"better": "green", "worse": "red"}.get(r["verdict"])
-            t.add_row(*(f"{r[c]:.4f}" if c in ("before", "after") else f"{r[c]:+.4f}" if isinstance(r[c], float)
-                        and c != "p_value" else f"{r[c]:.3g}" if c == "p_value" else str(r[c]) for c in cols), style=style)
-        console.print(t)
+    from terazi.present.comparison import TEXT_COLUMNS, VERDICT_STYLES, comparison_table
 
-    from terazi.present.tables import level
+    def table(df, title: str) -> None:
+        t = comparison_table(df)
+        t.align = ["left" if c in TEXT_COLUMNS else "right" for c in t.columns]
+        console.print(t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()]))
 
     console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}",
                   highlight=False)

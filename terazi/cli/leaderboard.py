@@ -43,17 +43,7 @@ def leaderboard_cmd(
     if fmt != "table":
         sys.stdout.write(exports.render(board, fmt, note))
         return
-    from rich.markup import escape
-    from rich.table import Table
-
-    marks = exports.best(board)
-    table = Table(title=f"{escape(source.name)}: leaderboard", caption=escape(note))
-    for c in board.columns:
-        table.add_column(exports.label(c), justify="left" if c == "system" else "right")
-    for i, r in enumerate(board.iter_rows(named=True)):
-        cells = [escape(exports.cell(c, r[c])) for c in board.columns]
-        table.add_row(*(f"[bold]{v}[/]" if i in marks.get(c, ()) else v for c, v in zip(board.columns, cells)))
-    console.print(table)
+    console.print(exports.board_table(board).rich(f"{source.name}: leaderboard", note))
 
 
 def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set[str] = frozenset(),

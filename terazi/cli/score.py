@@ -85,17 +85,15 @@ def main(argv: list[str]) -> int:
             out["per_query"] = {m: ev.per_query_dict(m) for m in ev.measures}
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
-    from rich.table import Table
+    from terazi.present.table import Table
 
     p, console = policies, _console()
-    table = Table(title=f"{args.run_file.name} vs {args.qrels.name} — contract {p.label}")
-    for c in ("measure", "value", "queries", "gain", "rel ≥", "no relevant"):
-        table.add_column(c, justify="left" if c == "measure" else "right")
-    for name, m in ev.measures.items():
-        table.add_row(name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])),
-                      m.gain if m.family == "nDCG" else "–", "–" if m.family in ("nDCG", "Judged") else str(m.rel),
-                      f"{queries['no_relevant'][name]} ({p.no_relevant})")
-    console.print(table)
+    rows = [[name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])), m.gain if m.family == "nDCG" else "–",
+             "–" if m.family in ("nDCG", "Judged") else str(m.rel), f"{queries['no_relevant'][name]} ({p.no_relevant})"]
+            for name, m in ev.measures.items()]
+    columns = ["measure", "value", "queries", "gain", "rel ≥", "no relevant"]
+    table = Table(columns, rows, align=["left"] + ["right"] * 5)
+    console.print(table.rich(f"{args.run_file.name} vs {args.qrels.name} — contract {p.label}"))
     if aliases:
         console.print("aliases: " + ", ".join(f"{a} → {c}" for a, c in aliases.items()), highlight=False)
     console.print(f"contract {p.label}: {CONTRACTS[p.preset].summary}. Judged queries {queries['judged']}; missing from "
@@ -105,10 +103,8 @@ def main(argv: list[str]) -> int:
                   f"({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, then doc id desc; "
                   f"ideal DCG 0 → 0", highlight=False)
     if args.per_query:
-        pq = Table("query", *ev.measures)
         ids = sorted({q for m in ev.measures for q in ev.query_ids[m]})
         vals = {m: ev.per_query_dict(m) for m in ev.measures}
-        for q in ids:
-            pq.add_row(q, *(f"{vals[m][q]:.4f}" if q in vals[m] else "–" for m in ev.measures))
-        console.print(pq)
+        per_query = [[q, *(f"{vals[m][q]:.4f}" if q in vals[m] else "–" for m in ev.measures)] for q in ids]
+        console.print(Table(["query", *ev.measures], per_query).rich())
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from terazi.analysis.intervals import pairwise_summary
-from terazi.present.tables import Table
+from terazi.present.table import Table
 from terazi.schemas.layout import RunLayout
 
 

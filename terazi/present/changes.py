@@ -10,7 +10,7 @@ import polars as pl
 
 from terazi.analysis import comparison
 from terazi.analysis.identity import changed_parts
-from terazi.present.tables import level
+from terazi.present.labels import level
 from terazi.schemas import EvalConfig, RunManifest
 from terazi.schemas.layout import RunLayout
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.comparison import Comparison
-from terazi.present.tables import level
+from terazi.present.labels import level
+from terazi.present.table import Table
 
 
 def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
@@ -23,21 +24,29 @@ def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _fmt(v) -> str:
+TEXT_COLUMNS = ("system", "versus", "dataset", "condition", "verdict")
+VERDICT_STYLES = {"better": "green", "worse": "red"}
+
+
+def _cell(column: str, v) -> str:
     if v is None:
         return "–"
+    if column in ("before", "after"):
+        return f"{v:.4f}"
+    if column == "p_value":
+        return f"{v:.3g}"
     if isinstance(v, float):
         return f"{v:+.4f}" if abs(v) < 1e9 else f"{v:g}"
     return str(v)
 
 
+def comparison_table(df: pl.DataFrame) -> Table:
+    """Cells (or the overall lines) of a comparison as a table; `versus` only where it names a system."""
+    cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
+    return Table(cols, [[_cell(c, r[c]) for c in cols] for r in df.iter_rows(named=True)])
+
+
 def _md_table(df: pl.DataFrame, caption: str) -> list[str]:
     if df.height == 0:
         return [f"No {caption}.", ""]
-    cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
-    out = [f"**{caption}**", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in df.iter_rows(named=True):
-        out.append("| " + " | ".join(f"{r[c]:.4f}" if c in ("before", "after") and r[c] is not None
-                                       else f"{r[c]:.3g}" if c == "p_value" and r[c] is not None
-                                       else _fmt(r[c]) for c in cols) + " |")
-    return out + [""]
+    return [f"**{caption}**", "", comparison_table(df).markdown(), ""]

@@ -8,7 +8,21 @@ import polars as pl
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells
 from terazi.analysis.summary import ranked_datasets
-from terazi.present import tables as presentation
+from terazi.present.labels import level
+from terazi.present.notes import explain, featured_lines, variant_sentence
+from terazi.present.tables import (
+    COST_NOTE,
+    costs_table,
+    datasets_table,
+    examples,
+    leaderboard,
+    out_of_ranking_notes,
+    per_dataset,
+    robustness,
+    system_kinds,
+    systems_table,
+    variants_table,
+)
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult
 from terazi.schemas.tables import CLEAN
 
@@ -30,7 +44,7 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
     legend = [
         "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
         f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
-        f"mean over ranked datasets, with its {presentation.level(config.confidence)} interval (paired bootstrap balanced by dataset). "
+        f"mean over ranked datasets, with its {level(config.confidence)} interval (paired bootstrap balanced by dataset). "
         "Borda rank and votes: "
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
@@ -38,17 +52,17 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
         "changed, end to end (" + ("corrupted query through first stage and reranker" if candidates else
                                    "each condition's run files against the clean ones") + f"); {config.retention}: "
         + AGGREGATION_LABELS[config.retention] + ".",
-        *presentation.out_of_ranking_notes(datasets),
+        *out_of_ranking_notes(datasets),
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
-    legend += [presentation.COST_NOTE] if shown else []
-    level = config.confidence
-    board_t = presentation.leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=level)
+    legend += [COST_NOTE] if shown else []
+    confidence = config.confidence
+    board_t = leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=confidence)
     board_t.notes = legend
-    compact = presentation.leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown,
-                                       confidence=level)
+    compact = leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown,
+                                       confidence=confidence)
     compact.notes = legend
-    robust = presentation.robustness(decomp, order, conds, config.rerank_depth, labels, level)
+    robust = robustness(decomp, order, conds, config.rerank_depth, labels, confidence)
     # said of what was measured: runs made elsewhere (`terazi analyze`, no candidates) have no reranker-only
     # setting and no first stage of terazi's
     has_iso, has_recall = (decomp[c].is_not_null().any() for c in ("reranker_only", "first_stage_recall"))
@@ -65,15 +79,15 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
         "headline": config.headline, "order": order, "labels": labels, "retention": config.retention,
         "robustness": "both" if has_iso else "end-to-end", "first_stage": bool(candidates),
         "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
-        "per_dataset": presentation.per_dataset(agg.clean_means, order, datasets, labels).to_json(),
+        "per_dataset": per_dataset(agg.clean_means, order, datasets, labels).to_json(),
         "robustness_table": robust.to_json(),
-        "explanations": presentation.explain(decomp, order, conds, config.rerank_depth, FIRST_STAGE),
-        "featured": {"system": featured, "lines": presentation.featured_lines(
+        "explanations": explain(decomp, order, conds, config.rerank_depth, FIRST_STAGE),
+        "featured": {"system": featured, "lines": featured_lines(
             cells, featured, config.conditions, [d.name for d in datasets], labels, [s for s in order if s != featured])},
-        "datasets": presentation.datasets_table(datasets, candidates).to_json(),
-        "systems": presentation.systems_table(config, candidates, reranks).to_json(),
-        "examples": presentation.examples(variants, config.conditions).to_json(),
-        "costs": presentation.costs_table(shown, presentation.system_kinds(config), order, labels).to_json() if shown else None,
-        "variants": {"sentences": [presentation.variant_sentence(j, labels, level) for j in judgements],
-                     "table": presentation.variants_table(judgements, labels, level).to_json()} if judgements else None,
+        "datasets": datasets_table(datasets, candidates).to_json(),
+        "systems": systems_table(config, candidates, reranks).to_json(),
+        "examples": examples(variants, config.conditions).to_json(),
+        "costs": costs_table(shown, system_kinds(config), order, labels).to_json() if shown else None,
+        "variants": {"sentences": [variant_sentence(j, labels, confidence) for j in judgements],
+                     "table": variants_table(judgements, labels, confidence).to_json()} if judgements else None,
     }

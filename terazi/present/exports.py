@@ -1,7 +1,8 @@
-"""A leaderboard as text for papers and pages: markdown, booktabs LaTeX, CSV and JSON, every column in each.
+"""A leaderboard as text for papers and pages: markdown, booktabs LaTeX, CSV and JSON, every column in each; and the
+terminal table of `terazi leaderboard`. One `Table` (`board_table`) serves every text face.
 
-LaTeX follows ranx's `to_latex`: booktabs rules, the best value of each score column in bold, and
-significance groups (when the board has a `group` column) as superscripts on the system names.
+LaTeX follows ranx's `to_latex`: booktabs rules, the best value of each score column in bold, and significance
+groups (when the board has a `group` column) as superscripts on the system names.
 """
 
 from __future__ import annotations
@@ -10,18 +11,13 @@ import json
 
 import polars as pl
 
-LABELS = {"system": "System", "borda_votes": "Borda votes", "borda_rank": "Rank", "mean_task": "Mean (Task)",
-          "mean_task_type": "Mean (TaskType)", "mean_task_complete": "Mean (Task), complete only",
-          "mean_task_type_complete": "Mean (TaskType), complete only", "tasks": "Tasks", "group": "Group",
-          "ci_low": "CI low", "ci_high": "CI high"}
+from terazi.present.labels import column_label
+from terazi.present.table import Table
+
 NOT_SCORES = {"system", "borda_rank", "tasks", "group", "ci_low", "ci_high"}  # never marked best
 FORMATS = ("table", "csv", "json", "markdown", "latex")
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "-", "×": r"$\times$"}
-
-
-def label(column: str) -> str:
-    return LABELS.get(column, column)
+GROUPS_NOTE = ("Superscripts give significance groups (paired bootstrap): systems sharing a number are not "
+               "significantly different.")
 
 
 def cell(column: str, value: object) -> str:
@@ -44,70 +40,41 @@ def best(board: pl.DataFrame) -> dict[str, set[int]]:
     return out
 
 
-def to_csv(board: pl.DataFrame) -> str:
-    return board.write_csv()
-
-
-def to_json(board: pl.DataFrame) -> str:
-    return json.dumps(board.to_dicts(), indent=2, ensure_ascii=False)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", r"\|")
+def board_table(board: pl.DataFrame, columns: list[str] | None = None) -> Table:
+    """The board's `columns` (default: all) with human names, systems left and numbers right, the best value of each
+    score column bold."""
+    columns = columns or board.columns
+    marks = best(board)
+    rows = [[cell(c, r[c]) for c in columns] for r in board.iter_rows(named=True)]
+    bold = {(i, j) for j, c in enumerate(columns) for i in marks.get(c, ())}
+    return Table([column_label(c) for c in columns], rows, align=["left" if c == "system" else "right" for c in columns],
+                 bold=bold)
 
 
 def to_markdown(board: pl.DataFrame, note: str = "") -> str:
     """A pipe table with human column names, the best value of each score column in bold, and the note."""
-    marks = best(board)
-    lines = ["| " + " | ".join(_md(label(c)) for c in board.columns) + " |",
-             "|" + "|".join(":---" if c == "system" else "---:" for c in board.columns) + "|"]
-    for i, r in enumerate(board.iter_rows(named=True)):
-        cells = [_md(cell(c, r[c])) for c in board.columns]
-        cells = [f"**{v}**" if i in marks.get(c, ()) else v for c, v in zip(board.columns, cells)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + (f"\n\n{note}\n" if note else "\n")
+    t = board_table(board)
+    t.notes = [note] if note else []
+    return t.markdown() + "\n"
 
 
-def latex_escape(text: str) -> str:
-    return "".join(_LATEX.get(ch, ch) for ch in text)
-
-
-def to_latex(board: pl.DataFrame, caption: str = "", label_: str = "tab:terazi-leaderboard") -> str:
-    """A booktabs `table` (needs \\usepackage{booktabs}); names and caption escaped; best per column in bold."""
+def to_latex(board: pl.DataFrame, caption: str = "", label: str = "tab:terazi-leaderboard") -> str:
+    """A booktabs `table` (needs \\usepackage{booktabs}); names and caption escaped; best per column in bold; the
+    significance group of each system as its superscript."""
     groups = "group" in board.columns
-    cols = [c for c in board.columns if c != "group"]
-    marks = best(board)
+    t = board_table(board, [c for c in board.columns if c != "group"])
     if groups:
-        caption = (caption + " " if caption else "") + ("Superscripts give significance groups (paired bootstrap): "
-                                                        "systems sharing a number are not significantly different.")
-    head = " & ".join(latex_escape(label(c)) for c in cols) + r" \\"
-    rows = []
-    for i, r in enumerate(board.iter_rows(named=True)):
-        out = []
-        for c in cols:
-            text = latex_escape(cell(c, r[c]))
-            if i in marks.get(c, ()):
-                text = rf"\textbf{{{text}}}"
-            if c == "system" and groups and r["group"] is not None:
-                text += rf"$^{{{latex_escape(str(r['group']))}}}$"
-            out.append(text)
-        rows.append(" & ".join(out) + r" \\")
-    spec = "".join("l" if c == "system" else "r" for c in cols)
-    return "\n".join([
-        r"% terazi leaderboard; needs \usepackage{booktabs}",
-        r"\begin{table}[t]", r"\centering",
-        rf"\caption{{{latex_escape(caption)}}}" if caption else "%",
-        rf"\label{{{label_}}}",
-        rf"\begin{{tabular}}{{{spec}}}", r"\toprule", head, r"\midrule", *rows, r"\bottomrule",
-        r"\end{tabular}", r"\end{table}", ""])
+        caption = (caption + " " if caption else "") + GROUPS_NOTE
+        t.marks = [None if g is None else str(g) for g in board["group"].to_list()]
+    return t.latex(caption, label)
 
 
 def render(board: pl.DataFrame, fmt: str, note: str = "") -> str:
-    """The board as csv, json, markdown or latex (the terminal table is the CLI's)."""
+    """The board as csv, json, markdown or latex (the terminal table: `board_table(board).rich(...)`)."""
     if fmt == "csv":
-        return to_csv(board)
+        return board.write_csv()
     if fmt == "json":
-        return to_json(board) + "\n"
+        return json.dumps(board.to_dicts(), indent=2, ensure_ascii=False) + "\n"
     if fmt == "markdown":
         return to_markdown(board, note)
     if fmt == "latex":

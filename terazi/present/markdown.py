@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from terazi.present import tables as presentation
+from terazi.present.labels import condition_label
+from terazi.present.table import Table
+from terazi.present.tables import conditions_table
 from terazi.schemas import BenchmarkIdentity, CandidateSet
 
 
@@ -13,14 +15,14 @@ def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict,
                          identity: BenchmarkIdentity) -> str:
     """The page: leaderboard, per dataset, where the loss comes from, significant cells, judged variants, cost,
     datasets, systems, conditions with examples, first stage, metric contract."""
-    T = presentation.Table.from_json
+    T = Table.from_json
     featured = tables["featured"]
     lines = [f"# terazi leaderboard: {tables['headline']}", "",
              f"Benchmark `{identity.name}`, fingerprint `{identity.fingerprint}` ("
              + ("hash of every dataset's frozen candidates)." if candidates else
                 "hash of the judgments and the changed queries; the systems are TREC runs made elsewhere)."), "",
              T(tables["leaderboard"]).markdown(), "",
-             f"## Per dataset ({presentation.condition_label('clean', tables['labels'])})", "",
+             f"## Per dataset ({condition_label('clean', tables['labels'])})", "",
              T(tables["per_dataset"]).markdown(), "",
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
     lines += [f"- {e}" for e in tables["explanations"]] + ([""] if tables["explanations"] else [])
@@ -31,7 +33,7 @@ def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict,
     if tables.get("costs"):
         lines += ["", "## Cost", "", T(tables["costs"]).markdown()]
     lines += ["", "## Datasets", "", T(tables["datasets"]).markdown(), "", "## Systems", "", T(tables["systems"]).markdown(),
-              "", "## Conditions", "", presentation.conditions_table(conditions, tables["labels"]).markdown()]
+              "", "## Conditions", "", conditions_table(conditions, tables["labels"]).markdown()]
     lines += ["", "Examples, before and after:", "", T(tables["examples"]).markdown()]
     lines += ["", "## First stage", ""]
     lines += [f"- {c.dataset}: candidates `{c.fingerprint}` ({c.encoder}, {c.index.get('type')}, depth {c.depth}); "

@@ -11,15 +11,15 @@ from __future__ import annotations
 import base64
 import html
 import io
-import re
 from datetime import datetime, timezone
 
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
-from terazi.present import tables as presentation
-from terazi.present.tables import COST_NOTE, COST_POINTER, Table, condition_label, word
+from terazi.present.labels import condition_label, level, word
+from terazi.present.table import Table
+from terazi.present.tables import COST_NOTE, COST_POINTER, conditions_table, pairs_summary_table, pairs_table
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1140px;padding:0 1rem;color:#222;line-height:1.4}
@@ -31,30 +31,6 @@ th{background:#f3f3f3;vertical-align:bottom;white-space:normal;min-width:3.5em}t
 .notes{color:#555;font-size:.85rem;margin:-.6rem 0 1.5rem}.notes p{margin:.2rem 0}
 img{max-width:100%;height:auto}code{overflow-wrap:anywhere}
 """
-
-
-NUMERIC = re.compile(r"^(–|[-+]?%?\d[\d.]*%?( \(.*\))?|\[.*\])$")
-
-
-def _header(name: str) -> str:
-    """Header text that wraps only between words: each word stays whole (`first-stage` never splits)."""
-    return " ".join(f'<span class="w">{html.escape(w)}</span>' for w in name.split(" "))
-
-
-def text_table(t: Table, table_id: str) -> str:
-    """A display table in its scrolling box: columns of numbers right-aligned, text left-aligned; rows with a
-    better/worse verdict tinted."""
-    numeric = [all(NUMERIC.match(r[i]) for r in t.rows) if t.rows else False for i in range(len(t.columns))]
-    verdict = t.columns.index("Verdict") if "Verdict" in t.columns else None
-    head = "".join(f'<th class="{"num" if n else "text"}">{_header(c)}</th>' for c, n in zip(t.columns, numeric))
-    body = []
-    for r in t.rows:
-        cls = r[verdict] if verdict is not None and r[verdict] in ("better", "worse") else ""
-        body.append(f'<tr class="{cls}">' + "".join(f'<td class="{"num" if n else "text"}">{html.escape(v)}</td>'
-                                                     for v, n in zip(r, numeric)) + "</tr>")
-    notes = "".join(f"<p>{html.escape(n)}</p>" for n in t.notes)
-    return (f'<div class="table-box"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
-            f'</tbody></table></div>' + (f'<div class="notes">{notes}</div>' if notes else ""))
 
 
 def _png(fig) -> str:
@@ -82,7 +58,7 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confid
     ax.errorbar(mean, range(len(systems)), xerr=[[m - by[s]["ci_low"] for m, s in zip(mean, systems)],
                                                  [by[s]["ci_high"] - m for m, s in zip(mean, systems)]], fmt="o", capsize=4)
     ax.set_yticks(range(len(systems)), [f"{s} (group {by[s]['group']})" for s in systems])
-    ax.set_xlabel(f"{headline}, clean queries ({presentation.level(confidence)} bootstrap interval, balanced by dataset)")
+    ax.set_xlabel(f"{headline}, clean queries ({level(confidence)} bootstrap interval, balanced by dataset)")
     ax.grid(axis="x", alpha=.3)
     out = _png(fig)
     plt.close(fig)
@@ -159,17 +135,17 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         "leaderboard's order: significance group, then headline.</p>",
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
         f"({fingerprint}).{first_stage}</p>",
-        "<h2>Leaderboard</h2>", text_table(board, "leaderboard"),
+        "<h2>Leaderboard</h2>", board.html("leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
-        f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", text_table(T(tables["per_dataset"]), "per-dataset"),
-        "<h2>Where the loss comes from</h2>", text_table(T(tables["robustness_table"]), "robustness"),
+        f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
+        "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
     ]
     if tables["explanations"]:
         sections.append("<ul id='explanations'>" + "".join(f"<li>{html.escape(e)}</li>" for e in tables["explanations"]) + "</ul>")
     if retention.height:
         sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
                         f'src="{plot_retention(retention, order, config.conditions, labels)}">'
-                        f"<p class='notes'>Points: retention; bars: {presentation.level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
+                        f"<p class='notes'>Points: retention; bars: {level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
@@ -177,17 +153,16 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
     if tables.get("variants"):
         sections += ["<h2>Judged variants</h2>",
                      "<ul id='variants'>" + "".join(f"<li>{html.escape(x)}</li>" for x in tables["variants"]["sentences"])
-                     + "</ul>", text_table(T(tables["variants"]["table"]), "variants-table")]
+                     + "</ul>", T(tables["variants"]["table"]).html("variants-table")]
     if tables.get("costs"):
-        sections += ["<h2>Cost</h2>", text_table(T(tables["costs"]), "costs")]
+        sections += ["<h2>Cost</h2>", T(tables["costs"]).html("costs")]
     sections += [
-        "<h2>Datasets</h2>", text_table(T(tables["datasets"]), "datasets"),
-        "<h2>Systems</h2>", text_table(T(tables["systems"]), "systems"),
-        "<h2>Conditions</h2>", text_table(presentation.conditions_table(conditions, labels), "conditions"),
-        "<h3>Examples: before and after</h3>", text_table(T(tables["examples"]), "examples"),
-        "<h2>Pairwise comparisons</h2>", text_table(presentation.pairs_summary_table(pair_summary, correction, config.confidence),
-                                               "pairwise-summary"),
-        text_table(presentation.pairs_table(pairs, labels, config.confidence), "pairwise"),
+        "<h2>Datasets</h2>", T(tables["datasets"]).html("datasets"),
+        "<h2>Systems</h2>", T(tables["systems"]).html("systems"),
+        "<h2>Conditions</h2>", conditions_table(conditions, labels).html("conditions"),
+        "<h3>Examples: before and after</h3>", T(tables["examples"]).html("examples"),
+        "<h2>Pairwise comparisons</h2>", pairs_summary_table(pair_summary, correction, config.confidence).html("pairwise-summary"),
+        pairs_table(pairs, labels, config.confidence).html("pairwise"),
         "<h2>Metric contract</h2><ul>" + "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in contract.items()) + "</ul>",
     ]
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"

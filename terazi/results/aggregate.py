@@ -30,8 +30,9 @@ from terazi.data.loading import open_dataset, variant_texts
 from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present import report
 from terazi.present.display import display_tables
+from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
-from terazi.present.tables import level, system_kinds
+from terazi.present.tables import system_kinds
 from terazi.results.costs import costs_frame, system_costs
 from terazi.schemas import (
     FIRST_STAGE,
