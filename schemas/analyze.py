@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from terazi.schemas.config import EvalConfig
 from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
 from terazi.schemas.measures import parse_measure
+from terazi.schemas.tables import CLEAN
 
 _EVAL = EvalConfig.model_fields
 
@@ -43,7 +44,7 @@ class AnalyzeConfig(StrictModel):
         if self.headline not in self.metrics:
             self.metrics = [self.headline, *self.metrics]
         if self.conditions is not None:
-            self.conditions = list(dict.fromkeys(["clean", *self.conditions]))
+            self.conditions = list(dict.fromkeys([CLEAN, *self.conditions]))
         return self
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:

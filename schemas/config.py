@@ -26,6 +26,7 @@ from terazi.schemas.fields import (
 from terazi.schemas.measures import parse_measure
 from terazi.schemas.rerankers import MODEL_KINDS, RerankerSpec, default_rerankers
 from terazi.schemas.sources import parse as parse_source
+from terazi.schemas.tables import CLEAN
 
 
 class DatasetSpec(StrictModel):
@@ -123,7 +124,7 @@ class EvalConfig(StrictModel):
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "
                                                       "'kind' decides its fields")
-    conditions: list[Condition] = Field(default_factory=lambda: ["clean", "upper", "ascii_full", "mobile", "typo"],
+    conditions: list[Condition] = Field(default_factory=lambda: [CLEAN, "upper", "ascii_full", "mobile", "typo"],
                                         description="query conditions; 'clean' is always included")
     corruption: CorruptionSpec = Field(default_factory=CorruptionSpec, description="parameters of the corruptions")
     candidates: dict[str, str] = Field(default_factory=dict,
@@ -178,7 +179,7 @@ class EvalConfig(StrictModel):
             unknown = [c for c in v if not isinstance(c, str) or any(p not in CONDITIONS for p in c.split("+"))]
             if unknown:
                 raise ValueError(f"unknown condition(s) {unknown}; known: {list(CONDITIONS)}, composable with '+'")
-            return list(dict.fromkeys(["clean", *v] if "clean" not in v else v))
+            return list(dict.fromkeys([CLEAN, *v] if CLEAN not in v else v))
         return v
 
     @model_validator(mode="after")

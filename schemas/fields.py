@@ -8,9 +8,10 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from terazi.paths import SLUG, SLUG_HELP, is_slug
+from terazi.schemas.tables import CLEAN
 
 BUNDLED_ENCODER = "bundled:all-MiniLM-L6-v2"
-CONDITIONS = ("clean", "upper", "ascii_full", "ascii_partial", "typo", "colloquial", "mobile")
+CONDITIONS = (CLEAN, "upper", "ascii_full", "ascii_partial", "typo", "colloquial", "mobile")
 FIRST_STAGE = "first-stage"
 
 

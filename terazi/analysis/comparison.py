@@ -17,6 +17,7 @@ import polars as pl
 
 from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
 from terazi.errors import DatasetError, TeraziError
+from terazi.schemas.tables import CLEAN
 
 CELL = ["dataset", "condition", "query_id"]
 COLUMNS = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "queries": pl.Int64,
@@ -94,10 +95,10 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
                           ci.high, ci.p_value], ci))
         flags = holm_reject([ci.p_value for _, ci in rows], 1 - confidence) if holm else [ci.significant for _, ci in rows]
         cells += [r + [ci.verdict(f)] for (r, ci), f in zip(rows, flags)]
-        a, b, n = _paired(a_sys.filter(pl.col("condition") == "clean"), b_sys.filter(pl.col("condition") == "clean"))
+        a, b, n = _paired(a_sys.filter(pl.col("condition") == CLEAN), b_sys.filter(pl.col("condition") == CLEAN))
         if n:
             ci = paired_difference(a, b, resamples, seed, confidence)
-            overall.append([system, versus, "*", "clean", n, balanced_mean(b), balanced_mean(a), ci.estimate, ci.low,
+            overall.append([system, versus, "*", CLEAN, n, balanced_mean(b), balanced_mean(a), ci.estimate, ci.low,
                             ci.high, ci.p_value, ci.verdict()])
     frame = lambda rows: pl.DataFrame(rows, schema=COLUMNS, orient="row")  # noqa: E731
     return frame(cells), frame(overall)

@@ -15,6 +15,7 @@ import polars as pl
 
 from terazi.analysis import stats
 from terazi.schemas import ModelCost
+from terazi.schemas.tables import CLEAN
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def judge(per_query: pl.DataFrame, base: str, variant: str, measure: str, datase
           costs: dict[str, ModelCost | None] | None = None) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
     condition, query_id, measure, value)."""
-    clean = per_query.filter((pl.col("condition") == "clean") & (pl.col("measure") == measure)
+    clean = per_query.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == measure)
                              & pl.col("dataset").is_in(datasets))
     a = clean.filter(pl.col("system") == base).select("dataset", "query_id", pl.col("value").alias("base"))
     b = clean.filter(pl.col("system") == variant).select("dataset", "query_id", pl.col("value").alias("variant"))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from rapidfuzz.distance import OSA
 
 from terazi.schemas import CorruptionSpec, MobileSpec
+from terazi.schemas.tables import CLEAN
 from terazi.turkish import TURKISH_LETTERS, to_ascii, tr_lower, tr_upper
 
 # Turkish Q layout, letter keys only; each row is offset like a real keyboard.
@@ -314,7 +315,7 @@ def _mobile_draws(spec: CorruptionSpec) -> bool:
 
 
 CONDITIONS: dict[str, Condition] = {
-    "clean": Condition("clean", lambda text, rng, spec: text, _never),
+    CLEAN: Condition(CLEAN, lambda text, rng, spec: text, _never),
     "upper": Condition("upper", lambda text, rng, spec: upper(text), _never),
     "ascii_full": Condition("ascii_full", lambda text, rng, spec: ascii_full(text), _never),
     "ascii_partial": Condition("ascii_partial", lambda text, rng, spec: ascii_partial(text, rng, spec.ascii_partial_rate),

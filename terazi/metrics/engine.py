@@ -241,8 +241,8 @@ def evaluate(
     if jr.height < rr["_j"].sum():
         rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
     if policies.unjudged == "error" and not rr["_j"].all():
-        q_, d_ = r.gather(rr.filter(~pl.col("_j"))["_row"]).sort("query_id", "doc_id").row(0)[:2]
-        raise MetricError(f"unknown document id {d_!r} in the ranking of query {q_!r}: it has no judgment for that "
+        query, doc = r.gather(rr.filter(~pl.col("_j"))["_row"]).sort("query_id", "doc_id").row(0)[:2]
+        raise MetricError(f"unknown document id {doc!r} in the ranking of query {query!r}: it has no judgment for that "
                           f"query (unjudged=error under contract {policies.label})")
     rr = rr.select("qi", "score", "_j", "_row", *(["rank"] if order == "rank" else []))
     rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)

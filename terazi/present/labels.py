@@ -12,6 +12,9 @@ TR_CONDITIONS = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türk
                  "colloquial": "Gündelik yazım"}
 WORDS = {
     "en": {"group": "Group", "system": "System", "borda_rank": "Borda rank", "borda_votes": "Borda votes",
+           "mean_task": "Mean (Task)", "mean_task_type": "Mean (TaskType)",
+           "mean_task_complete": "Mean (Task), complete only", "mean_task_type_complete": "Mean (TaskType), complete only",
+           "tasks": "Tasks", "ci_low": "CI low", "ci_high": "CI high",
            "ci": "{level} CI", "retention": "Retention", "end_to_end": "End to end", "reranker_only": "Reranker only",
            "recall": "First-stage recall@{k}", "condition": "Condition", "queries": "queries (no relevant doc.)",
            "better": "significantly better", "worse": "significantly worse", "none": "none",
@@ -20,6 +23,9 @@ WORDS = {
            "difference": "{measure} difference", "speed_word": "speed", "size_word": "size", "variant": "Variant",
            "base": "Base", "queries_n": "Queries", "verdict": "Verdict"},
     "tr": {"group": "Grup", "system": "Model", "borda_rank": "Borda sırası", "borda_votes": "Borda puanı",
+           "mean_task": "Mean (Task)", "mean_task_type": "Mean (TaskType)",
+           "mean_task_complete": "Mean (Task), yalnız tam", "mean_task_type_complete": "Mean (TaskType), yalnız tam",
+           "tasks": "Görev", "ci_low": "GA alt", "ci_high": "GA üst",
            "ci": "{level} GA", "retention": "Koruma", "end_to_end": "Uçtan uca", "reranker_only": "Yalnız reranker",
            "recall": "İlk aşama recall@{k}", "condition": "Koşul", "queries": "sorgu (ilgili belgesiz)",
            "better": "anlamlı üstün", "worse": "anlamlı geride", "none": "yok", "same": "fark yok: {n}/{total} hücre",
@@ -32,16 +38,9 @@ WORDS = {
 
 
 
-# the leaderboard.csv columns as every output names them (Borda rank, as the display tables say)
-COLUMNS = {"system": "System", "borda_votes": "Borda votes", "borda_rank": "Rank", "mean_task": "Mean (Task)",
-           "mean_task_type": "Mean (TaskType)", "mean_task_complete": "Mean (Task), complete only",
-           "mean_task_type_complete": "Mean (TaskType), complete only", "tasks": "Tasks", "group": "Group",
-           "ci_low": "CI low", "ci_high": "CI high"}
-
-
-def column_label(column: str) -> str:
-    """A leaderboard.csv column's name in the exported tables (a dataset or condition column keeps its name)."""
-    return COLUMNS.get(column, column)
+def column_label(column: str, labels: str = "en") -> str:
+    """A leaderboard.csv column as every table names it (a dataset or condition column keeps its own name)."""
+    return WORDS[labels].get(column, column)
 
 
 def word(key: str, labels: str = "en", **kw) -> str:

@@ -20,6 +20,7 @@ from terazi.analysis.intervals import pairwise_summary
 from terazi.present.labels import condition_label, level, word
 from terazi.present.table import Table
 from terazi.present.tables import COST_NOTE, COST_POINTER, conditions_table, pairs_summary_table, pairs_table
+from terazi.schemas.tables import CLEAN
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1140px;padding:0 1rem;color:#222;line-height:1.4}
@@ -70,7 +71,7 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
     setting; the y-range spans the intervals (not from 0) so that differences of a few points show."""
     plt = _pyplot()
     settings = [s for s in ("end-to-end", "isolated") if retention.filter(pl.col("setting") == s).height]
-    conds = [c for c in conditions if c != "clean"]
+    conds = [c for c in conditions if c != CLEAN]
     systems = [s for s in order if s in set(retention["system"])]
     fig, axes = plt.subplots(1, len(settings), figsize=(5.2 * len(settings), 3.8), sharey=True, squeeze=False)
     vals = retention.filter(pl.col("retention").is_not_null())
@@ -137,7 +138,7 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         f"({fingerprint}).{first_stage}</p>",
         "<h2>Leaderboard</h2>", board.html("leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
-        f"<h2>Per dataset ({html.escape(condition_label('clean', labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
+        f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
         "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
     ]
     if tables["explanations"]:

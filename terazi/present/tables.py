@@ -26,6 +26,7 @@ from terazi.present.labels import (
 )
 from terazi.present.table import Table
 from terazi.schemas import FIRST_STAGE, EvalConfig
+from terazi.schemas.tables import CLEAN
 
 
 def out_of_ranking_notes(datasets: list) -> list[str]:
@@ -39,11 +40,11 @@ def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
     under each condition, then retention per condition, then size and warm pairs/s (with `costs`: system ->
     ModelCost or None). `compact` (terminal): each condition's score and retention in one cell."""
-    corrupted = [c for c in conditions if c != "clean" and c in board.columns]
+    corrupted = [c for c in conditions if c != CLEAN and c in board.columns]
     by_type = task_types > 1
     cols = [word("group", labels), word("system", labels)] + ([word("params", labels)] if costs is not None else []) + [
-        word("borda_rank", labels), word("borda_votes", labels), "Mean (Task)", ci_label(labels, confidence)] + (
-        ["Mean (TaskType)"] if by_type else [])
+        word("borda_rank", labels), word("borda_votes", labels), word("mean_task", labels), ci_label(labels, confidence)] + (
+        [word("mean_task_type", labels)] if by_type else [])
     ret = word("retention", labels)
     if compact:
         cols += [f"{condition_label(c, labels)} ({ret})" for c in corrupted]
@@ -217,7 +218,7 @@ def examples(variants: pl.DataFrame, conditions: list[str], k: int = 3) -> Table
     """Per condition, `k` queries it changed: before and after (first dataset that has them, sample 0)."""
     rows = []
     for c in conditions:
-        if c == "clean":
+        if c == CLEAN:
             continue
         part = variants.filter((pl.col("condition") == c) & pl.col("changed") & (pl.col("sample") == 0)).head(k)
         rows += [[c, r["dataset"], r["query_id"], r["original"], r["text"]] for r in part.iter_rows(named=True)]

@@ -17,6 +17,7 @@ import polars as pl
 from terazi.models.costs import CostStore, combine
 from terazi.rerank.pairs import Pair
 from terazi.schemas import ModelCost
+from terazi.schemas.tables import CLEAN
 
 LATENCY_QUERIES = int(os.environ.get("TERAZI_LATENCY_QUERIES", "20"))  # 0: no latency probe
 
@@ -44,12 +45,12 @@ class Meter:
 def query_groups(candidates: Path, variants: list[str], corpus, rerank_depth: int,
                  n: int = LATENCY_QUERIES) -> list[list[Pair]]:
     """The first `n` clean queries' top `rerank_depth` candidates as pairs, one list per query."""
-    top = pl.scan_parquet(candidates).filter((pl.col("condition") == "clean") & (pl.col("sample") == 0)
+    top = pl.scan_parquet(candidates).filter((pl.col("condition") == CLEAN) & (pl.col("sample") == 0)
                                              & (pl.col("rank") <= rerank_depth)).collect()
     ids = top["query_id"].unique(maintain_order=True).head(n)
     texts = pl.concat([pl.read_parquet(v, columns=["condition", "sample", "query_id", "text"]) for v in variants])
     top = top.filter(pl.col("query_id").is_in(ids.implode())).join(
-        texts.filter(pl.col("condition") == "clean").select("sample", "query_id", "text"), on=["sample", "query_id"])
+        texts.filter(pl.col("condition") == CLEAN).select("sample", "query_id", "text"), on=["sample", "query_id"])
     docs = corpus.texts(top["doc_id"].unique().to_list())
     groups: dict[str, list[Pair]] = {}
     for q, text, d in top.sort("query_id", "rank").select("query_id", "text", "doc_id").iter_rows():

@@ -27,7 +27,7 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.tables import CLEAN
+from terazi.schemas.tables import CLEAN, RANKING
 
 log = logging.getLogger("terazi.import")
 
@@ -45,7 +45,7 @@ def ranked_runs(files: dict[int, Path], condition: str) -> pl.DataFrame:
         parts.append(order.sort(["query_id", "_s", "doc_id"], descending=[False, True, True], nulls_last=True)
                      .drop("_s").with_columns(pl.lit(condition).alias("condition"), pl.lit(smp, dtype=pl.Int64).alias("sample"),
                                    pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")))
-    return pl.concat(parts).select("condition", "sample", "query_id", "rank", "doc_id", "score")
+    return pl.concat(parts).select(RANKING)
 
 
 def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list[str], systems: list[str],

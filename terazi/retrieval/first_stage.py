@@ -69,11 +69,12 @@ from terazi.schemas import (
     ScaleSpec,
     VariantSet,
 )
+from terazi.schemas.tables import CLEAN, VARIANT
 
 log = logging.getLogger("terazi.retrieve")
 
 
-def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> CandidateSet:
+def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> CandidateSet:
     """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
     for path in inside(cache_dir, "candidates").glob(f"*/{MANIFEST}"):
         if path.parent.name.startswith("."):  # being written
@@ -82,17 +83,17 @@ def find_frozen(cache_dir: str, fingerprint_: str, dataset: DatasetManifest) -> 
             body = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if body.get("fingerprint") == fingerprint_:
+        if body.get("fingerprint") == wanted:
             if body["dataset_fingerprint"] != dataset.fingerprint:
-                raise ConfigError(f"candidates {fingerprint_} were frozen for another version of dataset "
+                raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
                                  f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
             cs = load_frozen(path.parent)
             if cs is None:
-                raise CacheError(f"frozen candidates {fingerprint_}: {path.parent / 'candidates.parquet'} is missing "
+                raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
                                  "or damaged, and a set named by fingerprint cannot be computed again; run without "
                                  "`candidates` to retrieve afresh")
             return cs
-    raise ConfigError(f"no frozen candidates with fingerprint {fingerprint_} under {cache_dir}/candidates")
+    raise ConfigError(f"no frozen candidates with fingerprint {wanted} under {cache_dir}/candidates")
 
 
 # plan, shards, search -------------------------------------------------------------------------------------
@@ -125,17 +126,17 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
                              frozen=cs, encoder=encoder, depth=depth, offline=offline)
     if frozen:
         cs = find_frozen(cache_dir, frozen, dataset)
-        have = pl.read_parquet(cs.path, columns=["condition", "sample", "query_id"]).unique()
-        need = read_variants(variant_sets).select("condition", "sample", "query_id")
-        missing = need.join(have, on=["condition", "sample", "query_id"], how="anti")
+        have = pl.read_parquet(cs.path, columns=VARIANT).unique()
+        need = read_variants(variant_sets).select(VARIANT)
+        missing = need.join(have, on=VARIANT, how="anti")
         if missing.height:
-            c, s_, q = missing.row(0)
+            cond, smp, q = missing.row(0)
             raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
-                             f"{c} sample {s_}: use the conditions, samples and seed they were frozen with")
+                             f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with")
         log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
         return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
                              frozen=cs, encoder=encoder, depth=depth, offline=offline)
-    variants = read_variants(variant_sets).sort("condition", "sample", "query_id")
+    variants = read_variants(variant_sets).sort(VARIANT)
     ref = resolve(encoder.model, encoder.revision, offline)
     prepare_environment([ref], offline)
     lookup_key = _lookup_key(dataset, variants, ref, encoder, depth)
@@ -199,14 +200,14 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     return timed.cost()
 
 
-def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, shards_: int):
+def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, n_shards: int):
     enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
     if part == "corpus":
         texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
     unit = "documents" if part == "corpus" else "queries"
-    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{shards_}", unit) as on_progress:
+    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{n_shards}", unit) as on_progress:
         return encode(model, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
 
 
@@ -215,7 +216,7 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
     """Search every variant's text against the corpus shards; freeze and return the candidates."""
     if plan.frozen:
         return plan.frozen
-    variants = read_variants(variant_sets).sort("condition", "sample", "query_id")
+    variants = read_variants(variant_sets).sort(VARIANT)
     enc, depth = plan.encoder, plan.depth
     n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
     texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
@@ -284,5 +285,5 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(plan.queries, ignore_errors=True)
     log.info("%s: froze candidates %s (recall@%d clean %.3f) in %.1fs", dataset.name, fp, depth,
-             recall.get("clean", 0.0), stored.seconds)
+             recall.get(CLEAN, 0.0), stored.seconds)
     return stored.model_copy(update={"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs")})
