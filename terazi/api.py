@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from terazi.schemas import EvalConfig, RunManifest
 
 
-
 def _setup() -> None:
     """Prefect's defaults (no telemetry, a patient start-up) unless the caller set them."""
     from terazi.logs import prefect_defaults
@@ -31,6 +30,7 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     import polars as pl
 
     from terazi.schemas import EvalConfig
+    from terazi.schemas.layout import RunLayout
 
     if isinstance(config, (str, Path)):
         from terazi.configs import read_config_file
@@ -49,7 +49,7 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
         manifest = evaluate_flow(config)
     finally:
         CALLER.reset(token)
-    return manifest, pl.read_csv(Path(manifest.run_dir) / "leaderboard.csv")
+    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
 
 
 def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:
@@ -77,10 +77,11 @@ def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunMa
 
     from terazi.flows.analyze import analyze as analyze_flow
     from terazi.schemas import AnalyzeConfig
+    from terazi.schemas.layout import RunLayout
 
     out = Path(out)
     manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
-    return manifest, pl.read_csv(Path(manifest.run_dir) / "leaderboard.csv")
+    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
 
 
 def compare(before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None,

@@ -17,6 +17,7 @@ import polars as pl
 
 from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
 from terazi.errors import DatasetError, TeraziError
+from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
 CELL = ["dataset", "condition", "query_id"]
@@ -105,7 +106,7 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
 
 
 def read_per_query(run: Path) -> pl.DataFrame:
-    path = Path(run) / "per_query.parquet"
+    path = RunLayout(run).per_query
     if not path.is_file():
         raise DatasetError(path, None, "not a terazi results folder (no per_query.parquet)")
     return pl.read_parquet(path)
@@ -114,7 +115,7 @@ def read_per_query(run: Path) -> pl.DataFrame:
 def headline_of(run: Path, default: str = "nDCG@10") -> str:
     """The run's own headline measure (from its manifest), else `default`."""
     try:
-        return json.loads((Path(run) / "manifest.json").read_text())["config"].get("headline") or default
+        return json.loads(RunLayout(run).manifest.read_text())["config"].get("headline") or default
     except (OSError, ValueError, KeyError):
         return default
 

@@ -32,12 +32,12 @@ def corrupt(
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
     from pydantic import ValidationError
 
-    from terazi.corrupt.conditions import CONDITIONS, changed, samples_for
+    from terazi.corrupt.conditions import RULES, changed, samples_for
     from terazi.corrupt.conditions import corrupt as corrupt_text
     from terazi.schemas import CorruptionSpec, MobileSpec, Query
 
-    if any(p not in CONDITIONS for p in condition.split("+")):
-        fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")
+    if any(p not in RULES for p in condition.split("+")):
+        fail(f"unknown condition {condition!r}; known: {', '.join(RULES)} (compose with '+', e.g. upper+typo)")
     rules = {}
     for item in mobile:
         name, eq, value = item.partition("=")

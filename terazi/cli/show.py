@@ -8,12 +8,13 @@ from pathlib import Path
 
 from terazi.cli.common import console
 from terazi.present.table import Table
+from terazi.schemas.layout import RunLayout
 
 
 def print_leaderboard(run_dir: Path) -> None:
     """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
     interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
-    tables = json.loads((Path(run_dir) / "tables.json").read_text(encoding="utf-8"))
+    tables = json.loads(RunLayout(run_dir).tables_json.read_text(encoding="utf-8"))
 
     def show(t: Table, title: str, caption: str = "") -> None:
         t.align = ["left" if i < 2 else "right" for i in range(len(t.columns))]

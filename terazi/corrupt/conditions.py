@@ -314,7 +314,7 @@ def _mobile_draws(spec: CorruptionSpec) -> bool:
     return any(0 < p < 1 for p in spec.mobile.model_dump().values())
 
 
-CONDITIONS: dict[str, Condition] = {
+RULES: dict[str, Condition] = {  # one row per name of terazi.schemas.fields.CONDITIONS
     CLEAN: Condition(CLEAN, lambda text, rng, spec: text, _never),
     "upper": Condition("upper", lambda text, rng, spec: upper(text), _never),
     "ascii_full": Condition("ascii_full", lambda text, rng, spec: ascii_full(text), _never),
@@ -338,9 +338,9 @@ def parts(condition: str) -> list[Condition]:
     """`upper+typo` composes conditions left to right; each name must be known."""
     out = []
     for name in condition.split("+"):
-        if name not in CONDITIONS:
-            raise ValueError(f"unknown condition {name!r}; known: {sorted(CONDITIONS)} (compose with '+')")
-        out.append(CONDITIONS[name])
+        if name not in RULES:
+            raise ValueError(f"unknown condition {name!r}; known: {sorted(RULES)} (compose with '+')")
+        out.append(RULES[name])
     return out
 
 

@@ -261,35 +261,15 @@ def evaluate(
     j = rr.filter("_j").join(jr.select("_row", "grade"), on="_row", maintain_order="left")  # in rank order
     i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
         .with_columns(_within("qi"))
-    g, pos = pl.col("grade").cast(pl.Float64), pl.col("pos")
     j_aggs, i_aggs, values_of, rels = [], [], {}, set()
     for n, (name, m) in enumerate(parsed.items()):
-        top = pos < m.cutoff if m.cutoff else pl.lit(True)
-        hit = (pl.col("grade") >= m.rel) & top
-        v, rel = pl.col(f"v{n}"), f"rel{m.rel}"
+        rel = f"rel{m.rel}"
         if rel not in rels:
             rels.add(rel)
             i_aggs.append((pl.col("grade") >= m.rel).sum().alias(rel))
-        if m.family == "nDCG":
-            gain = (2.0 ** g - 1.0) if m.gain == "exponential" else g
-            j_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"v{n}"))
-            i_aggs.append((gain / (pos + 2).log(2)).filter(top).sum().alias(f"ideal{n}"))
-            value = pl.when(pl.col(f"ideal{n}") > 0).then(v / pl.col(f"ideal{n}"))
-        elif m.family == "Judged":  # judged among the returned top k
-            j_aggs.append(top.sum().alias(f"v{n}"))
-            value = pl.when(pl.col("len") > 0).then(v / pl.min_horizontal("len", m.cutoff))
-        elif m.family == "RR":
-            j_aggs.append((1.0 / (pos.filter(hit).min() + 1)).alias(f"v{n}"))
-            value = v
-        elif m.family == "P":
-            j_aggs.append(hit.sum().alias(f"v{n}"))
-            value = v / m.cutoff
-        elif m.family == "R":
-            j_aggs.append(hit.sum().alias(f"v{n}"))
-            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
-        else:  # AP: the i-th relevant document, at rank p, adds precision i / p
-            j_aggs.append((hit.cum_sum() / (pos + 1)).filter(hit).sum().alias(f"v{n}"))
-            value = pl.when(pl.col(rel) > 0).then(v / pl.col(rel))
+        judged_aggs, ideal_aggs, value = FAMILY[m.family](m, n, rel)
+        j_aggs += judged_aggs
+        i_aggs += ideal_aggs
         values_of[name] = (value.fill_null(0.0).cast(pl.Float64), pl.col(rel) == 0)
     table = keep.to_frame("qi")
     if j.height:
@@ -314,3 +294,48 @@ def evaluate(
         else:
             values[name], ids[name] = v, qids
     return Evaluation(ids, values, policies, parsed, counts)
+
+
+# ---------------------------------------------------------------- the families, one entry each
+# Each gives, for measure `m` (its n-th): aggregations over a query's judged rows in rank order (`pos`, 0-based;
+# `grade`), aggregations over its ideal ordering (judgments with grade > 0, best first), and the per-query value from
+# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned).
+
+def _top(m: Measure) -> pl.Expr:
+    return pl.col("pos") < m.cutoff if m.cutoff else pl.lit(True)
+
+
+def _hit(m: Measure) -> pl.Expr:
+    return (pl.col("grade") >= m.rel) & _top(m)
+
+
+def _ndcg(m: Measure, n: int, rel: str):
+    g = pl.col("grade").cast(pl.Float64)
+    dcg = (((2.0 ** g - 1.0) if m.gain == "exponential" else g) / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
+    return [dcg.alias(f"v{n}")], [dcg.alias(f"ideal{n}")], \
+        pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
+
+
+def _judged(m: Measure, n: int, rel: str):  # judged among the returned top k
+    return [_top(m).sum().alias(f"v{n}")], [], pl.when(pl.col("len") > 0).then(pl.col(f"v{n}") / pl.min_horizontal("len", m.cutoff))
+
+
+def _rr(m: Measure, n: int, rel: str):
+    return [(1.0 / (pl.col("pos").filter(_hit(m)).min() + 1)).alias(f"v{n}")], [], pl.col(f"v{n}")
+
+
+def _p(m: Measure, n: int, rel: str):
+    return [_hit(m).sum().alias(f"v{n}")], [], pl.col(f"v{n}") / m.cutoff
+
+
+def _r(m: Measure, n: int, rel: str):
+    return [_hit(m).sum().alias(f"v{n}")], [], pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
+
+
+def _ap(m: Measure, n: int, rel: str):  # the i-th relevant document, at rank p, adds precision i / p
+    hit = _hit(m)
+    return [(hit.cum_sum() / (pl.col("pos") + 1)).filter(hit).sum().alias(f"v{n}")], [], \
+        pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
+
+
+FAMILY: dict[str, Callable] = {"nDCG": _ndcg, "Judged": _judged, "RR": _rr, "P": _p, "R": _r, "AP": _ap}

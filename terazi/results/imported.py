@@ -106,7 +106,7 @@ SETTINGS = ("in_ranking", "reason", "task_type", "split")
 
 def dataset_settings(folder: Path, names: list[str]) -> dict[str, dict]:
     """datasets.yaml: per dataset `in_ranking`, `reason`, `task_type` (and `split`, a label); checked."""
-    path = folder / "datasets.yaml"
+    path = RunLayout(folder).datasets_yaml
     if not path.is_file():
         return {n: {} for n in names}
     raw = yaml.safe_load(path.read_text(encoding="utf-8-sig")) or {}
