@@ -15,10 +15,10 @@ from typing import Literal
 
 import polars as pl
 
-from schemas import ModelCost
+from schemas import MetricContract, ModelCost
 from terazi import stats
 from terazi.analysis import pairwise_summary
-from terazi.card import hub, protocol, tables
+from terazi.card import hub, protocol, render, tables
 from terazi.card.folder import RunFolder, read_folder
 from terazi.card.protocol import model_label
 from terazi.errors import DatasetError
@@ -55,9 +55,7 @@ class Card:
     numbers: dict = field(repr=False)
 
     def markdown(self) -> str:
-        from terazi.card.render import markdown
-
-        return markdown(self)
+        return render.markdown(self)
 
     def model_index(self) -> dict:
         return hub.model_index(self.model_name, self.datasets, self.cells, self.headline, self.labels)
@@ -67,8 +65,6 @@ class Card:
         return hub.dump(self.model_index())
 
     def eval_results(self) -> list[dict]:
-        from schemas import MetricContract
-
         contract = MetricContract.model_validate(self.contract) if self.contract else None
         return hub.eval_results(self.datasets, self.cells, self.headline, self.labels, self.source, self.date,
                                 self.confidence, self.resamples, self.seed, contract)
