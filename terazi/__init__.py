@@ -7,9 +7,10 @@ The Python API (everything is imported on first use, so `import terazi` stays ch
     ev = terazi.score("qrels.txt", "run.trec", ["nDCG@10", "RR@10"])      # ev.aggregate, ev.per_query_dict("nDCG@10")
     manifest, board = terazi.analyze("my-runs", out="results/my-runs")   # TREC runs made anywhere
     cmp = terazi.compare("results/a", "results/b")                       # cmp.cells, cmp.overall (polars)
+    card = terazi.card("results/a", system="my-ce", labels="tr")           # card.markdown(), .model_index_yaml()
 """
 
-from terazi.api import analyze, compare, evaluate, score
+from terazi.api import analyze, card, compare, evaluate, score
 from terazi.version import __version__
 
-__all__ = ["__version__", "analyze", "compare", "evaluate", "score"]
+__all__ = ["__version__", "analyze", "card", "compare", "evaluate", "score"]

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from terazi.analysis.comparison import Comparison
+    from terazi.card import Card
     from terazi.metrics.engine import Evaluation
     from terazi.schemas import EvalConfig, RunManifest
 
@@ -95,3 +96,11 @@ def compare(before: str | Path, after: str | Path | None = None, systems: tuple[
     if after is None:
         raise ValueError("compare needs two results folders, or one folder and systems=(a, b)")
     return core.compare_runs(Path(before), Path(after), **options)
+
+
+def card(results: str | Path, system: str, labels: str | None = None, **options: Any) -> Card:
+    """The evaluation section of a model card for `system` of a results folder, as `terazi card` writes it:
+    `.markdown()`, `.model_index_yaml()`, `.eval_results_yaml()`, `.to_json()`; `options`: model_name, names, rivals."""
+    from terazi.card import build_card
+
+    return build_card(results, system, labels, **options)

@@ -18,14 +18,24 @@ import polars as pl
 import pytest
 import yaml
 
-from schemas import BenchmarkIdentity, CandidateSet, DatasetSpec, EvalConfig, ModelCost, RerankResult, RunManifest, ScoreSet, VariantSet
-from tasks.aggregate import build_leaderboard
-from tasks.load import load_dataset
-from tasks.score import contracts
-from terazi import results
 from terazi.card import build_card
-from terazi.data import write_beir
+from terazi.data.beir import write_beir
+from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
+from terazi.metrics.contracts import metric_contracts as contracts
+from terazi.results import folder as results
+from terazi.results.aggregate import build_leaderboard
+from terazi.schemas import (
+    BenchmarkIdentity,
+    CandidateSet,
+    DatasetSpec,
+    EvalConfig,
+    ModelCost,
+    RerankResult,
+    RunManifest,
+    ScoreSet,
+    VariantSet,
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 DATASETS = ["msmarco-tr", "quora-tr", "fiqa-tr", "dmm", "arzuhal"]

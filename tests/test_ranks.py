@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi import leaderboard
-from terazi.analysis import system_intervals
-from terazi.ranks import RANK_SCHEMA, borda_points, competition_ranks, rank_draws, rank_intervals
+from terazi.analysis import leaderboard
+from terazi.analysis.intervals import system_intervals
+from terazi.analysis.ranks import RANK_SCHEMA, borda_points, competition_ranks, rank_draws, rank_intervals
 
 
 def frame(values: dict[str, dict[str, np.ndarray]], shuffle: int | None = None) -> pl.DataFrame:

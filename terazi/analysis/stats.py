@@ -35,7 +35,7 @@ class Interval:
         return "better" if self.estimate > 0 else "worse"
 
 
-def _resampled_means(arrays: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator,
+def resampled_means(arrays: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator,
                      chunk_cells: int) -> list[np.ndarray]:
     """The mean of each of one dataset's aligned `arrays` in `n_resamples` resamples of its queries (the same
     queries for every array: paired), drawn in chunks of about `chunk_cells` indexes to bound memory."""
@@ -58,7 +58,7 @@ def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, c
         v = np.asarray(values[name], dtype=np.float64)
         if v.size == 0:
             raise ValueError(f"dataset {name!r} has no queries to resample")
-        total += _resampled_means([v], n_resamples, rng, chunk_cells)[0]
+        total += resampled_means([v], n_resamples, rng, chunk_cells)[0]
     return total / len(values)
 
 
@@ -137,7 +137,7 @@ def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int 
         if x.shape != y.shape or x.size == 0:
             raise ValueError(f"dataset {name!r}: {x.size} corrupted vs {y.size} clean values; need the same, non-empty")
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
-        boot_num[:, j], boot_den[:, j] = _resampled_means([x, y], n_resamples, rng, chunk_cells)
+        boot_num[:, j], boot_den[:, j] = resampled_means([x, y], n_resamples, rng, chunk_cells)
     estimate = float(_ratio(point_num, point_den, aggregation)[0])
     used = int((point_den > 0).sum()) if aggregation == "macro" else len(names)
     if not np.isfinite(estimate):

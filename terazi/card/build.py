@@ -15,16 +15,18 @@ from typing import Literal
 
 import polars as pl
 
-from schemas import MetricContract, ModelCost
-from terazi import stats
-from terazi.analysis import pairwise_summary
-from terazi.card import hub, protocol, render, tables
+from terazi.analysis import stats
+from terazi.analysis.intervals import pairwise_summary
+from terazi.analysis.judged import Judgement
+from terazi.analysis.ranks import rank_intervals
+from terazi.card import hub, protocol, tables
 from terazi.card.folder import RunFolder, read_folder
 from terazi.card.protocol import model_label
+from terazi.card.words import condition, word
 from terazi.errors import DatasetError
-from terazi.presentation import Table, variant_sentence
-from terazi.ranks import rank_intervals
-from terazi.variants import Judgement
+from terazi.present.notes import variant_sentence
+from terazi.present.table import Table
+from terazi.schemas import MetricContract, ModelCost
 
 Labels = Literal["tr", "en"]
 
@@ -55,7 +57,16 @@ class Card:
     numbers: dict = field(repr=False)
 
     def markdown(self) -> str:
-        return render.markdown(self)
+        lab = self.labels
+        lines = [f"## {word('title', lab)}", "", " ".join(self.protocol), "", self.results.markdown(), "",
+                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(), ""]
+        if self.comparisons.rows:  # a run of one system compares nothing
+            lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
+            lines += [f"- {x}" for x in self.significant] + [""]
+        if self.variants:
+            lines += [f"{word('variants', lab)}:", ""] + [f"- {x}" for x in self.variants] + [""]
+        lines += [f"{word('ranks', lab)}:", "", self.rank_line, "", self.ranks.markdown()]
+        return "\n".join(lines).rstrip() + "\n"
 
     def model_index(self) -> dict:
         return hub.model_index(self.model_name, self.datasets, self.cells, self.headline, self.labels)

@@ -14,9 +14,9 @@ from pathlib import Path
 import polars as pl
 from pydantic import ValidationError
 
-from schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.errors import DatasetError, describe
-from terazi.results import is_complete
+from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
+from terazi.schemas.layout import RunLayout
 
 REQUIRED = ("manifest.json", "leaderboard.csv", "per_query.parquet", "comparisons.csv")
 
@@ -110,7 +110,7 @@ def read_folder(path: str | Path) -> RunFolder:
         if not (root / name).is_file():
             raise DatasetError(root / name, None, "missing: not a finished terazi results folder (`terazi run` or "
                                                   "`terazi analyze` writes it)")
-    if not is_complete(root):
+    if not RunLayout(root).is_complete():
         raise DatasetError(root, None, "the run is not finished (.terazi-incomplete is still there)")
     try:
         manifest = RunManifest.model_validate(json.loads((root / "manifest.json").read_text(encoding="utf-8")))

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import yaml
 
-from schemas import DatasetManifest, MetricContract
 from terazi.card.words import condition, conf, score
-from terazi.metrics import parse_measure
-from terazi.sources import parse
+from terazi.schemas import DatasetManifest, MetricContract
+from terazi.schemas.measures import parse_measure
+from terazi.schemas.sources import parse
 
 HF_METRIC = {"nDCG": "ndcg", "RR": "mrr", "R": "recall", "P": "precision", "AP": "map", "Judged": "judged"}
 TASK = {"type": "text-ranking", "name": "Reranking"}

@@ -1,4 +1,4 @@
-"""The card's tables in the Kalbur card's layout, as text (terazi.presentation.Table), from full-precision inputs.
+"""The card's tables in the Kalbur card's layout, as text (terazi.present.table.Table), from full-precision inputs.
 
 - results: Grup | Model | Param | Temiz | each condition | Koruma: each condition (Param only where the run
   measured parameters);
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas import FIRST_STAGE
-from terazi.analysis import featured_cells, pairwise_summary
+from terazi.analysis.intervals import featured_cells, pairwise_summary
 from terazi.card.folder import RunFolder
 from terazi.card.protocol import model_label
 from terazi.card.words import condition, conf, pct, score, signed, span, word
-from terazi.presentation import Table, params_text
+from terazi.present.labels import params_text
+from terazi.present.table import Table
+from terazi.schemas import FIRST_STAGE
 
 
 def display_names(run: RunFolder, system: str, labels: str, names: dict[str, str] | None = None) -> dict[str, str]:

@@ -2,12 +2,12 @@
 
 Scores print with 3 decimals, retention and probabilities as percentages with one decimal, written the Turkish
 way (%93.7) or the English way (93.7%); deltas are signed (+0.012). The condition names follow
-terazi.presentation in Turkish; English names are spelt out for a card (UPPER CASE, not `upper`).
+terazi.present.labels in Turkish; English names are spelt out for a card (UPPER CASE, not `upper`).
 """
 
 from __future__ import annotations
 
-from terazi.presentation import TR_CONDITIONS, level, percent
+from terazi.present.labels import TR_CONDITIONS, level, percent
 
 EN_CONDITIONS = {"clean": "Clean", "upper": "UPPER CASE", "ascii_full": "No Turkish characters",
                  "ascii_partial": "Some Turkish characters dropped", "mobile": "Mobile", "typo": "Typos",

@@ -11,6 +11,7 @@ import typer
 from terazi.cli import (
     analyze,
     cache,
+    card,
     compare,
     convert,
     corrupt,
@@ -49,6 +50,7 @@ def score(ctx: typer.Context) -> None:
 
 
 app.command()(analyze.analyze)
+app.command()(card.card)
 app.command()(compare.compare)
 app.command("convert-squad")(convert.convert_squad)
 app.command()(corrupt.corrupt)

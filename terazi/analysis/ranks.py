@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from terazi.stats import _resampled_means
+from terazi.analysis.stats import resampled_means
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks mean the same draws
 RANK_SCHEMA = {"system": pl.Utf8, "mean_task": pl.Float64, "rank_mean": pl.Int64, "rank_mean_low": pl.Int64,
@@ -120,7 +120,7 @@ def rank_draws(frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, 
     total, votes = np.zeros((resamples, n)), np.zeros((resamples, n))
     point_total, point_votes = np.zeros(n), np.zeros(n)
     for mat in mats:  # sorted datasets: the order balanced_bootstrap draws them in
-        means = np.stack(_resampled_means([mat[:, j] for j in range(n)], resamples, rng, chunk_cells), axis=1)
+        means = np.stack(resampled_means([mat[:, j] for j in range(n)], resamples, rng, chunk_cells), axis=1)
         total += means
         votes += borda_points(means)
         point = mat.mean(axis=0)
