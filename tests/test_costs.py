@@ -40,6 +40,7 @@ def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tin
     from terazi.rerank import stage
 
     ds, cands, variants, _ = inputs(tiny_dataset)
+    monkeypatch.setattr(row_costs, "LATENCY_QUERIES", 0)  # no latency probe: the wall clock is load, writes, scoring
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: no stalls from cores shared with other processes
 
