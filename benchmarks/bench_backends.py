@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from gpu_check import agreement, demo_pairs  # noqa: E402
+from gpu_check import agreement, demo_corpus, demo_pairs  # noqa: E402
 
 from terazi.present import tables as presentation  # noqa: E402
 from terazi.rerank.backends import make_scorer  # noqa: E402
@@ -70,7 +70,7 @@ def main() -> None:
             ref = None
             for name, kw in ROWS:
                 spec = CrossEncoderSpec(name="ce", kind="cross-encoder", model=model, max_length=args.max_length, **kw)
-                scorer = make_scorer(spec, {}, "", True, tmp)
+                scorer = make_scorer(spec, demo_corpus(tmp), "", True, tmp)
                 scores = scorer.score(pairs)
                 cost = scorer.cost()
                 if ref is None:

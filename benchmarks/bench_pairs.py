@@ -44,12 +44,12 @@ def prepare(folder: Path, data: Path, encoder: str, depth: int) -> None:
     """Query variants and frozen candidates; their manifests saved for the stage processes."""
     from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset
-    from terazi.retrieval.first_stage import retrieve
     from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+    from tests.stages import first_stage
 
     ds = load_dataset(DatasetSpec(path=str(data), name=data.name))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(folder / "run")) for c in CONDITIONS]
-    cs = retrieve(ds, vs, EncoderSpec(model=encoder, batch_size=128), depth, str(folder / "cache"), offline=True)
+    cs = first_stage(ds, vs, EncoderSpec(model=encoder, batch_size=128), depth, str(folder / "cache"), offline=True)
     (folder / "manifests.json").write_text(json.dumps({"dataset": ds.model_dump(), "variants": [v.model_dump() for v in vs],
                                                        "candidates": cs.model_dump()}))
 
@@ -61,15 +61,15 @@ def stage(folder: Path, rerank_depth: int) -> dict:
 
     from benchmarks.tiny import peak_rss, peak_rss_reset
     from terazi.schemas import BM25Spec, CandidateSet, DatasetManifest, VariantSet
-    from terazi.tasks.rerank import rerank_system
+    from tests.stages import rank_row
 
     body = json.loads((folder / "manifests.json").read_text())
     ds, cs = DatasetManifest(**body["dataset"]), CandidateSet(**body["candidates"])
     vs = [VariantSet(**v) for v in body["variants"]]
     base = peak_rss_reset()
     t = time.perf_counter()
-    r = rerank_system(ds, cs, vs, BM25Spec(name="bm25-tr", kind="bm25"), rerank_depth, str(folder / "cache"),
-                      str(folder / "run"), offline=True)
+    r = rank_row(ds, cs, vs, BM25Spec(name="bm25-tr", kind="bm25"), rerank_depth, str(folder / "cache"),
+                 str(folder / "run"))
     return {"seconds": time.perf_counter() - t, "pairs": r.pairs_needed, "unique": r.pairs_unique, "scored": r.pairs_scored,
             "base": base, "peak": peak_rss()}
 

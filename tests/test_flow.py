@@ -149,14 +149,15 @@ def test_bad_config_is_rejected_with_a_readable_message():
 def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(prefect_server, config, tmp_path,
                                                                                 monkeypatch):
     import terazi.flows.evaluate as evaluate_flow
-    from terazi.results import folder as results
+    from terazi.flows import lifecycle
+    from terazi.schemas.layout import RunLayout
 
     def down(*_):
         raise ConnectionError("injected: the Prefect API went away")
 
-    monkeypatch.setattr(evaluate_flow, "publish", down)
+    monkeypatch.setattr(lifecycle, "publish", down)
     small = config.model_copy(update={"rerankers": config.rerankers[:1], "conditions": ["clean"], "run_name": "up"})
     with pytest.raises(ConnectionError):
         evaluate_flow.evaluate(small)
     run = tmp_path / "results" / "up"
-    assert results.is_complete(run) and (run / "manifest.json").is_file() and (run / "leaderboard.csv").is_file()
+    assert RunLayout(run).is_complete() and (run / "manifest.json").is_file() and (run / "leaderboard.csv").is_file()

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.metrics.contracts import contracts
+from terazi.metrics.contracts import metric_contracts
+from terazi.results.aggregate import build_leaderboard
 from terazi.schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
-from terazi.tasks.aggregate import build_leaderboard
 
 REASON = "the bge rerankers were trained on MS MARCO"
 # mean nDCG@10 per dataset: kalbur wins quora-tr and fiqa-tr narrowly, seroe wins dmm by far -> kalbur has more
@@ -58,7 +58,7 @@ def write_run(root: Path, labels: str = "tr", featured: str = "kalbur",
             path = root / "per_query" / d / f"{s}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_parquet(path)
-            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(list(measures))))
+            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=metric_contracts(list(measures))))
     config = EvalConfig.model_validate({
         "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets],
         "rerankers": [{"name": "kalbur", "kind": "bm25"}, {"name": "seroe", "kind": "bm25"}],
@@ -117,14 +117,12 @@ def test_out_of_ranking_is_marked_with_its_reason_everywhere(run, capsys):
 
 
 def test_artifacts_show_the_same_table(run, monkeypatch):
-    import prefect.artifacts
-
-    from terazi.tasks.aggregate import publish
+    from terazi.flows import lifecycle
 
     made = {}
-    monkeypatch.setattr(prefect.artifacts, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
-    monkeypatch.setattr(prefect.artifacts, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
-    publish(str(run), "terazi")
+    monkeypatch.setattr(lifecycle, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
+    monkeypatch.setattr(lifecycle, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
+    lifecycle.publish(run, "terazi")
     table, description = made["terazi-leaderboard"]
     assert [r["Model"] for r in table] == ["seroe", "kalbur", "first-stage"] and REASON in description
     # the compact form, as the terminal prints it: score and retention in one cell, so the table fits the page

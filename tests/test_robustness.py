@@ -8,15 +8,13 @@ import pytest
 
 from terazi.analysis.intervals import decomposition, retention_intervals
 from terazi.data.beir import load_beir
+from terazi.data.loading import load_dataset
 from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present.tables import explain
-from terazi.rerank.backends import make_scorer
-from terazi.rerank.keys import rerank
-from terazi.rerank.scorers import InMemoryCorpus
-from terazi.rerank.store import Scores
 from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
-from terazi.schemas import BM25Spec
+from terazi.schemas import BM25Spec, DatasetSpec
 from terazi.turkish import tr_upper
+from tests.stages import rerank_row
 
 
 def pools(ds):
@@ -50,10 +48,9 @@ def test_pseudo_conditions_carry_clean_candidates_and_corrupted_text(tiny_datase
 def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
     ds = load_beir(tiny_dataset)
     cand, var = with_isolated(*pools(ds))
-    docs = InMemoryCorpus({d: doc.full_text for d, doc in ds.docs.items()})
+    manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"), announce=False)
     # BM25 with Turkish casing scores UPPER text exactly like clean text: the reranker itself is unaffected
-    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, True)
-    ranked, _ = rerank(cand, var, docs, scorer, Scores(tmp_path / "cache"), 5)
+    _, ranked = rerank_row(manifest, cand, var, BM25Spec(name="bm25", kind="bm25"), tmp_path, 5)
     pq = per_query_values(ds.qrels, ranked, changed_flags(var), ["nDCG@10"]).with_columns(
         pl.lit("tiny").alias("dataset"), pl.lit("bm25").alias("system"))
     ret = retention_intervals(pq, ["tiny"], ["clean", "upper", "upper~isolated"], 500, 0, 0.95)

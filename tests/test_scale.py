@@ -180,7 +180,7 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_ru
     """On the thread runner: a chunk raises after its first block; Prefect retries it; nothing is scored twice."""
     import terazi.tasks.rerank as rerank_tasks
     from terazi.flows.evaluate import evaluate as run_evaluation
-    from terazi.models import costs
+    from terazi.rerank import costs
     from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 
     data, threads = thread_run

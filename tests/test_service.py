@@ -223,9 +223,10 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
 
 
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    import terazi.tasks.aggregate as aggregate
+    import terazi.tasks.results as aggregate
     from terazi.flows.nightly import nightly
     from terazi.results import folder as results
+    from terazi.schemas.layout import RunLayout
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
     nightly(cfg)
@@ -238,7 +239,7 @@ def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_data
     with pytest.raises(RuntimeError, match="injected crash"):
         nightly(cfg)
     crashed = max((tmp_path / "results").iterdir(), key=lambda p: p.name)
-    assert not results.is_complete(crashed) and not (crashed / "manifest.json").exists()
+    assert not RunLayout(crashed).is_complete() and not (crashed / "manifest.json").exists()
     assert "injected crash" in json.loads((crashed / results.MARKER).read_text())["reason"]
     monkeypatch.undo()
     time.sleep(1.1)
