@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from terazi.models import costs
-from terazi.present import tables as presentation
+from terazi.present.labels import params_text, size_text, speed_text
 from terazi.rerank import costs as row_costs
 from terazi.rerank.backends import make_scorer
 from terazi.rerank.backends.base import auto_batch, precision_of
@@ -81,12 +81,12 @@ def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_
     c2 = s2.cost
     assert s2.pairs_scored == 0 and built and all(s.inner._model is None for s in built)  # nothing scored or loaded
     assert c2.cached and (c2.items, c2.seconds, c2.latency_p50_ms) == (c1.items, c1.seconds, c1.latency_p50_ms)
-    assert presentation.speed_text(c2).startswith("cached: ") and presentation.speed_text(c2).endswith("pairs/s (cpu fp32)")
+    assert speed_text(c2).startswith("cached: ") and speed_text(c2).endswith("pairs/s (cpu fp32)")
 
     other = tmp_path / "other-cache"  # never scored anywhere: size only, no speed
     fresh = make_scorer(spec(tiny_cross_encoder), corpus_of(tiny_dataset, other), "", True, str(other))
     c3 = row_costs.settle(fresh.identity, [], 0, str(other), lambda: fresh)
-    assert c3.cached and c3.items == 0 and c3.params == c1.params and presentation.speed_text(c3) == "cached"
+    assert c3.cached and c3.items == 0 and c3.params == c1.params and speed_text(c3) == "cached"
 
 
 def test_runs_accumulate_in_the_store(tmp_path):
@@ -133,14 +133,14 @@ def test_costs_combine_over_datasets():
 
 
 def test_figures_print_as_the_card_prints_them():
-    assert [presentation.params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
+    assert [params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
         ["568M", "4.0B", "278M", "22.7M", "–"]
-    assert [presentation.size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
+    assert [size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
         ["570 MB", "2.3 GB", "90.9 MB", "–"]
     cost = ModelCost(items=30, seconds=10.0, device="cpu", precision="int8")
-    assert presentation.speed_text(cost) == "3.0 pairs/s (cpu int8)"
-    assert presentation.speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
-    assert presentation.speed_text(None) == "–"
+    assert speed_text(cost) == "3.0 pairs/s (cpu int8)"
+    assert speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
+    assert speed_text(None) == "–"
 
 
 def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_dataset, tiny_cross_encoder):

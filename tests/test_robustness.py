@@ -10,7 +10,7 @@ from terazi.analysis.intervals import decomposition, retention_intervals
 from terazi.data.beir import load_beir
 from terazi.data.loading import load_dataset
 from terazi.metrics.per_query import changed_flags, per_query_values
-from terazi.present.tables import explain
+from terazi.present.notes import explain
 from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
 from terazi.schemas import BM25Spec, DatasetSpec
 from terazi.turkish import tr_upper

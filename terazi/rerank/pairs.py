@@ -29,7 +29,7 @@ class PairScorer(Protocol):
 
 
 class Corpus(Protocol):
-    """Where scorers and the reranking stage read documents (`terazi.corpus.CorpusTable`, or `InMemoryCorpus`)."""
+    """Where scorers and the reranking stage read documents (`terazi.data.corpus.CorpusTable`)."""
 
     def ids(self): ...
 
