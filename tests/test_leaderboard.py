@@ -199,7 +199,7 @@ def test_latex_of_a_terazi_results_folder_marks_significance_groups(tmp_path):
     assert "ce\\_1$^{1}$" in res.output and "bm25$^{2}$" in res.output and "significance groups" in res.output
     assert "\\textbf{0.9500}" in res.output and "\\textbf{0.55" not in res.output  # CI bounds are never "best"
     md = CliRunner().invoke(app, ["leaderboard", str(run), "--format", "markdown"]).output
-    assert md.splitlines()[0] == ("| System | Borda votes | Rank | Group | Mean (Task) | CI low | CI high | demo | upper "
+    assert md.splitlines()[0] == ("| System | Borda votes | Borda rank | Group | Mean (Task) | CI low | CI high | demo | upper "
                                   "| upper retention |")
     assert "| ce_1 | **1** | 1 | 1 | **0.6100** |" in md
     err = CliRunner().invoke(app, ["leaderboard", str(run), "--borda", "mteb"])
