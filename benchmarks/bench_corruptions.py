@@ -16,9 +16,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from schemas import CorruptionSpec
-from schemas.config import MobileSpec
-from terazi.corrupt import CONDITIONS, changed, corrupt, edit_rate, sample_rng, samples_for, typo_with_edits
+from terazi.corrupt.conditions import RULES as CONDITIONS
+from terazi.corrupt.conditions import changed, corrupt, edit_rate, sample_rng, samples_for, typo_with_edits
+from terazi.schemas import CorruptionSpec, MobileSpec
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 TYPO_RATES = (0.02, 0.05, 0.15)

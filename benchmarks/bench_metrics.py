@@ -49,8 +49,8 @@ def make_files(folder: Path, n_q: int, depth: int, corpus: int = 500, seed: int 
 
 
 def run_terazi(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
-    from terazi.metrics import evaluate
-    from terazi.trec import read_qrels, read_run
+    from terazi.data.trec import read_qrels, read_run
+    from terazi.metrics.engine import evaluate
 
     ev = evaluate(read_qrels(qrels), read_run(run), list(MEASURES))
     return {m: ev.per_query_dict(m) for m in MEASURES}

@@ -29,7 +29,7 @@ CONDITIONS = ("clean", "upper", "ascii_full", "mobile", "typo")
 
 
 def replicate(source: Path, target: Path, copies: int) -> Path:
-    from terazi.data import load_beir, write_beir
+    from terazi.data.beir import load_beir, write_beir
 
     ds = load_beir(source)
     docs = [{"_id": f"{d}-r{k}", "text": f"{doc.text} kopya{k}"} for k in range(copies) for d, doc in ds.docs.items()]
@@ -42,14 +42,14 @@ def replicate(source: Path, target: Path, copies: int) -> Path:
 
 def prepare(folder: Path, data: Path, encoder: str, depth: int) -> None:
     """Query variants and frozen candidates; their manifests saved for the stage processes."""
-    from schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.retrieve import retrieve
+    from terazi.corrupt.variants import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+    from tests.stages import first_stage
 
     ds = load_dataset(DatasetSpec(path=str(data), name=data.name))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(folder / "run")) for c in CONDITIONS]
-    cs = retrieve(ds, vs, EncoderSpec(model=encoder, batch_size=128), depth, str(folder / "cache"), offline=True)
+    cs = first_stage(ds, vs, EncoderSpec(model=encoder, batch_size=128), depth, str(folder / "cache"), offline=True)
     (folder / "manifests.json").write_text(json.dumps({"dataset": ds.model_dump(), "variants": [v.model_dump() for v in vs],
                                                        "candidates": cs.model_dump()}))
 
@@ -60,16 +60,16 @@ def stage(folder: Path, rerank_depth: int) -> dict:
     import Stemmer  # noqa: F401
 
     from benchmarks.tiny import peak_rss, peak_rss_reset
-    from schemas import BM25Spec, CandidateSet, DatasetManifest, VariantSet
-    from tasks.rerank import rerank_system
+    from terazi.schemas import BM25Spec, CandidateSet, DatasetManifest, VariantSet
+    from tests.stages import rank_row
 
     body = json.loads((folder / "manifests.json").read_text())
     ds, cs = DatasetManifest(**body["dataset"]), CandidateSet(**body["candidates"])
     vs = [VariantSet(**v) for v in body["variants"]]
     base = peak_rss_reset()
     t = time.perf_counter()
-    r = rerank_system(ds, cs, vs, BM25Spec(name="bm25-tr", kind="bm25"), rerank_depth, str(folder / "cache"),
-                      str(folder / "run"), offline=True)
+    r = rank_row(ds, cs, vs, BM25Spec(name="bm25-tr", kind="bm25"), rerank_depth, str(folder / "cache"),
+                 str(folder / "run"))
     return {"seconds": time.perf_counter() - t, "pairs": r.pairs_needed, "unique": r.pairs_unique, "scored": r.pairs_scored,
             "base": base, "peak": peak_rss()}
 
@@ -93,7 +93,7 @@ def main() -> None:
     if not XQUAD.is_file():
         raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
     from benchmarks.tiny import bi_encoder
-    from terazi.squad import squad_to_beir
+    from terazi.data.squad import squad_to_beir
 
     tmp = Path(tempfile.mkdtemp(prefix="terazi-bench-pairs-"))
     squad_to_beir(XQUAD, tmp / "xquad-tr")

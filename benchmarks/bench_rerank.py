@@ -7,30 +7,33 @@ length 128) built on the spot, since no trained cross-encoder can be downloaded 
 not its quality, is what is measured. `--model` measures a cross-encoder of yours instead (on the
 machine it will run on: its pairs/s is what `plan_benchmark.py` needs). Conditions: clean, upper, ascii_full, typo (2 samples).
 Prints (a) terazi's cold reranking stage vs `CrossEncoder.predict` on the same unique pairs,
-(b) pairs scored vs the naive count over all conditions, (c) warm rerun vs cold run.
+(b) pairs scored vs the naive count over all conditions, (c) warm rerun vs cold run. The stage runs as the flow runs
+it (plan, every chunk, the ranking: tests/stages.py), with the model the chunks share loaded beforehand, and without
+the latency probe (TERAZI_LATENCY_QUERIES=0): a measurement of its own, not the stage's work.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TERAZI_LATENCY_QUERIES", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import polars as pl  # noqa: E402
 
-from schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
-from tasks.corrupt import corrupt_queries, read_variants  # noqa: E402
-from tasks.load import load_dataset, open_dataset  # noqa: E402
-from tasks.retrieve import retrieve  # noqa: E402
-from terazi.data import load_beir, write_beir  # noqa: E402
-from terazi.rerank import rerank  # noqa: E402
-from terazi.rerankers import InMemoryCorpus, make_scorer, pair_key  # noqa: E402
-from terazi.squad import squad_to_beir  # noqa: E402
-from terazi.store import Scores  # noqa: E402
+from terazi.corrupt.variants import corrupt_queries  # noqa: E402
+from terazi.data.beir import load_beir, write_beir  # noqa: E402
+from terazi.data.loading import dataset_corpus, load_dataset, read_variants  # noqa: E402
+from terazi.data.squad import squad_to_beir  # noqa: E402
+from terazi.rerank.backends import shared_scorer  # noqa: E402
+from terazi.schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
+from tests.stages import first_stage, rank_row  # noqa: E402
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 
@@ -74,43 +77,43 @@ def main() -> None:
     spec = CorruptionSpec(samples=2)
     vs = [corrupt_queries(ds, c, spec, 13, str(tmp / "run")) for c in ("clean", "upper", "ascii_full", "typo")]
     t = time.perf_counter()
-    cs = retrieve(ds, vs, EncoderSpec(), 100, str(tmp / "cache"), offline=True)
+    cache = str(tmp / "cache")
+    cs = first_stage(ds, vs, EncoderSpec(), 100, cache, offline=True)
     print(f"first stage: {ds.n_queries} queries, {sum(v.samples for v in vs)} variants each, {time.perf_counter() - t:.1f}s")
 
     ce_spec = CrossEncoderSpec(name="small-ce", kind="cross-encoder", model=args.model or small_cross_encoder(tmp / "ce"),
                                max_length=args.max_length)
-    data = open_dataset(ds)
-    docs = {d: doc.full_text for d, doc in data.docs.items()}
-    corpus = InMemoryCorpus(docs)
+    corpus = dataset_corpus(ds, cache)
     cands, variants = pl.read_parquet(cs.path), read_variants(vs)
-    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+    scorer, _ = shared_scorer(ce_spec, corpus, ds.corpus_fingerprint, True, cache)  # the one the stage's chunks use
     model = scorer.model  # loaded once and shared: both timings below are of scoring alone
-    model.predict([("ısınma", docs["p0"])] * 64, show_progress_bar=False)  # warm up torch, untimed
+    model.predict([("ısınma", corpus.texts(["p0"])["p0"])] * 64, show_progress_bar=False)  # warm up torch, untimed
 
     top = cands.filter(pl.col("rank") <= args.rerank_depth).join(variants.select("condition", "sample", "query_id", "text"),
                                                                  on=["condition", "sample", "query_id"])
     naive = top.height
-    unique = list({pair_key(t, d, docs[d]): (t, docs[d]) for t, d in zip(top["text"], top["doc_id"])}.values())
+    top = top.unique(["text", "doc_id"], maintain_order=True)  # a pair: a query text and a document
+    docs = corpus.texts(top["doc_id"].unique().to_list())
+    unique = [(t, docs[d]) for t, d in zip(top["text"], top["doc_id"])]
 
     t = time.perf_counter()
-    model.predict(unique, batch_size=ce_spec.batch_size, show_progress_bar=False)
+    model.predict(unique, batch_size=scorer.batch_size, show_progress_bar=False)  # the batch the stage uses
     raw = time.perf_counter() - t
 
-    cache = Scores(tmp / "cache")
     t = time.perf_counter()
-    _, cold_stats = rerank(cands, variants, corpus, scorer, cache, args.rerank_depth)
+    cold_row = rank_row(ds, cs, vs, ce_spec, args.rerank_depth, cache, str(tmp / "cold"))
     cold = time.perf_counter() - t
     t = time.perf_counter()
-    _, warm_stats = rerank(cands, variants, corpus, scorer, cache, args.rerank_depth)
+    warm_row = rank_row(ds, cs, vs, ce_spec, args.rerank_depth, cache, str(tmp / "warm"))
     warm = time.perf_counter() - t
 
     print(f"(a) cold reranking stage {cold:.2f}s vs CrossEncoder.predict on the same {len(unique)} pairs {raw:.2f}s: "
           f"{cold / raw:.3f}× ({(cold / raw - 1) * 100:+.1f}%); {len(unique) / raw:.1f} pairs/s (model alone), "
           f"{len(unique) / cold:.1f} pairs/s (stage)")
-    print(f"(b) pairs scored {cold_stats.scored} vs naive count over all conditions {naive}: "
-          f"{cold_stats.scored / naive:.3f} ({naive - cold_stats.scored} saved)")
-    print(f"(c) warm rerun {warm:.3f}s ({warm_stats.scored} scored, {warm_stats.cached} cached) vs cold {cold:.2f}s: "
-          f"{cold / warm:.0f}× faster")
+    print(f"(b) pairs scored {cold_row.pairs_scored} vs naive count over all conditions {naive}: "
+          f"{cold_row.pairs_scored / naive:.3f} ({naive - cold_row.pairs_scored} saved)")
+    print(f"(c) warm rerun {warm:.3f}s ({warm_row.pairs_scored} scored, {warm_row.pairs_cached} cached) vs cold "
+          f"{cold:.2f}s: {cold / warm:.0f}× faster")
 
 
 if __name__ == "__main__":

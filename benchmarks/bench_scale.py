@@ -42,7 +42,7 @@ STAGES = {  # task function → stage (a task run's key is the function's name a
 def synthetic(folder: Path, n_docs: int, n_queries: int, seed: int = 0) -> Path:
     """A BEIR folder of Turkish-looking passages (40 words from a 20k-word vocabulary); each query is six words of
     one passage plus two others, and judges that passage relevant."""
-    from terazi.data import write_beir
+    from terazi.data.beir import write_beir
 
     rng = random.Random(seed)
     syll = [a + b for a in "bcçdfgğhklmnprsştvyz" for b in "aeıioöuü"]
@@ -90,8 +90,8 @@ def stage_times(flow_run_id: str) -> dict[str, float]:
 def run_one(raw: dict) -> dict:
     """In a fresh process: the flow, its peak RSS, its stage times."""
     from benchmarks.tiny import peak_rss
-    from flows.evaluate import run_evaluation
-    from schemas import EvalConfig
+    from terazi.flows.evaluate import evaluate as run_evaluation
+    from terazi.schemas import EvalConfig
 
     t = time.perf_counter()
     manifest = run_evaluation(EvalConfig.model_validate(raw))

@@ -36,10 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from schemas import CrossEncoderSpec, LLMRerankerSpec  # noqa: E402
 from terazi.configs import DEMO_DIR  # noqa: E402
-from terazi.data import load_beir  # noqa: E402
-from terazi.rerankers import Pair, make_scorer  # noqa: E402
+from terazi.data.beir import load_beir  # noqa: E402
+from terazi.data.corpus import CorpusTable  # noqa: E402
+from terazi.data.loading import dataset_corpus, load_dataset  # noqa: E402
+from terazi.rerank.backends import make_scorer  # noqa: E402
+from terazi.rerank.pairs import Pair  # noqa: E402
+from terazi.schemas import CrossEncoderSpec, DatasetSpec, LLMRerankerSpec  # noqa: E402
 
 # (cross-encoder BERT config, LLM Qwen2 config). Weights are drawn at a larger scale than the usual 0.02
 # (initializer_range): with 0.02 a random model scores every candidate alike to 1e-5, so rounding alone reorders
@@ -88,6 +91,11 @@ def demo_pairs(queries: int, per_query: int, seed: int = 0) -> list[list[Pair]]:
     return out
 
 
+def demo_corpus(cache: str) -> CorpusTable:
+    """The demo's corpus table, as the reranking stage gives it to a scorer (a model backend does not read it)."""
+    return dataset_corpus(load_dataset(DatasetSpec(path=str(DEMO_DIR), name="demo"), announce=False), cache)
+
+
 def agreement(ref: np.ndarray, other: np.ndarray, groups: list[int], tolerance: float) -> tuple[float, int, int]:
     """(mean Kendall tau per query, flipped pairs, pairs fp32 separates by more than `tolerance` × the query's range)."""
     taus, flips, clear, start = [], 0, 0, 0
@@ -109,7 +117,7 @@ def check(model: str, kind: str, precision: str, device: str, pairs: list[Pair],
         spec = CrossEncoderSpec(name="ce", kind=kind, model=model, max_length=256, device=device, precision=precision)
     else:
         spec = LLMRerankerSpec(name="llm", kind=kind, model=model, max_length=512, device=device, precision=precision)
-    scorer = make_scorer(spec, {}, "", True, cache)
+    scorer = make_scorer(spec, demo_corpus(cache), "", True, cache)  # the reranking stage's factory
     scores = scorer.score(pairs)
     cost = scorer.cost()
     return scores, {"pairs_per_s": round(cost.per_second, 1), "batch_size": cost.batch_size, "identity": scorer.identity}

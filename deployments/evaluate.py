@@ -13,11 +13,11 @@ from pathlib import Path
 from prefect import serve
 from prefect.schedules import Cron
 
-from flows.evaluate import evaluate
-from flows.service import nightly
-from schemas import EvalConfig
 from terazi.configs import demo_config, read_config_file
+from terazi.flows.evaluate import evaluate
+from terazi.flows.nightly import nightly
 from terazi.policy import ServicePolicy, absolute, absolute_dataset
+from terazi.schemas import EvalConfig
 
 
 def load_config(path: str | Path | None) -> EvalConfig:

@@ -1,25 +1,17 @@
-"""pydantic contracts: run configuration, users' records, and manifests passed between tasks."""
+"""pydantic contracts: run configuration, users' records, the grammars of the fields users fill in (measure and
+dataset names), and the manifests passed between tasks. Imports leaves only."""
 
-from schemas.analyze import AnalyzeConfig
-from schemas.config import (
-    BUNDLED_ENCODER,
-    CONDITIONS,
-    FIRST_STAGE,
-    MODEL_KINDS,
-    BiEncoderSpec,
-    BM25Spec,
-    CorruptionSpec,
-    CrossEncoderSpec,
+from terazi.schemas.analyze import AnalyzeConfig
+from terazi.schemas.config import (
     DatasetSpec,
     EncoderSpec,
     EvalConfig,
-    LLMRerankerSpec,
-    RerankerSpec,
-    RRFSpec,
-    VariantPair,
     ScaleSpec,
+    VariantPair,
 )
-from schemas.manifests import (
+from terazi.schemas.corruption import CorruptionSpec, MobileSpec
+from terazi.schemas.fields import BUNDLED_ENCODER, CONDITIONS, FIRST_STAGE
+from terazi.schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
     ChunkResult,
@@ -35,12 +27,23 @@ from schemas.manifests import (
     ScoreSet,
     VariantSet,
 )
-from schemas.records import Document, Judgment, Query, QueryVariant
+from terazi.schemas.measures import Measure, parse_measure
+from terazi.schemas.records import Document, Judgment, Query, QueryVariant
+from terazi.schemas.rerankers import (
+    MODEL_KINDS,
+    BiEncoderSpec,
+    BM25Spec,
+    CrossEncoderSpec,
+    LLMRerankerSpec,
+    RerankerSpec,
+    RRFSpec,
+)
 
 __all__ = [
-    "AnalyzeConfig", "BenchmarkIdentity",    "BUNDLED_ENCODER", "CONDITIONS", "FIRST_STAGE", "BM25Spec", "BiEncoderSpec", "CandidateSet", "CrossEncoderSpec", "CorruptionSpec",
-    "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec", "EvalConfig", "Judgment",
-    "LeaderboardRow", "MetricContract", "MetricRecord", "Query", "QueryVariant", "RerankResult",
-    "RRFSpec", "RerankerSpec", "RunManifest", "ScoreSet", "VariantSet", "LLMRerankerSpec", "MODEL_KINDS", "ModelCost",
-    "VariantPair", "ChunkResult", "RerankPlan", "RetrievalPlan", "ScaleSpec",
+    "AnalyzeConfig", "BUNDLED_ENCODER", "BM25Spec", "BenchmarkIdentity", "BiEncoderSpec", "CONDITIONS", "CandidateSet",
+    "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec",
+    "EvalConfig", "FIRST_STAGE", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "MODEL_KINDS", "Measure",
+    "MetricContract", "MetricRecord", "MobileSpec", "ModelCost", "Query", "QueryVariant", "RRFSpec", "RerankPlan",
+    "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "VariantPair",
+    "VariantSet", "parse_measure",
 ]

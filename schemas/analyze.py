@@ -6,12 +6,15 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from schemas.config import BENCHMARK, EvalConfig, Measure, SlugName, _Config
+from terazi.schemas.config import EvalConfig
+from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
+from terazi.schemas.measures import parse_measure
+from terazi.schemas.tables import CLEAN
 
 _EVAL = EvalConfig.model_fields
 
 
-class AnalyzeConfig(_Config):
+class AnalyzeConfig(StrictModel):
     """A runs folder (qrels/, runs/, optional changed/ and datasets.yaml) and how to analyse it. The statistics
     settings mean what they mean in `EvalConfig`, with the same defaults."""
 
@@ -20,8 +23,8 @@ class AnalyzeConfig(_Config):
     benchmark: str = Field(_EVAL["benchmark"].default, pattern=BENCHMARK, description=_EVAL["benchmark"].description)
     conditions: list[SlugName] | None = Field(None, description="conditions to analyse, in this order ('clean' is "
                                                                 "always first); default: every condition found")
-    metrics: list[Measure] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description)
-    headline: Measure = Field(_EVAL["headline"].default, description=_EVAL["headline"].description)
+    metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description)
+    headline: MeasureName = Field(_EVAL["headline"].default, description=_EVAL["headline"].description)
     seed: int = Field(_EVAL["seed"].default, description="seed of the bootstrap")
     bootstrap_resamples: int = Field(_EVAL["bootstrap_resamples"].default, ge=100,
                                      description=_EVAL["bootstrap_resamples"].description)
@@ -36,14 +39,12 @@ class AnalyzeConfig(_Config):
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyzeConfig:
-        from terazi.metrics import parse_measure
-
         for m in [*self.metrics, self.headline]:
             parse_measure(m)
         if self.headline not in self.metrics:
             self.metrics = [self.headline, *self.metrics]
         if self.conditions is not None:
-            self.conditions = list(dict.fromkeys(["clean", *self.conditions]))
+            self.conditions = list(dict.fromkeys([CLEAN, *self.conditions]))
         return self
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:

@@ -6,41 +6,30 @@ and rejects bad values with pydantic's message.
 
 from __future__ import annotations
 
-import string
-
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from terazi.paths import SLUG, SLUG_HELP, is_slug, slugify, unique
-
-BUNDLED_ENCODER = "bundled:all-MiniLM-L6-v2"
-CONDITIONS = ("clean", "upper", "ascii_full", "ascii_partial", "typo", "colloquial", "mobile")
-FIRST_STAGE = "first-stage"
-
-
-def _slug(v: str) -> str:
-    if not is_slug(v):
-        raise ValueError(f"{v!r} is not a safe name: use {SLUG_HELP}")
-    return v
-
-
-SlugName = Annotated[str, AfterValidator(_slug),
-                     Field(json_schema_extra={"pattern": SLUG}, description=f"a name used in file names: {SLUG_HELP}")]
-CONDITION_PATTERN = r"^(" + "|".join(CONDITIONS) + r")(\+(" + "|".join(CONDITIONS) + r"))*$"
-Condition = Annotated[str, Field(pattern=CONDITION_PATTERN, description="one of " + ", ".join(CONDITIONS)
-                                 + "; compose with '+', e.g. upper+typo", examples=["upper", "upper+typo"])]
-Measure = Annotated[str, Field(min_length=2, description="a measure with its cutoff, e.g. nDCG@10, RR@10, R@100, "
-                               "P@10, AP, Judged@10; RR(rel=2)@10 sets the relevance threshold",
-                               examples=["nDCG@10", "RR@10", "R@100"])]
+from terazi.paths import slugify, unique
+from terazi.schemas.corruption import CorruptionSpec
+from terazi.schemas.fields import (
+    BENCHMARK,
+    BUNDLED_ENCODER,
+    CONDITIONS,
+    FIRST_STAGE,
+    Condition,
+    MeasureName,
+    SlugName,
+    StrictModel,
+)
+from terazi.schemas.measures import parse_measure
+from terazi.schemas.rerankers import MODEL_KINDS, RerankerSpec, default_rerankers
+from terazi.schemas.sources import parse as parse_source
+from terazi.schemas.tables import CLEAN
 
 
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class DatasetSpec(_Config):
+class DatasetSpec(StrictModel):
     """A BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a named dataset (hf:, mteb:,
     ir_datasets:), read into a BEIR folder in the cache."""
 
@@ -68,13 +57,11 @@ class DatasetSpec(_Config):
     @property
     def label(self) -> str:
         """The dataset's name; EvalConfig fills it in from the folder (or dataset) name when it is not given."""
-        from terazi.sources import parse
-
-        source = parse(self.path)
+        source = parse_source(self.path)
         return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
 
 
-class EncoderSpec(_Config):
+class EncoderSpec(StrictModel):
     """The first-stage dense encoder and its FAISS index."""
 
     model: str = Field(BUNDLED_ENCODER, description="Hugging Face id, absolute local folder, or "
@@ -96,169 +83,7 @@ class EncoderSpec(_Config):
                                                        "deployment refuses it unless its server allows it")
 
 
-class _Reranker(_Config):
-    name: SlugName = Field(description="row label in the leaderboard (also a file name)")
-
-    @field_validator("name")
-    @classmethod
-    def _not_first_stage(cls, v: str) -> str:
-        if v == FIRST_STAGE:
-            raise ValueError(f"{FIRST_STAGE!r} is the name of the first-stage row")
-        return v
-
-
-Precision = Literal["auto", "fp32", "fp16", "bf16"]
-BatchSize = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
-QWEN3_SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
-                'Note that the answer can only be "yes" or "no".')
-QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
-QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
-QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
-
-
-class _ModelReranker(_Reranker):
-    model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
-    revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM reranker), "
-                                                      "on CUDA the largest batch the free GPU memory holds (at most 512)")
-    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
-    precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
-                                                     "(an LLM reranker: bf16 where the GPU supports it); part of the "
-                                                     "score identity")
-    trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
-                                                       "deployment refuses it unless its server allows it")
-
-
-class _EncoderReranker(_ModelReranker):
-    """A cross- or bi-encoder: run by torch (sentence-transformers) or by onnxruntime."""
-
-    backend: Literal["torch", "onnx"] = Field("torch", description="torch: sentence-transformers; onnx: onnxruntime "
-                                                                    "with the model's tokenizer (pip install "
-                                                                    "'terazi[onnx]')")
-    file_name: str | None = Field(None, pattern=r"^[A-Za-z0-9._/-]+\.onnx$",
-                                  description="onnx: the model's own ONNX file, e.g. onnx/model_quint8_avx2.onnx; "
-                                              "default: onnx/model.onnx when the model has it, else an export made "
-                                              "once into the cache folder")
-    quantization: Literal["none", "int8"] = Field("none", description="onnx: int8 = a dynamic int8 copy of the ONNX "
-                                                                       "file made once with onnxruntime's quantiser")
-
-    @model_validator(mode="after")
-    def _backend_options(self):
-        if self.backend != "onnx":
-            used = [f for f in ("file_name", "quantization") if getattr(self, f) not in (None, "none")]
-            if used:
-                raise ValueError(f"{' and '.join(used)} only apply with backend: onnx")
-        elif self.precision in ("fp16", "bf16"):
-            raise ValueError(f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}")
-        if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
-            raise ValueError(f"file_name {self.file_name!r} must be a path inside the model folder")
-        return self
-
-
-class CrossEncoderSpec(_EncoderReranker):
-    """A cross-encoder scores each (query, passage) pair (sentence-transformers CrossEncoder, or its ONNX file)."""
-
-    kind: Literal["cross-encoder"] = Field(description="cross-encoder")
-    max_length: int | None = Field(256, ge=8, description="tokens per (query, passage) pair")
-
-
-class BiEncoderSpec(_EncoderReranker):
-    """A bi-encoder: cosine of query and passage embeddings (sentence-transformers, or its ONNX file)."""
-
-    kind: Literal["bi-encoder"] = Field(description="bi-encoder")
-    max_length: int | None = Field(256, ge=8, description="tokens per text")
-
-
-class LLMRerankerSpec(_ModelReranker):
-    """A causal language model asked whether the passage answers the query: score = logit("yes") − logit("no") at
-    the last position after the model's instruction template (Qwen3-Reranker's by default)."""
-
-    kind: Literal["llm-reranker"] = Field(description="llm-reranker")
-    max_length: int = Field(512, ge=32, description="tokens per prompt, template included (the passage is cut first)")
-    instruction: str = Field(QWEN3_INSTRUCTION, max_length=2000, description="the task, filled into {instruction}")
-    system: str = Field(QWEN3_SYSTEM, max_length=2000, description="system prompt")
-    user: str = Field(QWEN3_USER, max_length=2000, description="user turn; must contain {query} and {doc}, may "
-                                                                "contain {instruction}")
-    assistant_prefix: str = Field(QWEN3_ASSISTANT, max_length=200, description="text after the assistant turn opens, "
-                                                                               "before the yes/no answer")
-    chat: Literal["chatml", "tokenizer"] = Field(
-        "chatml", description="chatml: <|im_start|>system … <|im_end|> turns as Qwen3-Reranker documents them; "
-                              "tokenizer: the tokenizer's own chat template")
-    yes_token: str = Field("yes", min_length=1, description="vocabulary token read as the positive answer")
-    no_token: str = Field("no", min_length=1, description="vocabulary token read as the negative answer")
-
-    @field_validator("user")
-    @classmethod
-    def _placeholders(cls, v: str) -> str:
-        missing = [p for p in ("{query}", "{doc}") if p not in v]
-        if missing:
-            raise ValueError(f"user template lacks {' and '.join(missing)}")
-        try:
-            fields = [f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
-                      for _, f, spec, conv in string.Formatter().parse(v) if f is not None]
-        except ValueError as e:
-            fields = [f"({e})"]
-        odd = [f for f in fields if f not in ("instruction", "query", "doc")]
-        if odd:  # a form can send this template: no attribute access, indexing or conversions
-            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in, as they are; "
-                             f"write other braces doubled (found {{{odd[0]}}})")
-        return v
-
-
-class BM25Spec(_Reranker):
-    """BM25 over the candidates, with Turkish casing, Snowball stems and ASCII folding."""
-
-    kind: Literal["bm25"] = Field(description="bm25")
-    language: str = Field("turkish", pattern=r"^[a-z]+$", description="Snowball stemmer and casing rules")
-    k1: float = Field(1.5, gt=0, description="term-frequency saturation")
-    b: float = Field(0.75, ge=0, le=1, description="length normalisation")
-
-
-class RRFSpec(_Reranker):
-    """Reciprocal-rank fusion of the rankings of rows listed above it (or first-stage)."""
-
-    kind: Literal["rrf"] = Field(description="rrf")
-    fuse: list[SlugName] = Field(min_length=2, description="rows to fuse: first-stage or rows listed above")
-    rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
-
-
-RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, RRFSpec],
-                        Field(discriminator="kind")]
-MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
-
-
-def default_rerankers() -> list:
-    """The rows every entry point runs unless told otherwise: lexical BM25 and its fusion with the first stage."""
-    return [BM25Spec(name="bm25-tr", kind="bm25"), RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
-
-
-def _p(default: float, description: str) -> float:
-    return Field(default, ge=0, le=1, description=description)
-
-
-class MobileSpec(_Config):
-    """Phone typing as a probabilistic model: how often each rule fires (docs/corruptions.md says why)."""
-
-    lowercase: float = _p(0.9, "per query: the whole query typed in lowercase")
-    ascii_query: float = _p(0.5, "per query: typed with no Turkish letters at all (ç ğ ı ö ş ü → c g i o s u)")
-    ascii_letter: float = _p(0.3, "per Turkish letter, in the other queries: that letter typed as its base letter")
-    apostrophe: float = _p(0.8, "per apostrophe before a suffix: dropped, the suffix joined (Ankara'da → Ankarada)")
-    separator: float = _p(0.7, "per hyphen or slash between words or numbers: typed as a space (ve/veya → ve veya)")
-    punctuation: float = _p(0.9, "per punctuation mark (? ! , ; : quotes, brackets, a final full stop): left out")
-    particle: float = _p(0.5, "per question particle mı/mi/mu/mü: joined to the word before (geliyor mu → geliyor"
-                              "mu)")
-    verb: float = _p(0.5, "per verb: colloquial ending, -(ı)yor → -(ı)yo and, on listed verb stems, -acak/-ecek → "
-                          "-cak/-cek")
-    bir: float = _p(0.4, "per 'bir': typed 'bi'")
-    bir_sey: float = _p(0.6, "per 'bir şey'/'birşey': typed 'bişey'")
-    degil: float = _p(0.3, "per 'değil': typed 'diil'")
-    ne_zaman: float = _p(0.1, "per 'ne zaman': typed 'ne zmn'")
-    nasil: float = _p(0.1, "per 'nasıl': typed 'nsl'")
-    nerede: float = _p(0.3, "per 'nerede': typed 'nerde'")
-    slip: float = _p(0.05, "per word of 3+ letters: one letter replaced by a neighbouring key")
-
-
-class ScaleSpec(_Config):
+class ScaleSpec(StrictModel):
     """How the heavy stages are cut into tasks (so W workers run W at once), and where workers share scores."""
 
     shard_size: int = Field(65536, ge=1, description="documents per corpus-encoding task (a contiguous block); "
@@ -275,22 +100,8 @@ class ScaleSpec(_Config):
                                                       "server's)")
 
 
-class CorruptionSpec(_Config):
-    """Parameters of the query corruptions (see terazi.corrupt and docs/corruptions.md)."""
 
-    samples: int = Field(1, ge=1, description="seeded samples per query for stochastic conditions")
-    typo_rate: float = Field(0.05, gt=0, le=1, description="typo: expected edits per letter (a query of n letters "
-                                                            "gets typo_rate × n edits on average)")
-    typo_min_edits: int = Field(0, ge=0, le=5, description="typo: resample until at least this many edits (0: none "
-                                                            "forced, queries may stay unchanged)")
-    ascii_partial_rate: float = Field(0.5, gt=0, le=1, description="ascii_partial: share of Turkish letters stripped")
-    mobile: MobileSpec = Field(default_factory=MobileSpec, description="mobile: probability of each phone-typing rule")
-
-
-BENCHMARK = r"^[a-z0-9][a-z0-9-]{0,62}$"
-
-
-class VariantPair(_Config):
+class VariantPair(StrictModel):
     """Two rows judged against each other, e.g. a model and its int8 copy: the headline difference on a seeded query
     subset with its paired-bootstrap interval, and the speed and size ratios."""
 
@@ -300,7 +111,7 @@ class VariantPair(_Config):
                                                                 "(default: 'VARIANT vs BASE')")
 
 
-class EvalConfig(_Config):
+class EvalConfig(StrictModel):
     """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
     form and Python; the method they reproduce is described in docs/method.md."""
 
@@ -313,15 +124,15 @@ class EvalConfig(_Config):
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "
                                                       "'kind' decides its fields")
-    conditions: list[Condition] = Field(default_factory=lambda: ["clean", "upper", "ascii_full", "mobile", "typo"],
+    conditions: list[Condition] = Field(default_factory=lambda: [CLEAN, "upper", "ascii_full", "mobile", "typo"],
                                         description="query conditions; 'clean' is always included")
     corruption: CorruptionSpec = Field(default_factory=CorruptionSpec, description="parameters of the corruptions")
     candidates: dict[str, str] = Field(default_factory=dict,
                                        description="dataset name → frozen candidate fingerprint to reuse as it is")
     depth: int = Field(100, ge=1, description="first-stage candidates per query")
     rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth)")
-    metrics: list[Measure] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
-    headline: Measure = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
+    metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
+    headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
         "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
                                 "mteb = N is every system with any result (MTEB's code)")
@@ -368,13 +179,11 @@ class EvalConfig(_Config):
             unknown = [c for c in v if not isinstance(c, str) or any(p not in CONDITIONS for p in c.split("+"))]
             if unknown:
                 raise ValueError(f"unknown condition(s) {unknown}; known: {list(CONDITIONS)}, composable with '+'")
-            return list(dict.fromkeys(["clean", *v] if "clean" not in v else v))
+            return list(dict.fromkeys([CLEAN, *v] if CLEAN not in v else v))
         return v
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalConfig:
-        from terazi.metrics import parse_measure
-
         for m in [*self.metrics, self.headline]:
             parse_measure(m)
         if self.headline not in self.metrics:

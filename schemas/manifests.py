@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.config import EncoderSpec, RerankerSpec
+from terazi.schemas.config import EncoderSpec
+from terazi.schemas.rerankers import RerankerSpec
 
 
 class _Manifest(BaseModel):

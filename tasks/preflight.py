@@ -1,46 +1,11 @@
-"""Stage 0: everything that can be checked before any heavy stage starts.
-
-Output and cache folders are writable, the score cache opens (a damaged one is named, with the
-command that repairs it), every model reference resolves (a hub id while offline, a
-missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
-encoded corpus; its error names the file, field or model, and is never retried.
-"""
+"""Stage 0 as a task: every check that can run before a heavy stage (terazi.preflight)."""
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
-
 from prefect import task
 
-from schemas import DatasetManifest, EvalConfig
-from tasks import transient
-from tasks.load import load_dataset
-from terazi.errors import DatasetError
-from terazi.models import ModelError, resolve
-from terazi.paths import writable_folder
-from terazi.store.scores import check_opens
-
-log = logging.getLogger("terazi.preflight")
-
-
-def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
-    """Check models, then load every dataset (read once per process and reused; a named dataset is copied into
-    the cache folder first), then the score cache and the results folder."""
-    for where, model, revision, _ in config.models():
-        try:
-            resolve(model, revision, config.offline)
-        except ModelError as e:
-            raise ModelError(f"{where}: {e}") from None
-    for spec in config.datasets:
-        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
-            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
-    writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
-    datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
-    check_opens(Path(config.cache_dir), config.scale.score_store)  # a damaged cache: named, with its repair command
-    writable_folder(config.out_dir, "results folder")
-    return datasets
-
+from terazi.preflight import preflight
+from terazi.tasks import transient
 
 preflight_task = task(preflight, name="preflight", retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient,
                       task_run_name="preflight")

@@ -7,101 +7,10 @@ The Python API (everything is imported on first use, so `import terazi` stays ch
     ev = terazi.score("qrels.txt", "run.trec", ["nDCG@10", "RR@10"])      # ev.aggregate, ev.per_query_dict("nDCG@10")
     manifest, board = terazi.analyze("my-runs", out="results/my-runs")   # TREC runs made anywhere
     cmp = terazi.compare("results/a", "results/b")                       # cmp.cells, cmp.overall (polars)
+    card = terazi.card("results/a", system="my-ce", labels="tr")           # card.markdown(), .model_index_yaml()
 """
 
-from __future__ import annotations
+from terazi.api import analyze, card, compare, evaluate, score
+from terazi.version import __version__
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
-
-if TYPE_CHECKING:
-    import polars as pl
-
-    from schemas import EvalConfig, RunManifest
-    from terazi.comparison import Comparison
-    from terazi.metrics import Evaluation
-
-__version__ = "0.1.0"
-__all__ = ["__version__", "analyze", "compare", "evaluate", "score"]
-
-
-def _setup() -> None:
-    """Prefect's defaults (no telemetry, a patient start-up) unless the caller set them."""
-    import os
-
-    from terazi.cli._common import PREFECT_DEFAULTS
-
-    for k, v in PREFECT_DEFAULTS.items():
-        os.environ.setdefault(k, v)
-
-
-def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunManifest, pl.DataFrame]:
-    """Run an evaluation (an EvalConfig, its fields as a dict, or a YAML/JSON/TOML config file) as the Prefect flow
-    `terazi-evaluate`; returns the run's manifest and its leaderboard as a polars DataFrame."""
-    _setup()
-    import polars as pl
-
-    from schemas import EvalConfig
-
-    if isinstance(config, (str, Path)):
-        from terazi.configs import read_config_file
-
-        config = read_config_file(Path(config))
-    if not isinstance(config, EvalConfig):
-        config = EvalConfig.model_validate(config)
-    from tasks.preflight import preflight
-
-    preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
-    from flows.evaluate import CALLER
-    from flows.evaluate import evaluate as evaluate_flow
-
-    token = CALLER.set("python")
-    try:
-        manifest = evaluate_flow(config)
-    finally:
-        CALLER.reset(token)
-    return manifest, pl.read_csv(Path(manifest.run_dir) / "leaderboard.csv")
-
-
-def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:
-    """Score a run against judgments under terazi's metric contract (trec_eval-compatible by default).
-
-    `qrels`: a TREC or BEIR qrels file, {query: {doc: grade}} or a polars frame (query_id, doc_id, grade);
-    `run`: a TREC run file, {query: {doc: score}} or a polars frame (query_id, doc_id, score). Returns an
-    `Evaluation`: `.aggregate` (measure → mean), `.per_query_dict(measure)`, `.contract()`, `.counts`."""
-    from terazi.metrics import Policies
-    from terazi.metrics import evaluate as evaluate_run
-    from terazi.trec import read_qrels, read_run
-
-    if isinstance(qrels, (str, Path)):
-        qrels = read_qrels(qrels)
-    if isinstance(run, (str, Path)):
-        run = read_run(run)
-    return evaluate_run(qrels, run, list(measures), policies or Policies())
-
-
-def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunManifest, pl.DataFrame]:
-    """Analyse a folder of TREC runs (qrels/, runs/, optional changed/ and datasets.yaml) into `out`, as
-    `terazi analyze` does; `settings` are AnalyzeConfig fields (metrics, headline, conditions, seed, …)."""
-    _setup()
-    import polars as pl
-
-    from flows.analyze import analyze as analyze_flow
-    from schemas import AnalyzeConfig
-
-    out = Path(out)
-    manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
-    return manifest, pl.read_csv(Path(manifest.run_dir) / "leaderboard.csv")
-
-
-def compare(before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None,
-            **options: Any) -> Comparison:
-    """Two results folders (after − before) or two systems of one folder (`systems=(a, b)`: a − b), per dataset ×
-    condition with paired intervals and verdicts; `options`: measure, resamples, seed, confidence, correct."""
-    from terazi import comparison as core
-
-    if systems is not None:
-        return core.compare_systems(Path(before), *systems, **options)
-    if after is None:
-        raise ValueError("compare needs two results folders, or one folder and systems=(a, b)")
-    return core.compare_runs(Path(before), Path(after), **options)
+__all__ = ["__version__", "analyze", "card", "compare", "evaluate", "score"]

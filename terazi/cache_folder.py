@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from terazi.errors import CacheError
-from terazi.frozen import MANIFEST, load_frozen, quarantine_folder
-from terazi.store import ModelKey, SharedStore, SQLiteStore
-from terazi.store import sqlite as sqlite_store
-from terazi.store.scores import CACHE_FILE
+from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
+from terazi.rerank.store import sqlite as sqlite_store
+from terazi.rerank.store.scores import CACHE_FILE
+from terazi.retrieval.frozen import MANIFEST, load_frozen, quarantine_folder
 
 STALE_WORK_SECONDS = 24 * 3600
 SHARD = re.compile(r"rows-(\d+)-(\d+)\.npy$")

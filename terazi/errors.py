@@ -26,6 +26,10 @@ class DatasetError(TeraziError, ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class MetricError(TeraziError, ValueError):
+    """An invalid measure name, judgments or run, with the reason."""
+
+
 class ConfigError(TeraziError, ValueError):
     """A configuration file or value that cannot be used."""
 

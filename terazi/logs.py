@@ -1,4 +1,5 @@
-"""terazi's log lines in the Prefect run they belong to.
+"""terazi and Prefect's logging: terazi's log lines in the Prefect run they belong to, and the settings Prefect reads
+when it is imported.
 
 terazi logs with the standard `logging` module (logger `terazi.*`), which Prefect does not capture
 by default. `send_to_prefect` adds Prefect's API handler to the `terazi` logger, filtered to records
@@ -9,6 +10,22 @@ terazi line (fingerprints, pairs scored, progress) on the run's page in the UI.
 from __future__ import annotations
 
 import logging
+import os
+
+# Prefect settings that must be in place before prefect is imported: no telemetry unless the user opted in, and a
+# start-up timeout that suits small machines. Values already set win.
+PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def prefect_defaults() -> None:
+    """Put `PREFECT_DEFAULTS` into the environment where the caller has not set them (before prefect is imported)."""
+    for k, v in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(k, v)
 
 
 class _InsideARun(logging.Filter):

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas import BUNDLED_ENCODER, EvalConfig
 from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
 from terazi.paths import within
-from terazi.sources import parse as parse_source
+from terazi.schemas import BUNDLED_ENCODER, EvalConfig
+from terazi.schemas.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")

@@ -23,7 +23,8 @@ for key, value in {
 
 import pytest  # noqa: E402
 
-from terazi.data import write_beir  # noqa: E402
+from terazi.data.beir import write_beir  # noqa: E402
+
 
 def importable(module: str) -> bool:
     try:

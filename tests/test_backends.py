@@ -9,11 +9,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BiEncoderSpec, CrossEncoderSpec
-from terazi.data import load_beir
-from terazi.rerankers import InMemoryCorpus, Pair, make_scorer
-from terazi.store import ModelKey, Scores
+from terazi.data.beir import load_beir
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair
+from terazi.rerank.store import ModelKey, Scores
+from terazi.schemas import BiEncoderSpec, CrossEncoderSpec
 from tests.conftest import needs_onnx
+from tests.stages import corpus_of
 
 
 def tiny_pairs(tiny_dataset) -> list[Pair]:
@@ -24,6 +26,12 @@ def tiny_pairs(tiny_dataset) -> list[Pair]:
 
 def ce(model: str, **kw) -> CrossEncoderSpec:
     return CrossEncoderSpec(name="ce", kind="cross-encoder", model=model, max_length=64, **kw)
+
+
+@pytest.fixture
+def corpus(tmp_path, tiny_dataset):
+    """The corpus table the reranking stage gives every scorer (a model backend does not read it)."""
+    return corpus_of(tiny_dataset, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +59,9 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
 
 
 @needs_onnx
-def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_encoder):
+def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_encoder, corpus):
     pairs = tiny_pairs(tiny_dataset)
-    rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), InMemoryCorpus({}), "", True, str(tmp_path))
+    rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), corpus, "", True, str(tmp_path))
             for name, kw in (("torch", {}), ("onnx", {"backend": "onnx"}),
                              ("int8", {"backend": "onnx", "quantization": "int8"}))}
     scores = {name: s.score(pairs) for name, s in rows.items()}
@@ -78,9 +86,9 @@ def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_e
 
 
 @needs_onnx
-def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
+def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch, corpus):
     pairs = tiny_pairs(tiny_dataset)[:5]
-    first = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
+    first = make_scorer(ce(tiny_cross_encoder, backend="onnx"), corpus, "", True, str(tmp_path)).score(pairs)
     exported = list((tmp_path / "onnx").glob("*/model.onnx"))
     assert len(exported) == 1
 
@@ -90,38 +98,38 @@ def test_export_is_made_once_into_the_cache(tmp_path, tiny_dataset, tiny_cross_e
         raise AssertionError("exported twice")
 
     monkeypatch.setattr(torch.onnx, "export", refuse)
-    again = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
+    again = make_scorer(ce(tiny_cross_encoder, backend="onnx"), corpus, "", True, str(tmp_path)).score(pairs)
     assert np.array_equal(first, again)
 
 
 @needs_onnx
-def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encoder):
+def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encoder, corpus):
     pairs = tiny_pairs(tiny_dataset)[:8]
-    exported = make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path / "c1"))
+    exported = make_scorer(ce(tiny_cross_encoder, backend="onnx"), corpus, "", True, str(tmp_path / "c1"))
     reference = exported.score(pairs)
     model = tmp_path / "with-onnx"
     shutil.copytree(tiny_cross_encoder, model)
     (model / "onnx").mkdir()
     shutil.copyfile(exported.inner.onnx_file(), model / "onnx" / "model.onnx")
     shutil.copyfile(exported.inner.onnx_file(), model / "onnx" / "model_custom.onnx")
-    own = make_scorer(ce(str(model), backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path / "c2"))
+    own = make_scorer(ce(str(model), backend="onnx"), corpus, "", True, str(tmp_path / "c2"))
     assert "onnx(onnx/model.onnx)" in own.identity
     assert np.allclose(own.score(pairs), reference, atol=1e-6)
     assert not (tmp_path / "c2" / "onnx").exists()  # nothing exported
-    named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
+    named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), corpus, "", True, str(tmp_path))
     assert "onnx(onnx/model_custom.onnx)" in named.identity and named.identity != own.identity
-    from terazi.models import ModelError
+    from terazi.models.refs import ModelError
 
     with pytest.raises(ModelError, match="has no file 'onnx/missing.onnx'"):
-        make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
+        make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), corpus, "", True, str(tmp_path)).score(pairs)
 
 
 @needs_onnx
-def test_onnx_bi_encoder_matches_torch(tmp_path, tiny_dataset, tiny_bi_encoder):
+def test_onnx_bi_encoder_matches_torch(tmp_path, tiny_dataset, tiny_bi_encoder, corpus):
     pairs = tiny_pairs(tiny_dataset)
     spec = dict(name="bi", kind="bi-encoder", model=tiny_bi_encoder, max_length=64)
-    torch_scores = make_scorer(BiEncoderSpec(**spec), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)
-    onnx_row = make_scorer(BiEncoderSpec(**spec, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
+    torch_scores = make_scorer(BiEncoderSpec(**spec), corpus, "", True, str(tmp_path)).score(pairs)
+    onnx_row = make_scorer(BiEncoderSpec(**spec, backend="onnx"), corpus, "", True, str(tmp_path))
     assert np.abs(onnx_row.score(pairs) - torch_scores).max() < 1e-4
     assert "cosine(mean_tokens)" in onnx_row.identity
 
@@ -138,20 +146,24 @@ def test_backend_options_are_checked():
 
 
 def test_registry_names_every_model_kind():
-    from schemas import MODEL_KINDS
-    from terazi.backends import REGISTRY, backend_class
+    """Every kind of row that scores pairs has a backend: the model kinds and BM25 (a fusion only fuses rows)."""
+    from typing import get_args
 
-    assert {k for k, _ in REGISTRY} == set(MODEL_KINDS)
+    from terazi.rerank.backends import REGISTRY, backend_class
+    from terazi.schemas import MODEL_KINDS, RerankerSpec
+
+    kinds = {get_args(spec.model_fields["kind"].annotation)[0] for spec in get_args(get_args(RerankerSpec)[0])}
+    assert {k for k, _ in REGISTRY} == kinds - {"rrf"} == set(MODEL_KINDS) | {"bm25"}
     assert backend_class("cross-encoder", "onnx").__name__ == "OnnxCrossEncoder"
     with pytest.raises(ValueError, match="no backend 'onnx' for kind 'llm-reranker'"):
         backend_class("llm-reranker", "onnx")
 
 
-def test_without_onnxruntime_the_error_says_what_to_install(monkeypatch, tmp_path, tiny_cross_encoder):
+def test_without_onnxruntime_the_error_says_what_to_install(monkeypatch, tmp_path, corpus, tiny_cross_encoder):
     import sys
 
-    from terazi.models import ModelError
+    from terazi.models.refs import ModelError
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
     with pytest.raises(ModelError, match=r"backend: onnx needs onnxruntime: pip install 'terazi\[onnx\]'"):
-        make_scorer(ce(tiny_cross_encoder, backend="onnx"), InMemoryCorpus({}), "", True, str(tmp_path))
+        make_scorer(ce(tiny_cross_encoder, backend="onnx"), corpus, "", True, str(tmp_path))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from schemas import BenchmarkIdentity, RunManifest
-from terazi import results
-from terazi.changes import compare_runs, previous_nightly
+from terazi.present.changes import changes_since, previous_nightly
+from terazi.results import folder as results
+from terazi.schemas import BenchmarkIdentity, RunManifest
 
 
 def fake_run(folder, board, values):
@@ -25,14 +25,14 @@ def test_rank_group_and_significant_changes(tmp_path):
     before = fake_run(tmp_path / "a", [("x", 1, 1), ("y", 2, 2)], {"x": base, "y": base - 0.1})
     after = fake_run(tmp_path / "b", [("y", 1, 1), ("x", 2, 1), ("z", 3, 2)],
                      {"x": base + rng.normal(0, 0.01, 200), "y": base + 0.2, "z": base})
-    text = compare_runs(before, after, "nDCG@10", resamples=500)
+    text = changes_since(before, after, "nDCG@10", resamples=500)
     assert "new systems: z" in text
     assert "y: rank 2 → 1" in text and "y: group 2 → 1" in text and "x: rank 1 → 2" in text
     assert "y: nDCG@10 changed significantly by +0.3000" in text
     assert "x: nDCG@10 changed significantly" not in text
     assert "after − before, 95% intervals):" in text
     # the run's own level and correction (a nightly passes its config's confidence and holm)
-    strict = compare_runs(before, after, "nDCG@10", resamples=500, confidence=0.99, holm=True)
+    strict = changes_since(before, after, "nDCG@10", resamples=500, confidence=0.99, holm=True)
     assert "after − before, 99% intervals, Holm-corrected):" in strict
 
 
@@ -62,6 +62,6 @@ def test_a_changed_benchmark_is_said_plainly(tmp_path):
     b = fake_run(tmp_path / "b", [("x", 1, 1)], {"x": [0.5, 0.6]})
     manifest(a, "nightly", "bench", "2026-01-01T02:00:00+00:00", {"datasets": "a", "first_stage": "e1", "systems": "s"})
     manifest(b, "nightly", "bench", "2026-01-02T02:00:00+00:00", {"datasets": "a", "first_stage": "e2", "systems": "s"})
-    text = compare_runs(a, b, "nDCG@10", resamples=200)
+    text = changes_since(a, b, "nDCG@10", resamples=200)
     assert "the benchmark itself changed**: first stage (encoder, index, depth)" in text
     assert "datasets" not in text.split("changed**:")[1].split(".")[0]

@@ -9,14 +9,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from schemas import EvalConfig
-from terazi.changes import compare_runs as nightly_changes
 from terazi.cli import app
+from terazi.present.changes import changes_since as nightly_changes
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, tiny_cross_encoder, prefect_server):
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
     from tests.conftest import make_tiny
 
     tmp = tmp_path_factory.mktemp("cmp")
@@ -82,7 +82,7 @@ def test_compare_two_systems_of_one_run(two_runs):
 def test_nightly_changes_use_the_same_comparison(two_runs):
     a, b = two_runs
     text = nightly_changes(a, b, "nDCG@10", resamples=200)
-    from terazi.comparison import compare_runs
+    from terazi.analysis.comparison import compare_runs
 
     cmp = compare_runs(a, b, "nDCG@10", resamples=200)
     for r in cmp.significant().iter_rows(named=True):

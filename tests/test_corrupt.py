@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas import CorruptionSpec
-from schemas.config import MobileSpec
-from terazi.corrupt import CONDITIONS, changed, condition_params, corrupt, samples_for
+from terazi.corrupt.conditions import RULES, changed, condition_params, corrupt, samples_for
+from terazi.schemas import CorruptionSpec, MobileSpec
 from terazi.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
 from tests.conftest import XQUAD_TR
 
@@ -62,7 +61,7 @@ def test_to_ascii_maps_every_turkish_letter():
 
 ALPHABET = "abcçdefgğhıijklmnoöprsştuüvyzABCÇDEFGĞHIİJKLMNOÖPRSŞTUÜVYZ0123456789 '’?.,-/:"
 texts = st.text(alphabet=ALPHABET, min_size=1, max_size=60)
-COMPOSED = sorted(CONDITIONS) + ["upper+typo", "mobile+typo", "ascii_partial+mobile", "upper+mobile"]
+COMPOSED = sorted(RULES) + ["upper+typo", "mobile+typo", "ascii_partial+mobile", "upper+mobile"]
 HIGH = CorruptionSpec(typo_rate=0.5, ascii_partial_rate=0.5, mobile=MobileSpec(slip=0.5))
 
 
@@ -88,7 +87,7 @@ def test_no_digit_sequence_is_merged_with_another(tokens, seps, condition, seed)
 
 def test_different_seeds_differ():
     text = "Türkiye'nin en yüksek dağı hangisidir ve kaç metredir?"
-    for condition in (c for c, v in CONDITIONS.items() if v.stochastic(CorruptionSpec())):
+    for condition in (c for c, v in RULES.items() if v.stochastic(CorruptionSpec())):
         outs = {corrupt(text, condition, seed=s, query_id="q", spec=HIGH) for s in range(20)}
         assert len(outs) > 5, condition
 
@@ -114,10 +113,10 @@ def test_changed_is_text_inequality_up_to_unicode_composition(tmp_path):
 def test_changed_flag_and_share_in_the_task_are_exact(tmp_path):
     import polars as pl
 
-    from schemas import DatasetSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from terazi.data import write_beir
+    from terazi.corrupt.variants import corrupt_queries
+    from terazi.data.beir import write_beir
+    from terazi.data.loading import load_dataset
+    from terazi.schemas import DatasetSpec
 
     queries = [("a", "kedi neden mırlar"), ("b", "ok"), ("c", "Van Gölü neden tuzlu?"), ("d", "12 34")]
     root = write_beir(tmp_path / "ds", [{"_id": "d1", "text": "x"}], [{"_id": i, "text": t} for i, t in queries],
@@ -211,3 +210,9 @@ def test_share_of_xquad_questions_changed():
     assert 0.95 < share["typo"] < 1.0  # 52 letters on average at 0.05: a few questions escape both samples
     assert 0.05 < share["colloquial"] < 0.6
     assert res["upper"]["edit_rate"] == 0.0 and res["clean"]["edit_rate"] == 0.0  # case is not an edit
+
+
+def test_every_condition_name_has_its_rule():
+    from terazi.schemas import CONDITIONS
+
+    assert set(RULES) == set(CONDITIONS)

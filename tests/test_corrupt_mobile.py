@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas import CorruptionSpec
-from schemas.config import MobileSpec
-from terazi.corrupt import KEY_NEIGHBOURS, colloquial, corrupt
+from terazi.corrupt.conditions import KEY_NEIGHBOURS, colloquial, corrupt
+from terazi.schemas import CorruptionSpec, MobileSpec
 
 # Written out here rather than taken from terazi.turkish: the forms below are the test's own.
 _BASE = {"ç": "c", "ğ": "g", "ı": "i", "ö": "o", "ş": "s", "ü": "u", "Ç": "C", "Ğ": "G", "İ": "I", "Ö": "O", "Ş": "S",

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas import CorruptionSpec, DatasetSpec
-from terazi.corrupt import KEY_NEIGHBOURS, corrupt, edit_rate, typo_with_edits
+from terazi.corrupt.conditions import KEY_NEIGHBOURS, corrupt, edit_rate, typo_with_edits
+from terazi.schemas import CorruptionSpec, DatasetSpec
 from tests.conftest import XQUAD_TR
 
 DEMO = Path(__file__).resolve().parents[1] / "terazi" / "demo" / "queries.jsonl"
@@ -169,8 +169,8 @@ def test_rate_on_all_xquad_questions(rate):
 
 
 def _beir_of(tmp_path: Path, qs: list[tuple[str, str]]):
-    from tasks.load import load_dataset
-    from terazi.data import write_beir
+    from terazi.data.beir import write_beir
+    from terazi.data.loading import load_dataset
 
     root = write_beir(tmp_path / "ds", [{"_id": "d", "text": "bir belge"}], [{"_id": q, "text": t} for q, t in qs],
                       [(q, "d", 1) for q, _ in qs])
@@ -178,7 +178,7 @@ def _beir_of(tmp_path: Path, qs: list[tuple[str, str]]):
 
 
 def _flow_rate(tmp_path: Path, qs: list[tuple[str, str]], samples: int) -> tuple[float, pl.DataFrame]:
-    from tasks.corrupt import corrupt_queries  # the flow's task, run as a plain function
+    from terazi.corrupt.variants import corrupt_queries  # the flow's task, run as a plain function
 
     vs = corrupt_queries(_beir_of(tmp_path, qs), "upper+typo", CorruptionSpec(typo_rate=0.4, samples=samples), 13,
                          str(tmp_path / "run"))

@@ -8,14 +8,17 @@ import time
 
 import numpy as np
 
-from schemas import CrossEncoderSpec, ModelCost
-from terazi import costs, presentation
-from terazi.backends.base import auto_batch, precision_of
-from terazi.backends.torch_cross import TorchCrossEncoder
-from terazi.rerank import rerank
-from terazi.rerankers import InMemoryCorpus, Pair, make_scorer
-from terazi.store import Scores
+from terazi.models import costs
+from terazi.present.labels import params_text, size_text, speed_text
+from terazi.rerank import costs as row_costs
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.backends.base import auto_batch, precision_of
+from terazi.rerank.backends.torch_cross import TorchCrossEncoder
+from terazi.rerank.pairs import Pair
+from terazi.rerank.store import Scores
+from terazi.schemas import CrossEncoderSpec, ModelCost
 from tests.conftest import ONNX
+from tests.stages import corpus_of, rerank_row, wrap_scorers
 from tests.test_rerank import inputs
 
 
@@ -34,20 +37,25 @@ class SlowCache(Scores):
 def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
     import torch
 
-    ds, cands, variants, docs = inputs(tiny_dataset)
+    from terazi.rerank import stage
+
+    ds, cands, variants, _ = inputs(tiny_dataset)
+    monkeypatch.setattr(row_costs, "LATENCY_QUERIES", 0)  # no latency probe: the wall clock is load, writes, scoring
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: no stalls from cores shared with other processes
 
-    def measured(cache: Scores):
-        scorer = make_scorer(spec(tiny_cross_encoder, batch_size=8), docs, ds.corpus_fingerprint, True, str(tmp_path))
-        _, stats = rerank(cands, variants, docs, scorer, cache, rerank_depth=10)
-        return scorer.cost(), stats
+    def measured(name: str):
+        """The row's cost as the flow records it (its chunks' meters) and its wall clock (plan to ranking)."""
+        result, _ = rerank_row(ds, cands, variants, spec(tiny_cross_encoder, batch_size=8), tmp_path / name,
+                               rerank_depth=10)
+        return result.cost, result
 
-    fast, _ = measured(Scores(tmp_path / "a"))
+    fast, _ = measured("a")
     load = TorchCrossEncoder._load
     monkeypatch.setattr(TorchCrossEncoder, "_load", lambda self: (time.sleep(3), load(self))[1])
+    monkeypatch.setattr(stage, "Scores", SlowCache)  # the store every step of the row opens
     try:
-        slow, stats = measured(SlowCache(tmp_path / "b"))
+        slow, stats = measured("b")
     finally:
         torch.set_num_threads(threads)
     # 80 pairs in two blocks of 64 and 16 (two slow writes); the first pair is the untimed warm-up
@@ -56,36 +64,29 @@ def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tin
     assert slow.per_second > fast.per_second / 4  # with the load in it, it would be about 100 times slower
 
 
-def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_dataset, tiny_cross_encoder):
-    ds, cands, variants, docs = inputs(tiny_dataset)
-    cands.write_parquet(tmp_path / "cands.parquet")
-    variants.write_parquet(tmp_path / "variants.parquet")
-    store = Scores(tmp_path / "cache")
-
-    def run(scorer, cache_dir):
-        """One row's reranking as the flow does it: metered chunk, latency probe, then the settled cost."""
-        meter = costs.Meter(scorer)
-        _, stats = rerank(cands, variants, docs, scorer, store, rerank_depth=10)
-        if stats.scored:
-            costs.probe_latency(scorer, tmp_path / "cands.parquet", [str(tmp_path / "variants.parquet")], docs, 10)
-        return stats, costs.settle(scorer.identity, [meter.result()], stats.scored, cache_dir, lambda: scorer)
-
-    first = make_scorer(spec(tiny_cross_encoder), docs, ds.corpus_fingerprint, True, str(tmp_path))
-    s1, c1 = run(first, str(tmp_path))
-    assert not c1.cached and c1.items == s1.scored - 1 == 79 and c1.latency_queries == 4  # the tiny set has 4 queries
+def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_dataset, tiny_cross_encoder,
+                                                                   monkeypatch):
+    """A row's cost as the flow settles it: metered chunks, the latency probe in the last one, then the cost step."""
+    ds, cands, variants, _ = inputs(tiny_dataset)
+    s1, _ = rerank_row(ds, cands, variants, spec(tiny_cross_encoder), tmp_path, rerank_depth=10)
+    c1 = s1.cost
+    assert not c1.cached and c1.items == s1.pairs_scored - 1 == 79
+    assert c1.latency_queries == 4  # the tiny set has 4 queries
     assert 0 < c1.latency_p50_ms <= c1.latency_p95_ms
     assert c1.params > 1_000_000 and c1.size_bytes > 1_000_000 and (c1.device, c1.precision) == ("cpu", "fp32")
 
-    second = make_scorer(spec(tiny_cross_encoder), docs, ds.corpus_fingerprint, True, str(tmp_path))
-    s2, c2 = run(second, str(tmp_path))
-    assert s2.scored == 0 and second.inner._model is None  # nothing scored, model never loaded
+    built = []  # every scorer the second run builds
+    wrap_scorers(lambda s: built.append(s) or s, monkeypatch.setattr)
+    s2, _ = rerank_row(ds, cands, variants, spec(tiny_cross_encoder), tmp_path, rerank_depth=10)
+    c2 = s2.cost
+    assert s2.pairs_scored == 0 and built and all(s.inner._model is None for s in built)  # nothing scored or loaded
     assert c2.cached and (c2.items, c2.seconds, c2.latency_p50_ms) == (c1.items, c1.seconds, c1.latency_p50_ms)
-    assert presentation.speed_text(c2).startswith("cached: ") and presentation.speed_text(c2).endswith("pairs/s (cpu fp32)")
+    assert speed_text(c2).startswith("cached: ") and speed_text(c2).endswith("pairs/s (cpu fp32)")
 
     other = tmp_path / "other-cache"  # never scored anywhere: size only, no speed
-    fresh = make_scorer(spec(tiny_cross_encoder), docs, "", True, str(other))
-    c3 = costs.settle(fresh.identity, [], 0, str(other), lambda: fresh)
-    assert c3.cached and c3.items == 0 and c3.params == c1.params and presentation.speed_text(c3) == "cached"
+    fresh = make_scorer(spec(tiny_cross_encoder), corpus_of(tiny_dataset, other), "", True, str(other))
+    c3 = row_costs.settle(fresh.identity, [], 0, str(other), lambda: fresh)
+    assert c3.cached and c3.items == 0 and c3.params == c1.params and speed_text(c3) == "cached"
 
 
 def test_runs_accumulate_in_the_store(tmp_path):
@@ -132,21 +133,22 @@ def test_costs_combine_over_datasets():
 
 
 def test_figures_print_as_the_card_prints_them():
-    assert [presentation.params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
+    assert [params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
         ["568M", "4.0B", "278M", "22.7M", "–"]
-    assert [presentation.size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
+    assert [size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
         ["570 MB", "2.3 GB", "90.9 MB", "–"]
     cost = ModelCost(items=30, seconds=10.0, device="cpu", precision="int8")
-    assert presentation.speed_text(cost) == "3.0 pairs/s (cpu int8)"
-    assert presentation.speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
-    assert presentation.speed_text(None) == "–"
+    assert speed_text(cost) == "3.0 pairs/s (cpu int8)"
+    assert speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
+    assert speed_text(None) == "–"
 
 
-def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_cross_encoder):
-    from terazi.models import resolve
+def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_dataset, tiny_cross_encoder):
+    from terazi.models.refs import resolve
 
+    corpus = corpus_of(tiny_dataset, tmp_path)
     settings = ({}, {"precision": "bf16"}, {"device": "mps"}, {"max_length": 128}) + (({"backend": "onnx"},) if ONNX else ())
-    ids = {make_scorer(spec(tiny_cross_encoder, **kw), InMemoryCorpus({}), "", True, str(tmp_path)).identity: kw for kw in settings}
+    ids = {make_scorer(spec(tiny_cross_encoder, **kw), corpus, "", True, str(tmp_path)).identity: kw for kw in settings}
     assert len(ids) == len(settings)
     base = next(i for i, kw in ids.items() if not kw)
     assert base.startswith(f"cross-encoder:{resolve(tiny_cross_encoder).identity}:torch:fp32@cpu:len=64:act=Sigmoid")
@@ -156,15 +158,15 @@ def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_cross_enc
     cfg = (identity_model / "config.json").read_text()
     (identity_model / "config.json").write_text(cfg.replace(
         '"architectures"', '"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"},\n  "architectures"', 1))
-    other = make_scorer(spec(str(identity_model)), InMemoryCorpus({}), "", True, str(tmp_path))
+    other = make_scorer(spec(str(identity_model)), corpus, "", True, str(tmp_path))
     assert other.identity.endswith("act=Identity")
     pairs = [Pair("soru", "d", "belge")]
     logit = other.score(pairs)[0]
-    sig = make_scorer(spec(tiny_cross_encoder), InMemoryCorpus({}), "", True, str(tmp_path)).score(pairs)[0]
+    sig = make_scorer(spec(tiny_cross_encoder), corpus, "", True, str(tmp_path)).score(pairs)[0]
     assert abs(1 / (1 + np.exp(-logit)) - sig) < 1e-6  # the identity says what the scorer does
 
 
-def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch):
+def test_precision_and_cuda_batch_size(tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch):
     import torch
 
     assert precision_of("auto", "cpu") == "fp32" and precision_of("auto", "cuda:1") == "fp16"
@@ -177,9 +179,10 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
     assert auto_batch(1 << 30, 1 << 30, cfg, 512, 2) == 1  # no room: one at a time
     # on a CUDA device the backend sizes its batches from the free memory, without loading the model
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (16 << 30, 80 << 30))
-    scorer = make_scorer(spec(tiny_cross_encoder, device="cuda"), InMemoryCorpus({}), "", True, str(tmp_path))
+    scorer = make_scorer(spec(tiny_cross_encoder, device="cuda"), corpus_of(tiny_dataset, tmp_path), "", True,
+                         str(tmp_path))
     assert ":fp16@cuda:" in scorer.identity and scorer.inner._model is None
-    from terazi.models import model_config
+    from terazi.models.refs import model_config
 
     expected = auto_batch(16 << 30, 2 * scorer.inner.params(), model_config(scorer.inner.ref), 64, 2)
     assert scorer.batch_size == expected == 512 and scorer.inner._model is None
@@ -187,8 +190,8 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_cross_encoder, monkeypatch
 
 def test_latency_is_timed_on_the_texts_the_model_is_given():
     """The latency probe sees pairs cut to the model's character budget, as every scoring call does."""
-    from terazi.backends import Metered
-    from terazi.rerankers import CHARS_PER_TOKEN
+    from terazi.models.text import CHARS_PER_TOKEN
+    from terazi.rerank.backends.base import Metered
 
     class Longest:
         identity, max_length, batch_size = "longest", 8, 4

@@ -8,11 +8,11 @@ import shutil
 import polars as pl
 import pytest
 
-from schemas import EvalConfig
-from tasks.corrupt import corrupt_queries
-from tasks.load import load_dataset, open_dataset
+from terazi.corrupt.variants import corrupt_queries
+from terazi.data.loading import load_dataset, open_dataset
 from terazi.errors import DatasetError
-from terazi.external import import_candidates
+from terazi.retrieval.external import import_candidates
+from terazi.schemas import EvalConfig
 
 
 def config(tmp_path, data, run_name, **dataset):
@@ -24,7 +24,7 @@ def config(tmp_path, data, run_name, **dataset):
 
 
 def test_reimported_candidates_reproduce_the_run(prefect_server, tmp_path, tiny_dataset):
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
 
     m1 = evaluate(config(tmp_path, tiny_dataset, "own"))
     runs = tmp_path / "gpu-first-stage"
@@ -45,7 +45,7 @@ def test_reimported_candidates_reproduce_the_run(prefect_server, tmp_path, tiny_
 
 def test_runs_must_cover_every_judged_query_and_know_every_document(tmp_path, tiny_dataset):
     ds = load_dataset(config(tmp_path, tiny_dataset, "x").datasets[0], str(tmp_path / "cache"))
-    from schemas import CorruptionSpec
+    from terazi.schemas import CorruptionSpec
     variants = pl.read_parquet(corrupt_queries(ds, "clean", CorruptionSpec(), 13, str(tmp_path / "out")).path)
     runs = tmp_path / "runs"
     runs.mkdir()

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from schemas import EvalConfig
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def config(tmp_path, tiny_dataset, tiny_cross_encoder):
 
 def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path):
 
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
 
     m1 = evaluate(config)
     run = tmp_path / "results" / "r1"
@@ -148,15 +148,16 @@ def test_bad_config_is_rejected_with_a_readable_message():
 
 def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(prefect_server, config, tmp_path,
                                                                                 monkeypatch):
-    import flows.evaluate
-    from terazi import results
+    import terazi.flows.evaluate as evaluate_flow
+    from terazi.flows import lifecycle
+    from terazi.schemas.layout import RunLayout
 
     def down(*_):
         raise ConnectionError("injected: the Prefect API went away")
 
-    monkeypatch.setattr(flows.evaluate, "publish", down)
+    monkeypatch.setattr(lifecycle, "publish", down)
     small = config.model_copy(update={"rerankers": config.rerankers[:1], "conditions": ["clean"], "run_name": "up"})
     with pytest.raises(ConnectionError):
-        flows.evaluate.evaluate(small)
+        evaluate_flow.evaluate(small)
     run = tmp_path / "results" / "up"
-    assert results.is_complete(run) and (run / "manifest.json").is_file() and (run / "leaderboard.csv").is_file()
+    assert RunLayout(run).is_complete() and (run / "manifest.json").is_file() and (run / "leaderboard.csv").is_file()

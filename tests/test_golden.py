@@ -222,10 +222,10 @@ def cli(*args: str, clean: Paths, env: dict) -> str:
 
 @pytest.fixture(scope="module")
 def golden_runs(prefect_server, tmp_path_factory, minilm_path):
-    import terazi
     from prefect.settings import PREFECT_API_URL
-    from terazi.configs import DEMO_DIR, demo_config
 
+    import terazi
+    from terazi.configs import DEMO_DIR, demo_config
     from tests.conftest import make_tiny
 
     root = tmp_path_factory.mktemp("golden")

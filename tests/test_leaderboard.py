@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from terazi.analysis import retention_intervals
-from terazi.leaderboard import aggregate, read_long_table
+from terazi.analysis.intervals import retention_intervals
+from terazi.analysis.leaderboard import aggregate, read_long_table
 
 
 def long_table():
@@ -111,8 +111,8 @@ def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
 
     from typer.testing import CliRunner
 
+    from terazi.analysis.leaderboard import BOARD_COLUMNS
     from terazi.cli import app
-    from terazi.leaderboard import BOARD_COLUMNS
 
     src = _csv(tmp_path)
     res = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "json", "--out-of-ranking", "t4"])
@@ -199,7 +199,7 @@ def test_latex_of_a_terazi_results_folder_marks_significance_groups(tmp_path):
     assert "ce\\_1$^{1}$" in res.output and "bm25$^{2}$" in res.output and "significance groups" in res.output
     assert "\\textbf{0.9500}" in res.output and "\\textbf{0.55" not in res.output  # CI bounds are never "best"
     md = CliRunner().invoke(app, ["leaderboard", str(run), "--format", "markdown"]).output
-    assert md.splitlines()[0] == ("| System | Borda votes | Rank | Group | Mean (Task) | CI low | CI high | demo | upper "
+    assert md.splitlines()[0] == ("| System | Borda votes | Borda rank | Group | Mean (Task) | CI low | CI high | demo | upper "
                                   "| upper retention |")
     assert "| ce_1 | **1** | 1 | 1 | **0.6100** |" in md
     err = CliRunner().invoke(app, ["leaderboard", str(run), "--borda", "mteb"])
@@ -225,7 +225,7 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
     from typer.testing import CliRunner
 
     from terazi.cli import app
-    from terazi.mteb_results import read_mteb_results
+    from terazi.data.mteb_results import read_mteb_results
 
     root = tmp_path / "results"
     _mteb_file(root, "org__model-a", "rev1", "TurQA", {"test": [_entry(0.6)]})
@@ -257,7 +257,7 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
 def test_config_chooses_the_borda_variant():
     from pydantic import ValidationError
 
-    from schemas import EvalConfig
+    from terazi.schemas import EvalConfig
 
     assert EvalConfig(datasets=[{"path": "d"}]).borda == "per-task"
     assert EvalConfig(datasets=[{"path": "d"}], borda="mteb").borda == "mteb"

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schemas import LLMRerankerSpec
-from terazi.rerankers import Pair, make_scorer
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair
+from terazi.schemas import LLMRerankerSpec
 
 # Qwen3-Reranker's model card, verbatim
 CARD_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
@@ -80,7 +81,7 @@ def test_prompt_is_qwen3_rerankers_and_only_the_user_turn_is_cut(tmp_path, tiny_
 def test_template_and_token_errors(tmp_path, tiny_llm):
     from pydantic import ValidationError
 
-    from terazi.models import ModelError
+    from terazi.models.refs import ModelError
 
     with pytest.raises(ValidationError, match="user template lacks {doc}"):
         LLMRerankerSpec(name="x", kind="llm-reranker", model="m", user="<Query>: {query}")
@@ -98,7 +99,7 @@ def test_template_and_token_errors(tmp_path, tiny_llm):
 
 
 def test_llm_rows_are_models_of_the_config(tiny_llm):
-    from schemas import EvalConfig
+    from terazi.schemas import EvalConfig
 
     config = EvalConfig(datasets=[{"path": "x"}], rerankers=[{"name": "qwen", "kind": "llm-reranker", "model": tiny_llm}])
     assert ("rerankers.qwen", tiny_llm, None, False) in config.models()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas import BUNDLED_ENCODER
-from terazi.models import ModelError, resolve
+from terazi.models.refs import ModelError, resolve
+from terazi.schemas import BUNDLED_ENCODER
 
 
 def test_bundled_encoder_is_an_absolute_local_folder(minilm_path):
@@ -29,7 +29,7 @@ def test_identity_follows_the_files(tmp_path):
     (folder / "config.json").write_text("{}")
     first = resolve(str(folder)).identity
     (folder / "weights.bin").write_bytes(b"\0" * 10)
-    from terazi.models import _folder_hash
+    from terazi.models.refs import _folder_hash
 
     _folder_hash.cache_clear()
     assert resolve(str(folder)).identity != first
@@ -54,7 +54,7 @@ def test_missing_local_folder_is_reported():
 def test_weights_are_counted_from_the_safetensors_header(tiny_cross_encoder, minilm_path):
     from transformers import AutoModel, AutoModelForSequenceClassification
 
-    from terazi.models import weights_info
+    from terazi.models.refs import weights_info
 
     for folder, cls in ((tiny_cross_encoder, AutoModelForSequenceClassification), (minilm_path, AutoModel)):
         params, size = weights_info(folder)
@@ -65,7 +65,7 @@ def test_weights_are_counted_from_the_safetensors_header(tiny_cross_encoder, min
 
 
 def test_a_models_files_and_config_are_read_without_loading_it(tiny_cross_encoder):
-    from terazi.models import model_config, model_file
+    from terazi.models.refs import model_config, model_file
 
     ref = resolve(tiny_cross_encoder)
     assert model_config(ref)["num_labels" if "num_labels" in model_config(ref) else "id2label"]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from schemas import EvalConfig
 from terazi.errors import PolicyError
 from terazi.policy import ServicePolicy
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ def test_without_a_policy_a_served_run_gets_the_strictest(monkeypatch, tmp_path,
 
 
 def test_form_schema_is_typed_and_described():
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
 
     schema = evaluate.parameters.model_dump()
     defs = schema["definitions"]
@@ -89,7 +89,7 @@ def test_form_schema_is_typed_and_described():
 
 
 def test_form_defaults_are_absolute(tmp_path, monkeypatch):
-    from deployments.evaluate import form_defaults, load_config
+    from terazi.deployments.evaluate import form_defaults, load_config
 
     monkeypatch.chdir(tmp_path)
     params = form_defaults(load_config(None))["config"]
@@ -99,7 +99,7 @@ def test_form_defaults_are_absolute(tmp_path, monkeypatch):
 
 
 def test_form_defaults_keep_named_datasets_and_pass_the_servers_own_policy(tmp_path, monkeypatch, tiny_dataset):
-    from deployments.evaluate import form_defaults
+    from terazi.deployments.evaluate import form_defaults
 
     monkeypatch.chdir(tmp_path)
     served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}, {"path": "mteb:SomeTask#tur"},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schemas import EvalConfig
 from terazi.configs import read_config_file
+from terazi.schemas import EvalConfig
 
 PRESET = Path(__file__).resolve().parents[1] / "configs" / "pusula.yaml"
 

@@ -192,11 +192,11 @@ def test_catalogue(case: Case, tmp_path: Path, request):
 
 
 def test_bad_qrels_line_is_loaded_once(tmp_path, monkeypatch):
-    import terazi.data
+    import terazi.data.beir as beir
 
     calls = []
-    real = terazi.data.read_qrels
-    monkeypatch.setattr(terazi.data, "read_qrels", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = beir.read_qrels
+    monkeypatch.setattr(beir, "read_qrels", lambda *a, **k: calls.append(1) or real(*a, **k))
     ds = make_tiny(tmp_path / "tiny")
     (ds / "qrels" / "test.tsv").write_bytes((ds / "qrels" / "test.tsv").read_bytes() + b"q1\tnope\t1\n")
     result = run_cli(tmp_path, ["--dataset", str(ds)])
@@ -205,9 +205,9 @@ def test_bad_qrels_line_is_loaded_once(tmp_path, monkeypatch):
 
 
 def test_hub_id_offline_fails_before_any_encoding(tmp_path, monkeypatch):
-    import terazi.retrieval
+    import terazi.retrieval.dense as dense
 
-    monkeypatch.setattr(terazi.retrieval, "encode", lambda *a, **k: pytest.fail("encoded before the model check"))
+    monkeypatch.setattr(dense, "encode", lambda *a, **k: pytest.fail("encoded before the model check"))
     ds = make_tiny(tmp_path / "tiny")
     result = run_cli(tmp_path, ["--dataset", str(ds), "--encoder", "intfloat/multilingual-e5-small", "--offline"])
     assert result.exit_code == 2 and "encoder: model 'intfloat/multilingual-e5-small' is not a local folder" in result.output

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
-from tasks.aggregate import build_leaderboard
-from tasks.score import contracts
+from terazi.metrics.contracts import metric_contracts
+from terazi.results.aggregate import build_leaderboard
+from terazi.schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, ScoreSet, VariantSet
 
 REASON = "the bge rerankers were trained on MS MARCO"
 # mean nDCG@10 per dataset: kalbur wins quora-tr and fiqa-tr narrowly, seroe wins dmm by far -> kalbur has more
@@ -58,7 +58,7 @@ def write_run(root: Path, labels: str = "tr", featured: str = "kalbur",
             path = root / "per_query" / d / f"{s}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_parquet(path)
-            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(list(measures))))
+            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=metric_contracts(list(measures))))
     config = EvalConfig.model_validate({
         "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets],
         "rerankers": [{"name": "kalbur", "kind": "bm25"}, {"name": "seroe", "kind": "bm25"}],
@@ -101,7 +101,7 @@ def test_card_order_borda_column_and_human_names(run):
 
 
 def test_out_of_ranking_is_marked_with_its_reason_everywhere(run, capsys):
-    from terazi.cli.evaluate import print_leaderboard
+    from terazi.cli.run import print_leaderboard
 
     md, page = (run / "leaderboard.md").read_text(), (run / "report.html").read_text()
     per_ds = md_table(md, "| Model | msmarco-tr *")
@@ -117,14 +117,12 @@ def test_out_of_ranking_is_marked_with_its_reason_everywhere(run, capsys):
 
 
 def test_artifacts_show_the_same_table(run, monkeypatch):
-    import prefect.artifacts
-
-    from tasks.aggregate import publish
+    from terazi.flows import lifecycle
 
     made = {}
-    monkeypatch.setattr(prefect.artifacts, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
-    monkeypatch.setattr(prefect.artifacts, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
-    publish(str(run), "terazi")
+    monkeypatch.setattr(lifecycle, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
+    monkeypatch.setattr(lifecycle, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
+    lifecycle.publish(run, "terazi")
     table, description = made["terazi-leaderboard"]
     assert [r["Model"] for r in table] == ["seroe", "kalbur", "first-stage"] and REASON in description
     # the compact form, as the terminal prints it: score and retention in one cell, so the table fits the page
@@ -137,7 +135,7 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
 
 
 def test_featured_cells_are_seen_from_the_featured_side():
-    from terazi.analysis import featured_cells
+    from terazi.analysis.intervals import featured_cells
 
     cells = pl.DataFrame({"system": ["a", "a"], "versus": ["b", "c"], "dataset": ["d", "d"], "condition": ["clean"] * 2,
                           "delta": [0.1, -0.2], "ci_low": [0.05, -0.3], "ci_high": [0.2, -0.1], "p_value": [0.01, 0.0],

@@ -14,17 +14,23 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import BM25Spec, CrossEncoderSpec
-from terazi.data import load_beir
-from terazi.rerank import reciprocal_rank_fusion, rerank
-from terazi.rerankers import CHARS_PER_TOKEN, InMemoryCorpus, Pair, clip, make_scorer, pair_key
-from terazi.store import ModelKey, Scores
+from terazi import fingerprint
+from terazi.data.beir import load_beir
+from terazi.data.loading import dataset_corpus, load_dataset
+from terazi.models.text import CHARS_PER_TOKEN, clip
+from terazi.rerank.backends import make_scorer
+from terazi.rerank.pairs import Pair
+from terazi.rerank.ranking import reciprocal_rank_fusion
+from terazi.rerank.store import ModelKey, Scores
+from terazi.schemas import BM25Spec, CrossEncoderSpec, DatasetSpec
+from tests.stages import rerank_row, wrap_scorers
 
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
 def inputs(root: Path):
-    """Every document a candidate of every query, under two conditions (clean and upper)."""
+    """Every document a candidate of every query, under two conditions (clean and upper): the dataset's manifest,
+    the candidates, the variants and the documents' texts (read independently of the corpus table)."""
     ds = load_beir(root)
     rows, var = [], []
     for cond in ("clean", "upper"):
@@ -35,8 +41,8 @@ def inputs(root: Path):
                 rows.append((cond, 0, q, rank, d, 1.0 / rank))
     cands = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row")
     variants = pl.DataFrame(var, schema=["condition", "sample", "query_id", "text"], orient="row")
-    corpus = InMemoryCorpus({d: doc.full_text for d, doc in ds.docs.items()})
-    return ds, cands, variants, corpus
+    docs = {d: doc.full_text for d, doc in ds.docs.items()}
+    return load_dataset(DatasetSpec(path=str(root), name="tiny"), announce=False), cands, variants, docs
 
 
 class Exploding:
@@ -63,48 +69,48 @@ def ce_spec(tiny_cross_encoder):
 
 
 def test_second_run_scores_zero_pairs(tmp_path, tiny_dataset, ce_spec):
-    ds, cands, variants, corpus = inputs(tiny_dataset)
-    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
-    scores = Scores(tmp_path)
-    first, s1 = rerank(cands, variants, corpus, scorer, scores, rerank_depth=10)
-    assert s1.needed == 2 * 4 * 10 and s1.scored == s1.unique and s1.cached == 0
-    second, s2 = rerank(cands, variants, corpus, scorer, scores, rerank_depth=10)
-    assert s2.scored == 0 and s2.cached == s1.unique
+    ds, cands, variants, docs = inputs(tiny_dataset)
+    r1, first = rerank_row(ds, cands, variants, ce_spec, tmp_path, rerank_depth=10)
+    assert r1.pairs_needed == 2 * 4 * 10 and r1.pairs_scored == r1.pairs_unique and r1.pairs_cached == 0
+    r2, second = rerank_row(ds, cands, variants, ce_spec, tmp_path, rerank_depth=10)
+    assert r2.pairs_scored == 0 and r2.pairs_cached == r1.pairs_unique
     assert first.equals(second)
     # the reranked head is ordered by score; the tail keeps first-stage order
     head = first.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1") & (pl.col("rank") <= 10))
     assert head["score"].to_list() == sorted(head["score"].to_list(), reverse=True)
     tail = first.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1") & (pl.col("rank") > 10))
     assert tail["doc_id"].to_list() == ["d11", "d12"]
-    # a stored score is the one the model gives the pair, under the pair's key
+    # a stored score is the one the model gives the pair, under the pair's key: the hash of the query text, and the
+    # hash of the document's id with its text's hash
     row = head.row(0, named=True)
-    q, d = pair_key(variants.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1"))["text"][0],
-                    row["doc_id"], corpus.docs[row["doc_id"]])
-    stored = scores.get_many(ModelKey(scorer.identity, 64), pl.DataFrame({"q": [q], "d": [d]}))
+    text = variants.filter((pl.col("condition") == "clean") & (pl.col("query_id") == "q1"))["text"][0]
+    q = fingerprint.text_keys([text])[0]
+    d = fingerprint.doc_keys([row["doc_id"]], fingerprint.text_keys([docs[row["doc_id"]]]))[0]
+    stored = Scores(tmp_path / "cache").get_many(ModelKey(r1.identity, 64), pl.DataFrame({"q": [q], "d": [d]}))
     assert stored["score"][0] == row["score"]
 
 
 def test_duplicate_pairs_across_conditions_are_scored_once(tmp_path, tiny_dataset):
-    ds, cands, variants, corpus = inputs(tiny_dataset)
+    ds, cands, variants, _ = inputs(tiny_dataset)
     same = variants.with_columns(pl.col("text").first().over("query_id"))  # 'upper' identical to clean
-    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)
-    _, stats = rerank(cands, same, corpus, scorer, Scores(tmp_path), rerank_depth=12)
-    assert stats.needed == 96 and stats.unique == 48 and stats.scored == 48
+    result, _ = rerank_row(ds, cands, same, BM25Spec(name="bm25", kind="bm25"), tmp_path, rerank_depth=12)
+    assert result.pairs_needed == 96 and result.pairs_unique == 48 and result.pairs_scored == 48
 
 
-def test_bm25_over_candidates_equals_bm25_over_the_corpus(tiny_dataset):
+def test_bm25_over_candidates_equals_bm25_over_the_corpus(tmp_path, tiny_dataset):
     """The per-candidate sums are bit for bit what bm25s's whole-corpus `get_scores` gives."""
     import bm25s
 
     from terazi.turkish import analyse
 
-    ds, cands, variants, corpus = inputs(tiny_dataset)
+    ds, cands, variants, docs = inputs(tiny_dataset)
+    corpus = dataset_corpus(ds, str(tmp_path))
     scorer = make_scorer(BM25Spec(name="bm25", kind="bm25", k1=1.2, b=0.7), corpus, ds.corpus_fingerprint, offline=True)
     ref = bm25s.BM25(k1=1.2, b=0.7)
-    ref.index([analyse(t, "turkish") or [""] for t in corpus.docs.values()], show_progress=False)
-    ids = list(corpus.docs)
+    ref.index([analyse(t, "turkish") or [""] for t in docs.values()], show_progress=False)
+    ids = list(docs)
     queries = [*variants["text"].to_list(), "çay çay demlik", "zzzz yok"]  # repeated and unknown tokens too
-    pairs = [Pair(q, d, corpus.docs[d]) for q in queries for d in ids[::-1]]
+    pairs = [Pair(q, d, docs[d]) for q in queries for d in ids[::-1]]
     got = scorer.score(pairs)
     for i, q in enumerate(queries):
         tokens = [t for t in analyse(q, "turkish") if t in ref.vocab_dict]
@@ -114,37 +120,40 @@ def test_bm25_over_candidates_equals_bm25_over_the_corpus(tiny_dataset):
     assert got.max() > 0
 
 
-def test_chunking_never_changes_a_score(tmp_path, tiny_dataset, ce_spec):
+def test_chunking_never_changes_a_score(tmp_path, tiny_dataset, ce_spec, monkeypatch):
     """Chunks are whole scoring blocks, so one block per chunk and one chunk for everything agree bit for bit.
 
     Each run gets its own scorer: a fresh scorer scores its first pair on its own (the untimed warm-up), and a
     pair's score can differ in the last bits with the batch it was padded into."""
-    ds, cands, variants, corpus = inputs(tiny_dataset)
+    from terazi.rerank import stage
 
-    def scorer():
-        return make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
-
-    one, s1 = rerank(cands, variants, corpus, scorer(), Scores(tmp_path / "a"), rerank_depth=12)
-    many, s2 = rerank(cands, variants, corpus, scorer(), Scores(tmp_path / "b"), rerank_depth=12, chunk_pairs=1)
-    assert s1.scored == s2.scored == s1.unique
+    ds, cands, variants, _ = inputs(tiny_dataset)
+    chunks = []
+    score_chunk = stage.score_chunk
+    monkeypatch.setattr(stage, "score_chunk", lambda plan, i: chunks.append(i) or score_chunk(plan, i))
+    r1, one = rerank_row(ds, cands, variants, ce_spec, tmp_path / "a", rerank_depth=12)
+    r2, many = rerank_row(ds, cands, variants, ce_spec, tmp_path / "b", rerank_depth=12, chunk_pairs=1)
+    assert r1.pairs_scored == r2.pairs_scored == r1.pairs_unique == 96
+    assert chunks == [0, 0, 1, 2]  # one chunk; then blocks of 4 × 8 pairs, one a chunk
     assert one.equals(many)
 
 
-def test_killed_run_resumes_with_only_missing_pairs(tmp_path, tiny_dataset, ce_spec):
-    ds, cands, variants, corpus = inputs(tiny_dataset)
-    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
-    reference, _ = rerank(cands, variants, corpus, scorer, Scores(tmp_path / "ref"), rerank_depth=10)
+def test_killed_run_resumes_with_only_missing_pairs(tmp_path, tiny_dataset, ce_spec, monkeypatch):
+    ds, cands, variants, _ = inputs(tiny_dataset)
+    _, reference = rerank_row(ds, cands, variants, ce_spec, tmp_path / "ref", rerank_depth=10)
 
-    scores = Scores(tmp_path / "crash")
-    boom = Exploding(scorer, after=3)  # batch_size 1 -> blocks of 8 pairs; dies on the 4th block
+    cache = tmp_path / "crash-cache"
+    wrap_scorers(lambda s: Exploding(s, after=3), monkeypatch.setattr)  # batch_size 1 -> blocks of 8; dies on the 4th
     with pytest.raises(RuntimeError, match="killed"):
-        rerank(cands, variants, corpus, boom, scores, rerank_depth=10)
+        rerank_row(ds, cands, variants, ce_spec, tmp_path / "crash", rerank_depth=10, cache=cache)
+    scores = Scores(cache)
     assert scores.local.count() == 24
-    resumed, stats = rerank(cands, variants, corpus, Exploding(scorer, after=10**6), scores, rerank_depth=10)
-    assert stats.cached == 24 and stats.scored == stats.unique - 24
+    wrap_scorers(lambda s: Exploding(s, after=10**6), monkeypatch.setattr)
+    stats, resumed = rerank_row(ds, cands, variants, ce_spec, tmp_path / "resume", rerank_depth=10, cache=cache)
+    assert stats.pairs_cached == 24 and stats.pairs_scored == stats.pairs_unique - 24
     assert np.allclose(resumed["score"].to_numpy(), reference["score"].to_numpy(), atol=1e-6)
     assert resumed["doc_id"].to_list() == reference["doc_id"].to_list()
-    assert scores.local.count() == stats.unique  # every pair stored once
+    assert scores.local.count() == stats.pairs_unique  # every pair stored once
 
 
 WORKER = textwrap.dedent("""
@@ -152,34 +161,34 @@ WORKER = textwrap.dedent("""
     os.environ["HF_HUB_OFFLINE"] = "1"
     sys.path.insert(0, {root!r})
     from pathlib import Path
+    from terazi.schemas import BM25Spec
+    from tests.stages import rerank_row, wrap_scorers
     from tests.test_rerank import Exploding, inputs
-    from schemas import BM25Spec
-    from terazi.rerank import rerank
-    from terazi.rerankers import make_scorer
-    from terazi.store import Scores
 
     class Slow(Exploding):
         def score(self, pairs):
             time.sleep(0.05)  # long enough for the two runs to overlap
             return super().score(pairs)
 
-    ds, cands, variants, corpus = inputs(Path({data!r}))
+    made = []  # the plan's scorer and the one the chunks share
+    wrap_scorers(lambda s: made.append(Slow(s, after={after}, batch_size=1, exit=True)) or made[-1])
+    ds, cands, variants, _ = inputs(Path({data!r}))
     spec = BM25Spec(name="bm25", kind="bm25")  # cheap to start: the leases are under test, not the model
-    scorer = Slow(make_scorer(spec, corpus, ds.corpus_fingerprint, offline=True), after={after}, batch_size=1,
-                  exit=True)
     Path({ready!r}).touch()
     while not all(Path(p).exists() for p in {barrier!r}):
         time.sleep(0.01)
-    ranked, stats = rerank(cands, variants, corpus, scorer, Scores({cache!r}), rerank_depth=12, chunk_pairs=16)
+    result, ranked = rerank_row(ds, cands, variants, spec, Path({tmp!r}), rerank_depth=12, chunk_pairs=16,
+                                cache=Path({cache!r}))
     ranked.write_parquet({out!r})
-    print(json.dumps({{"scored": stats.scored, "cached": stats.cached, "unique": stats.unique, "model_pairs": scorer.pairs}}))
+    print(json.dumps({{"scored": result.pairs_scored, "cached": result.pairs_cached, "unique": result.pairs_unique,
+                       "model_pairs": sum(s.pairs for s in made)}}))
 """)
 
 
 def start_worker(tmp_path, name, data, cache, barrier, after=10**6):
     code = WORKER.format(root=ROOT, data=str(data), cache=str(cache), out=str(tmp_path / f"{name}.parquet"),
-                         ready=str(tmp_path / f"{name}.ready"), barrier=[str(tmp_path / f"{b}.ready") for b in barrier],
-                         after=after)
+                         tmp=str(tmp_path / name), ready=str(tmp_path / f"{name}.ready"),
+                         barrier=[str(tmp_path / f"{b}.ready") for b in barrier], after=after)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -227,8 +236,8 @@ def test_a_killed_run_releases_its_lease(tmp_path, tiny_dataset):
 
 def test_long_documents_are_cut_to_the_models_budget(tmp_path, tiny_dataset, ce_spec):
     """A 1 MB document costs what the model sees: the same score as its first few thousand characters."""
-    ds, cands, variants, corpus = inputs(tiny_dataset)
-    scorer = make_scorer(ce_spec, corpus, ds.corpus_fingerprint, offline=True)
+    ds, *_ = inputs(tiny_dataset)
+    scorer = make_scorer(ce_spec, dataset_corpus(ds, str(tmp_path)), ds.corpus_fingerprint, offline=True)
     long = "Çay demlemek için su kaynatılır ve demlik ısıtılır. " * 20_000  # ~1 MB
     assert len(clip(long, 64)) == 64 * CHARS_PER_TOKEN and clip("kısa", 64) == "kısa" and clip(long, 0) == long
     t = time.perf_counter()
@@ -252,18 +261,27 @@ def test_rrf_fuses_two_rankings():
 def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monkeypatch):
     """The flow writes rankings a batch of variants at a time; they equal `rank_part` on the whole table, also when
     a variant straddles two batches, and a candidate file in another order falls back to ranking in memory."""
-    import terazi.rerank as core
+    import terazi.rerank.ranking as ranking
+    from terazi.rerank.keys import document_keys, model_key, pair_ids, run_ids, store_keys, variant_keys
 
-    ds, cands, variants, corpus = inputs(tiny_dataset)
-    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, offline=True)
-    expected, _ = rerank(cands, variants, corpus, scorer, Scores(tmp_path), rerank_depth=7)
-    var, docs = core.variant_keys(variants), core.document_keys(corpus.keys())
+    ds, cands, variants, _ = inputs(tiny_dataset)
+    spec = BM25Spec(name="bm25", kind="bm25")
+    _, flow_ranking = rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=7)  # fills the score store
+    corpus = dataset_corpus(ds, str(tmp_path / "cache"))
+    model = model_key(make_scorer(spec, corpus, ds.corpus_fingerprint, offline=True))
+    var, docs = variant_keys(variants), document_keys(corpus.keys())
+
+    def head_scores(frame):
+        pairs = pair_ids(frame, var, docs, 7)
+        found = Scores(tmp_path / "cache").get_many(model, store_keys(pairs.unique(), var, docs))
+        return ranking.pair_scores(pairs, run_ids(found, var, docs))
+
+    expected = ranking.rank_part(cands, head_scores(cands), 7)  # the whole table, in memory
+    assert flow_ranking.equals(expected)
     for name, frame in (("sorted", cands), ("shuffled", cands.sample(fraction=1.0, shuffle=True, seed=1))):
         frame.write_parquet(tmp_path / f"{name}.parquet", row_group_size=5)
-        pairs = core.pair_ids(frame, var, docs, 7)
-        found = Scores(tmp_path).get_many(core.model_key(scorer), core.store_keys(pairs.unique(), var, docs))
-        head = core.pair_scores(pairs, core.run_ids(found, var, docs))
+        head = head_scores(frame)
         for rows in (5, 1000):
-            monkeypatch.setattr(core, "BATCH_ROWS", rows)
-            core.write_ranking(tmp_path / "ranked.parquet", tmp_path / f"{name}.parquet", head, 7)
+            monkeypatch.setattr(ranking, "BATCH_ROWS", rows)
+            ranking.write_ranking(tmp_path / "ranked.parquet", tmp_path / f"{name}.parquet", head, 7)
             assert pl.read_parquet(tmp_path / "ranked.parquet").equals(expected), (name, rows)

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.analysis import AGGREGATION_LABELS, retention_by_dataset, retention_intervals
-from terazi.stats import ratio_interval
+from terazi.analysis.intervals import AGGREGATION_LABELS, retention_by_dataset, retention_intervals
+from terazi.analysis.stats import ratio_interval
 
 # The card's own per-dataset nDCG@10 of Kalbur, clean and Mobil (four ranked datasets, every query changed).
 CARD = {"quora-tr": (0.969, 0.940), "fiqa-tr": (0.402, 0.337), "dmm": (0.905, 0.896), "arzuhal": (0.822, 0.779)}

@@ -8,10 +8,10 @@ import shutil
 import polars as pl
 import pytest
 
-from schemas import CorruptionSpec, DatasetSpec, EncoderSpec
-from tasks.corrupt import corrupt_queries
-from tasks.load import load_dataset
-from tasks.retrieve import retrieve
+from terazi.corrupt.variants import corrupt_queries
+from terazi.data.loading import load_dataset
+from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+from tests.stages import first_stage
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +42,10 @@ def prepare(root, out):
 
 def test_fingerprint_stable_and_reused(tmp_path, tiny_dataset):
     ds, vs = prepare(tiny_dataset, tmp_path / "run")
-    a = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
-    b = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
+    a = first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
+    b = first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), offline=True)
     assert not a.reused and b.reused and a.fingerprint == b.fingerprint
-    fresh = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c2"), offline=True)  # recomputed from scratch
+    fresh = first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "c2"), offline=True)  # recomputed from scratch
     assert not fresh.reused and fresh.fingerprint == a.fingerprint
     cands = pl.read_parquet(a.path)
     assert cands.group_by("condition", "query_id").len()["len"].to_list() == [10] * 8
@@ -55,21 +55,21 @@ def test_fingerprint_stable_and_reused(tmp_path, tiny_dataset):
     assert manifest["fingerprint"] == a.fingerprint and manifest["faiss_version"]
 
     # named by fingerprint: reused as it is, even with another encoder in the config
-    named = retrieve(ds, vs, EncoderSpec(model="/nonexistent"), 10, str(tmp_path / "c1"), True, frozen=a.fingerprint)
+    named = first_stage(ds, vs, EncoderSpec(model="/nonexistent"), 10, str(tmp_path / "c1"), True, frozen=a.fingerprint)
     assert named.reused and named.fingerprint == a.fingerprint
     with pytest.raises(ValueError, match="no frozen candidates"):
-        retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), True, frozen="0" * 16)
+        first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "c1"), True, frozen="0" * 16)
 
 
 def test_fingerprint_changes_with_corpus_encoder_and_depth(tmp_path, tiny_dataset, tiny_bi_encoder):
     ds, vs = prepare(tiny_dataset, tmp_path / "run")
     cache = str(tmp_path / "cache")
-    base = retrieve(ds, vs, EncoderSpec(), 10, cache, offline=True).fingerprint
-    assert retrieve(ds, vs, EncoderSpec(), 9, cache, offline=True).fingerprint != base
-    assert retrieve(ds, vs, EncoderSpec(model=tiny_bi_encoder), 10, cache, offline=True).fingerprint != base
-    hnsw = retrieve(ds, vs, EncoderSpec(index="hnsw"), 10, cache, offline=True)
+    base = first_stage(ds, vs, EncoderSpec(), 10, cache, offline=True).fingerprint
+    assert first_stage(ds, vs, EncoderSpec(), 9, cache, offline=True).fingerprint != base
+    assert first_stage(ds, vs, EncoderSpec(model=tiny_bi_encoder), 10, cache, offline=True).fingerprint != base
+    hnsw = first_stage(ds, vs, EncoderSpec(index="hnsw"), 10, cache, offline=True)
     assert hnsw.index["type"] == "IndexHNSWFlat" and hnsw.index_recall == 1.0 and hnsw.index_recall_queries == 8
-    assert retrieve(ds, vs, EncoderSpec(), 10, cache, offline=True).index_recall is None  # exact: nothing to measure
+    assert first_stage(ds, vs, EncoderSpec(), 10, cache, offline=True).index_recall is None  # exact: nothing to measure
 
     changed = tmp_path / "changed"
     shutil.copytree(tiny_dataset, changed)
@@ -77,4 +77,4 @@ def test_fingerprint_changes_with_corpus_encoder_and_depth(tmp_path, tiny_datase
         f.write(json.dumps({"_id": "d13", "text": "Karadeniz'de hamsi kışın bol olur."}, ensure_ascii=False) + "\n")
     ds2, vs2 = prepare(changed, tmp_path / "run2")
     assert ds2.fingerprint != ds.fingerprint
-    assert retrieve(ds2, vs2, EncoderSpec(), 10, cache, offline=True).fingerprint != base
+    assert first_stage(ds2, vs2, EncoderSpec(), 10, cache, offline=True).fingerprint != base

@@ -6,16 +6,15 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from schemas import BM25Spec
-from tasks.score import changed_flags, per_query_values
-from terazi.analysis import decomposition, retention_intervals
-from terazi.data import load_beir
-from terazi.presentation import explain
-from terazi.rerank import rerank
-from terazi.rerankers import InMemoryCorpus, make_scorer
-from terazi.robustness import isolated_candidates, isolated_variants, with_isolated
-from terazi.store import Scores
+from terazi.analysis.intervals import decomposition, retention_intervals
+from terazi.data.beir import load_beir
+from terazi.data.loading import load_dataset
+from terazi.metrics.per_query import changed_flags, per_query_values
+from terazi.present.notes import explain
+from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
+from terazi.schemas import BM25Spec, DatasetSpec
 from terazi.turkish import tr_upper
+from tests.stages import rerank_row
 
 
 def pools(ds):
@@ -49,10 +48,9 @@ def test_pseudo_conditions_carry_clean_candidates_and_corrupted_text(tiny_datase
 def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
     ds = load_beir(tiny_dataset)
     cand, var = with_isolated(*pools(ds))
-    docs = InMemoryCorpus({d: doc.full_text for d, doc in ds.docs.items()})
+    manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"), announce=False)
     # BM25 with Turkish casing scores UPPER text exactly like clean text: the reranker itself is unaffected
-    scorer = make_scorer(BM25Spec(name="bm25", kind="bm25"), docs, ds.corpus_fingerprint, True)
-    ranked, _ = rerank(cand, var, docs, scorer, Scores(tmp_path / "cache"), 5)
+    _, ranked = rerank_row(manifest, cand, var, BM25Spec(name="bm25", kind="bm25"), tmp_path, 5)
     pq = per_query_values(ds.qrels, ranked, changed_flags(var), ["nDCG@10"]).with_columns(
         pl.lit("tiny").alias("dataset"), pl.lit("bm25").alias("system"))
     ret = retention_intervals(pq, ["tiny"], ["clean", "upper", "upper~isolated"], 500, 0, 0.95)
@@ -71,9 +69,9 @@ def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
 
 
 def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
-    from schemas import CandidateSet, DatasetSpec, VariantSet
-    from tasks.isolate import add_isolated
-    from tasks.load import load_dataset
+    from terazi.data.loading import load_dataset
+    from terazi.retrieval.isolated import add_isolated
+    from terazi.schemas import CandidateSet, DatasetSpec, VariantSet
 
     ds_manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     cand, var = pools(load_beir(tiny_dataset))

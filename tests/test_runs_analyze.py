@@ -12,14 +12,14 @@ import pytest
 import pytrec_eval
 from typer.testing import CliRunner
 
-from schemas import EvalConfig
 from terazi.cli import app
+from terazi.schemas import EvalConfig
 
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory, tiny_cross_encoder, prefect_server):
     """One `terazi run` with a model reranker, a fusion, and a stochastic condition with two samples."""
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
     from tests.conftest import make_tiny
 
     tmp = tmp_path_factory.mktemp("runs")
@@ -157,8 +157,8 @@ def test_analyze_errors_name_the_file(tmp_path):
 
 def test_ids_with_whitespace_match_across_qrels_runs_and_changed_files(tmp_path):
     """The exported files write an id holding a space the same way (percent-encoded), so they still read and match."""
-    from terazi import runfolder
-    from terazi.trec import read_qrels, read_run
+    from terazi.data import runfolder
+    from terazi.data.trec import read_qrels, read_run
 
     qrels = runfolder.write_qrels({"q 1": {"d 1": 1, "d2": 0}, "q2": {"d2": 2}}, tmp_path / "qrels" / "x.tsv")
     ranking = pl.DataFrame({"condition": ["upper"] * 3, "sample": [0] * 3, "query_id": ["q 1", "q 1", "q2"],

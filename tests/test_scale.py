@@ -4,15 +4,15 @@ thread runner's results bit for bit; a worker killed mid-chunk costs no pair twi
 from __future__ import annotations
 
 import asyncio
-import time
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from schemas import EvalConfig
+from terazi.schemas import EvalConfig
 
 SYSTEMS = ("first-stage", "bm25", "tiny-ce", "hybrid")
 
@@ -85,7 +85,7 @@ def dask_cluster(prefect_server):
 
 @pytest.fixture(scope="module")
 def thread_run(prefect_server, tmp_path_factory, tiny_cross_encoder):
-    from flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
     from tests.conftest import make_tiny
 
     tmp = tmp_path_factory.mktemp("threads")
@@ -95,7 +95,7 @@ def thread_run(prefect_server, tmp_path_factory, tiny_cross_encoder):
 
 
 def test_dask_workers_give_the_thread_runners_results(dask_cluster, thread_run, tmp_path, tiny_cross_encoder):
-    from flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
 
     data, threads = thread_run
     ce = next(r for r in threads.reranks if r.system == "tiny-ce")
@@ -127,7 +127,7 @@ class DieOnceMidChunk(_plugin_base()):
         self.marker, self.log = marker, log
 
     def setup(self, worker=None) -> None:
-        from terazi.backends.torch_cross import TorchCrossEncoder
+        from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 
         real, marker, log = TorchCrossEncoder.score, self.marker, self.log
 
@@ -151,8 +151,8 @@ class DieOnceMidChunk(_plugin_base()):
 def test_a_worker_killed_mid_chunk_costs_no_pair_twice(dask_cluster, thread_run, tmp_path, tiny_cross_encoder):
     from distributed import Client
 
-    from flows.evaluate import run_evaluation
-    from terazi.store import SQLiteStore
+    from terazi.flows.evaluate import evaluate as run_evaluation
+    from terazi.rerank.store import SQLiteStore
 
     data, threads = thread_run
     marker, log = tmp_path / "die", tmp_path / "scored.log"
@@ -178,14 +178,13 @@ def test_a_worker_killed_mid_chunk_costs_no_pair_twice(dask_cluster, thread_run,
 def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_run, tmp_path, tiny_cross_encoder,
                                                                       monkeypatch):
     """On the thread runner: a chunk raises after its first block; Prefect retries it; nothing is scored twice."""
-    import tasks.rerank
-    from flows.evaluate import run_evaluation
-    from terazi.backends.torch_cross import TorchCrossEncoder
-
-    from terazi import costs
+    import terazi.tasks.rerank as rerank_tasks
+    from terazi.flows.evaluate import evaluate as run_evaluation
+    from terazi.rerank import costs
+    from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 
     data, threads = thread_run
-    monkeypatch.setattr(tasks.rerank.rerank_chunk_task, "retry_delay_seconds", [0, 0])
+    monkeypatch.setattr(rerank_tasks.rerank_chunk_task, "retry_delay_seconds", [0, 0])
     monkeypatch.setattr(costs, "LATENCY_QUERIES", 0)  # the model sees the run's pairs only (no latency probe)
     real, seen, failed = TorchCrossEncoder.score, [], []
 
@@ -206,7 +205,7 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_ru
 def test_worker_resources_become_dask_annotations_and_ray_options():
     import dask
 
-    from flows.evaluate import ray_options, resource_context
+    from terazi.flows.runners import ray_options, resource_context
 
     with resource_context("dask", {"GPU": 1}):
         assert dask.get_annotations() == {"resources": {"GPU": 1}}
@@ -219,7 +218,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     """Per-shard top-k merged equals FAISS over the whole corpus (a corpus with exact duplicates included)."""
     import faiss
 
-    from terazi.retrieval import exact_search, save_atomic, shard_bounds, shard_path, shards
+    from terazi.retrieval.dense import exact_search, save_atomic, shard_bounds, shard_path, shards
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(1000, 16)).astype(np.float32)
@@ -238,8 +237,16 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
 
 def test_approximate_index_records_its_recall(tmp_path):
-    from terazi.retrieval import (build_index, exact_search, recall_against_exact, save_atomic, search_index,
-                                  shard_bounds, shard_path, shards)
+    from terazi.retrieval.dense import (
+        build_index,
+        exact_search,
+        recall_against_exact,
+        save_atomic,
+        search_index,
+        shard_bounds,
+        shard_path,
+        shards,
+    )
 
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(30_000, 8)).astype(np.float32)
@@ -262,7 +269,7 @@ def test_ray_local_instance_gives_the_thread_runners_results(thread_run, tmp_pat
     pytest.importorskip("prefect_ray")
     from prefect.settings import PREFECT_API_URL
 
-    from flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
 
     data, threads = thread_run
     env = {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(Path(__file__).resolve().parents[1]),

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 import yaml
 
-from schemas import EvalConfig
+from terazi.schemas import EvalConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,10 +41,10 @@ def api_url() -> str:
 
 
 def test_task_failing_twice_succeeds_on_retry(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    import tasks.load
-    from flows.evaluate import evaluate
+    import terazi.data.loading as loading
+    from terazi.flows.evaluate import evaluate
 
-    real, failures = tasks.load.load_beir, []
+    real, failures = loading.load_beir, []
 
     def flaky(*args, **kwargs):
         if len(failures) < 2:
@@ -52,7 +52,7 @@ def test_task_failing_twice_succeeds_on_retry(prefect_server, tmp_path, tiny_dat
             raise OSError("injected: disk not ready")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.load, "load_beir", flaky)
+    monkeypatch.setattr(loading, "load_beir", flaky)
     manifest = evaluate(EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, run_name="retry")))
     assert len(failures) == 2
     assert (Path(manifest.run_dir) / "leaderboard.csv").is_file()
@@ -194,8 +194,8 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp
 
 
 def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefect_server, tmp_path, tiny_dataset):
-    from flows.evaluate import evaluate
-    from flows.service import nightly
+    from terazi.flows.evaluate import evaluate
+    from terazi.flows.nightly import nightly
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-nightly"))
     first = nightly(cfg)
@@ -223,9 +223,10 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
 
 
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    import tasks.aggregate
-    from flows.service import nightly
-    from terazi import results
+    import terazi.tasks.results as aggregate
+    from terazi.flows.nightly import nightly
+    from terazi.results import folder as results
+    from terazi.schemas.layout import RunLayout
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
     nightly(cfg)
@@ -233,12 +234,12 @@ def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_data
     def crash(*args, **kwargs):
         raise RuntimeError("injected crash while aggregating")
 
-    monkeypatch.setattr(tasks.aggregate.aggregate_task, "fn", crash)
+    monkeypatch.setattr(aggregate.aggregate_task, "fn", crash)
     time.sleep(1.1)
     with pytest.raises(RuntimeError, match="injected crash"):
         nightly(cfg)
     crashed = max((tmp_path / "results").iterdir(), key=lambda p: p.name)
-    assert not results.is_complete(crashed) and not (crashed / "manifest.json").exists()
+    assert not RunLayout(crashed).is_complete() and not (crashed / "manifest.json").exists()
     assert "injected crash" in json.loads((crashed / results.MARKER).read_text())["reason"]
     monkeypatch.undo()
     time.sleep(1.1)
@@ -247,7 +248,7 @@ def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_data
 
 
 def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    from flows.evaluate import run_evaluation
+    from terazi.flows.evaluate import evaluate as run_evaluation
 
     monkeypatch.setenv("PREFECT_API_URL", api_url())  # worker processes must reach the same server
     threads = run_evaluation(EvalConfig.model_validate(tiny_config(tmp_path / "t", tiny_dataset, run_name="threads")))

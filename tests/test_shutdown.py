@@ -64,8 +64,8 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL
 
-    from flows.evaluate import evaluate
-    from schemas import EvalConfig
+    from terazi.flows.evaluate import evaluate
+    from terazi.schemas import EvalConfig
 
     ds = make_tiny(tmp_path / "tiny")
     run = tmp_path / "results" / "killed"

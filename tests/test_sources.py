@@ -8,11 +8,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from schemas import DatasetSpec, EvalConfig
-from tasks.load import load_dataset
-from terazi.data import load_beir, write_beir
+from terazi.data.beir import load_beir, write_beir
+from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
-from terazi.sources import parse
+from terazi.schemas import DatasetSpec, EvalConfig
+from terazi.schemas.sources import parse
 from tests.conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES
 
 CONFIGS = """---

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.rerankers import pair_key
-from terazi.store import ModelKey, Scores, SharedStore, SQLiteStore
-from terazi.store import sqlite as sqlite_store
+from terazi.rerank.keys import variant_keys
+from terazi.rerank.store import ModelKey, Scores, SharedStore, SQLiteStore
+from terazi.rerank.store import sqlite as sqlite_store
 
 ROOT = str(Path(__file__).resolve().parents[1])
 MODEL = ModelKey("cross-encoder:tiny#abc", 64)
@@ -33,11 +33,18 @@ def frame(n: int, seed: int = 0) -> pl.DataFrame:
                          "d": rng.integers(-2 ** 63, 2 ** 63 - 1, n, dtype=np.int64), "score": rng.normal(size=n)})
 
 
+def doc_key(doc_id: str, text: str) -> int:
+    """A document's key as the corpus table computes it: its id with the hash of its text."""
+    return int(fingerprint.doc_keys([doc_id], fingerprint.text_keys([text]))[0])
+
+
 def test_pair_keys_are_the_hashes_of_query_and_document():
-    q, d = pair_key("çay kaç dakika demlenir", "d1", "Siyah çay demlikte demlenir.")
-    assert q == int.from_bytes(bytes.fromhex(fingerprint.of_text("çay kaç dakika demlenir")), "big", signed=True)
-    assert pair_key("çay", "d2", "Siyah çay demlikte demlenir.")[1] != d  # same text, another id
-    assert pair_key("çay", "d1", "Siyah çay demlikte demlenir!")[1] != d  # same id, another text
+    query = "çay kaç dakika demlenir"
+    var = variant_keys(pl.DataFrame({"condition": ["clean"], "sample": [0], "query_id": ["q1"], "text": [query]}))
+    assert var["q"][0] == int.from_bytes(bytes.fromhex(fingerprint.of_text(query)), "big", signed=True)
+    d = doc_key("d1", "Siyah çay demlikte demlenir.")
+    assert doc_key("d2", "Siyah çay demlikte demlenir.") != d  # same text, another id
+    assert doc_key("d1", "Siyah çay demlikte demlenir!") != d  # same id, another text
     assert MODEL.id != ModelKey(MODEL.identity, 128).id
 
 
@@ -65,7 +72,7 @@ def test_first_cache_layout_is_carried_over(tmp_path):
     con.commit()
     con.close()
     store = SQLiteStore(db)
-    q, d = pair_key("çay", "d1", "Siyah çay.")
+    q, d = int(fingerprint.text_keys(["çay"])[0]), doc_key("d1", "Siyah çay.")
     assert store.get_many(MODEL, pl.DataFrame({"q": [q], "d": [d]}))["score"].to_list() == [0.25]
     assert not sqlite3.connect(db).execute("SELECT 1 FROM sqlite_master WHERE name='scores'").fetchone()
 
@@ -93,7 +100,7 @@ def test_damaged_cache_is_named_and_repaired(tmp_path):
     damage(db, 0.6)
     with pytest.raises(CacheError, match=f"score cache {db} is damaged .*terazi cache repair --cache {tmp_path}"):
         Scores(tmp_path).get_many(MODEL, rows.select("q", "d"))
-    from terazi.store.scores import check_opens
+    from terazi.rerank.store.scores import check_opens
 
     with pytest.raises(CacheError, match="terazi cache repair"):
         check_opens(tmp_path)
@@ -120,7 +127,7 @@ def test_a_header_that_is_not_sqlite_is_a_cache_error(tmp_path):
 
 def test_full_disk_keeps_sqlites_own_error(tmp_path):
     """Disk full (here: the page limit SQLite reports the same way) is not hidden behind "cannot rollback"."""
-    from terazi.cli._common import explain
+    from terazi.cli.common import explain
 
     store = SQLiteStore(tmp_path / "scores.sqlite")
     store._conn().execute("PRAGMA max_page_count=20")
@@ -135,17 +142,17 @@ SHARED_WORKER = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {root!r})
     from pathlib import Path
+    from terazi.schemas import BM25Spec
+    from tests.stages import rerank_row, wrap_scorers
     from tests.test_rerank import Exploding, inputs
-    from schemas import BM25Spec
-    from terazi.rerank import rerank
-    from terazi.rerankers import make_scorer
-    from terazi.store import Scores
-    ds, cands, variants, corpus = inputs(Path({data!r}))
-    scorer = Exploding(make_scorer(BM25Spec(name="bm25", kind="bm25"), corpus, ds.corpus_fingerprint, True), 10**6, 1)
-    ranked, stats = rerank(cands, variants, corpus, scorer, Scores({cache!r}, shared={store!r}, local=False),
-                           rerank_depth=12, chunk_pairs=16)
+    made = []  # batch size 1: blocks of 8 pairs, chunks of 16
+    wrap_scorers(lambda s: made.append(Exploding(s, 10**6, 1)) or made[-1])
+    ds, cands, variants, _ = inputs(Path({data!r}))
+    result, ranked = rerank_row(ds, cands, variants, BM25Spec(name="bm25", kind="bm25"), Path({tmp!r}),
+                                rerank_depth=12, chunk_pairs=16, cache=Path({cache!r}), score_store={store!r})
     ranked.write_parquet({out!r})
-    print(json.dumps({{"scored": stats.scored, "model_pairs": scorer.pairs, "unique": stats.unique}}))
+    print(json.dumps({{"scored": result.pairs_scored, "model_pairs": sum(s.pairs for s in made),
+                       "unique": result.pairs_unique}}))
 """)
 
 
@@ -154,7 +161,7 @@ def test_two_processes_share_a_store_folder_and_the_second_scores_nothing(tmp_pa
     got = []
     for name in ("first", "second"):  # separate processes, separate cache folders: only the store is shared
         code = SHARED_WORKER.format(root=ROOT, data=str(tiny_dataset), cache=str(tmp_path / f"cache-{name}"),
-                                    store=str(store), out=str(tmp_path / f"{name}.parquet"))
+                                    store=str(store), out=str(tmp_path / f"{name}.parquet"), tmp=str(tmp_path / name))
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr
         got.append(json.loads(run.stdout.strip().splitlines()[-1]))
@@ -200,19 +207,19 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
 def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
     """Identical results from a copy with the original gone; a deleted TREC file is rebuilt, a deleted parquet is
     computed again (or, for a set named by fingerprint, stops the run with its name)."""
-    from schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.rerank import rerank_system
-    from tasks.retrieve import publish_candidates, retrieve
+    from terazi.corrupt.variants import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.retrieval.frozen import publish_candidates
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from tests.stages import first_stage, rank_row
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]
     spec = BM25Spec(name="bm25", kind="bm25")
 
     def run(cache: Path, out: str):
-        cs = retrieve(ds, vs, EncoderSpec(), 10, str(cache), offline=True)
-        return cs, pl.read_parquet(rerank_system(ds, cs, vs, spec, 5, str(cache), str(tmp_path / out)).path)
+        cs = first_stage(ds, vs, EncoderSpec(), 10, str(cache), offline=True)
+        return cs, pl.read_parquet(rank_row(ds, cs, vs, spec, 5, str(cache), str(tmp_path / out)).path)
 
     first, ranked = run(tmp_path / "orig", "r1")
     shutil.copytree(tmp_path / "orig", tmp_path / "copy")
@@ -241,7 +248,7 @@ def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
 
     Path(recomputed.path).write_bytes(b"damaged")
     with pytest.raises(CacheError, match="candidates.parquet is missing or damaged"):
-        retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "copy"), offline=True, frozen=first.fingerprint)
+        first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "copy"), offline=True, frozen=first.fingerprint)
 
 
 def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(prefect_server, tmp_path, tiny_dataset):
@@ -271,16 +278,16 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
 
 def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(tmp_path, tiny_dataset, monkeypatch):
     """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
-    from schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
-    from tasks.corrupt import corrupt_queries
-    from tasks.load import load_dataset
-    from tasks.rerank import finish_rerank, plan_rerank, rerank_system, score_chunk
-    from tasks.retrieve import retrieve
-    from terazi import costs
+    from terazi.corrupt.variants import corrupt_queries
+    from terazi.data.loading import load_dataset
+    from terazi.rerank import costs
+    from terazi.rerank.stage import finish_rerank, plan_rerank, score_chunk
+    from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
+    from tests.stages import first_stage, rank_row
 
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(tmp_path / "run")) for c in ("clean", "upper")]
-    cs = retrieve(ds, vs, EncoderSpec(), 10, str(tmp_path / "cache"), offline=True)
+    cs = first_stage(ds, vs, EncoderSpec(), 10, str(tmp_path / "cache"), offline=True)
     spec = BM25Spec(name="bm25", kind="bm25")
     plan = plan_rerank(ds, cs, vs, spec, 5, str(tmp_path / "cache"))
     chunks = [score_chunk(plan, i) for i in range(len(plan.chunks))]
@@ -295,7 +302,7 @@ def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_fi
         finish_rerank(plan, chunks, str(tmp_path / "out"))
     retried = finish_rerank(plan, chunks, str(tmp_path / "out"))
     assert retried.pairs_scored == plan.unique and not Path(plan.work).exists()
-    alone = rerank_system(ds, cs, vs, spec, 5, str(tmp_path / "cache2"), str(tmp_path / "alone"))
+    alone = rank_row(ds, cs, vs, spec, 5, str(tmp_path / "cache2"), str(tmp_path / "alone"))
     assert pl.read_parquet(retried.path).equals(pl.read_parquet(alone.path))
 
 

@@ -9,9 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from schemas import EvalConfig, ModelCost
-from terazi import presentation, stats
-from terazi.variants import Judgement, judge, subset
+from terazi.analysis import stats
+from terazi.analysis.judged import Judgement, judge, subset
+from terazi.present.notes import variant_sentence
+from terazi.present.tables import leaderboard, variants_table
+from terazi.schemas import EvalConfig, ModelCost
 from tests.conftest import needs_onnx
 
 
@@ -50,25 +52,25 @@ def test_the_cards_sentence():
     j = Judgement("kalbur", "kalbur-int8", "int8 sürüm", "nDCG@10", 1000, 0.0, -0.0035, 0.0035,
                   ModelCost(items=30, seconds=10, size_bytes=2_272_000_000, device="cpu", precision="fp32"),
                   ModelCost(items=20, seconds=10, size_bytes=570_000_000, device="cpu", precision="int8"))
-    text = presentation.variant_sentence(j, "tr")
+    text = variant_sentence(j, "tr")
     assert text.startswith("int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 "
                            "(%95 GA [-0.0035, +0.0035])")  # the Kalbur card, verbatim
     assert text.endswith("; hız 3.0 → 2.0 çift/sn (×0.67); boyut 2.3 GB → 570 MB (×0.25).")
     assert j.verdict == "no difference" and abs(j.speed_ratio - 2 / 3) < 1e-12
-    en = presentation.variant_sentence(Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02), "en")
+    en = variant_sentence(Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02), "en")
     assert en == "b vs a: on a benchmark subset (50 queries) nDCG@10 difference +0.0100 (95% CI [+0.0020, +0.0200])."
-    table = presentation.variants_table([j], "en")
+    table = variants_table([j], "en")
     assert table.rows[0][:6] == ["kalbur-int8", "kalbur", "1000", "+0.0000", "[-0.0035, +0.0035]", "no difference"]
 
 
 def test_interval_labels_follow_the_configured_confidence():
     """A run at confidence 0.9 prints 90% beside its intervals, never the default's 95%."""
     j = Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02)
-    assert "(90% CI [+0.0020, +0.0200])" in presentation.variant_sentence(j, "en", 0.9)
-    assert "%97.5 GA" in presentation.variants_table([j], "tr", 0.975).columns
+    assert "(90% CI [+0.0020, +0.0200])" in variant_sentence(j, "en", 0.9)
+    assert "%97.5 GA" in variants_table([j], "tr", 0.975).columns
     board = pl.DataFrame({"system": ["s"], "group": [1], "borda_rank": [1], "borda_votes": [0.0], "mean_task": [0.5],
                           "ci_low": [0.4], "ci_high": [0.6], "mean_task_type": [0.5]})
-    assert "99% CI" in presentation.leaderboard(board, ["clean"], "en", task_types=1, confidence=0.99).columns
+    assert "99% CI" in leaderboard(board, ["clean"], "en", task_types=1, confidence=0.99).columns
 
 
 def test_variants_must_name_two_rows():
@@ -84,7 +86,7 @@ def test_variants_must_name_two_rows():
 @pytest.mark.slow
 @needs_onnx
 def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
-    from flows.evaluate import evaluate
+    from terazi.flows.evaluate import evaluate
 
     ce = {"kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64}
     config = EvalConfig.model_validate({

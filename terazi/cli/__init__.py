@@ -13,11 +13,11 @@ import sys
 def main() -> None:
     """Console entry point (`terazi`, `python -m terazi.cli`): every known failure is one line."""
     if sys.argv[1:2] == ["score"]:
-        from terazi.scoring import main as score_main
+        from terazi.cli.score import main as score_main
 
         sys.exit(score_main(sys.argv[2:]))
-    from terazi.cli._common import errors_as_lines
     from terazi.cli.application import app
+    from terazi.cli.common import errors_as_lines
 
     with errors_as_lines():
         app()

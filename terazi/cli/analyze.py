@@ -8,11 +8,10 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.application import app
-from terazi.cli._common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.show import print_leaderboard
 
 
-@app.command()
 def analyze(
     folder: Path = typer.Argument(..., help="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
                                             "optional changed/<dataset>/<condition>.txt and datasets.yaml"),
@@ -36,9 +35,9 @@ def analyze(
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
     setup(verbose)
     with errors_as_lines():
-        from schemas import AnalyzeConfig
-        from terazi import runfolder
-        from terazi.cli._prefect import check_api, quiet_console
+        from terazi.cli.prefect_api import check_api, quiet_console
+        from terazi.data import runfolder
+        from terazi.schemas import AnalyzeConfig
 
         raw: dict = {"folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name, "holm": holm}
         for key, value in (("metrics", metric or None), ("headline", headline), ("conditions", condition or None),
@@ -52,11 +51,9 @@ def analyze(
         check_api()
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
-        from flows.analyze import analyze as analyze_flow
+        from terazi.flows.analyze import analyze as analyze_flow
 
         t0 = time.perf_counter()
         manifest = analyze_flow(config)
-    from terazi.cli.evaluate import print_leaderboard
-
     print_leaderboard(Path(manifest.run_dir))
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")

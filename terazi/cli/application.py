@@ -1,8 +1,24 @@
-"""The typer application; each command module registers its commands on `app`."""
+"""The typer application: every command, registered in the order `terazi --help` lists them.
+
+Each command is a plain function of its own module (terazi/cli/<command>.py); `terazi score` is parsed by its own
+argparse parser (terazi/cli/score.py), which the console entry point reaches without importing typer at all.
+"""
 
 from __future__ import annotations
 
 import typer
+
+from terazi.cli import (
+    analyze,
+    cache,
+    card,
+    compare,
+    convert,
+    corrupt,
+    leaderboard,
+    run,
+    serve,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Weigh text rerankers and retrievers honestly.")
@@ -10,8 +26,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def _version(value: bool) -> None:
     if value:
-        from terazi import __version__
-        from terazi.cli._common import console
+        from terazi.cli.common import console
+        from terazi.version import __version__
 
         console.print(f"terazi {__version__}")
         raise typer.Exit()
@@ -22,5 +38,25 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     """Weigh text rerankers and retrievers honestly."""
 
 
-from terazi.cli import (  # noqa: E402,F401  (each module registers its commands)
-    analyze, cache, compare, convert, corrupt, evaluate, leaderboard, score, serve)
+def score(ctx: typer.Context) -> None:
+    """Score a TREC run against qrels under a named, printed contract (trec_eval-compatible by default).
+
+    terazi score --qrels QRELS --run RUN [-m nDCG@10 ...] [--contract trec|strict] [--format table|json];
+    `terazi score --help` lists every option.
+    """
+    from terazi.cli.score import main
+
+    raise typer.Exit(main(ctx.args))
+
+
+app.command()(analyze.analyze)
+app.command()(card.card)
+app.command()(compare.compare)
+app.command("convert-squad")(convert.convert_squad)
+app.command()(corrupt.corrupt)
+app.command()(run.demo)
+app.command()(run.run)
+app.command("leaderboard")(leaderboard.leaderboard_cmd)
+app.command(add_help_option=False, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(score)
+app.command()(serve.serve)
+app.add_typer(cache.cache_app, name="cache")

@@ -8,11 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli import app
-from terazi.cli._common import console, errors_as_lines, fail
+from terazi.cli.common import console, errors_as_lines, fail
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair and merge terazi's cache folder.")
-app.add_typer(cache_app, name="cache")
 CACHE = typer.Option(Path(".terazi-cache"), "--cache", help="the cache folder (a run's --cache / cache_dir)")
 
 
@@ -66,8 +64,8 @@ def merge_cmd(
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""
     from terazi.cache_folder import merge, open_source
-    from terazi.store import SharedStore, SQLiteStore
-    from terazi.store.scores import cache_file
+    from terazi.rerank.store import SharedStore, SQLiteStore
+    from terazi.rerank.store.scores import cache_file
 
     with errors_as_lines():
         target = SharedStore(into) if into else SQLiteStore(cache_file(cache))

@@ -6,13 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
-from terazi.cli.application import app
-from terazi.cli._common import console, errors_as_lines, fail
+from terazi.cli.common import console, errors_as_lines, fail
+from terazi.present.labels import level
 
 
-@app.command()
 def compare(
     before: Path = typer.Argument(..., exists=True, file_okay=False, help="results folder (the baseline)"),
     after: Optional[Path] = typer.Argument(None, exists=True, file_okay=False, help="results folder to compare with it"),
@@ -27,7 +25,7 @@ def compare(
     holm: bool = typer.Option(False, "--holm", help="Holm correction across each system's cells"),
 ) -> None:
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
-    from terazi import comparison as core
+    from terazi.analysis import comparison as core
 
     if fmt not in ("table", "markdown", "json"):
         fail(f"--format must be table, markdown or json, got {fmt!r}")
@@ -41,24 +39,20 @@ def compare(
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":
-        print(cmp.to_markdown(everything))
+        from terazi.present.comparison import comparison_markdown
+
+        print(comparison_markdown(cmp, everything))
     else:
         show(cmp, everything)
 
 
 def show(cmp, everything: bool) -> None:
-    def table(df, title: str) -> None:
-        t = Table(title=title)
-        cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
-        for c in cols:
-            t.add_column(c, justify="left" if c in ("system", "versus", "dataset", "condition", "verdict") else "right")
-        for r in df.iter_rows(named=True):
-            style = {"better": "green", "worse": "red"}.get(r["verdict"])
-            t.add_row(*(f"{r[c]:.4f}" if c in ("before", "after") else f"{r[c]:+.4f}" if isinstance(r[c], float)
-                        and c != "p_value" else f"{r[c]:.3g}" if c == "p_value" else str(r[c]) for c in cols), style=style)
-        console.print(t)
+    from terazi.present.comparison import TEXT_COLUMNS, VERDICT_STYLES, comparison_table
 
-    from terazi.presentation import level
+    def table(df, title: str) -> None:
+        t = comparison_table(df)
+        t.align = ["left" if c in TEXT_COLUMNS else "right" for c in t.columns]
+        console.print(t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()]))
 
     console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}",
                   highlight=False)

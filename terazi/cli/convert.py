@@ -6,18 +6,16 @@ from pathlib import Path
 
 import typer
 
-from terazi.cli.application import app
-from terazi.cli._common import err
+from terazi.cli.common import err
 
 
-@app.command("convert-squad")
 def convert_squad(
     source: Path = typer.Argument(..., exists=True, dir_okay=False, help="SQuAD-format JSON file"),
     target: Path = typer.Argument(..., help="BEIR folder to write"),
     split: str = typer.Option("test"),
 ) -> None:
     """SQuAD → BEIR: paragraphs become the corpus, questions the queries, the answer paragraph grade 1."""
-    from terazi.squad import squad_to_beir
+    from terazi.data.squad import squad_to_beir
 
     counts = squad_to_beir(source, target, split)
     err.print(f"wrote {target}: {counts['docs']} passages, {counts['queries']} queries")

@@ -9,12 +9,10 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.application import app
-from terazi.cli._common import fail
+from terazi.cli.common import fail
 from terazi.errors import describe
 
 
-@app.command()
 def corrupt(
     condition: str = typer.Option(..., help="clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile; "
                                                  "compose with '+', e.g. upper+typo"),
@@ -34,13 +32,12 @@ def corrupt(
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
     from pydantic import ValidationError
 
-    from schemas import CorruptionSpec, Query
-    from schemas.config import MobileSpec
-    from terazi.corrupt import CONDITIONS, changed, samples_for
-    from terazi.corrupt import corrupt as corrupt_text
+    from terazi.corrupt.conditions import RULES, changed, samples_for
+    from terazi.corrupt.conditions import corrupt as corrupt_text
+    from terazi.schemas import CorruptionSpec, MobileSpec, Query
 
-    if any(p not in CONDITIONS for p in condition.split("+")):
-        fail(f"unknown condition {condition!r}; known: {', '.join(CONDITIONS)} (compose with '+', e.g. upper+typo)")
+    if any(p not in RULES for p in condition.split("+")):
+        fail(f"unknown condition {condition!r}; known: {', '.join(RULES)} (compose with '+', e.g. upper+typo)")
     rules = {}
     for item in mobile:
         name, eq, value = item.partition("=")

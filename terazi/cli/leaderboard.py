@@ -8,11 +8,9 @@ from typing import Optional
 
 import typer
 
-from terazi.cli._common import console, fail
-from terazi.cli.application import app
+from terazi.cli.common import console, fail
 
 
-@app.command("leaderboard")
 def leaderboard_cmd(
     source: Path = typer.Argument(..., exists=True, help="a long score table (CSV or parquet: system,task,task_type,"
                                   "score), an MTEB results folder (<model>/<revision>/<task>.json) or a terazi results folder"),
@@ -28,8 +26,8 @@ def leaderboard_cmd(
     """Borda count, Mean (Task) and Mean (TaskType) as the ranking note defines them, in any format."""
     import polars as pl
 
-    from terazi import exports
-    from terazi.leaderboard import BORDA, load_board
+    from terazi.analysis.leaderboard import BORDA
+    from terazi.present import exports
 
     if fmt not in exports.FORMATS:
         fail(f"--format must be one of {', '.join(exports.FORMATS)}, got {fmt!r}")
@@ -45,14 +43,34 @@ def leaderboard_cmd(
     if fmt != "table":
         sys.stdout.write(exports.render(board, fmt, note))
         return
-    from rich.markup import escape
-    from rich.table import Table
+    console.print(exports.board_table(board).rich(f"{source.name}: leaderboard", note))
 
-    marks = exports.best(board)
-    table = Table(title=f"{escape(source.name)}: leaderboard", caption=escape(note))
-    for c in board.columns:
-        table.add_column(exports.label(c), justify="left" if c == "system" else "right")
-    for i, r in enumerate(board.iter_rows(named=True)):
-        cells = [escape(exports.cell(c, r[c])) for c in board.columns]
-        table.add_row(*(f"[bold]{v}[/]" if i in marks.get(c, ()) else v for c, v in zip(board.columns, cells)))
-    console.print(table)
+
+def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set[str] = frozenset(),
+               task_types: dict[str, str] | None = None, default_type: str = "unspecified", split: str | None = None,
+               language: str | None = None) -> tuple:
+    """(board, note) from a long score table (CSV/parquet), an MTEB results folder, or a terazi results folder.
+
+    A terazi results folder's `leaderboard.csv` is shown as its run aggregated it (with significance groups
+    and intervals), so `borda` and `out_of_ranking` do not apply to it.
+    """
+    import polars as pl
+
+    from terazi.analysis.leaderboard import aggregate, describe, read_long_table
+    from terazi.data.mteb_results import read_mteb_results
+    from terazi.schemas.layout import RunLayout
+
+    source = Path(source)
+    if source.is_dir() and RunLayout(source).leaderboard_csv.is_file():
+        if borda is not None or out_of_ranking:
+            raise ValueError(f"{source} is a terazi results folder, aggregated by its run: --borda and "
+                             "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's config)")
+        return pl.read_csv(RunLayout(source).leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
+    borda = borda or "per-task"
+    if source.is_dir():
+        long = read_mteb_results(source, task_types, default_type, split, language)
+        what = f"MTEB results in {source}: main_score averaged over splits and subsets per task"
+    else:
+        long = read_long_table(source)
+        what = f"{source.name}"
+    return aggregate(long, out_of_ranking, borda), f"{what}. {describe(borda)}"

@@ -8,11 +8,9 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.application import app
-from terazi.cli._common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
 
 
-@app.command()
 def serve(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="benchmark config for both deployments' defaults (default: the demo)"),
@@ -38,8 +36,8 @@ def serve(
     """
     setup(verbose)
     with errors_as_lines():
-        from deployments.evaluate import load_config, serve_all
-        from terazi.cli._prefect import check_api
+        from terazi.cli.prefect_api import check_api
+        from terazi.deployments.evaluate import load_config, serve_all
         from terazi.policy import ServicePolicy
 
         cfg = load_config(config)

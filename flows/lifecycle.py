@@ -1,0 +1,68 @@
+"""The results folder's life, written once for every flow: started and marked incomplete, marked stopped (with the
+signal or the error) whichever way the run ends early, the manifest written last, then the artifacts published.
+
+Publishing comes after the results are complete, so a failed upload fails the run without making its (usable)
+results folder look stopped; and it happens in the flow itself, so the artifacts belong to the run the user opens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from pydantic import BaseModel
+
+from terazi.flows.runtime import current_flow_run_id
+from terazi.present.artifacts import artifacts
+from terazi.results import folder
+from terazi.schemas import RunManifest
+from terazi.version import __version__
+
+
+@dataclass
+class OpenRun:
+    """A run whose folder is open: where it writes, and the manifest it ends with."""
+
+    path: Path
+    kind: str
+    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    clock: float = field(default_factory=time.perf_counter)
+    manifest: RunManifest | None = None
+
+    def finish(self, config: BaseModel, **parts) -> RunManifest:
+        """The manifest of the completed run (what it measured: `parts`), written when the `with` block ends."""
+        self.manifest = RunManifest(terazi_version=__version__, run_dir=str(self.path), kind=self.kind,
+                                    flow_run_id=current_flow_run_id(), started=self.started,
+                                    seconds=round(time.perf_counter() - self.clock, 2),
+                                    config=json.loads(config.model_dump_json()), **parts)
+        return self.manifest
+
+
+@contextmanager
+def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str) -> Iterator[OpenRun]:
+    run = OpenRun(folder.start(out_dir, run_name, kind, current_flow_run_id()), kind)
+    try:
+        yield run
+        if run.manifest is None:
+            raise RuntimeError("the run ended without its manifest")
+        folder.finish(run.path, run.manifest.model_dump_json(indent=2))
+    except BaseException as e:
+        signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
+        folder.mark_stopped(run.path, f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}")
+        raise
+    publish(run.path, artifact_prefix)
+
+
+def publish(run_dir: Path, prefix: str) -> None:
+    """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`."""
+    for a in artifacts(run_dir):
+        if a.markdown is not None:
+            create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)
+        else:
+            create_table_artifact(table=a.table, key=f"{prefix}-{a.key}", description=a.description)

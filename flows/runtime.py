@@ -1,0 +1,50 @@
+"""What a flow asks Prefect about its own run (which run, started by whom), and what it tells Prefect about runs
+whose process died."""
+
+from __future__ import annotations
+
+import logging
+from contextvars import ContextVar
+
+from terazi.results import folder as results
+from terazi.schemas import EvalConfig
+
+log = logging.getLogger("terazi.flow")
+CALLER: ContextVar[str] = ContextVar("terazi_caller", default="cli")  # the Python API sets "python"
+
+
+def run_kind() -> str:
+    """'ad-hoc' for a deployment's run, else who called: 'cli' or 'python'."""
+    from prefect.runtime import deployment
+
+    return "ad-hoc" if deployment.id else CALLER.get()
+
+
+def current_flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    return flow_run.id
+
+
+def crash_stale_runs(out_dir: str) -> None:
+    """Runs under `out_dir` whose process died without a word (kill -9, power loss): say so in their folder
+    and mark their Prefect flow runs crashed instead of leaving them "Running" for good."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    for folder, flow_run_id in results.stale_runs(out_dir):
+        log.warning("run %s was interrupted earlier (its process is gone): marked incomplete", folder)
+        if not flow_run_id:
+            continue
+        try:
+            with get_client(sync_client=True) as client:
+                if client.read_flow_run(flow_run_id).state.is_running():
+                    client.set_flow_run_state(flow_run_id, Crashed(message=f"process gone; results {folder} incomplete"),
+                                              force=True)
+        except Exception as e:  # another server's run, or no longer known: the folder marker is what matters
+            log.debug("could not mark flow run %s crashed: %s", flow_run_id, e)
+
+
+def artifact_prefix(config: EvalConfig, kind: str) -> str:
+    """Artifact keys name the benchmark, so each key's history is one benchmark's (nightly runs apart)."""
+    return f"{config.benchmark}-nightly" if kind == "nightly" else config.benchmark

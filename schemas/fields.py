@@ -1,0 +1,40 @@
+"""What every contract shares: the strict base model and the field types users fill in (safe names, conditions,
+measure names), validated where they are read."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from terazi.paths import SLUG, SLUG_HELP, is_slug
+from terazi.schemas.tables import CLEAN
+
+BUNDLED_ENCODER = "bundled:all-MiniLM-L6-v2"
+CONDITIONS = (CLEAN, "upper", "ascii_full", "ascii_partial", "typo", "colloquial", "mobile")
+FIRST_STAGE = "first-stage"
+
+
+def _slug(v: str) -> str:
+    if not is_slug(v):
+        raise ValueError(f"{v!r} is not a safe name: use {SLUG_HELP}")
+    return v
+
+
+SlugName = Annotated[str, AfterValidator(_slug),
+                     Field(json_schema_extra={"pattern": SLUG}, description=f"a name used in file names: {SLUG_HELP}")]
+CONDITION_PATTERN = r"^(" + "|".join(CONDITIONS) + r")(\+(" + "|".join(CONDITIONS) + r"))*$"
+Condition = Annotated[str, Field(pattern=CONDITION_PATTERN, description="one of " + ", ".join(CONDITIONS)
+                                 + "; compose with '+', e.g. upper+typo", examples=["upper", "upper+typo"])]
+MeasureName = Annotated[str, Field(min_length=2, description="a measure with its cutoff, e.g. nDCG@10, RR@10, R@100, "
+                               "P@10, AP, Judged@10; RR(rel=2)@10 sets the relevance threshold",
+                               examples=["nDCG@10", "RR@10", "R@100"])]
+
+
+BENCHMARK = r"^[a-z0-9][a-z0-9-]{0,62}$"
+
+
+class StrictModel(BaseModel):
+    """A contract that refuses unknown fields, so a misspelt key is an error that names it, not a silent default."""
+
+    model_config = ConfigDict(extra="forbid")

@@ -1,0 +1,143 @@
+"""The results folder of one run, every file named once: what the stages write and every reader (the CLI, the
+report, `terazi compare`, the nightly, the card) reads.
+
+    manifest.json            written last: its presence (and no `.terazi-incomplete`) means the run completed
+    leaderboard.csv/.md      the leaderboard (full precision / as people read it), tables.json (every display table)
+    per_query.parquet        one row per (dataset, system, condition, query, measure)
+    scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv costs.csv
+    variants.csv report.html changes.md (nightly)
+    variants/<dataset>/<condition>.parquet      the query variants
+    isolated/<dataset>/…                        the isolated setting's candidates and variants
+    rankings/<dataset>/<system>.parquet         every system's rankings, all conditions
+    per_query/<dataset>/<system>.parquet        their per-query values
+    candidates/<dataset>/*.trec                 the frozen first stage (linked from the cache)
+    runs/ qrels/ changed/ datasets.yaml         the results as a runs folder (terazi.data.runfolder)
+
+Every path is inside the folder (`terazi.paths.inside`): names come from configs and forms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from terazi.paths import inside
+
+
+class RunLayout:
+    """The files of the results folder `root` (which need not exist yet)."""
+
+    MARKER = ".terazi-incomplete"
+    MANIFEST = "manifest.json"
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def is_complete(self) -> bool:
+        """The run finished: its manifest is written and its incomplete-marker gone."""
+        return (self.root / self.MANIFEST).is_file() and not (self.root / self.MARKER).exists()
+
+    def file(self, name: str) -> Path:
+        return inside(self.root, name)
+
+    # the run's own files
+    @property
+    def manifest(self) -> Path:
+        return self.file(self.MANIFEST)
+
+    @property
+    def marker(self) -> Path:
+        return self.file(self.MARKER)
+
+    @property
+    def leaderboard_csv(self) -> Path:
+        return self.file("leaderboard.csv")
+
+    @property
+    def leaderboard_md(self) -> Path:
+        return self.file("leaderboard.md")
+
+    @property
+    def tables_json(self) -> Path:
+        return self.file("tables.json")
+
+    @property
+    def per_query(self) -> Path:
+        return self.file("per_query.parquet")
+
+    @property
+    def scores_csv(self) -> Path:
+        return self.file("scores.csv")
+
+    @property
+    def conditions_csv(self) -> Path:
+        return self.file("conditions.csv")
+
+    @property
+    def retention_csv(self) -> Path:
+        return self.file("retention.csv")
+
+    @property
+    def retention_datasets_csv(self) -> Path:
+        return self.file("retention_datasets.csv")
+
+    @property
+    def robustness_csv(self) -> Path:
+        return self.file("robustness.csv")
+
+    @property
+    def comparisons_csv(self) -> Path:
+        return self.file("comparisons.csv")
+
+    @property
+    def costs_csv(self) -> Path:
+        return self.file("costs.csv")
+
+    @property
+    def variants_csv(self) -> Path:
+        return self.file("variants.csv")
+
+    @property
+    def report_html(self) -> Path:
+        return self.file("report.html")
+
+    @property
+    def changes_md(self) -> Path:
+        return self.file("changes.md")
+
+    @property
+    def datasets_yaml(self) -> Path:
+        return self.file("datasets.yaml")
+
+    # per dataset
+    def variants(self, dataset: str, condition: str) -> Path:
+        return inside(self.root, "variants", dataset, f"{condition}.parquet")
+
+    def isolated_candidates(self, dataset: str) -> Path:
+        return inside(self.root, "isolated", dataset, "candidates.parquet")
+
+    def isolated_variants(self, dataset: str, condition: str) -> Path:
+        return inside(self.root, "isolated", dataset, f"{condition}.parquet")
+
+    def ranking(self, dataset: str, system: str) -> Path:
+        return inside(self.root, "rankings", dataset, f"{system}.parquet")
+
+    def per_query_part(self, dataset: str, system: str) -> Path:
+        return inside(self.root, "per_query", dataset, f"{system}.parquet")
+
+    def candidates(self, dataset: str) -> Path:
+        return inside(self.root, "candidates", dataset)
+
+    def qrels(self, dataset: str) -> Path:
+        return inside(self.root, "qrels", f"{dataset}.tsv")
+
+    def changed(self, dataset: str, condition: str) -> Path:
+        return inside(self.root, "changed", dataset, f"{condition}.txt")
+
+    def run_file(self, dataset: str, condition: str, system: str, sample: int, samples: int) -> Path:
+        """One system's ranking of one (condition, sample) as a TREC file; a sample folder only when several."""
+        parts = [dataset, condition] + ([f"sample-{sample}"] if samples > 1 else []) + [f"{system}.trec"]
+        return inside(self.root, "runs", *parts)
+
+    @property
+    def runs(self) -> Path:
+        return self.file("runs")

@@ -1,0 +1,148 @@
+"""The rows of a leaderboard besides the first stage: one spec per kind of reranker, told apart by `kind`."""
+
+from __future__ import annotations
+
+import string
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, field_validator, model_validator
+
+from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
+
+
+class _Reranker(StrictModel):
+    name: SlugName = Field(description="row label in the leaderboard (also a file name)")
+
+    @field_validator("name")
+    @classmethod
+    def _not_first_stage(cls, v: str) -> str:
+        if v == FIRST_STAGE:
+            raise ValueError(f"{FIRST_STAGE!r} is the name of the first-stage row")
+        return v
+
+
+Precision = Literal["auto", "fp32", "fp16", "bf16"]
+BatchSize = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
+QWEN3_SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
+                'Note that the answer can only be "yes" or "no".')
+QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
+QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
+
+
+class _ModelReranker(_Reranker):
+    model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
+    revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
+    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM reranker), "
+                                                      "on CUDA the largest batch the free GPU memory holds (at most 512)")
+    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
+    precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
+                                                     "(an LLM reranker: bf16 where the GPU supports it); part of the "
+                                                     "score identity")
+    trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
+                                                       "deployment refuses it unless its server allows it")
+
+
+class _EncoderReranker(_ModelReranker):
+    """A cross- or bi-encoder: run by torch (sentence-transformers) or by onnxruntime."""
+
+    backend: Literal["torch", "onnx"] = Field("torch", description="torch: sentence-transformers; onnx: onnxruntime "
+                                                                    "with the model's tokenizer (pip install "
+                                                                    "'terazi[onnx]')")
+    file_name: str | None = Field(None, pattern=r"^[A-Za-z0-9._/-]+\.onnx$",
+                                  description="onnx: the model's own ONNX file, e.g. onnx/model_quint8_avx2.onnx; "
+                                              "default: onnx/model.onnx when the model has it, else an export made "
+                                              "once into the cache folder")
+    quantization: Literal["none", "int8"] = Field("none", description="onnx: int8 = a dynamic int8 copy of the ONNX "
+                                                                       "file made once with onnxruntime's quantiser")
+
+    @model_validator(mode="after")
+    def _backend_options(self):
+        if self.backend != "onnx":
+            used = [f for f in ("file_name", "quantization") if getattr(self, f) not in (None, "none")]
+            if used:
+                raise ValueError(f"{' and '.join(used)} only apply with backend: onnx")
+        elif self.precision in ("fp16", "bf16"):
+            raise ValueError(f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}")
+        if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
+            raise ValueError(f"file_name {self.file_name!r} must be a path inside the model folder")
+        return self
+
+
+class CrossEncoderSpec(_EncoderReranker):
+    """A cross-encoder scores each (query, passage) pair (sentence-transformers CrossEncoder, or its ONNX file)."""
+
+    kind: Literal["cross-encoder"] = Field(description="cross-encoder")
+    max_length: int | None = Field(256, ge=8, description="tokens per (query, passage) pair")
+
+
+class BiEncoderSpec(_EncoderReranker):
+    """A bi-encoder: cosine of query and passage embeddings (sentence-transformers, or its ONNX file)."""
+
+    kind: Literal["bi-encoder"] = Field(description="bi-encoder")
+    max_length: int | None = Field(256, ge=8, description="tokens per text")
+
+
+class LLMRerankerSpec(_ModelReranker):
+    """A causal language model asked whether the passage answers the query: score = logit("yes") − logit("no") at
+    the last position after the model's instruction template (Qwen3-Reranker's by default)."""
+
+    kind: Literal["llm-reranker"] = Field(description="llm-reranker")
+    max_length: int = Field(512, ge=32, description="tokens per prompt, template included (the passage is cut first)")
+    instruction: str = Field(QWEN3_INSTRUCTION, max_length=2000, description="the task, filled into {instruction}")
+    system: str = Field(QWEN3_SYSTEM, max_length=2000, description="system prompt")
+    user: str = Field(QWEN3_USER, max_length=2000, description="user turn; must contain {query} and {doc}, may "
+                                                                "contain {instruction}")
+    assistant_prefix: str = Field(QWEN3_ASSISTANT, max_length=200, description="text after the assistant turn opens, "
+                                                                               "before the yes/no answer")
+    chat: Literal["chatml", "tokenizer"] = Field(
+        "chatml", description="chatml: <|im_start|>system … <|im_end|> turns as Qwen3-Reranker documents them; "
+                              "tokenizer: the tokenizer's own chat template")
+    yes_token: str = Field("yes", min_length=1, description="vocabulary token read as the positive answer")
+    no_token: str = Field("no", min_length=1, description="vocabulary token read as the negative answer")
+
+    @field_validator("user")
+    @classmethod
+    def _placeholders(cls, v: str) -> str:
+        missing = [p for p in ("{query}", "{doc}") if p not in v]
+        if missing:
+            raise ValueError(f"user template lacks {' and '.join(missing)}")
+        try:
+            fields = [f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+                      for _, f, spec, conv in string.Formatter().parse(v) if f is not None]
+        except ValueError as e:
+            fields = [f"({e})"]
+        odd = [f for f in fields if f not in ("instruction", "query", "doc")]
+        if odd:  # a form can send this template: no attribute access, indexing or conversions
+            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in, as they are; "
+                             f"write other braces doubled (found {{{odd[0]}}})")
+        return v
+
+
+class BM25Spec(_Reranker):
+    """BM25 over the candidates, with Turkish casing, Snowball stems and ASCII folding."""
+
+    kind: Literal["bm25"] = Field(description="bm25")
+    language: str = Field("turkish", pattern=r"^[a-z]+$", description="Snowball stemmer and casing rules")
+    k1: float = Field(1.5, gt=0, description="term-frequency saturation")
+    b: float = Field(0.75, ge=0, le=1, description="length normalisation")
+
+
+class RRFSpec(_Reranker):
+    """Reciprocal-rank fusion of the rankings of rows listed above it (or first-stage)."""
+
+    kind: Literal["rrf"] = Field(description="rrf")
+    fuse: list[SlugName] = Field(min_length=2, description="rows to fuse: first-stage or rows listed above")
+    rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
+
+
+RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, RRFSpec],
+                        Field(discriminator="kind")]
+MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
+
+
+def default_rerankers() -> list:
+    """The rows every entry point runs unless told otherwise: lexical BM25 and its fusion with the first stage."""
+    return [BM25Spec(name="bm25-tr", kind="bm25"), RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
+
+

@@ -1,0 +1,200 @@
+"""Intervals, groups, pairwise comparisons and retention with intervals, from the per-query table.
+
+Input: per-query rows (dataset, system, condition, query_id, measure, value, changed) of one
+measure. All systems are scored on the same queries (same frozen candidates), so values are
+aligned by (dataset, query_id) and every comparison is paired.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+
+from terazi.analysis.stats import (
+    Aggregation,
+    Interval,
+    balanced_mean,
+    holm_reject,
+    interval,
+    paired_difference,
+    ratio_interval,
+    significance_groups,
+)
+from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
+
+Cells = dict[tuple[str, str], pl.DataFrame]
+
+
+def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
+    """(system, condition) -> its rows on `datasets` (dataset, query_id, value), sorted by dataset and query id: the
+    table is filtered and sorted once, not once per comparison."""
+    rows = pq.filter(pl.col("dataset").is_in(datasets)).select("system", "condition", "dataset", "query_id", "value")
+    return rows.sort("dataset", "query_id").partition_by("system", "condition", as_dict=True, include_key=False,
+                                                         maintain_order=True)
+
+
+def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | None = None,
+             only: pl.DataFrame | None = None) -> dict[str, np.ndarray]:
+    """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset)."""
+    rows = cells.get((system, condition))
+    if rows is None:
+        return {}
+    if datasets is not None:
+        rows = rows.filter(pl.col("dataset").is_in(datasets))
+    if only is not None:
+        rows = rows.join(only, on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
+    return {d: part["value"].to_numpy() for (d,), part in rows.group_by("dataset", maintain_order=True)}
+
+
+def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
+    """Headline (clean) mean of each system with its interval and significance group, best first."""
+    systems = pq["system"].unique(maintain_order=True).to_list()
+    cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
+    cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence) for s in systems}
+    ordered = sorted(systems, key=lambda s: -cis[s].estimate)
+    adjacent = [paired_difference(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN),
+                                  resamples, seed, confidence).significant for a, b in zip(ordered, ordered[1:])]
+    groups = significance_groups(ordered, adjacent)
+    return pl.DataFrame({
+        "system": ordered,
+        "mean": [cis[s].estimate for s in ordered],
+        "ci_low": [cis[s].low for s in ordered],
+        "ci_high": [cis[s].high for s in ordered],
+        "group": [groups[s] for s in ordered],
+    })
+
+
+def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
+             confidence: float, holm: bool) -> pl.DataFrame:
+    """Every pair of systems on every dataset × condition cell: better / no difference / worse.
+
+    With `holm`, Holm's correction is applied across the cells of each pair.
+    """
+    systems = pq["system"].unique(maintain_order=True).to_list()
+    by = _cells(pq, datasets)
+    rows = []
+    for a, b in combinations(systems, 2):
+        cells = []
+        for d in datasets:
+            for c in conditions:
+                ci = paired_difference(_aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence)
+                cells.append((d, c, ci))
+        rejected = holm_reject([ci.p_value for *_, ci in cells], 1 - confidence) if holm else [ci.significant for *_, ci in cells]
+        for (d, c, ci), sig in zip(cells, rejected):
+            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
+    return pl.DataFrame(rows, schema=["system", "versus", "dataset", "condition", "delta", "ci_low", "ci_high",
+                                      "p_value", "verdict"], orient="row")
+
+
+def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:
+    """Every cell of `system` against each other system, from `system`'s side (delta = system − versus)."""
+    flip = {"better": "worse", "worse": "better", "no difference": "no difference"}
+    mine = cells.filter(pl.col("system") == system)
+    theirs = cells.filter(pl.col("versus") == system).select(
+        pl.lit(system).alias("system"), pl.col("system").alias("versus"), "dataset", "condition",
+        -pl.col("delta"), -pl.col("ci_high").alias("ci_low"), -pl.col("ci_low").alias("ci_high"), "p_value",
+        pl.col("verdict").replace_strict(flip))
+    return pl.concat([mine, theirs.select(mine.columns)])
+
+
+def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
+    """Counts of better / no difference / worse cells per pair, with the mean delta of significant cells."""
+    return cells.group_by("system", "versus", maintain_order=True).agg(
+        (pl.col("verdict") == "better").sum().alias("better"),
+        (pl.col("verdict") == "no difference").sum().alias("no_difference"),
+        (pl.col("verdict") == "worse").sum().alias("worse"),
+        pl.col("delta").filter(pl.col("verdict") != "no difference").mean().alias("mean_significant_delta"),
+    )
+
+
+AGGREGATION_LABELS = {
+    "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the Kalbur card",
+    "pooled": "ratio of the dataset-balanced means (mean corrupted / mean clean over the changed queries)",
+}
+
+
+def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> pl.DataFrame:
+    return pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
+        .select("dataset", "query_id").unique()
+
+
+RETENTION_SCHEMA = {"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "aggregation": pl.Utf8,
+                    "datasets": pl.Int64, "changed_queries": pl.Int64, "share_changed": pl.Float64,
+                    CLEAN: pl.Float64, "corrupted": pl.Float64, "retention": pl.Float64, "retention_low": pl.Float64,
+                    "retention_high": pl.Float64, "delta": pl.Float64, "delta_low": pl.Float64, "delta_high": pl.Float64}
+
+
+def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
+                        confidence: float, aggregation: Aggregation = "macro") -> pl.DataFrame:
+    """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
+    interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.
+
+    `aggregation` (see AGGREGATION_LABELS) decides how datasets combine, in the estimate and in every resample
+    alike. A pseudo-condition `c~isolated` is the isolated setting of `c` (its clean reference is `clean`).
+    `clean`/`corrupted` are dataset-balanced means over the changed queries; `datasets` counts the datasets
+    that contribute (those where the condition changed a query and, for macro, the clean mean is not 0).
+    """
+    systems = pq["system"].unique(maintain_order=True).to_list()
+    cells = _cells(pq, datasets)
+    rows = []
+    for c in conditions:
+        if c == CLEAN:
+            continue
+        base, setting = setting_of(c)
+        changed = _changed(pq, c, datasets)
+        n_all = pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets)).select("dataset", "query_id").unique().height
+        for s in systems:
+            corrupted = _aligned(cells, s, c, only=changed)
+            if not corrupted:
+                rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
+                continue
+            clean = _aligned(cells, s, CLEAN, only=changed)
+            ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
+            ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
+            rows.append((s, base, setting, aggregation, ratio.datasets, changed.height,
+                         changed.height / n_all if n_all else 0.0, balanced_mean(clean), balanced_mean(corrupted),
+                         ratio.estimate, ratio.low, ratio.high, ci.estimate, ci.low, ci.high))
+    return pl.DataFrame(rows, schema=RETENTION_SCHEMA, orient="row")
+
+
+def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list[str]) -> pl.DataFrame:
+    """Per system × condition × dataset: the card's R_d = mean corrupted / mean clean over the changed queries."""
+    cells = _cells(pq, datasets)
+    rows = []
+    for c in conditions:
+        if c == CLEAN:
+            continue
+        base, setting = setting_of(c)
+        changed = _changed(pq, c, datasets)
+        for s in pq["system"].unique(maintain_order=True).to_list():
+            corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, CLEAN, only=changed)
+            for d in datasets:
+                if d in corrupted:
+                    m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())
+                    rows.append((s, base, setting, d, corrupted[d].size, m_clean, m_corr,
+                                 m_corr / m_clean if m_clean > 0 else None))
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "dataset": pl.Utf8,
+                                      "changed_queries": pl.Int64, CLEAN: pl.Float64, "corrupted": pl.Float64,
+                                      "retention": pl.Float64}, orient="row")
+
+
+def decomposition(retention: pl.DataFrame, recall: pl.DataFrame | None) -> pl.DataFrame:
+    """Where a system's loss under each condition comes from: end-to-end retention (corrupted query through
+    first stage and reranker), reranker-only retention (the isolated setting: the clean query's candidates
+    reordered with the corrupted text) and the first stage's recall retention (`recall`: a retention table of
+    the first stage's recall at the rerank depth, end to end), each with its interval."""
+    cols = ["retention", "retention_low", "retention_high"]
+
+    def part(setting: str, prefix: str) -> pl.DataFrame:
+        sel = retention.filter(pl.col("setting") == setting).select("system", "condition", *cols)
+        return sel.rename({c: c.replace("retention", prefix) for c in cols})
+
+    out = part(END_TO_END, "end_to_end").join(part(ISOLATED, "reranker_only"), on=["system", "condition"], how="left")
+    if recall is not None and recall.height:
+        r = recall.filter(pl.col("setting") == END_TO_END).select("condition", *cols)
+        out = out.join(r.rename({c: c.replace("retention", "first_stage_recall") for c in cols}), on="condition", how="left")
+    else:
+        out = out.with_columns(*[pl.lit(None, pl.Float64).alias(c.replace("retention", "first_stage_recall")) for c in cols])
+    return out

@@ -1,0 +1,106 @@
+"""The Python API behind `import terazi`: each function runs what the command of the same name runs.
+
+Everything is imported on first use, so `import terazi` stays cheap (no Prefect, polars or torch).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from terazi.analysis.comparison import Comparison
+    from terazi.card import Card
+    from terazi.metrics.engine import Evaluation
+    from terazi.schemas import EvalConfig, RunManifest
+
+
+def _setup() -> None:
+    """Prefect's defaults (no telemetry, a patient start-up) unless the caller set them."""
+    from terazi.logs import prefect_defaults
+
+    prefect_defaults()
+
+
+def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunManifest, pl.DataFrame]:
+    """Run an evaluation (an EvalConfig, its fields as a dict, or a YAML/JSON/TOML config file) as the Prefect flow
+    `terazi-evaluate`; returns the run's manifest and its leaderboard as a polars DataFrame."""
+    _setup()
+    import polars as pl
+
+    from terazi.schemas import EvalConfig
+    from terazi.schemas.layout import RunLayout
+
+    if isinstance(config, (str, Path)):
+        from terazi.configs import read_config_file
+
+        config = read_config_file(Path(config))
+    if not isinstance(config, EvalConfig):
+        config = EvalConfig.model_validate(config)
+    from terazi.preflight import preflight
+
+    preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
+    from terazi.flows.evaluate import evaluate as evaluate_flow
+    from terazi.flows.runtime import CALLER
+
+    token = CALLER.set("python")
+    try:
+        manifest = evaluate_flow(config)
+    finally:
+        CALLER.reset(token)
+    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+
+
+def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:
+    """Score a run against judgments under terazi's metric contract (trec_eval-compatible by default).
+
+    `qrels`: a TREC or BEIR qrels file, {query: {doc: grade}} or a polars frame (query_id, doc_id, grade);
+    `run`: a TREC run file, {query: {doc: score}} or a polars frame (query_id, doc_id, score). Returns an
+    `Evaluation`: `.aggregate` (measure → mean), `.per_query_dict(measure)`, `.contract()`, `.counts`."""
+    from terazi.data.trec import read_qrels, read_run
+    from terazi.metrics.contracts import Policies
+    from terazi.metrics.engine import evaluate as evaluate_run
+
+    if isinstance(qrels, (str, Path)):
+        qrels = read_qrels(qrels)
+    if isinstance(run, (str, Path)):
+        run = read_run(run)
+    return evaluate_run(qrels, run, list(measures), policies or Policies())
+
+
+def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunManifest, pl.DataFrame]:
+    """Analyse a folder of TREC runs (qrels/, runs/, optional changed/ and datasets.yaml) into `out`, as
+    `terazi analyze` does; `settings` are AnalyzeConfig fields (metrics, headline, conditions, seed, …)."""
+    _setup()
+    import polars as pl
+
+    from terazi.flows.analyze import analyze as analyze_flow
+    from terazi.schemas import AnalyzeConfig
+    from terazi.schemas.layout import RunLayout
+
+    out = Path(out)
+    manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
+    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+
+
+def compare(before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None,
+            **options: Any) -> Comparison:
+    """Two results folders (after − before) or two systems of one folder (`systems=(a, b)`: a − b), per dataset ×
+    condition with paired intervals and verdicts; `options`: measure, resamples, seed, confidence, correct."""
+    from terazi.analysis import comparison as core
+
+    if systems is not None:
+        return core.compare_systems(Path(before), *systems, **options)
+    if after is None:
+        raise ValueError("compare needs two results folders, or one folder and systems=(a, b)")
+    return core.compare_runs(Path(before), Path(after), **options)
+
+
+def card(results: str | Path, system: str, labels: str | None = None, **options: Any) -> Card:
+    """The evaluation section of a model card for `system` of a results folder, as `terazi card` writes it:
+    `.markdown()`, `.model_index_yaml()`, `.eval_results_yaml()`, `.to_json()`; `options`: model_name, names, rivals."""
+    from terazi.card import build_card
+
+    return build_card(results, system, labels, **options)

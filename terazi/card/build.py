@@ -1,0 +1,174 @@
+"""`build_card(results_dir, system)`: the evaluation section of a model card for one system of a results folder.
+
+The card is built from the folder's full-precision files (terazi.card.folder) in the Kalbur card's layout:
+protocol sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
+sentence where the system has a judged variant, rank intervals; plus the Hugging Face metadata
+(terazi.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from terazi.analysis import stats
+from terazi.analysis.intervals import pairwise_summary
+from terazi.analysis.judged import Judgement
+from terazi.analysis.ranks import rank_intervals
+from terazi.card import hub, protocol, tables
+from terazi.card.folder import RunFolder, read_folder
+from terazi.card.protocol import model_label
+from terazi.card.words import condition, word
+from terazi.errors import DatasetError
+from terazi.present.notes import variant_sentence
+from terazi.present.table import Table
+from terazi.schemas import MetricContract, ModelCost
+
+Labels = Literal["tr", "en"]
+
+
+@dataclass(frozen=True)
+class Card:
+    system: str
+    model_name: str
+    labels: str
+    headline: str
+    confidence: float
+    protocol: list[str]
+    results: Table
+    per_dataset: Table
+    comparisons: Table
+    comparisons_caption: str
+    significant: list[str]
+    variants: list[str]
+    ranks: Table
+    rank_line: str
+    cells: list[hub.Cell]
+    datasets: list[hub.HubDataset]
+    source: str
+    date: str
+    resamples: int
+    seed: int
+    contract: dict | None
+    numbers: dict = field(repr=False)
+
+    def markdown(self) -> str:
+        lab = self.labels
+        lines = [f"## {word('title', lab)}", "", " ".join(self.protocol), "", self.results.markdown(), "",
+                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(), ""]
+        if self.comparisons.rows:  # a run of one system compares nothing
+            lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
+            lines += [f"- {x}" for x in self.significant] + [""]
+        if self.variants:
+            lines += [f"{word('variants', lab)}:", ""] + [f"- {x}" for x in self.variants] + [""]
+        lines += [f"{word('ranks', lab)}:", "", self.rank_line, "", self.ranks.markdown()]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def model_index(self) -> dict:
+        return hub.model_index(self.model_name, self.datasets, self.cells, self.headline, self.labels)
+
+    def model_index_yaml(self) -> str:
+        """The README front matter's `model-index` block (without the `---` fences)."""
+        return hub.dump(self.model_index())
+
+    def eval_results(self) -> list[dict]:
+        contract = MetricContract.model_validate(self.contract) if self.contract else None
+        return hub.eval_results(self.datasets, self.cells, self.headline, self.labels, self.source, self.date,
+                                self.confidence, self.resamples, self.seed, contract)
+
+    def eval_results_yaml(self) -> str:
+        """Entries for a `.eval_results/<name>.yaml` file of the model repository."""
+        return hub.dump(self.eval_results())
+
+    def to_json(self) -> str:
+        """Everything the card prints, unrounded, with the text tables beside."""
+        body = {"system": self.system, "model_name": self.model_name, "labels": self.labels, "headline": self.headline,
+                "confidence": self.confidence, "protocol": self.protocol, **self.numbers,
+                "cells": [asdict(c) for c in self.cells], "hub_datasets": [asdict(d) for d in self.datasets],
+                "tables": {"results": self.results.to_json(), "per_dataset": self.per_dataset.to_json(),
+                           "comparisons": self.comparisons.to_json(), "ranks": self.ranks.to_json()},
+                "comparisons_caption": self.comparisons_caption, "significant": self.significant,
+                "variants": self.variants, "rank_line": self.rank_line, "contract": self.contract,
+                "model_index": self.model_index(), "eval_results": self.eval_results()}
+        return json.dumps(body, ensure_ascii=False, indent=1)
+
+
+def cells(run: RunFolder, system: str) -> list[hub.Cell]:
+    """The system's headline per dataset × condition (the configured conditions, datasets in the run's order) with
+    a percentile interval from the run's bootstrap settings over that dataset's queries."""
+    s = run.settings
+    mine = run.per_query.filter(pl.col("system") == system).sort("dataset", "query_id")
+    out = []
+    for d in run.datasets:
+        for c in s.conditions:
+            v = mine.filter((pl.col("dataset") == d.name) & (pl.col("condition") == c))["value"].to_numpy()
+            if v.size:
+                iv = stats.interval({d.name: v}, s.resamples, s.seed, s.confidence)
+                out.append(hub.Cell(d.name, c, iv.estimate, iv.low, iv.high, int(v.size)))
+    return out
+
+
+def _cost(row: dict | None) -> ModelCost | None:
+    if not row or row.get("unit") not in ("pairs", "texts"):
+        return None
+    return ModelCost.model_validate({k: v for k, v in row.items() if k in ModelCost.model_fields and v is not None})
+
+
+def variant_lines(run: RunFolder, system: str, labels: str) -> tuple[list[str], list[dict]]:
+    """The judged-variant sentences of the system (as base or as variant), in the card's labels, with the speed
+    and size ratios from costs.csv; and the rows, unrounded."""
+    if run.variants is None:
+        return [], []
+    rows = run.variants.filter((pl.col("base") == system) | (pl.col("variant") == system)).to_dicts()
+    costs = {r["system"]: r for r in run.costs.to_dicts()} if run.costs is not None else {}
+    lines = []
+    for r in rows:
+        j = Judgement(r["base"], r["variant"], r["label"], r["measure"], int(r["queries"]), r["delta"], r["ci_low"],
+                      r["ci_high"], _cost(costs.get(r["base"])), _cost(costs.get(r["variant"])))
+        lines.append(variant_sentence(j, labels, run.settings.confidence))
+    return lines, rows
+
+
+def build_card(results_dir: str | Path, system: str, labels: Labels | None = None, model_name: str | None = None,
+               names: dict[str, str] | None = None, rivals: list[str] | None = None) -> Card:
+    """The card of `system` from a results folder (`terazi run` or `terazi analyze`). `labels`: tr or en (default:
+    the run's own); `model_name`: the name in `model-index` (default: the system's); `names`: how rows are called
+    (system -> display name); `rivals`: the systems the comparison counts and cells list (default: all)."""
+    run = read_folder(results_dir)
+    if system not in run.order:
+        raise DatasetError(run.path / "leaderboard.csv", None,
+                           f"no system {system!r}; systems: {', '.join(run.order)}")
+    unknown = [r for r in rivals or [] if r not in run.order or r == system]
+    if unknown:
+        raise DatasetError(run.path / "leaderboard.csv", None, f"rival(s) {unknown} are not other systems of the run")
+    labels = labels or run.settings.labels
+    if labels not in ("tr", "en"):
+        raise ValueError(f"labels must be tr or en, got {labels!r}")
+    s = run.settings
+    shown = tables.display_names(run, system, labels, names)
+    ranks = rank_intervals(run.per_query, run.ranked, s.resamples, s.seed, s.confidence)
+    counts, caption = tables.comparisons(run, system, shown, labels, rivals)
+    variant_text, variant_rows = variant_lines(run, system, labels)
+    suffix = f" ({model_label(s.encoder)} top-{s.rerank_depth})" if s.encoder and s.rerank_depth else ""
+    ranked = set(run.ranked)
+    datasets = [hub.hub_dataset(d, s.benchmark, suffix) for d in run.datasets if d.name in ranked]
+    keep = [c for c in run.board.columns if c in ("system", "group", "mean_task", "ci_low", "ci_high", "borda_votes",
+                                                   "borda_rank") or c in [d.name for d in run.datasets]
+            or c in run.corrupted or c in [f"{x} retention" for x in run.corrupted]]
+    numbers = {"results": run.board.select(keep).to_dicts(), "params": tables.params(run),
+               "comparisons": pairwise_summary(tables.cells_of(run, system)).to_dicts(),
+               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference").to_dicts(),
+               "variants": variant_rows, "ranks": ranks.to_dicts()}
+    return Card(
+        system=system, model_name=model_name or system, labels=labels, headline=s.headline, confidence=s.confidence,
+        protocol=protocol.sentences(run, labels), results=tables.results(run, system, shown, labels),
+        per_dataset=tables.per_dataset(run, system, shown, labels), comparisons=counts, comparisons_caption=caption,
+        significant=tables.significant(run, system, shown, labels, rivals), variants=variant_text,
+        ranks=tables.rank_table(ranks, system, shown, labels, s.confidence),
+        rank_line=tables.rank_line(ranks, system, shown, labels, s.confidence), cells=cells(run, system),
+        datasets=datasets, source=f"terazi ({s.benchmark})", date=run.started[:10], resamples=s.resamples, seed=s.seed,
+        contract=run.contract.model_dump() if run.contract else None, numbers=numbers)

@@ -1,0 +1,35 @@
+"""The leaderboard on a terminal, as every output shows it (the run's tables.json): `terazi demo`, `run` and
+`analyze` end with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from terazi.cli.common import console
+from terazi.present.table import Table
+from terazi.schemas.layout import RunLayout
+
+
+def print_leaderboard(run_dir: Path) -> None:
+    """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
+    interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
+    tables = json.loads(RunLayout(run_dir).tables_json.read_text(encoding="utf-8"))
+
+    def show(t: Table, title: str, caption: str = "") -> None:
+        t.align = ["left" if i < 2 else "right" for i in range(len(t.columns))]
+        console.print(t.rich(title, caption, no_wrap=(1,), caption_justify="left"))  # system names stay whole
+
+    board = Table.from_json(tables["leaderboard_compact"])
+    show(board, f"terazi leaderboard — {tables['headline']} (clean; corrupted with retention)", "\n".join(board.notes))
+    per_ds = Table.from_json(tables["per_dataset"])
+    show(per_ds, "per dataset, clean", "\n".join(per_ds.notes))
+    robust = Table.from_json(tables["robustness_table"])
+    show(robust, "where the loss comes from", "\n".join(robust.notes + tables["explanations"]))
+    console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
+    for line in tables["featured"]["lines"]:
+        console.print(f"  {line}", highlight=False)
+    if tables.get("variants"):
+        console.print("[bold]judged variants[/]")
+        for line in tables["variants"]["sentences"]:
+            console.print(f"  {line}", highlight=False)

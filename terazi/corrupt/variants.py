@@ -1,0 +1,44 @@
+"""The query variants of one dataset under one condition: every judged query, every sample, as a parquet table
+(condition, sample, query_id, text, original, changed, seed) that the first stage, the rerankers and the metrics read
+(terazi.data.loading.read_variants).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+
+from terazi.corrupt.conditions import changed, condition_params, corrupt, edit_rate, samples_for
+from terazi.data.loading import open_dataset
+from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
+from terazi.schemas.layout import RunLayout
+from terazi.schemas.tables import CLEAN
+
+log = logging.getLogger("terazi.corrupt")
+
+
+def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str) -> VariantSet:
+    """Every variant of every judged query; each part of a composed condition gets its settings from `spec`."""
+    ds = open_dataset(dataset)
+    k = samples_for(condition, spec.samples, spec)
+    rows = []
+    for qid in ds.judged_query_ids:
+        original = ds.queries[qid].text
+        for s in range(k):
+            text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, spec=spec)
+            rows.append((condition, s, qid, text, original, changed(original, text)))
+    df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
+    df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
+    path = RunLayout(out_dir).variants(dataset.name, condition)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.write_parquet(path)
+    n_changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
+    rate = edit_rate(list(zip(df["original"], df["text"])))
+    vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
+                    samples=k, path=str(path), n_queries=len(ds.judged_query_ids), n_changed=int(n_changed),
+                    edit_rate=rate)
+    if condition != CLEAN:
+        log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
+                 vs.n_changed, vs.n_queries, 100 * vs.share_changed, rate)
+    return vs

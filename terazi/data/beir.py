@@ -1,0 +1,148 @@
+"""Reading BEIR-format datasets strictly: every problem names the file, the line and what is wrong."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+from pydantic import BaseModel, ValidationError
+
+from terazi import fingerprint
+from terazi.data.trec import read_qrels
+from terazi.errors import DatasetError, describe, utf8_line_error
+from terazi.schemas.records import Document, Query
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A validated dataset. The corpus is checked (and hashed) in a stream and kept as its ids only: stages that
+    need the texts read them from the corpus table in the cache (`terazi.corpus`); `docs` reads the file on first
+    use."""
+
+    name: str
+    root: Path
+    split: str
+    doc_ids: pl.Series = field(repr=False)
+    queries: dict[str, Query]
+    qrels: dict[str, dict[str, int]]
+    files: tuple[Path, ...] = field(repr=False)
+    corpus_hash: fingerprint.Records = field(repr=False, compare=False)
+
+    @cached_property
+    def docs(self) -> dict[str, Document]:
+        return _read_jsonl(self.files[0], Document, "corpus")
+
+    @property
+    def n_docs(self) -> int:
+        return self.doc_ids.len()
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hash of the content that is evaluated, not of file bytes: the corpus (id, title, text) in order, the
+        judged queries (id, text) and the judgments (query, document, grade), both sorted by id. A BEIR folder and
+        the same dataset from Hugging Face, MTEB or ir_datasets therefore share one fingerprint."""
+        h = self.corpus_hash.copy().section()
+        for q in sorted(self.judged_query_ids):
+            h.add([q, self.queries[q].text])
+        h.section()
+        for q in sorted(self.qrels):
+            for d, g in sorted(self.qrels[q].items()):
+                h.add([q, d, g])
+        return h.hexdigest()
+
+    @cached_property
+    def corpus_fingerprint(self) -> str:
+        # corpus order is kept: it is the row order of the first-stage index, which breaks exact score ties
+        return self.corpus_hash.hexdigest()
+
+    @property
+    def judged_query_ids(self) -> list[str]:
+        """Queries that are evaluated: those with judgments in this split, in file order."""
+        return [q for q in self.queries if q in self.qrels]
+
+
+def _read_jsonl(path: Path, model: type[BaseModel], what: str, keep: bool = True,
+                hasher: fingerprint.Records | None = None) -> dict:
+    """id → record (or, with keep=False, id → line number: the records are checked, not kept). A `hasher` gets
+    every corpus record's (id, title, text) in file order."""
+    if not path.is_file():
+        raise DatasetError(path, None, f"missing {what} file")
+    out: dict = {}
+    first_line: dict[str, int] = {} if keep else out
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise utf8_line_error(path, n, raw, e) from None
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise DatasetError(path, n, f"not valid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise DatasetError(path, n, "expected a JSON object")
+            try:
+                rec = model.model_validate(obj)
+            except ValidationError as e:
+                raise DatasetError(path, n, describe(e)) from None
+            if rec.id in out:
+                raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
+            out[rec.id] = rec if keep else n
+            first_line[rec.id] = n
+            if hasher is not None:
+                hasher.add([rec.id, rec.title, rec.text])
+    if not out:
+        raise DatasetError(path, None, f"no {what} records")
+    return out
+
+
+def _check_ids(path: Path, qrels: pl.DataFrame, doc_ids: pl.Series, queries: dict) -> dict[str, dict[str, int]]:
+    for col, known, what in (("doc_id", doc_ids, "document id"), ("query_id", pl.Series(list(queries), dtype=pl.Utf8),
+                                                                 "query id")):
+        unknown = qrels.filter(~pl.col(col).is_in(known.implode()))
+        if unknown.height:
+            row = unknown.row(0, named=True)
+            where = "the corpus" if col == "doc_id" else "queries"
+            raise DatasetError(path, row["lineno"], f"unknown {what} {row[col]!r} (not in {where})")
+    out: dict[str, dict[str, int]] = {}
+    for q, d, g in qrels.select("query_id", "doc_id", "grade").iter_rows():
+        out.setdefault(q, {})[d] = g
+    return out
+
+
+def load_beir(root: str | Path, split: str = "test", name: str | None = None) -> Dataset:
+    """Load and validate `corpus.jsonl`, `queries.jsonl` and `qrels/<split>.tsv` under `root`."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise DatasetError(root, None, "dataset folder not found")
+    corpus_p, queries_p, qrels_p = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
+    corpus_hash = fingerprint.Records().section()
+    doc_ids = pl.Series("doc_id", list(_read_jsonl(corpus_p, Document, "corpus", keep=False, hasher=corpus_hash)),
+                        dtype=pl.Utf8)
+    queries = _read_jsonl(queries_p, Query, "queries")
+    qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), doc_ids, queries)
+    return Dataset(name or root.name, root, split, doc_ids, queries, qrels, (corpus_p, queries_p, qrels_p), corpus_hash)
+
+
+def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test") -> Path:
+    """Write a BEIR folder (used by the SQuAD converter and by tests)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "qrels").mkdir(exist_ok=True)
+    for fname, rows in (("corpus.jsonl", docs), ("queries.jsonl", queries)):
+        with open(root / fname, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    with open(root / "qrels" / f"{split}.tsv", "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(["query-id", "corpus-id", "score"])
+        w.writerows(qrels)
+    return root

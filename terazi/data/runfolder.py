@@ -1,0 +1,150 @@
+"""A folder of TREC runs with its judgments: what `terazi run` writes beside its results and `terazi analyze` reads.
+
+Layout (every part a safe name):
+
+    qrels/<dataset>.tsv                          TREC (`qid 0 docid grade`) or BEIR (`query-id corpus-id score`) qrels
+    runs/<dataset>/<condition>/<system>.trec      one TREC run per system; `clean` is the reference condition
+    runs/<dataset>/<condition>/sample-<k>/<system>.trec
+                                                  a condition with several samples: one ranking per sample (k = 0, 1, …)
+    changed/<dataset>/<condition>.txt             optional: the query ids the condition changed, one a line (an empty
+                                                  file: none); without it every query of a non-clean condition counts
+    datasets.yaml                                 optional: per dataset `in_ranking`, `reason`, `task_type`
+
+terazi writes the fifth column of its run files as `depth + 1 − rank` (depth: the deepest rank in the file), a
+strictly decreasing integer, so that any TREC reader (trec_eval, ranx, pytrec_eval), which ranks by score, gets
+exactly terazi's ranking, ties included (terazi keeps ties in first-stage order). The models' own scores stay in
+`rankings/<dataset>/<system>.parquet`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from terazi.data.trec import trec_id, write_run
+from terazi.errors import DatasetError
+from terazi.paths import is_slug
+from terazi.schemas.layout import RunLayout
+from terazi.schemas.tables import CLEAN
+
+SAMPLE = re.compile(r"^sample-(\d+)$")
+
+
+def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system: str,
+                   samples: dict[str, int]) -> list[Path]:
+    """A ranking table (condition, sample, query_id, rank, doc_id, score) as TREC files, one per (condition,
+    sample), scored `depth + 1 − rank` so that ranking by score gives back the ranks exactly."""
+    written = []
+    for (cond, smp), part in ranking.group_by(["condition", "sample"], maintain_order=True):
+        depth = int(part["rank"].max())
+        path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
+        written.append(write_run(part.with_columns((depth + 1 - pl.col("rank")).cast(pl.Float64).alias("score")),
+                                 path, system))
+    return written
+
+
+def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:
+    """TREC qrels, which trec_eval, ranx and `terazi score` read as they are; ids written as the run files write
+    them (whitespace inside an id percent-encoded), so that both sides still match."""
+    rows = [(q, "0", d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows, schema=["query_id", "iter", "doc_id", "grade"], orient="row").with_columns(
+        trec_id("query_id"), trec_id("doc_id")).write_csv(path, separator=" ", include_header=False, quote_style="never")
+    return path
+
+
+def write_changed(query_ids: list[str], path: Path) -> Path:
+    """One query id a line, written as the qrels and run files write it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ids = pl.DataFrame({"query_id": query_ids}, schema={"query_id": pl.Utf8}).select(trec_id("query_id"))["query_id"]
+    path.write_text("".join(f"{q}\n" for q in ids), encoding="utf-8")
+    return path
+
+
+@dataclass
+class DatasetRuns:
+    """What the folder holds for one dataset: its qrels file and, per condition, per sample, system → run file."""
+
+    name: str
+    qrels: Path
+    runs: dict[str, dict[int, dict[str, Path]]] = field(default_factory=dict)
+    changed: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def systems(self) -> list[str]:
+        return sorted({s for by_sample in self.runs.values() for files in by_sample.values() for s in files})
+
+
+def _slug(path: Path, what: str) -> str:
+    name = path.stem if path.is_file() else path.name
+    if not is_slug(name):
+        raise DatasetError(path, None, f"{what} name {name!r} is not a safe name (letters, digits, '.', '_', '-')")
+    return name
+
+
+def scan(folder: str | Path) -> list[DatasetRuns]:
+    """Inventory of a runs folder, checked: every dataset has qrels and a clean condition, every condition has the
+    same systems in every sample, samples are numbered 0…n−1. Errors name the file or folder."""
+    folder = Path(folder).resolve()
+    runs_dir = folder / "runs"
+    if not runs_dir.is_dir():
+        raise DatasetError(folder, None, "no runs/ folder (expected runs/<dataset>/<condition>/<system>.trec)")
+    out = []
+    for ds_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        name = _slug(ds_dir, "dataset")
+        qrels = folder / "qrels" / f"{name}.tsv"
+        if not qrels.is_file():
+            raise DatasetError(qrels, None, f"missing qrels file for dataset {name!r} (runs are in {ds_dir})")
+        ds = DatasetRuns(name, qrels)
+        for cond_dir in sorted(p for p in ds_dir.iterdir() if p.is_dir()):
+            cond = _slug(cond_dir, "condition")
+            by_sample: dict[int, dict[str, Path]] = {}
+            direct = sorted(cond_dir.glob("*.trec"))
+            subs = sorted(p for p in cond_dir.iterdir() if p.is_dir())
+            if direct and subs:
+                raise DatasetError(cond_dir, None, "holds both run files and sample folders: use one or the other")
+            if direct:
+                by_sample[0] = {_slug(f, "system"): f for f in direct}
+            for sub in subs:
+                m = SAMPLE.match(sub.name)
+                if not m:
+                    raise DatasetError(sub, None, "expected a sample folder named sample-<k> (k = 0, 1, …)")
+                by_sample[int(m[1])] = {_slug(f, "system"): f for f in sorted(sub.glob("*.trec"))}
+            if not by_sample or not any(by_sample.values()):
+                raise DatasetError(cond_dir, None, "no .trec run files")
+            if sorted(by_sample) != list(range(len(by_sample))):
+                raise DatasetError(cond_dir, None, f"samples must be numbered 0…{len(by_sample) - 1}, "
+                                                   f"got {sorted(by_sample)}")
+            ds.runs[cond] = by_sample
+            changed = folder / "changed" / name / f"{cond}.txt"
+            if changed.is_file():
+                ds.changed[cond] = changed
+        if CLEAN not in ds.runs:
+            raise DatasetError(ds_dir, None, "no clean/ condition: the reference condition is required")
+        systems = set(ds.systems)
+        for cond, by_sample in ds.runs.items():
+            for smp, files in by_sample.items():
+                if set(files) != systems:
+                    where = runs_dir / name / cond / (f"sample-{smp}" if len(by_sample) > 1 else "")
+                    raise DatasetError(where, None, f"missing run files for system(s) {sorted(systems - set(files))}: "
+                                                    "every condition needs every system")
+        out.append(ds)
+    if not out:
+        raise DatasetError(runs_dir, None, "no dataset folders (expected runs/<dataset>/<condition>/<system>.trec)")
+    return out
+
+
+def read_changed(path: Path, known: set[str]) -> set[str]:
+    """Query ids listed in a changed/ file; an id without judgments is an error naming the line."""
+    ids: set[str] = set()
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        q = line.strip()
+        if not q:
+            continue
+        if q not in known:
+            raise DatasetError(path, n, f"query id {q!r} has no judgments in the dataset's qrels")
+        ids.add(q)
+    return ids

@@ -1,0 +1,52 @@
+"""A comparison (terazi.analysis.comparison) in markdown: `terazi compare --format markdown` and the nightly."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from terazi.analysis.comparison import Comparison
+from terazi.present.labels import level
+from terazi.present.table import Table
+
+
+def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
+    """`terazi compare --format markdown`: the overall lines, then the cells that changed (or every cell)."""
+    lines = [f"# {cmp.title}", "", f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
+             f"{level(cmp.confidence)} interval; correction: {cmp.correction}.", ""]
+    lines += _md_table(cmp.overall, "overall (clean, datasets weighted equally)")
+    shown = cmp.cells if everything else cmp.changed()
+    lines += _md_table(shown, "cells" if everything else "cells that changed")
+    same = cmp.unchanged_systems()
+    if same and not everything:
+        lines += [f"Unchanged in every cell: {', '.join(same)}.", ""]
+    lines += [f"Only {side}: {', '.join(names)}." for side, names in (("after", cmp.added), ("before", cmp.removed))
+              if names]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+TEXT_COLUMNS = ("system", "versus", "dataset", "condition", "verdict")
+VERDICT_STYLES = {"better": "green", "worse": "red"}
+
+
+def _cell(column: str, v) -> str:
+    if v is None:
+        return "–"
+    if column in ("before", "after"):
+        return f"{v:.4f}"
+    if column == "p_value":
+        return f"{v:.3g}"
+    if isinstance(v, float):
+        return f"{v:+.4f}" if abs(v) < 1e9 else f"{v:g}"
+    return str(v)
+
+
+def comparison_table(df: pl.DataFrame) -> Table:
+    """Cells (or the overall lines) of a comparison as a table; `versus` only where it names a system."""
+    cols = [c for c in df.columns if not (c == "versus" and df["versus"].is_null().all())]
+    return Table(cols, [[_cell(c, r[c]) for c in cols] for r in df.iter_rows(named=True)])
+
+
+def _md_table(df: pl.DataFrame, caption: str) -> list[str]:
+    if df.height == 0:
+        return [f"No {caption}.", ""]
+    return [f"**{caption}**", "", comparison_table(df).markdown(), ""]

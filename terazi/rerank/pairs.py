@@ -1,0 +1,40 @@
+"""The reranking stage's vocabulary: a (query, document) pair, a scorer of pairs, and the corpus it reads from.
+
+Every scorer (each backend of `terazi.rerank.backends`, BM25 included) follows `PairScorer`; its `identity` changes
+whenever its scores could (model files or revision, backend, precision, device kind, max_length, activation; the
+corpus statistics of BM25), and the score store is keyed on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Pair:
+    query: str
+    doc_id: str
+    doc: str
+
+
+class PairScorer(Protocol):
+    identity: str
+    max_length: int
+    batch_size: int
+
+    def score(self, pairs: list[Pair]) -> np.ndarray: ...
+
+
+class Corpus(Protocol):
+    """Where scorers and the reranking stage read documents (`terazi.data.corpus.CorpusTable`)."""
+
+    def ids(self): ...
+
+    def batches(self) -> Iterator[list[str]]: ...
+
+    def texts(self, doc_ids: Iterable[str]) -> dict[str, str]: ...
+
+    def keys(self, doc_ids=None): ...

@@ -1,0 +1,134 @@
+"""Rankings from scores: a reranked list holds the `rerank_depth` rescored candidates (ties keep first-stage order),
+then the remaining first-stage candidates in their first-stage order, so deeper measures (R@100) still see the whole
+candidate list. Tables have the columns `terazi.schemas.tables.RANKING`; the candidate file is read a batch of whole
+variants at a time, never whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+from terazi.schemas.tables import VARIANT
+
+log = logging.getLogger("terazi.rerank")
+
+
+def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int) -> pl.DataFrame:
+    """The reranked lists of the variants in `candidates` (all their candidates), given the new scores of the
+    candidates ranked ≤ `rerank_depth`, in table order."""
+    head = candidates.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "rank", "doc_id")
+    return _reorder(head.with_columns(pl.Series("score", head_scores, dtype=pl.Float64)), candidates, rerank_depth)
+
+
+def pair_scores(pairs: pl.Series, found: pl.DataFrame) -> np.ndarray:
+    """The score of every pair of `pairs` (pids, candidate order) from the scores found (pid, score)."""
+    ids, values = found["pid"].to_numpy(), found["score"].to_numpy()
+    order = np.argsort(ids, kind="stable")
+    ids, values = ids[order], values[order]
+    want = pairs.to_numpy()
+    at = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
+    missing = int((ids[at] != want).sum()) if len(ids) else len(want)
+    if missing:
+        raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
+    return values[at]
+
+
+_NEW_VARIANT = pl.any_horizontal([pl.col(c) != pl.col(c).shift(1) for c in VARIANT]).fill_null(True)
+
+
+def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int) -> pl.DataFrame:
+    """`_reorder` for whole variants sorted by (condition, sample, query_id, rank), with integer variant ids in
+    place of the string keys (same order, far cheaper to sort)."""
+    frame = part.with_columns(_NEW_VARIANT.cum_sum().alias("vid"))
+    head = frame.filter(pl.col("rank") <= rerank_depth).with_columns(pl.Series("score", head_scores, dtype=pl.Float64))
+    head = head.sort(["vid", "score", "rank"], descending=[False, True, False]).with_columns(
+        pl.int_range(1, pl.len() + 1).over("vid").cast(pl.Int64).alias("rank"))
+    tail = frame.filter(pl.col("rank") > rerank_depth).with_columns(pl.col("rank").cast(pl.Int64))
+    cols = [*VARIANT, "rank", "doc_id", "score"]
+    return pl.concat([head.select("vid", *cols), tail.select("vid", *cols)]).sort("vid", "rank").select(cols)
+
+
+class Unsorted(Exception):
+    pass
+
+
+def _check_sorted(part: pl.DataFrame, last: tuple | None) -> tuple:
+    """Variants contiguous and in (condition, sample, query_id) order, ranks increasing; returns the last variant."""
+    firsts = part.filter(_NEW_VARIANT).select(VARIANT)
+    if last is not None:
+        firsts = pl.concat([pl.DataFrame([last], schema=firsts.schema, orient="row"), firsts])
+    ok = (firsts.equals(firsts.sort(VARIANT)) and not firsts.is_duplicated().any()
+          and part.select((pl.col("rank").diff() > 0) | _NEW_VARIANT).to_series().all())
+    if not ok:
+        raise Unsorted
+    return part.select(VARIANT).row(-1)
+
+
+BATCH_ROWS = 131_072
+
+
+def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_depth: int) -> None:
+    """The rankings of every variant, written a batch of whole variants at a time (the candidates are read in one
+    pass, never whole). `head_scores` are the new scores of the candidates ranked ≤ `rerank_depth`, in file order.
+    Rows come out in (condition, sample, query_id, rank) order, exactly as `_reorder` orders them; a candidate
+    file in another order is ranked in memory instead."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    writer, carry, last, used = None, None, None, 0
+    cols = [*VARIANT, "rank", "doc_id", "score"]
+
+    def emit(part: pl.DataFrame) -> None:
+        nonlocal writer, used, last
+        last = _check_sorted(part, last)
+        n = part.select((pl.col("rank") <= rerank_depth).sum()).item()
+        table = _rerank_sorted(part, head_scores[used: used + n], rerank_depth).to_arrow()
+        used += n
+        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+        writer.write_table(table.cast(writer.schema))
+
+    try:
+        for batch in pq.ParquetFile(candidates).iter_batches(batch_size=BATCH_ROWS, columns=cols):
+            frame = pl.from_arrow(batch) if carry is None else pl.concat([carry, pl.from_arrow(batch)])
+            cut = frame.select(pl.arg_where(_NEW_VARIANT).max()).item()  # where the last variant starts
+            carry = frame.slice(cut)  # it may go on in the next batch
+            if cut:
+                emit(frame.slice(0, cut))
+        if carry is not None and carry.height:
+            emit(carry)
+        if writer is None:
+            pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
+                                 "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
+    except Unsorted:
+        if writer is not None:
+            writer.close()
+            writer = None
+        log.info("%s is not sorted by variant and rank: ranking it in memory", candidates)
+        rank_part(pl.read_parquet(candidates), head_scores, rerank_depth).write_parquet(tmp)
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.replace(path)
+
+
+def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:
+    """New order of the rescored head (ties keep first-stage order), then the untouched tail."""
+    head = top.sort([*VARIANT, "score", "rank"], descending=[False, False, False, True, False]).with_columns(
+        pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank"))
+    tail = candidates.filter(pl.col("rank") > rerank_depth)
+    cols = [*VARIANT, "rank", "doc_id", "score"]
+    return pl.concat([head.select(cols), tail.select(cols).with_columns(pl.col("rank").cast(pl.Int64))]).sort(
+        [*VARIANT, "rank"])
+
+
+def reciprocal_rank_fusion(rankings: list[pl.DataFrame], rerank_depth: int, k: int = 60) -> pl.DataFrame:
+    """RRF over the head of several rankings of the same candidates: Σ 1 / (k + rank)."""
+    base = rankings[0]
+    fused = pl.concat([r.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id", "rank") for r in rankings])
+    fused = fused.group_by([*VARIANT, "doc_id"]).agg((1.0 / (k + pl.col("rank"))).sum().alias("score"))
+    first = base.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id", "rank")
+    top = first.join(fused, on=[*VARIANT, "doc_id"], how="left")
+    return _reorder(top, base, rerank_depth)

@@ -1,0 +1,158 @@
+"""The reranking stage of one row (a reranker on one dataset, every condition at once): the plan, its chunks, the
+ranking; the first stage's own row; and fusions of rows.
+
+Scoring all conditions of a dataset together lets identical (query, document) pairs, e.g. a query that a corruption
+left unchanged, be scored once; the score store makes that hold across runs (and across concurrent runs) too. The
+plan (pairs, their keys, what the store knows, the work list cut into chunks) and the ranking run in the flow; each
+chunk is a task on the model runner, so a cluster of W workers scores W chunks at once. Chunks exchange nothing but
+the plan's file paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import polars as pl
+
+from terazi.data.corpus import CorpusTable
+from terazi.data.loading import dataset_corpus, read_variants
+from terazi.models.refs import ModelError, prepare_environment, resolve
+from terazi.paths import inside
+from terazi.progress import progress
+from terazi.rerank import costs
+from terazi.rerank.backends import make_scorer, shared_scorer
+from terazi.rerank.keys import block_size, document_keys, model_key, pair_ids, run_ids, store_keys, variant_keys
+from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking
+from terazi.rerank.store import ModelKey, Scores
+from terazi.rerank.work import chunk_bounds, score_rows, work_list
+from terazi.schemas import (
+    FIRST_STAGE,
+    CandidateSet,
+    ChunkResult,
+    DatasetManifest,
+    RerankerSpec,
+    RerankPlan,
+    RerankResult,
+    ScaleSpec,
+    VariantSet,
+)
+from terazi.schemas.layout import RunLayout
+
+log = logging.getLogger("terazi.rerank")
+
+
+def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
+    """The first stage alone, as a leaderboard row ("no rerank")."""
+    path = RunLayout(out_dir).ranking(dataset.name, FIRST_STAGE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    try:
+        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
+    except OSError:
+        shutil.copyfile(candidates.path, path)
+    return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
+                        candidates=candidates.fingerprint, path=str(path))
+
+
+def _prepare(spec: RerankerSpec, offline: bool) -> None:
+    if getattr(spec, "model", None):
+        prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
+
+
+def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
+                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False) -> RerankPlan:
+    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks."""
+    started = time.time()
+    _prepare(spec, offline)
+    corpus = dataset_corpus(dataset, cache_dir)
+    scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
+    model = model_key(scorer)
+    cands = pl.scan_parquet(candidates.path)
+    var = variant_keys(read_variants(variant_sets))
+    docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
+                                     .collect()["doc_id"]))
+    pairs = pair_ids(cands, var, docs, rerank_depth)
+    unique = pairs.unique(maintain_order=True)
+    known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
+    todo = work_list(unique, known, var, docs)
+    work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
+    work.mkdir(parents=True)
+    pairs.to_frame().write_parquet(work / "pairs.parquet")
+    known.write_parquet(work / "known.parquet")
+    todo.write_parquet(work / "todo.parquet")
+    block = block_size(scorer)
+    chunks = chunk_bounds(todo.height, scale.chunk_pairs, block)
+    log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
+             dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
+    return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
+                      max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
+                      rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
+                      cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
+                      variants=[v.path for v in variant_sets],
+                      block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
+                      started=started)
+
+
+def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
+    """Score one chunk of the work list (pairs stored meanwhile, e.g. before a retry, are skipped)."""
+    start = time.perf_counter()
+    a, z = plan.chunks[chunk]
+    _prepare(plan.spec, plan.offline)
+    corpus = CorpusTable(Path(plan.corpus))
+    scorer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
+    if scorer.identity != plan.identity:
+        raise ModelError(f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
+                         f"{scorer.identity}); start the run again")
+    rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
+    scores = Scores.for_worker(plan.cache_dir, plan.score_store)
+    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/costs.py)
+    with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
+        scored, _ = score_rows(rows, corpus, scorer, scores, plan.block, lock, on_progress)
+    if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
+        with lock:
+            costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
+    return ChunkResult(system=plan.system, dataset=plan.dataset, chunk=chunk, pairs=rows.height, scored=scored,
+                       seconds=round(time.perf_counter() - start, 3), cost=meter.result())
+
+
+def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
+    """The system's rankings from the plan's pairs and their scores; the plan's work files are removed."""
+    work = Path(plan.work)
+    model = ModelKey(plan.identity, plan.max_length)
+    todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
+    new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
+    found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
+    path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_ranking(path, Path(plan.candidates_path),
+                  pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
+    scored = sum(c.scored for c in chunks)
+    cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
+                        lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
+                                              plan.offline, plan.cache_dir)[0])
+    result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,
+                          path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
+                          pairs_cached=plan.unique - scored, pairs_scored=scored,
+                          seconds=round(time.time() - plan.started, 3), cost=cost)
+    shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
+    log.info("%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs", plan.system,
+             plan.dataset, result.pairs_needed, result.pairs_needed - result.pairs_unique, result.pairs_cached,
+             result.pairs_scored, result.seconds)
+    return result
+
+
+def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
+                 out_dir: str) -> RerankResult:
+    """Reciprocal-rank fusion of other rows' rankings (no model, nothing to cache)."""
+    by_name = {p.system: p for p in parts}
+    fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k)
+    path = RunLayout(out_dir).ranking(dataset.name, spec.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fused.write_parquet(path)
+    return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
+                        candidates=parts[0].candidates, path=str(path))

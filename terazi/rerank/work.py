@@ -1,0 +1,81 @@
+"""The work list of a reranking row and the loop that scores it, chunk by chunk, through the score store.
+
+The work list is the unique pairs not in the store, sorted by length (less padding), numbered by `pos`; a scoring
+block is `batch_size × 8` consecutive positions and a chunk (one task) a whole number of blocks, so every chunking
+scores exactly the same blocks, and so gives the same scores. Concurrent runs on one cache split the work through
+the store's leases: no pair is scored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import nullcontext
+from typing import Callable, ContextManager
+
+import numpy as np
+import polars as pl
+
+from terazi.rerank.keys import model_key
+from terazi.rerank.pairs import Corpus, Pair, PairScorer
+from terazi.rerank.store import Scores
+
+log = logging.getLogger("terazi.rerank")
+POLL_SECONDS = 1.0
+
+
+def work_list(unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
+    """The unique pairs (pids in first-occurrence order) without a score, with their keys and texts, sorted by
+    length (stable: ties keep first-occurrence order), numbered `pos`."""
+    todo = unique.to_frame("pid").join(known.select("pid"), on="pid", how="anti", maintain_order="left")
+    n = docs.height
+    texts = var.unique("qi").sort("qi")
+    todo = todo.with_columns((pl.col("pid") // n).alias("qi"), (pl.col("pid") % n).alias("di"))
+    todo = (todo.join(texts.select("qi", "q", "text"), on="qi", how="left", maintain_order="left")
+            .join(docs.select("di", "d", "doc_id", "chars"), on="di", how="left", maintain_order="left"))
+    todo = todo.with_columns((pl.col("text").str.len_chars() + pl.col("chars")).alias("length"))
+    return todo.sort("length", maintain_order=True).select("pid", "q", "d", "text", "doc_id").with_row_index("pos")
+
+
+def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
+    """[start, stop) of each chunk: `chunk_pairs` rounded up to whole blocks."""
+    size = max(1, -(-chunk_pairs // block)) * block
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores, block: int,
+               lock: ContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None,
+               wait: bool = True, poll: float = POLL_SECONDS) -> tuple[int, pl.DataFrame]:
+    """Score the pairs of `rows` (pos, q, d, text, doc_id) that have no score in the store yet.
+
+    Pairs already stored are skipped; the rest are claimed under a lease and scored block by block, each
+    block committed. Pairs another run holds a live lease on are left to it: returned at once (`wait=False`,
+    so the caller can score other chunks first) or waited for, and taken over if that run stops. Returns
+    (pairs this call scored, pairs still left to another run)."""
+    model = model_key(scorer)
+    need = rows.join(scores.get_many(model, rows.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
+    scored, total, waited = 0, need.height, False
+    while need.height:
+        with lock, scores.lease() as lease:
+            mine = lease.claim(model, need.select("q", "d"))
+            mine = need.join(mine, on=["q", "d"], how="semi", maintain_order="left")
+            docs = corpus.texts(mine["doc_id"].unique(maintain_order=True).to_list()) if mine.height else {}
+            blocks = mine["pos"].to_numpy() // block
+            cuts = [0, *(np.flatnonzero(np.diff(blocks)) + 1).tolist(), mine.height] if mine.height else [0]
+            for a, z in zip(cuts[:-1], cuts[1:]):
+                part = mine.slice(a, z - a)
+                values = scorer.score([Pair(t, d, docs[d]) for t, d in zip(part["text"].to_list(), part["doc_id"].to_list())])
+                scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)))
+                lease.renew()
+                scored += part.height
+                if on_progress:
+                    on_progress(scored, total)
+        need = need.join(mine, on=["q", "d"], how="anti", maintain_order="left")
+        if not need.height or not wait:
+            break
+        if not waited:
+            log.info("%d pairs are being scored by another run on this cache: waiting for them", need.height)
+            waited = True
+        time.sleep(poll)
+        need = need.join(scores.get_many(model, need.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
+    return scored, need

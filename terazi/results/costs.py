@@ -1,0 +1,36 @@
+"""What each row of a run cost: the first stage's encoding and every reranker's scoring, over the datasets
+(costs.csv, the cost columns and the Cost section)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from terazi.models import costs
+from terazi.schemas import FIRST_STAGE, CandidateSet, RerankResult
+
+
+def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) -> dict:
+    """Per system, its cost over the datasets (costs.combine); the first stage's from the frozen
+    candidates (cached when they were reused)."""
+    first = [c.cost.model_copy(update={"cached": True}) if c.reused and c.cost else c.cost for c in candidates]
+    by: dict[str, list] = {FIRST_STAGE: first}
+    for r in reranks:
+        if r.system != FIRST_STAGE:
+            by.setdefault(r.system, []).append(r.cost)
+    return {s: costs.combine(cs) for s, cs in by.items()}
+
+
+def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.DataFrame:
+    """costs.csv: one row per system, full precision."""
+    rows = []
+    for s in order:
+        c = costs.get(s)
+        rows.append({"system": s, "kind": kinds.get(s), "params": c and c.params, "size_bytes": c and c.size_bytes,
+                     "device": c and c.device, "precision": c and c.precision, "batch_size": c and c.batch_size,
+                     "unit": c and c.unit, "items": c and c.items, "seconds": c and c.seconds,
+                     "per_second": c and c.per_second, "latency_p50_ms": c and c.latency_p50_ms,
+                     "latency_p95_ms": c and c.latency_p95_ms, "cached": c and c.cached})
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, "params": pl.Int64, "size_bytes": pl.Int64,
+                                      "device": pl.Utf8, "precision": pl.Utf8, "batch_size": pl.Int64, "unit": pl.Utf8,
+                                      "items": pl.Int64, "seconds": pl.Float64, "per_second": pl.Float64,
+                                      "latency_p50_ms": pl.Float64, "latency_p95_ms": pl.Float64, "cached": pl.Boolean})

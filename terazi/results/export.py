@@ -1,0 +1,45 @@
+"""The results folder as a runs folder: every system's rankings as TREC run files, with the judgments,
+the changed queries and the dataset settings, so trec_eval, ranx, `terazi score` and `terazi analyze` read it."""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+import yaml
+
+from terazi.data import runfolder
+from terazi.data.loading import open_dataset, read_variants
+from terazi.schemas import DatasetManifest, RerankResult, VariantSet
+from terazi.schemas.layout import RunLayout
+from terazi.schemas.tables import CLEAN, SETTING_MARK, is_configured
+
+log = logging.getLogger("terazi.export")
+
+
+def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
+                out_dir: str) -> int:
+    """Write runs/, qrels/, changed/ and datasets.yaml into the results folder; returns the number of run files.
+
+    Only the configured conditions are exported: the isolated robustness setting (`<condition>~isolated`, the clean
+    candidates reranked with the corrupted text) is terazi's own analysis, not a run anyone else produces.
+    """
+    n, layout = 0, RunLayout(out_dir)
+    for ds in datasets:
+        vs = [v for v in variant_sets if v.dataset == ds.name and is_configured(v.condition)]
+        samples = {v.condition: v.samples for v in vs}
+        for r in (r for r in rankings if r.dataset == ds.name):
+            ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
+            n += len(runfolder.write_rankings(ranking, out_dir, ds.name, r.system, samples))
+        runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
+        changed = read_variants(vs).filter(pl.col("condition") != CLEAN) \
+            .group_by("condition", "query_id", maintain_order=True).agg(pl.col("changed").any())
+        for v in vs:
+            if v.condition != CLEAN:
+                ids = changed.filter((pl.col("condition") == v.condition) & pl.col("changed"))["query_id"].to_list()
+                runfolder.write_changed(sorted(ids), layout.changed(ds.name, v.condition))
+    settings = {d.name: {"in_ranking": d.in_ranking, "task_type": d.task_type,
+                         **({"reason": d.reason} if d.reason else {})} for d in datasets}
+    layout.datasets_yaml.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
+    log.info("wrote %d TREC run files under %s", n, layout.runs)
+    return n

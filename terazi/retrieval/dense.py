@@ -1,0 +1,158 @@
+"""First-stage dense retrieval: embeddings in shards on disk, exact search shard by shard, or an index.
+
+A shard is a contiguous block of rows (documents or distinct query texts), encoded by one task and saved
+as one `.npy` file (written, then renamed: a killed worker leaves no half shard). Search memory-maps the
+shards one at a time and keeps a running top-k, so the searching process holds one shard, not the corpus.
+Exact search is FAISS's own (`faiss.knn`, the code `IndexFlatIP.search` runs); with one shard the results
+are FAISS's, with several the per-shard lists are merged (ties between shards in corpus order).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import faiss
+import numpy as np
+
+from terazi.models.text import clip
+
+log = logging.getLogger("terazi.retrieval")
+AUTO_EXACT_LIMIT = 2_000_000  # exact search costs ~5 ms per query at 1M passages: approximate only above this
+ENCODE_BLOCK = 2048
+RECALL_SAMPLE = 1000
+
+
+def encode(model, texts: list[str], batch_size: int, prefix: str = "",
+           on_progress: Callable[[int, int], None] | None = None, max_length: int | None = None) -> np.ndarray:
+    """Unit-normalised float32 embeddings, so inner product is cosine similarity; encoded in blocks so
+    that long encodings report progress (and can be stopped) between blocks. Texts are cut to the
+    character budget of `max_length` tokens first (`terazi.rerankers.clip`)."""
+    if not texts:
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    parts = []
+    for i in range(0, len(texts), ENCODE_BLOCK):
+        block = [clip(prefix + t, max_length) for t in texts[i: i + ENCODE_BLOCK]]
+        parts.append(model.encode(block, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                  show_progress_bar=False))
+        if on_progress:
+            on_progress(min(i + ENCODE_BLOCK, len(texts)), len(texts))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def shard_bounds(n: int, size: int) -> list[tuple[int, int]]:
+    return [(a, min(a + size, n)) for a in range(0, n, size)]
+
+
+def shard_path(folder: Path, start: int, stop: int) -> Path:
+    return folder / f"rows-{start:010d}-{stop:010d}.npy"
+
+
+def save_atomic(path: Path, array: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp.npy")
+    try:
+        np.save(tmp, array)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_shard(path: Path, rows: int) -> np.ndarray | None:
+    """A shard memory-mapped, or None when it is missing, unreadable or of the wrong size."""
+    try:
+        emb = np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        if path.exists():
+            log.warning("embedding shard %s is unreadable: encoding it again", path)
+        return None
+    if emb.ndim != 2 or emb.shape[0] != rows or emb.dtype != np.float32:
+        log.warning("embedding shard %s has shape %s for %d rows: encoding it again", path, emb.shape, rows)
+        return None
+    return emb
+
+
+def shards(folder: Path, bounds: list[tuple[int, int]]) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, memory-mapped embeddings) of each shard, one at a time."""
+    for a, z in bounds:
+        emb = load_shard(shard_path(folder, a, z), z - a)
+        if emb is None:
+            raise FileNotFoundError(f"embedding shard {shard_path(folder, a, z)} is missing or damaged")
+        yield a, emb
+        del emb
+
+
+def stack(folder: Path, bounds: list[tuple[int, int]]) -> np.ndarray:
+    """All shards of a (small) set in memory, e.g. the query embeddings."""
+    parts = [np.asarray(e) for _, e in shards(folder, bounds)]
+    return np.ascontiguousarray(np.concatenate(parts)) if parts else np.zeros((0, 0), np.float32)
+
+
+def exact_search(corpus: Iterable[tuple[int, np.ndarray]], queries: np.ndarray,
+                 depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and corpus rows of the `depth` best documents per query, best first, shard by shard."""
+    best_s = best_i = None
+    total = 0
+    for offset, emb in corpus:
+        total += emb.shape[0]
+        s, i = faiss.knn(queries, emb, min(depth, emb.shape[0]), metric=faiss.METRIC_INNER_PRODUCT)
+        i = i + offset
+        if best_s is None:
+            best_s, best_i = s, i
+            continue
+        s, i = np.concatenate([best_s, s], axis=1), np.concatenate([best_i, i], axis=1)
+        order = np.argsort(-s, axis=1, kind="stable")[:, : min(depth, total)]
+        best_s, best_i = np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
+    return best_s, best_i
+
+
+def choose_index(kind: str, n: int) -> str:
+    if kind == "auto":
+        return "flat" if n <= AUTO_EXACT_LIMIT else "hnsw"
+    if kind not in ("flat", "hnsw", "ivf"):
+        raise ValueError(f"unknown index type {kind!r}")
+    return kind
+
+
+def build_index(corpus: Callable[[], Iterable[tuple[int, np.ndarray]]], n: int, dim: int, kind: str,
+                hnsw_m: int = 32, ef_search: int = 256, nlist: int | None = None,
+                nprobe: int = 16) -> tuple[faiss.Index, dict[str, str | int]]:
+    """An approximate index filled shard by shard. IVF trains on an evenly spaced sample of the corpus,
+    with 4·√n lists unless told (FAISS wants ≥ 39 training points per list)."""
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = ef_search
+        params = {"type": "IndexHNSWFlat", "M": hnsw_m, "efSearch": ef_search}
+    elif kind == "ivf":
+        nlist = max(1, min(nlist or int(4 * math.sqrt(n)), n // 39))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        want = min(n, 256 * nlist)
+        rows = np.unique(np.linspace(0, n - 1, want).astype(np.int64))
+        sample = [np.asarray(emb[rows[(rows >= a) & (rows < a + len(emb))] - a]) for a, emb in corpus()]
+        index.train(np.ascontiguousarray(np.concatenate(sample)))
+        index.nprobe = min(nprobe, nlist)
+        params = {"type": "IndexIVFFlat", "nlist": nlist, "nprobe": index.nprobe}
+    else:
+        raise ValueError(f"no approximate index called {kind!r}")
+    for _, emb in corpus():
+        index.add(np.ascontiguousarray(emb))
+    return index, params
+
+
+def search_index(index: faiss.Index, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and row ids (−1 where fewer than `depth` documents exist), best first."""
+    return index.search(queries, min(depth, index.ntotal))
+
+
+def recall_against_exact(approx_rows: np.ndarray, exact_rows: np.ndarray) -> float:
+    """Mean share of each query's exact top-k that the approximate top-k found."""
+    hits = [len(set(a[a >= 0].tolist()) & set(e.tolist())) / max(1, len(e)) for a, e in zip(approx_rows, exact_rows)]
+    return float(np.mean(hits)) if hits else 1.0
+
+
+def sample_rows(n: int, k: int = RECALL_SAMPLE) -> np.ndarray:
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(np.int64)) if n else np.zeros(0, np.int64)

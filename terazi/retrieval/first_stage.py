@@ -1,0 +1,289 @@
+"""The first stage: dense retrieval over all variants of one dataset, frozen under a fingerprint.
+
+The frozen set lives in the cache folder under a lookup key built from everything that decides
+the candidates (dataset, encoder identity, index, depth, the variant texts). A later run with the
+same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
+manifest including the candidate ids, so anyone can check they rank the same lists.
+
+The work is cut into tasks: a plan (reuse, or shards to encode), one task per corpus shard and per
+query shard (on the model runner, so W workers encode W shards at once), and the search. The frozen
+set's manifest names its files relative to its own folder, with their SHA-256: a copied or moved cache
+works from its new place, and a missing or damaged file is rebuilt (TREC files, from the parquet) or
+the set is computed again, never used as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import faiss
+import numpy as np
+import polars as pl
+
+from terazi import fingerprint
+from terazi.data.corpus import CorpusTable
+from terazi.data.loading import dataset_corpus, open_dataset, read_variants
+from terazi.errors import CacheError, ConfigError
+from terazi.models.costs import TimedEncoder, combine
+from terazi.models.loading import load_bi_encoder
+from terazi.models.refs import ModelRef, prepare_environment, resolve
+from terazi.paths import inside
+from terazi.progress import progress
+from terazi.retrieval.dense import (
+    build_index,
+    choose_index,
+    encode,
+    exact_search,
+    load_shard,
+    recall_against_exact,
+    sample_rows,
+    save_atomic,
+    search_index,
+    shard_bounds,
+    shard_path,
+    shards,
+    stack,
+)
+from terazi.retrieval.frozen import (
+    MANIFEST,
+    candidate_fingerprint,
+    load_frozen,
+    quarantine_folder,
+    recall_by_condition,
+    set_files,
+    write_runs,
+)
+from terazi.schemas import (
+    CandidateSet,
+    DatasetManifest,
+    EncoderSpec,
+    ModelCost,
+    RetrievalPlan,
+    ScaleSpec,
+    VariantSet,
+)
+from terazi.schemas.tables import CLEAN, VARIANT
+
+log = logging.getLogger("terazi.retrieve")
+
+
+def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> CandidateSet:
+    """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
+    for path in inside(cache_dir, "candidates").glob(f"*/{MANIFEST}"):
+        if path.parent.name.startswith("."):  # being written
+            continue
+        try:
+            body = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if body.get("fingerprint") == wanted:
+            if body["dataset_fingerprint"] != dataset.fingerprint:
+                raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
+                                 f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
+            cs = load_frozen(path.parent)
+            if cs is None:
+                raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
+                                 "or damaged, and a set named by fingerprint cannot be computed again; run without "
+                                 "`candidates` to retrieve afresh")
+            return cs
+    raise ConfigError(f"no frozen candidates with fingerprint {wanted} under {cache_dir}/candidates")
+
+
+# plan, shards, search -------------------------------------------------------------------------------------
+
+INDEX_PARAMS = {"flat": (), "hnsw": ("hnsw_m", "hnsw_ef_search"), "auto": ("hnsw_m", "hnsw_ef_search"),
+                "ivf": ("ivf_nlist", "ivf_nprobe")}
+
+
+def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
+    """Hash of everything that decides the candidates (an index's parameters only when that index is used)."""
+    enc_params = encoder.model_dump(include={"max_length", "query_prefix", "document_prefix", "index",
+                                             *INDEX_PARAMS[encoder.index]})
+    return fingerprint.of_json({
+        "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
+        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+    })
+
+
+def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
+                   cache_dir: str, offline: bool = False, frozen: str | None = None,
+                   scale: ScaleSpec = ScaleSpec(), external: str | None = None) -> RetrievalPlan:
+    """Reuse frozen candidates (`frozen` set), import them from TREC runs made elsewhere (`external`), or cut the
+    work into corpus and query shards."""
+    started = time.time()
+    if external:  # candidates from another system's first stage (terazi/external.py), frozen like terazi's own
+        from terazi.retrieval.external import import_candidates
+
+        cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
+        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
+                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
+    if frozen:
+        cs = find_frozen(cache_dir, frozen, dataset)
+        have = pl.read_parquet(cs.path, columns=VARIANT).unique()
+        need = read_variants(variant_sets).select(VARIANT)
+        missing = need.join(have, on=VARIANT, how="anti")
+        if missing.height:
+            cond, smp, q = missing.row(0)
+            raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
+                             f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with")
+        log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
+        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
+                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
+    variants = read_variants(variant_sets).sort(VARIANT)
+    ref = resolve(encoder.model, encoder.revision, offline)
+    prepare_environment([ref], offline)
+    lookup_key = _lookup_key(dataset, variants, ref, encoder, depth)
+    folder = inside(cache_dir, "candidates", lookup_key)
+    if (folder / MANIFEST).is_file():
+        cs = load_frozen(folder)
+        if cs is not None:
+            log.info("%s: reusing frozen candidates %s (no encoding)", dataset.name, cs.fingerprint)
+            return RetrievalPlan(dataset=dataset.name, lookup_key=lookup_key, folder=str(folder), frozen=cs,
+                                 encoder=encoder, depth=depth, offline=offline)
+        quarantine_folder(folder)
+    corpus = dataset_corpus(dataset, cache_dir)
+    emb_key = fingerprint.of_json([ref.identity, {"max_length": encoder.max_length, "prefix": encoder.document_prefix},
+                                   dataset.corpus_fingerprint])
+    work = inside(cache_dir, "work", f"queries-{lookup_key}-{uuid.uuid4().hex[:8]}")
+    work.mkdir(parents=True, exist_ok=True)
+    texts = variants["text"].unique(maintain_order=True)
+    texts.to_frame("text").write_parquet(work / "texts.parquet")
+    return RetrievalPlan(
+        dataset=dataset.name, lookup_key=lookup_key, folder=str(folder), encoder=encoder, encoder_identity=ref.identity,
+        depth=depth, offline=offline, corpus=str(corpus.path), corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
+        embeddings=str(inside(cache_dir, "embeddings", emb_key)), queries=str(work),
+        query_shards=shard_bounds(texts.len(), scale.query_shard_size), started=started)
+
+
+_encoders: dict[tuple, tuple] = {}
+_encoders_lock = threading.Lock()
+
+
+def _encoder(ref: ModelRef, device: str, max_length: int | None, trust: bool):
+    """One encoder per process, with the lock it encodes under: shard tasks on a worker load it once, and shard
+    tasks on the flow's threads take turns (one shard in memory at a time, as on a worker)."""
+    key = (ref, device, max_length, trust)
+    with _encoders_lock:
+        if key not in _encoders:
+            if len(_encoders) >= 2:
+                _encoders.pop(next(iter(_encoders)))
+            _encoders[key] = (load_bi_encoder(ref, device, max_length, trust), threading.Lock())
+        return _encoders[key]
+
+
+def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None:
+    """Encode one shard ('corpus' or 'queries') unless its file is there already; returns what the encoding cost
+    (texts encoded and the seconds inside the encoder's calls, model loaded), None when nothing was encoded."""
+    bounds = plan.corpus_shards if part == "corpus" else plan.query_shards
+    a, z = bounds[shard]
+    folder = Path(plan.embeddings if part == "corpus" else plan.queries)
+    path = shard_path(folder, a, z)
+    if load_shard(path, z - a) is not None:
+        return None
+    enc = plan.encoder
+    ref = resolve(enc.model, enc.revision, plan.offline)
+    prepare_environment([ref], plan.offline)
+    model, lock = _encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
+    with lock:
+        if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
+            return None
+        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/costs.py)
+        emb = _encode_part(plan, timed, part, a, z, shard, len(bounds))
+    save_atomic(path, emb)
+    return timed.cost()
+
+
+def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, n_shards: int):
+    enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
+    if part == "corpus":
+        texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
+    else:
+        texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
+    unit = "documents" if part == "corpus" else "queries"
+    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{n_shards}", unit) as on_progress:
+        return encode(model, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
+
+
+def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],
+           corpus_costs: list[ModelCost | None] = (), query_costs: list[ModelCost | None] = ()) -> CandidateSet:
+    """Search every variant's text against the corpus shards; freeze and return the candidates."""
+    if plan.frozen:
+        return plan.frozen
+    variants = read_variants(variant_sets).sort(VARIANT)
+    enc, depth = plan.encoder, plan.depth
+    n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
+    texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
+    q_emb = stack(Path(plan.queries), plan.query_shards)
+    corpus = lambda: shards(Path(plan.embeddings), plan.corpus_shards)  # noqa: E731
+    kind = choose_index(enc.index, n_docs)
+    index_recall, sample = None, 0
+    if kind == "flat":
+        scores, rows = exact_search(corpus(), q_emb, depth)
+        index_params: dict = {"type": "IndexFlatIP"}
+    else:
+        dim = q_emb.shape[1]
+        index, index_params = build_index(corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist,
+                                          enc.ivf_nprobe)
+        scores, rows = search_index(index, q_emb, depth)
+        pick = sample_rows(len(q_emb))
+        _, exact_rows = exact_search(corpus(), q_emb[pick], depth)
+        index_recall, sample = round(recall_against_exact(rows[pick], exact_rows), 6), len(pick)
+        log.info("%s: %s recall@%d against exact search %.4f (%d query texts)", plan.dataset, index_params["type"],
+                 depth, index_recall, sample)
+        del index
+    row_of_text = pl.DataFrame({"text": texts, "i": np.arange(texts.len(), dtype=np.int64)})
+    vi = variants.select("text").join(row_of_text, on="text", how="left", maintain_order="left")["i"].to_numpy()
+    k = rows.shape[1]
+    r, s = rows[vi], scores[vi]
+    keep = (r >= 0).ravel()
+    doc_ids = CorpusTable(Path(plan.corpus)).ids()
+    cand = pl.DataFrame({
+        "condition": np.repeat(variants["condition"].to_numpy(), k)[keep],
+        "sample": np.repeat(variants["sample"].to_numpy(), k)[keep],
+        "query_id": np.repeat(variants["query_id"].to_numpy(), k)[keep],
+        "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(vi))[keep],
+        "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
+        "score": s.ravel()[keep].astype(np.float64),
+    })
+    docs_encoded = sum(c.items for c in corpus_costs if c)
+    return freeze(plan, dataset, cand, index_params, index_recall, sample, texts.len(), docs_encoded,
+                  combine([c for c in [*corpus_costs, *query_costs] if c]))
+
+
+def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, index_params: dict,
+           index_recall: float | None, sample: int, n_texts: int, docs_encoded: int,
+           cost: ModelCost | None = None) -> CandidateSet:
+    """Write the candidate set (parquet, TREC runs, manifest) into a new folder and move it into place at once;
+    when a concurrent run froze the same set first, theirs is kept (it is the same)."""
+    folder, depth = Path(plan.folder), plan.depth
+    tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.mkdir(parents=True)
+    cand.write_parquet(tmp / "candidates.parquet")
+    write_runs(cand, tmp / "runs")
+    recall = recall_by_condition(open_dataset(dataset).qrels, cand, depth)
+    body = {
+        "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
+        "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
+        "faiss_version": faiss.__version__, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
+        "queries_encoded": n_texts, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
+        "cost": cost.model_dump() if cost else None,
+    }
+    fp = candidate_fingerprint(body, cand)
+    stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
+                          index_recall_queries=sample, shards=len(plan.corpus_shards), **body)
+    (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
+    try:
+        os.rename(tmp, folder)
+    except OSError:  # a concurrent run froze it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(plan.queries, ignore_errors=True)
+    log.info("%s: froze candidates %s (recall@%d clean %.3f) in %.1fs", dataset.name, fp, depth,
+             recall.get(CLEAN, 0.0), stored.seconds)
+    return stored.model_copy(update={"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs")})

@@ -1,0 +1,127 @@
+"""Frozen candidate sets in the cache: relocatable, and checked before every use.
+
+A set is a folder `<cache>/candidates/<lookup key>/` holding `candidates.parquet`, one TREC run file
+per condition and sample under `runs/`, and `manifest.json`, written last. The manifest names the
+files relative to its own folder, with the SHA-256 of each: a copied or moved cache works from its
+new place and reads nothing from the old one, and a missing or damaged file is found before use. TREC
+files are rebuilt from the parquet (they are derived from it); a damaged parquet means the set must be
+computed again, never used as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from terazi import fingerprint
+from terazi.data.trec import write_run
+from terazi.errors import CacheError
+from terazi.metrics.engine import evaluate
+from terazi.paths import inside
+from terazi.schemas import CandidateSet
+
+log = logging.getLogger("terazi.frozen")
+MANIFEST = "manifest.json"
+# manifest fields that describe where and how fast a set was made, not which candidates it holds
+NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
+                      "index_recall_queries", "shards", "cost")
+
+
+def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
+    """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order."""
+    ids = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
+    return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
+
+
+def recall_by_condition(qrels: dict[str, dict[str, int]], cand: pl.DataFrame, depth: int) -> dict[str, float]:
+    """Recall@depth of each condition's candidates (its first sample), as the manifest records it."""
+    recall = {}
+    for (cond,), part in cand.group_by("condition", maintain_order=True):
+        ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
+        recall[cond] = round(ev.aggregate[f"R@{depth}"], 6)
+    return recall
+
+
+def set_files(folder: Path) -> dict[str, str]:
+    """SHA-256 of each file of a set (`candidates.parquet`, `runs/*.trec`), by its path relative to `folder`."""
+    return {str(p.relative_to(folder)): fingerprint.of_file(p)
+            for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))] if p.is_file()}
+
+
+def candidates_file_name(condition: str, sample: int, samples: int) -> str:
+    return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
+
+
+def write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> None:
+    """TREC run files of a candidate table, one per condition and sample (or only the ones named `runs/<file>`)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    samples = dict(cand.group_by("condition").agg(pl.col("sample").n_unique()).iter_rows())
+    for (cond, smp), part in cand.group_by(["condition", "sample"], maintain_order=True):
+        name = candidates_file_name(cond, smp, samples[cond])
+        if only is None or f"runs/{name}" in only:
+            write_run(part, runs / name, "terazi-first-stage")
+
+
+def load_frozen(folder: Path, rebuild: bool = True) -> CandidateSet | None:
+    """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
+    written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again."""
+    try:
+        body = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    body |= {"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs"), "reused": True}
+    files = body.get("files") or set_files(folder)
+    if "candidates.parquet" not in files:
+        return None
+    bad = [name for name, digest in files.items()
+           if not (folder / name).is_file() or fingerprint.of_file(folder / name) != digest]
+    if "candidates.parquet" in bad:
+        log.warning("frozen candidates %s: candidates.parquet is missing or damaged", folder)
+        return None
+    if bad:
+        if not rebuild:
+            raise CacheError(f"frozen candidates {folder}: {', '.join(bad)} missing or damaged")
+        log.warning("frozen candidates %s: %s missing or damaged; writing them again from candidates.parquet",
+                    folder, ", ".join(bad))
+        write_runs(pl.read_parquet(folder / "candidates.parquet"), folder / "runs", only=set(bad))
+        still = [n for n in bad if not (folder / n).is_file() or fingerprint.of_file(folder / n) != files[n]]
+        if still:
+            raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
+                             "hash; run `terazi cache repair`")
+    return CandidateSet.model_validate(body | {"files": files})
+
+
+def quarantine_folder(folder: Path) -> None:
+    """Move a damaged candidate set aside (`<cache>/quarantine/`), so it is computed again."""
+    target = folder.parent.parent / "quarantine" / f"candidates-{folder.name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(folder, target)
+    log.warning("moved the damaged candidate set %s to %s; computing it again", folder, target)
+
+
+def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
+    """The frozen TREC files in the results folder, linked (not copied) when the file system allows, then checked:
+    every file present with its recorded hash, nothing else, never an empty folder."""
+    target = inside(run_dir, "candidates", cs.dataset)
+    target.mkdir(parents=True, exist_ok=True)
+    folder = Path(cs.path).parent
+    runs = {name.removeprefix("runs/"): digest for name, digest in cs.files.items() if name.startswith("runs/")}
+    if not runs:
+        raise CacheError(f"frozen candidates {folder} list no TREC files; run `terazi cache repair`")
+    for stale in set(p.name for p in target.glob("*.trec")) - set(runs):
+        (target / stale).unlink()
+    for name, digest in runs.items():
+        src, dst = folder / "runs" / name, target / name
+        dst.unlink(missing_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
+        if not (dst.is_file() and (os.path.samefile(src, dst) or fingerprint.of_file(dst) == digest)):
+            raise CacheError(f"{dst} does not match the frozen candidates ({src}); run `terazi cache repair`")

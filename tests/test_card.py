@@ -1,0 +1,355 @@
+"""`build_card`: the Kalbur card reproduced from per-query values with its printed means, the Hugging Face metadata
+round-tripped through huggingface_hub, English labels, runs made elsewhere, a clean-only run, judged variants.
+
+The Kalbur folder is made by the real aggregation (tasks.aggregate.build_leaderboard) on a run with frozen
+candidates: tiny BEIR datasets (so the first-stage recall the aggregation reads exists and matches its dataset
+fingerprints), per-query values made up so that every per-dataset mean is what the card prints. That way the card
+is checked against the files `terazi run` writes, not against files shaped for the card.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from terazi.card import build_card
+from terazi.data.beir import write_beir
+from terazi.data.loading import load_dataset
+from terazi.errors import DatasetError
+from terazi.metrics.contracts import metric_contracts as contracts
+from terazi.results import folder as results
+from terazi.results.aggregate import build_leaderboard
+from terazi.schemas import (
+    BenchmarkIdentity,
+    CandidateSet,
+    DatasetSpec,
+    EvalConfig,
+    ModelCost,
+    RerankResult,
+    RunManifest,
+    ScoreSet,
+    VariantSet,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+DATASETS = ["msmarco-tr", "quora-tr", "fiqa-tr", "dmm", "arzuhal"]
+REASON = "bge reranker'ları MS MARCO ile eğitildi"
+CONDITIONS = ["clean", "upper", "ascii_full", "mobile"]
+# The Kalbur card, as printed: system -> (display name, params, per-dataset clean (DATASETS order), Temiz,
+# (BÜYÜK HARF, Türkçe karaktersiz, Mobil), Koruma for the same three)
+CARD = {
+    "qwen3-reranker-4b": ("Qwen3-Reranker-4B", 4_000_000_000, (0.905, 0.955, 0.430, 0.909, 0.844), 0.785,
+                          (0.752, 0.751, 0.731), (0.941, 0.942, 0.909)),
+    "kalbur": ("Kalbur", 568_000_000, (0.926, 0.969, 0.402, 0.906, 0.822), 0.774, (0.741, 0.753, 0.738),
+               (0.943, 0.964, 0.937)),
+    "seroe": ("seroe/bge-reranker-v2-m3-turkish-triplet", 568_000_000, (0.929, 0.965, 0.396, 0.894, 0.818), 0.768,
+              (0.733, 0.741, 0.728), (0.940, 0.954, 0.931)),
+    "bge-reranker-v2-m3": ("BAAI/bge-reranker-v2-m3", 568_000_000, (0.930, 0.965, 0.396, 0.895, 0.811), 0.767,
+                           (0.730, 0.739, 0.725), (0.939, 0.953, 0.930)),
+    "qwen3-reranker-0-6b": ("Qwen3-Reranker-0.6B", 600_000_000, (0.872, 0.929, 0.355, 0.908, 0.778), 0.742,
+                            (0.706, 0.707, 0.686), (0.935, 0.938, 0.904)),
+    "first-stage": (None, 568_000_000, (0.887, 0.958, 0.368, 0.896, 0.721), 0.736, (0.679, 0.690, 0.666),
+                    (0.899, 0.920, 0.879)),
+    "bge-reranker-base": ("BAAI/bge-reranker-base", 278_000_000, (0.766, 0.832, 0.270, 0.880, 0.643), 0.656,
+                          (0.581, 0.587, 0.590), (0.859, 0.872, 0.877)),
+}
+# The card's "Evaluation results" metadata gives Kalbur's per-dataset Mobil figures (ranked datasets)
+KALBUR_MOBILE = {"quora-tr": 0.940, "fiqa-tr": 0.337, "dmm": 0.896, "arzuhal": 0.779}
+CARD_ROWS = """\
+| 1 | Qwen3-Reranker-4B | 4.0B | 0.785 | 0.752 | 0.751 | 0.731 | %94.1 | %94.2 | %90.9 |
+| 2 | Kalbur (bu model) | 568M | 0.774 | 0.741 | 0.753 | 0.738 | %94.3 | %96.4 | %93.7 |
+| 3 | seroe/bge-reranker-v2-m3-turkish-triplet | 568M | 0.768 | 0.733 | 0.741 | 0.728 | %94.0 | %95.4 | %93.1 |
+| 3 | BAAI/bge-reranker-v2-m3 | 568M | 0.767 | 0.730 | 0.739 | 0.725 | %93.9 | %95.3 | %93.0 |
+| 4 | Qwen3-Reranker-0.6B | 600M | 0.742 | 0.706 | 0.707 | 0.686 | %93.5 | %93.8 | %90.4 |
+| 4 | bge-m3 (rerank yok) | 568M | 0.736 | 0.679 | 0.690 | 0.666 | %89.9 | %92.0 | %87.9 |
+| 5 | BAAI/bge-reranker-base | 278M | 0.656 | 0.581 | 0.587 | 0.590 | %85.9 | %87.2 | %87.7 |"""
+CARD_PER_DATASET = """\
+| Model | msmarco-tr * | quora-tr | fiqa-tr | dmm | arzuhal |
+|---|---|---|---|---|---|
+| Qwen3-Reranker-4B | 0.905 | 0.955 | 0.430 | 0.909 | 0.844 |
+| Kalbur (bu model) | 0.926 | 0.969 | 0.402 | 0.906 | 0.822 |
+| seroe/bge-reranker-v2-m3-turkish-triplet | 0.929 | 0.965 | 0.396 | 0.894 | 0.818 |
+| BAAI/bge-reranker-v2-m3 | 0.930 | 0.965 | 0.396 | 0.895 | 0.811 |
+| Qwen3-Reranker-0.6B | 0.872 | 0.929 | 0.355 | 0.908 | 0.778 |
+| bge-m3 (rerank yok) | 0.887 | 0.958 | 0.368 | 0.896 | 0.721 |
+| BAAI/bge-reranker-base | 0.766 | 0.832 | 0.270 | 0.880 | 0.643 |"""
+NAMES = {s: v[0] for s, v in CARD.items() if v[0]}
+
+
+def means_of(system: str, conditions: list[str]) -> dict[tuple[str, str], float]:
+    """Unrounded per-dataset means that print as the card: clean cells shifted by one δ (|δ| < 0.0005, so each still
+    rounds to its printed cell) that brings the ranked mean onto the printed Temiz; corrupted cells as clean × a
+    per-dataset ratio r_d = a + b·clean_d solved so that the mean of r_d is the printed Koruma and the mean of
+    r_d·clean_d the printed condition mean (Kalbur's Mobil: the card's own per-dataset figures)."""
+    _, _, cells, temiz, conds, kept = CARD[system]
+    clean = np.array(cells, dtype=float)
+    clean[1:] += float(np.clip(temiz - clean[1:].mean(), -0.00045, 0.00045))
+    out = {(d, "clean"): float(v) for d, v in zip(DATASETS, clean)}
+    c = clean[1:]
+    for cond, m, k in zip(["upper", "ascii_full", "mobile"], conds, kept):
+        if cond not in conditions:
+            continue
+        if system == "kalbur" and cond == "mobile":
+            ranked = np.array([KALBUR_MOBILE[d] for d in DATASETS[1:]])
+        else:
+            a, b = np.linalg.solve([[1, c.mean()], [c.mean(), (c * c).mean()]], [k, m])
+            ranked = (a + b * c) * c
+        out[(DATASETS[0], cond)] = float(clean[0] * 0.97)  # msmarco-tr: out of the ranking, any value
+        out.update({(d, cond): float(v) for d, v in zip(DATASETS[1:], ranked)})
+    return out
+
+
+def kalbur_run(root: Path, conditions: list[str] = CONDITIONS, systems: list[str] | None = None,
+               labels: str = "tr", n: int = 60) -> Path:
+    """A finished results folder of the card's setup (frozen bge-m3 candidates, top 100, rerank depth 30)."""
+    systems = systems or list(CARD)
+    rng = np.random.default_rng(7)
+    run = root / "run"
+    run.mkdir(parents=True)
+    datasets, variant_sets, candidates, score_sets, reranks = [], [], [], [], []
+    for d in DATASETS:
+        qids = [f"q{i:03d}" for i in range(n)]
+        folder = write_beir(root / "data" / d, [{"_id": f"d{i}", "title": "", "text": f"belge {i}"} for i in range(n)],
+                            [{"_id": q, "text": f"sorgu {q}"} for q in qids], [(q, f"d{i}", 1) for i, q in enumerate(qids)])
+        m = load_dataset(DatasetSpec(path=str(folder), name=d, in_ranking=d != "msmarco-tr",
+                                     reason=REASON if d == "msmarco-tr" else None), str(root / "cache"), announce=False)
+        datasets.append(m)
+        cand = pl.DataFrame([(c, 0, q, r + 1, f"d{(i + r) % n}", float(-r)) for c in conditions for i, q in enumerate(qids)
+                             for r in range(min(30, n))], schema=["condition", "sample", "query_id", "rank", "doc_id", "score"],
+                            orient="row")
+        cpath = root / "cand" / d / "candidates.parquet"
+        cpath.parent.mkdir(parents=True)
+        cand.write_parquet(cpath)
+        candidates.append(CandidateSet(
+            fingerprint=f"{len(candidates):016x}", lookup_key="0" * 16, dataset=d, dataset_fingerprint=m.fingerprint,
+            encoder="/models/bge-m3", encoder_identity="model#bge-m3", index={"type": "IndexFlatIP"}, depth=100,
+            faiss_version="1", path=str(cpath), trec_dir=str(cpath.parent), recall={c: 1.0 for c in conditions},
+            reused=False, queries_encoded=n, docs_encoded=n, seconds=1.0,
+            cost=ModelCost(params=CARD["first-stage"][1], unit="texts", items=10, seconds=1.0)))
+        for cond in conditions:
+            vpath = root / "variants" / d / f"{cond}.parquet"
+            vpath.parent.mkdir(parents=True, exist_ok=True)
+            pl.DataFrame({"condition": cond, "sample": 0, "query_id": qids, "text": [f"SORGU {q}" for q in qids],
+                          "original": [f"sorgu {q}" for q in qids], "changed": cond != "clean"}).write_parquet(vpath)
+            variant_sets.append(VariantSet(dataset=d, condition=cond, params={}, seed=13, samples=1, path=str(vpath),
+                                           n_queries=n, n_changed=0 if cond == "clean" else n))
+        shared = rng.uniform(-1, 1, n)
+        for s in systems:
+            rows = []
+            for cond in conditions:
+                mean = means_of(s, conditions)[(d, cond)]
+                room = 0.4 * min(mean, 1 - mean, 0.05)
+                noise = room * (shared - shared.mean()) + room * (lambda e: e - e.mean())(rng.uniform(-1, 1, n))
+                rows.append(pl.DataFrame({"dataset": d, "system": s, "condition": cond, "query_id": qids,
+                                          "measure": "nDCG@10", "value": mean + noise, "changed": cond != "clean"}))
+            path = root / "per_query" / d / f"{s}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pl.concat(rows).write_parquet(path)
+            score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(["nDCG@10"])))
+            if s != "first-stage":
+                reranks.append(RerankResult(system=s, dataset=d, identity=f"model#{s}", candidates=candidates[-1].fingerprint,
+                                            path=str(path), cost=ModelCost(params=CARD[s][1], unit="pairs", items=10,
+                                                                           seconds=1.0)))
+    config = EvalConfig.model_validate({
+        "benchmark": "pusula", "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking,
+                                             "reason": x.reason} for x in datasets],
+        "encoder": {"model": "/models/bge-m3"}, "depth": 100, "rerank_depth": 30,
+        "rerankers": [{"name": s, "kind": "bm25"} for s in systems if s != "first-stage"], "conditions": conditions,
+        "bootstrap_resamples": 300, "featured": "kalbur", "labels": labels, "metrics": ["nDCG@10"],
+        "out_dir": str(root), "run_name": "run"})
+    identity = BenchmarkIdentity(name="pusula", fingerprint="becd8faab2ad20e7", parts={})
+    (run / results.MARKER).write_text("{}")
+    board = build_leaderboard(datasets, variant_sets, candidates, score_sets, config, str(run), identity, reranks)
+    manifest = RunManifest(terazi_version="test", run_dir=str(run), kind="python", benchmark=identity,
+                           started="2026-05-04T10:00:00+00:00", seconds=1.0, config=json.loads(config.model_dump_json()),
+                           datasets=datasets, variants=variant_sets, candidates=candidates, reranks=reranks,
+                           scores=score_sets, leaderboard=board)
+    results.finish(run, manifest.model_dump_json())
+    return run
+
+
+def md_rows(text: str, header_start: str) -> list[str]:
+    lines = text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(header_start))
+    out = []
+    for line in lines[i:]:
+        if not line.startswith("|"):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.fixture(scope="module")
+def kalbur(tmp_path_factory) -> Path:
+    return kalbur_run(tmp_path_factory.mktemp("kalbur"))
+
+
+def test_the_kalbur_card_from_its_own_figures(kalbur):
+    card = build_card(kalbur, "kalbur", names=NAMES, model_name="kalbur-reranker")
+    md = card.markdown()
+    table = md_rows(md, "| Grup")
+    assert table[0] == ("| Grup | Model | Param | Temiz | BÜYÜK HARF | Türkçe karaktersiz | Mobil | Koruma: BÜYÜK HARF | "
+                        "Koruma: Türkçe karaktersiz | Koruma: Mobil |")  # the card's header, word for word
+    groups = pl.read_csv(kalbur / "leaderboard.csv")["group"].to_list()
+    got = [row.split(" | ", 1)[1] for row in table[2:]]  # every column but Grup: the run's groups, not the card's
+    assert got == [row.split(" | ", 1)[1] for row in CARD_ROWS.splitlines()]
+    assert [int(row.strip("| ").split(" | ")[0]) for row in table[2:]] == groups
+    assert "%93.7" in table[3]  # Kalbur's Koruma under Mobil, as the card prints it
+    assert "\n".join(md_rows(md, "| Model | msmarco-tr *")) == CARD_PER_DATASET
+
+    # Koruma by hand from the per-query values: the mean over the ranked datasets of mean(Mobil) / mean(Temiz)
+    pq = pl.read_parquet(kalbur / "per_query.parquet").filter(pl.col("system") == "kalbur")
+    means = {(r["dataset"], r["condition"]): r["value"] for r in
+             pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)}
+    by_hand = np.mean([means[(d, "mobile")] / means[(d, "clean")] for d in DATASETS[1:]])
+    assert f"{100 * by_hand:.1f}" == "93.7"
+    assert {d: round(means[(d, "mobile")], 3) for d in DATASETS[1:]} == KALBUR_MOBILE
+
+    assert card.comparisons_caption == "20 hücre = 5 veri seti × 4 koşul"
+    counts = md_rows(md, "| Karşılaştırma")
+    assert counts[0] == "| Karşılaştırma | Anlamlı üstün | Fark yok | Anlamlı geride |"
+    assert counts[2].startswith("| Kalbur vs Qwen3-Reranker-4B |") and len(counts) == 2 + 6
+    assert all(sum(map(int, row.strip("| ").split(" | ")[1:])) == 20 for row in counts[2:])
+    cmp = pl.read_csv(kalbur / "comparisons.csv")
+    seroe = cmp.filter((pl.col("system") == "kalbur") & (pl.col("versus") == "seroe"))
+    better = seroe.filter(pl.col("verdict") == "better")
+    line = next(x for x in card.significant if x.startswith("seroe/bge-reranker-v2-m3-turkish-triplet ile"))
+    assert line.count("(+") == better.height and "anlamlı üstün: " in line
+    first = better.row(0, named=True)  # the run's first significant cell, dataset by dataset
+    assert f"{first['dataset']}/" in line.split(": ", 1)[1].split(" (")[0] and f"({first['delta']:+.3f})" in line
+
+    text = " ".join(card.protocol)
+    assert "pusula: 5 veri seti (msmarco-tr, quora-tr, fiqa-tr, dmm, arzuhal), test bölümü." in text
+    assert ("İlk aşama bge-m3 her sorgu için ilk 100 adayı bir kez üretti ve aday listeleri donduruldu (parmak izi "
+            "becd8faab2ad20e7); her reranker ilk 30 adayı yeniden sıraladı.") in text
+    assert ("nDCG@10; ortalama quora-tr, fiqa-tr, dmm, arzuhal üzerinden (msmarco-tr sıralama dışı: bge reranker'ları "
+            "MS MARCO ile eğitildi).") in text
+    assert "Grup: komşu modelle fark %95 GA'da anlamsızsa aynı grup" in text and "Koruma: bozulmanın" in text
+    assert "Sıra aralıkları" in md and card.rank_line.startswith("Kalbur: Mean (Task) sırası 2")
+    assert not card.variants and "Sürümler" not in md
+
+
+def test_model_index_round_trips_through_huggingface_hub(kalbur):
+    from huggingface_hub import ModelCard, ModelCardData
+
+    card = build_card(kalbur, "kalbur", model_name="kalbur-reranker")
+    data = ModelCardData(**yaml.safe_load(card.model_index_yaml()))
+    results_ = data.eval_results
+    assert data.model_name == "kalbur-reranker" and len(results_) == 4 * 4  # ranked datasets × conditions
+    pq = pl.read_parquet(kalbur / "per_query.parquet").filter(pl.col("system") == "kalbur")
+    want = {(r["dataset"], r["condition"]): r["value"] for r in
+            pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)}
+    labels = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türkçe karaktersiz", "mobile": "Mobil"}
+    fp = {d["name"]: d["fingerprint"] for d in json.loads((kalbur / "manifest.json").read_text())["datasets"]}
+    seen = set()
+    for r in results_:
+        d = r.dataset_type
+        cond = next(c for c, label in labels.items() if r.metric_name == f"nDCG@10 ({label})")
+        assert r.metric_value == round(want[(d, cond)], 3) and isinstance(r.metric_value, float)
+        assert (r.task_type, r.task_name, r.metric_type) == ("text-ranking", "Reranking", "ndcg_at_10")
+        assert r.dataset_name == f"pusula {d} (bge-m3 top-30)" and r.dataset_split == "test"
+        assert r.dataset_revision == fp[d] and r.source_name is None
+        seen.add((d, cond))
+    assert seen == {(d, c) for d in DATASETS[1:] for c in CONDITIONS}  # msmarco-tr (out of the ranking) left out
+    # the card's own "Evaluation results" lines for Kalbur (dmm Temiz: the card's table prints 0.906, its metadata 0.905)
+    got = {(r.dataset_type, r.metric_name): r.metric_value for r in results_}
+    assert got[("quora-tr", "nDCG@10 (Mobil)")] == 0.940 and got[("fiqa-tr", "nDCG@10 (Temiz)")] == 0.402
+    assert got[("arzuhal", "nDCG@10 (Mobil)")] == 0.779 and got[("dmm", "nDCG@10 (Temiz)")] == 0.906
+
+    # as the front matter of a README, with the card's markdown below it
+    readme = ModelCard(f"---\n{card.model_index_yaml()}---\n\n{card.markdown()}")
+    assert [(r.dataset_type, r.metric_name, r.metric_value) for r in readme.data.eval_results] == \
+           [(r.dataset_type, r.metric_name, r.metric_value) for r in results_]
+
+    entries = yaml.safe_load(card.eval_results_yaml())
+    assert len(entries) == 16 and {e["dataset"]["task_id"] for e in entries} == set(CONDITIONS)
+    e = next(x for x in entries if x["dataset"] == {"id": "quora-tr", "task_id": "mobile", "revision": fp["quora-tr"]})
+    assert e["value"] == 0.940 and e["date"] == "2026-05-04" and e["notes"].startswith("nDCG@10 (Mobil); %95 GA [")
+    assert "metrik sözleşmesi: trec: gain linear" in e["notes"] and "60 sorgusundan 300 bootstrap" in e["notes"]
+    body = json.loads(card.to_json())
+    cell = next(c for c in body["cells"] if (c["dataset"], c["condition"]) == ("quora-tr", "mobile"))
+    assert cell["value"] == pytest.approx(want[("quora-tr", "mobile")], abs=1e-12) and cell["low"] < cell["value"] < cell["high"]
+    assert body["ranks"][1]["system"] == "kalbur" and body["results"][1]["mobile retention"] == pytest.approx(
+        np.mean([want[(d, "mobile")] / want[(d, "clean")] for d in DATASETS[1:]]))
+
+
+def test_english_labels(kalbur):
+    card = build_card(kalbur, "kalbur", labels="en", names=NAMES)
+    md = card.markdown()
+    assert md_rows(md, "| Group")[0] == ("| Group | Model | Params | Clean | UPPER CASE | No Turkish characters | Mobile | "
+                                         "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |")
+    assert "| 93.7% |" in md_rows(md, "| Group")[3] and "%93.7" not in md
+    assert card.comparisons_caption == "20 cells = 5 datasets × 4 conditions"
+    assert "(msmarco-tr is out of the ranking: bge reranker'ları MS MARCO ile eğitildi)" in " ".join(card.protocol)
+    assert "| Kalbur (this model) |" in md and "bge-m3 (no reranking)" in md and "Temiz" not in md
+    assert {r.metric_name for r in __import__("huggingface_hub").ModelCardData(
+        **yaml.safe_load(card.model_index_yaml())).eval_results} >= {"nDCG@10 (Clean)", "nDCG@10 (Mobile)"}
+
+
+def test_a_clean_only_run_has_no_retention(tmp_path):
+    run = kalbur_run(tmp_path, conditions=["clean"], systems=["kalbur", "seroe", "first-stage"], n=20)
+    card = build_card(run, "kalbur")
+    md = card.markdown()
+    assert md_rows(md, "| Grup")[0] == "| Grup | Model | Param | Temiz |"
+    assert "Koruma" not in md and "Bozuk sorgu" not in md
+    assert card.comparisons_caption == "5 hücre = 5 veri seti × 1 koşul"
+    assert "parmak izi becd8faab2ad20e7" in md  # it did freeze candidates
+
+
+def restored(golden: str, tmp: Path) -> Path:
+    """A golden results folder as its run wrote it: per_query.parquet from per_query.csv, and the manifest's timing
+    fields (dropped by the golden normalisation) back."""
+    run = tmp / golden
+    shutil.copytree(GOLDEN / golden, run)
+    pl.read_csv(run / "per_query.csv", schema_overrides={"query_id": pl.Utf8}).write_parquet(run / "per_query.parquet")
+    m = json.loads((run / "manifest.json").read_text())
+    m.update(started="2026-01-02T03:04:05+00:00", seconds=0.0)
+    for c in m["candidates"]:
+        c["seconds"] = 0.0
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
+def test_runs_made_elsewhere_claim_no_frozen_candidates(tmp_path):
+    card = build_card(restored("analyzed", tmp_path), "bm25-tr")
+    text = " ".join(card.protocol)
+    assert "fingerprint" not in text and "frozen" not in text and "first stage all" not in text
+    assert "TREC run files made elsewhere" in text and "each condition has its own run files" in text
+    md = card.markdown()
+    assert md_rows(md, "| Group")[0].startswith("| Group | Model | Clean | ")  # no parameters measured: no column
+    assert "| first-stage |" in md  # a run file named first-stage is not called an encoder
+    assert all("(bge" not in d.name and "top-" not in d.name for d in card.datasets)
+    assert build_card(restored("analyzed", tmp_path / "tr"), "bm25-tr", labels="tr").protocol[1].startswith(
+        "Sistemler başka yerde üretilmiş TREC koşu dosyalarıdır")
+
+
+def test_the_judged_variant_sentence_is_the_runs(tmp_path):
+    run = restored("tiny", tmp_path)
+    card = build_card(run, "ce")
+    run_says = json.loads((run / "tables.json").read_text())["variants"]["sentences"][0]
+    assert card.variants == [run_says.replace("hız <speed>; ", "")]  # the golden has no measured speeds
+    assert "Sürümler:" in card.markdown() and card.labels == "tr"
+    assert "Holm" in card.comparisons_caption and "%90 aralık" in card.markdown()
+    assert build_card(run, "bm25").variants == []  # another system's variant is not this card's
+
+
+def test_bad_inputs_are_one_line(tmp_path, kalbur):
+    with pytest.raises(DatasetError, match=r"leaderboard.csv: no system 'nope'; systems: qwen3-reranker-4b, kalbur"):
+        build_card(kalbur, "nope")
+    with pytest.raises(DatasetError, match="no such results folder"):
+        build_card(tmp_path / "missing", "kalbur")
+    half = tmp_path / "half"
+    shutil.copytree(kalbur, half)
+    (half / "comparisons.csv").unlink()
+    with pytest.raises(DatasetError, match=r"comparisons.csv: missing"):
+        build_card(half, "kalbur")
+    (half / "comparisons.csv").write_text("x")
+    (half / results.MARKER).write_text("{}")
+    with pytest.raises(DatasetError, match="not finished"):
+        build_card(half, "kalbur")
