@@ -11,7 +11,7 @@
 (summary.json, id lists, report.md, report.html). See docs/leakage.md.
 """
 
-from terazi.leakage.check import check
+from terazi.leakage.core import check
 from terazi.leakage.report import write
 from terazi.leakage.result import DatasetLeakage, LeakageOptions, LeakageResult
 from terazi.leakage.sources import TrainSource

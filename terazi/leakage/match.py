@@ -92,6 +92,12 @@ class HeldIndex:
         distinct = np.ones(len(self.hash), bool)
         distinct[1:] = self.hash[1:] != self.hash[:-1]
         self.unique = self.hash[distinct]
+        # a bitmap of the hashes' top bits, ~32 bits per distinct hash: most streamed n-grams are not held, and one
+        # look-up in it rules out all but ~3% of them far faster than a binary search over all the held hashes
+        self._bits = int(min(max(np.ceil(np.log2(32 * max(len(self.unique), 1))), 16), 36))
+        self._bitmap = np.zeros(1 << (self._bits - 3), np.uint8)
+        top = self.unique >> np.uint64(64 - self._bits)
+        np.bitwise_or.at(self._bitmap, top >> np.uint64(3), (np.uint8(1) << (top & np.uint64(7)).astype(np.uint8)))
         # one row per (hash, group) with its first item: a streamed n-gram is hit once per group holding it
         pick = _distinct(self.hash, group_of(self.item, group_starts))
         self.pair_hash, self.pair_item = self.hash[pick], self.item[pick]
@@ -102,11 +108,14 @@ class HeldIndex:
         return len(self.hash)
 
     def contains(self, hashes: np.ndarray) -> np.ndarray:
-        if not len(self.unique):
-            return np.zeros(len(hashes), bool)
-        at = np.searchsorted(self.unique, hashes)
-        at[at == len(self.unique)] = 0
-        return self.unique[at] == hashes
+        top = hashes >> np.uint64(64 - self._bits)
+        out = ((self._bitmap[top >> np.uint64(3)] >> (top & np.uint64(7)).astype(np.uint8)) & 1).astype(bool)
+        maybe = np.flatnonzero(out)
+        if len(maybe):
+            at = np.searchsorted(self.unique, hashes[maybe])
+            at[at == len(self.unique)] = 0
+            out[maybe] = self.unique[at] == hashes[maybe]
+        return out
 
 
 class Scan:

@@ -20,21 +20,34 @@ import polars as pl
 
 _APOSTROPHES = "['’‘ʼ`´]"
 _TOKEN = r"[\p{L}\p{M}\p{N}]+"
+_NEEDS_NFC = r"[^\x00-\x{2FF}]"
 _ASCII_FROM, _ASCII_TO = list("çğıöşüâîû"), list("cgiosuaiu")  # lowercase only: rule 3 runs after rule 2
 
 
 def _folded(texts: pl.Expr, fold_ascii: bool) -> pl.Expr:
-    # NFC composes I + combining dot into İ, so only İ needs the Turkish rule; Unicode lowercasing would turn it
-    # into i + combining dot, and I into i
-    e = texts.str.normalize("NFC").str.replace_many(["İ", "I"], ["i", "ı"]).str.to_lowercase()
+    # after NFC, I + combining dot is İ, so only İ needs the Turkish rule (Unicode lowercasing would turn it
+    # into i + combining dot, and I into i); an i + combining dot already there (what Python's str.lower makes of İ)
+    # is an i
+    e = (texts.str.replace_many(["İ", "I"], ["i", "ı"]).str.to_lowercase()
+         .str.replace_all("i\u0307", "i", literal=True))
     if fold_ascii:
         e = e.str.replace_many(_ASCII_FROM, _ASCII_TO)
     return e.str.replace_all(_APOSTROPHES, "")
 
 
+def _nfc(texts: pl.Series) -> pl.Series:
+    """NFC, computed only for the texts that have a character from U+0300 on: below it (Latin, with every Turkish
+    letter) no character is changed by NFC, and most texts need no work."""
+    texts = texts.cast(pl.Utf8).fill_null("")
+    rows = texts.str.contains(_NEEDS_NFC).to_numpy().nonzero()[0]
+    if len(rows):
+        texts = texts.clone().scatter(rows, texts.gather(rows).str.normalize("NFC"))
+    return texts
+
+
 def tokens(texts: pl.Series, fold_ascii: bool = False) -> pl.Series:
     """Each text's tokens (a list[str] column), by the rules above."""
-    frame = pl.DataFrame({"t": texts.cast(pl.Utf8).fill_null("")})
+    frame = pl.DataFrame({"t": _nfc(texts)})
     return frame.select(_folded(pl.col("t"), fold_ascii).str.extract_all(_TOKEN)).to_series()
 
 
