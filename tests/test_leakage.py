@@ -182,7 +182,7 @@ def test_near_repeats_match_a_brute_force_search_over_all_pairs():
     finder = RepeatFinder(pl.Series(bench), 85.0, fold_ascii=False)
     for s in range(0, len(train), 1000):  # in three batches, as training chunks come
         finder.feed(pl.Series(train[s:s + 1000]), np.arange(s, min(s + 1000, len(train)), dtype=np.int64))
-    norm = lambda t: " ".join(tokens(pl.Series([t]))[0].to_list())  # noqa: E731
+    norm = lambda t: " ".join(tokens(pl.Series([t]))[0].to_list())
     nb, nt = [norm(b) for b in bench], [norm(t) for t in train]
     for i, b in enumerate(nb):
         scores = [fuzz.ratio(b, t) if b and t else 0.0 for t in nt]
@@ -238,7 +238,7 @@ def test_both_directions_match_a_plain_python_set_implementation(tmp_path, hold)
     rng = random.Random(11)
     vocab = ["çay", "Elma", "şehir", "ılık", "İzmir", "yol", "gün", "deniz", "kitap", "su", "dağ", "ÇAY", "kuş", "ev",
              "ağaç", "yağmur", "köprü", "taş", "kar", "ay"]
-    sent = lambda k: " ".join(rng.choices(vocab, k=k)) + rng.choice([".", "!", ",", ""])  # noqa: E731
+    sent = lambda k: " ".join(rng.choices(vocab, k=k)) + rng.choice([".", "!", ",", ""])
     datasets = []
     for name in ("a", "b"):
         docs = [(f"{name}d{i}", sent(rng.randint(0, 12))) for i in range(300)]
@@ -338,7 +338,7 @@ def test_bad_sources_are_one_line_each(tmp_path, bench):
     cases["kind"] = (tmp_path / "x.csv", ("x.csv", "unknown kind of file"))
     (tmp_path / "bad.jsonl.gz").write_text("not gzip")
     cases["gzip"] = (tmp_path / "bad.jsonl.gz", ("bad.jsonl.gz", "not a gzip file"))
-    for name, (path, parts) in cases.items():
+    for path, parts in cases.values():
         with pytest.raises(DatasetError) as exc:
             check([bench], [TrainSource(path=str(path))])
         one_line(exc, *parts)

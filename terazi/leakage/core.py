@@ -12,22 +12,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import numpy as np
 import polars as pl
 
 from terazi.data import Dataset
 from terazi.errors import ConfigError
+from terazi.leakage.examples import Examples, TextsOf
 from terazi.leakage.match import HeldIndex, Hits, Scan
 from terazi.leakage.ngrams import text_ngrams
 from terazi.leakage.normalize import joined, tokens
 from terazi.leakage.repeats import RepeatFinder
-from terazi.leakage.result import DatasetLeakage, Example, LeakageOptions, LeakageResult, Repeat, SourceLeakage
+from terazi.leakage.result import DatasetLeakage, LeakageOptions, LeakageResult, Repeat, SourceLeakage
 from terazi.leakage.sides import BenchmarkSide, TrainingSide
-from terazi.leakage.sources import Reader, TrainSource
+from terazi.leakage.sources import Chunk, Reader, TrainSource
 
 log = logging.getLogger("terazi.leakage")
-_WIDTH = 12  # words shown on each side of a shared n-gram
 
 
 def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
@@ -40,7 +41,7 @@ def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
     if not sources:
         raise ConfigError("leakage: no training source to check against")
     names = [d.name for d in datasets]
-    if len(set(n.lower() for n in names)) < len(names):
+    if len({n.lower() for n in names}) < len(names):
         raise ConfigError(f"leakage: two benchmark datasets share a name ({', '.join(names)}): name them apart")
     readers = [Reader(s) for s in sources]  # every source is opened and checked before any work
     bench, train = BenchmarkSide(datasets), TrainingSide(readers)
@@ -49,32 +50,33 @@ def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
     finder = RepeatFinder(queries, options.near_threshold, options.fold_ascii)
     n, fold = options.ngram, options.fold_ascii
 
-    def training() -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    def training() -> Iterator[tuple[np.ndarray, np.ndarray, int, TextsOf]]:
         for chunk, first, source in train.stream(options.batch):
             h, text = text_ngrams(chunk.texts, n, fold)
             if chunk.query.any():
                 finder.feed(chunk.texts.filter(pl.Series(chunk.query)), first + chunk.record[chunk.query])
-            yield h, first + chunk.record[text], source
+            yield h, first + chunk.record[text], source, partial(_record_texts, chunk, first)
 
-    def benchmark() -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    def benchmark() -> Iterator[tuple[np.ndarray, np.ndarray, int, TextsOf]]:
         for texts, first, d in bench.batches(options.batch):
             h, text = text_ngrams(texts, n, fold)
-            yield h, first + text, d
+            yield h, first + text, d, partial(_batch_texts, texts, first)
 
     held_side, streamed_side = (benchmark, training) if hold == "benchmark" else (training, benchmark)
     held = HeldIndex()
-    for h, items, _ in held_side():
+    for h, items, _, _ in held_side():
         held.add(h, items)
     held.freeze(bench.group_starts if hold == "benchmark" else train.group_starts)
     log.info("leakage: %d n-grams of the %s side held; streaming the other", held.size, hold)
     scan = Scan(held)
-    for h, items, group in streamed_side():
-        scan.feed(h, items, group)
+    examples = Examples(bench, train, "training" if hold == "benchmark" else "benchmark", options)
+    for h, items, group, texts_of in streamed_side():
+        examples.offer(scan.feed(h, items, group), texts_of)
     streamed, held_hits = scan.finish()
     bench_hits, train_hits = (held_hits, streamed) if hold == "benchmark" else (streamed, held_hits)
 
     offsets = np.cumsum([0] + [len(q) for q in bench.query_ids])
-    results = [_dataset(d, bench, train, bench_hits, train_hits, finder, int(offsets[d]), options)
+    results = [_dataset(d, bench, train, bench_hits, train_hits, finder, int(offsets[d]), examples, options)
                for d in range(len(datasets))]
     hit_records = np.unique(train_hits.item)
     per_source = np.bincount(np.searchsorted(train.group_starts, hit_records, side="right") - 1,
@@ -89,8 +91,16 @@ def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
         train_hits=train.refs(hit_records))
 
 
+def _record_texts(chunk: Chunk, first: int, items: np.ndarray) -> dict[int, list[str]]:
+    return {int(i): chunk.texts.filter(pl.Series(chunk.record == i - first)).to_list() for i in items}
+
+
+def _batch_texts(texts: pl.Series, first: int, items: np.ndarray) -> dict[int, list[str]]:
+    return {int(i): [texts[int(i) - first]] for i in items}
+
+
 def _dataset(d: int, bench: BenchmarkSide, train: TrainingSide, bench_hits: Hits, train_hits: Hits,
-             finder: RepeatFinder, query_offset: int, options: LeakageOptions) -> DatasetLeakage:
+             finder: RepeatFinder, query_offset: int, examples: Examples, options: LeakageOptions) -> DatasetLeakage:
     ds, qids = bench.datasets[d], bench.query_ids[d]
     start, pstart, end = int(bench.starts[d]), bench.passage_start(d), int(bench.starts[d + 1])
     mine = bench_hits.take(np.flatnonzero((bench_hits.item >= start) & (bench_hits.item < end)))
@@ -121,49 +131,5 @@ def _dataset(d: int, bench: BenchmarkSide, train: TrainingSide, bench_hits: Hits
         name=ds.name, path=str(ds.root), queries=len(qids), passages=ds.n_docs, queries_long_enough=long_enough,
         judged_queries=judged, query_hits=hit_query_ids, passage_hits=passage_hits, relevant_hit_queries=relevant,
         repeats=repeats, contaminated_queries=[q for q in qids if q in flagged],
-        train_hits=train.refs(dataset_train), examples=_examples(d, bench, train, mine, is_query, options))
+        train_hits=train.refs(dataset_train), examples=examples.of(d))
 
-
-def _examples(d: int, bench: BenchmarkSide, train: TrainingSide, mine: Hits, is_query: np.ndarray,
-              options: LeakageOptions) -> list[Example]:
-    """The first hit queries and passages, each beside its training partner, the shared words checked one by one."""
-    k = options.max_examples
-    picks = [("query", mine.take(np.flatnonzero(is_query)[:k])), ("passage", mine.take(np.flatnonzero(~is_query)[:k]))]
-    start, pstart = int(bench.starts[d]), bench.passage_start(d)
-    rows = set((picks[1][1].item - pstart).tolist())
-    passages = bench.passages(d, rows) if rows else {}
-    partners = train.texts(np.concatenate([p.partner for _, p in picks]).tolist())
-    refs = {int(i): r for i, r in zip(np.concatenate([p.partner for _, p in picks]).tolist(),
-                                      train.refs(np.concatenate([p.partner for _, p in picks])))}
-    queries, qids, doc_ids = bench.datasets[d].queries, bench.query_ids[d], bench.datasets[d].doc_ids
-    out = []
-    for kind, hits in picks:
-        for item, h, partner in zip(hits.item.tolist(), hits.hash.tolist(), hits.partner.tolist()):
-            if kind == "query":
-                ident = qids[item - start]
-                text = queries[ident].text
-            else:
-                ident, text = doc_ids[item - pstart], passages[item - pstart]
-            ours = _locate(text, h, options)
-            theirs = next((t for t in map(lambda x: _locate(x, h, options), partners.get(partner, [])) if t), None)
-            if ours is None or theirs is None or ours[2] != theirs[2]:
-                continue  # a 64-bit hash collision: not shown (and vanishingly rare)
-            out.append(Example(kind=kind, id=ident, train=refs[partner], ngram=ours[2],
-                               text=_window(*ours[:2], options.ngram), train_text=_window(*theirs[:2], options.ngram)))
-    return out
-
-
-def _locate(text: str, h: int, options: LeakageOptions) -> tuple[list[str], int, str] | None:
-    """(tokens, position, the n-gram's words) of the n-gram hashing to `h` in `text`, or None."""
-    hashes, _ = text_ngrams(pl.Series([text]), options.ngram, options.fold_ascii)
-    at = np.flatnonzero(hashes == np.uint64(h))
-    if not len(at):
-        return None
-    toks = tokens(pl.Series([text]), options.fold_ascii)[0].to_list()
-    return toks, int(at[0]), " ".join(toks[at[0]:at[0] + options.ngram])
-
-
-def _window(toks: list[str], at: int, n: int) -> str:
-    before, after = toks[max(0, at - _WIDTH):at], toks[at + n:at + n + _WIDTH]
-    return " ".join((["…"] if at > _WIDTH else []) + before + toks[at:at + n] + after
-                    + (["…"] if at + n + _WIDTH < len(toks) else []))

@@ -127,22 +127,25 @@ class Scan:
         self._found = Hits.empty()      # distinct (hash, streamed group) met, with the first streamed item
         self._pending = 0
 
-    def feed(self, hashes: np.ndarray, items: np.ndarray, group: int) -> None:
-        """A batch of n-gram hashes, the streamed item of each, and the group all those items are in."""
+    def feed(self, hashes: np.ndarray, items: np.ndarray, group: int) -> Hits:
+        """A batch of n-gram hashes, the streamed item of each, and the group all those items are in; returns the
+        batch's hits (one row per item and held group)."""
         m = self.held.contains(hashes)
         if not m.any():
-            return
+            return Hits.empty()
         h, it = hashes[m], items[m]
         lo = np.searchsorted(self.held.pair_hash, h, side="left")
         hi = np.searchsorted(self.held.pair_hash, h, side="right")
         at, src = _expand(lo, hi)
-        self._hits = self._hits.concat(Hits(it[src], self.held.pair_group[at], h[src], self.held.pair_item[at]))
+        new = Hits(it[src], self.held.pair_group[at], h[src], self.held.pair_item[at]).first_per_item_group()
+        self._hits = self._hits.concat(new)
         # the n-grams met, one row per (hash, streamed group), with the first streamed item that has it as partner
         _, pick = np.unique(h, return_index=True)
         self._found = self._found.concat(Hits(it[pick], np.full(len(pick), group, np.int64), h[pick], it[pick]))
-        self._pending += len(h)
+        self._pending += len(new.item) + len(pick)
         if self._pending > 4_000_000:  # keep what is carried between batches small
             self._fold()
+        return new
 
     def _fold(self) -> None:
         self._hits = self._hits.first_per_item_group()

@@ -239,7 +239,7 @@ class _Parquet(_File):
 
         try:
             return pq.ParquetFile(self.path)
-        except Exception as e:  # pyarrow raises ArrowInvalid / OSError for what is not parquet
+        except (OSError, ValueError) as e:  # pyarrow: ArrowInvalid (a ValueError) or an OSError
             raise DatasetError(self.path, None, f"not a readable parquet file ({str(e).splitlines()[0][:160]})") from None
 
     def check(self) -> None:
