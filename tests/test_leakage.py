@@ -23,6 +23,7 @@ from terazi.leakage import LeakageOptions, TrainSource, check, write
 from terazi.leakage.normalize import tokens
 from terazi.leakage.repeats import RepeatFinder
 from terazi.turkish import to_ascii, tr_lower, tr_upper
+from tests.conftest import XQUAD_TR
 
 PLANTED = "kuzey rüzgârı sabah erkenden şehrin dar sokaklarında ıslık çalarak dolaştı"  # 10 words
 FILLER = "bugün hava oldukça güzeldi ve çocuklar parkta top oynadılar akşama kadar"
@@ -405,3 +406,48 @@ def test_held_membership_matches_numpy_isin():
     empty = HeldIndex()
     empty.freeze(np.array([0], np.int64))
     assert not empty.contains(probe).any()
+
+
+@pytest.mark.xquad
+def test_planted_copies_of_xquad_passages_and_queries_are_all_found(tmp_path):
+    """Real Turkish text (XQuAD tr): 12-word windows of every 4th passage, typed four ways, and every 10th query
+    upper-cased and re-punctuated, planted among the English XQuAD contexts. All are found, and the hits equal what
+    Python sets say (the English contexts do share some: Latin titles such as "dux et magister italiae …")."""
+    from terazi.squad import squad_to_beir
+
+    if not XQUAD_TR.is_file():
+        pytest.skip("../shared/data/xquad not present")
+    squad_to_beir(XQUAD_TR, tmp_path / "xq")
+    ds = load_beir(tmp_path / "xq")
+    english = json.loads((XQUAD_TR.parent / "xquad.en.json").read_text(encoding="utf-8"))
+    rows = [{"text": p["context"], "query": None} for a in english["data"] for p in a["paragraphs"]]
+    planted_docs, planted_queries = [], []
+    typings = [tr_upper, lambda s: unicodedata.normalize("NFD", s), to_ascii, lambda s: s.replace("'", "’")]
+    for k, (doc_id, doc) in enumerate(ds.docs.items()):
+        if k % 4 == 0:
+            words = doc.text.split()
+            at = len(words) // 3
+            rows.append({"text": "Kaynak metin: " + typings[k // 4 % 4](" ".join(words[at:at + 12])), "query": None})
+            planted_docs.append(doc_id)
+    for k, (qid, q) in enumerate(ds.queries.items()):
+        if k % 10 == 0:
+            rows.append({"text": "", "query": tr_upper(q.text).replace("?", " ? ")})
+            planted_queries.append(qid)
+    src = jsonl(tmp_path / "train.jsonl", rows)
+    r = check([ds], [TrainSource(path=str(src), fields=("text", "query"))], LeakageOptions(fold_ascii=True))
+    d = r.datasets[0]
+    assert set(planted_docs) <= set(d.passage_hits)
+    # exact repeats: the planted ones, and the benchmark queries that read the same as one of them (XQuAD asks some
+    # questions twice)
+    said = {" ".join(reference_tokens(r["query"], True)) for r in rows if r["query"]}
+    assert set(planted_queries) <= {x.query_id for x in d.repeats if x.kind == "exact"}
+    assert [x.query_id for x in d.repeats if x.kind == "exact"] == \
+        [q for q, x in ds.queries.items() if " ".join(reference_tokens(x.text, True)) in said]
+    train_grams = set().union(*(python_ngrams(row[f] or "", 8, fold=True) for row in rows for f in ("text", "query")))
+    assert d.passage_hits == [i for i, doc in ds.docs.items() if python_ngrams(doc.full_text, 8, True) & train_grams]
+    assert d.query_hits == [q for q, x in ds.queries.items() if python_ngrams(x.text, 8, True) & train_grams]
+    bench_grams = set().union(*(python_ngrams(t, 8, True) for t in
+                                [doc.full_text for doc in ds.docs.values()] + [x.text for x in ds.queries.values()]))
+    assert r.train_hits == [f"{src}:{k + 1}" for k, row in enumerate(rows)
+                            if (python_ngrams(row["text"], 8, True) | python_ngrams(row["query"] or "", 8, True)) & bench_grams]
+    assert d.examples and all(e.ngram in e.text and e.ngram in e.train_text for e in d.examples)
