@@ -30,6 +30,7 @@ QUERY_NAMES = frozenset({"query", "question", "queries", "questions", "anchor"})
 _KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "txt",
           ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl", ".txt.gz": "txt"}
 _SAVED = ("dataset_dict.json", "state.json")  # what `save_to_disk` leaves in a folder
+_LOCAL = ("/", ".", "~")  # an hf: name starting so is a folder on this machine
 
 
 class TrainSource(BaseModel):
@@ -66,7 +67,10 @@ class TrainSource(BaseModel):
 
     @property
     def label(self) -> str:
-        return self.name or self.path.removeprefix("hf:").rstrip("/").split("/")[-1] or self.path
+        base = self.path.removeprefix("hf:").rstrip("/").split("/")[-1]
+        if self.path.startswith("hf:") and not self.path[3:].startswith(_LOCAL):
+            base = base.split("@")[0].split("#")[0]
+        return self.name or base or self.path
 
 
 @dataclass(frozen=True)
@@ -297,7 +301,7 @@ def _hub_table(source: TrainSource):
         raise DatasetError(source.path, None, "expected hf:ORG/NAME[@REVISION][#CONFIG] or hf:/path/to/folder")
     datasets = _datasets_module(source.path)
     try:
-        tables = datasets.load_dataset(name, config or None, revision=revision or None)
+        tables = datasets.load_dataset(name, config or None, revision=revision or None, split=source.split)
     except (ConnectionError, OSError, FileNotFoundError, ValueError) as e:
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         raise DatasetError(source.path, None, f"cannot load it ({reason}); offline, a dataset must be in the local "
@@ -353,7 +357,7 @@ class Reader:
 
     def _files(self) -> list[_File]:
         src = self.source
-        if src.path.startswith("hf:") and not src.path[3:].startswith(("/", ".", "~")):
+        if src.path.startswith("hf:") and not src.path[3:].startswith(_LOCAL):
             table, split = _hub_table(src)
             return [_Table(table, f"{src.label}/{split}" if split else src.label, src.plan)]
         path = Path(src.path.removeprefix("hf:")).expanduser()
