@@ -102,7 +102,7 @@ def _settings(result: LeakageResult) -> str:
     near = f"near repeats at rapidfuzz ratio ≥ {o.near_threshold:g}" if o.near_threshold is not None else "exact repeats only"
     return (f"{o.ngram}-word sequences, {'with' if o.fold_ascii else 'without'} ASCII folding of Turkish letters; "
             f"{near}; {result.held} side held in memory ({result.held_ngrams:,} n-grams); {result.seconds:.1f} s; "
-            f"{len(result.train_hits):,} training records to drop.")
+            f"{len(result.train_hits):,} training record{'' if len(result.train_hits) == 1 else 's'} to drop.")
 
 
 def _source_rows(result: LeakageResult) -> list[list[str]]:
