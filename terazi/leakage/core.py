@@ -3,8 +3,9 @@
 Every benchmark query and passage is compared with every training text for a shared n-gram (default 8 words, the
 Kalbur card's rule; lm-evaluation-harness uses 13) after normalisation (`terazi.leakage.normalize`). The side whose
 files are smaller is hashed into memory first (`match.HeldIndex`: about 50 bytes per n-gram, and as much again while
-it is sorted); the other is streamed past it in batches. Both directions come out of the one pass: the training records to drop and the benchmark items that
-are contaminated. Benchmark queries are also looked up among the training sources' query fields (`repeats`).
+it is sorted); the other is streamed past it in batches. Both directions come out of the one pass: the training
+records to drop and the benchmark items that are contaminated. Benchmark queries are also looked up among the
+training sources' query fields (`repeats`).
 """
 
 from __future__ import annotations

@@ -72,7 +72,8 @@ def write(result: LeakageResult, out: str | Path) -> Path:
                  for r in d.repeats]
         (folder / "repeats.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     _ids(root / "train_hits.txt", result.train_hits)
-    (root / "summary.json").write_text(json.dumps(summary(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    body = json.dumps(summary(result), indent=2, ensure_ascii=False)
+    (root / "summary.json").write_text(body + "\n", encoding="utf-8")
     (root / "report.md").write_text(markdown(result), encoding="utf-8")
     (root / "report.html").write_text(page(result), encoding="utf-8")
     return root
@@ -99,7 +100,9 @@ def _rows(result: LeakageResult) -> list[list[str]]:
 
 def _settings(result: LeakageResult) -> str:
     o = result.options
-    near = f"near repeats at rapidfuzz ratio ≥ {o.near_threshold:g}" if o.near_threshold is not None else "exact repeats only"
+    near = "exact repeats only"
+    if o.near_threshold is not None:
+        near = f"near repeats at rapidfuzz ratio ≥ {o.near_threshold:g}"
     return (f"{o.ngram}-word sequences, {'with' if o.fold_ascii else 'without'} ASCII folding of Turkish letters; "
             f"{near}; {result.held} side held in memory ({result.held_ngrams:,} n-grams); {result.seconds:.1f} s; "
             f"{len(result.train_hits):,} training record{'' if len(result.train_hits) == 1 else 's'} to drop.")

@@ -16,7 +16,8 @@ class LeakageOptions(BaseModel):
     fold_ascii: bool = Field(False, description="also match copies typed without Turkish letters (ç→c, ı→i, …)")
     near_threshold: float | None = Field(90.0, ge=50, le=100, description="rapidfuzz ratio from which a training "
                                          "query is a near repeat of a benchmark query; null: exact repeats only")
-    max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of passages each")
+    max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of "
+                              "passages each")
     batch: int = Field(20_000, ge=100, le=1_000_000, description="texts (records, on the training side) read and "
                        "hashed at a time")
     hold: Literal["auto", "benchmark", "training"] = Field("auto", description="the side whose n-grams are held in "

@@ -28,7 +28,8 @@ class BenchmarkSide:
         self.datasets = list(datasets)
         self.query_ids = [list(ds.queries) for ds in self.datasets]
         sizes = [len(q) + ds.n_docs for q, ds in zip(self.query_ids, self.datasets)]
-        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # dataset d: starts[d] ≤ item < starts[d+1]
+        # dataset d holds the items starts[d] ≤ item < starts[d+1]
+        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
     @property
     def group_starts(self) -> np.ndarray:

@@ -244,7 +244,8 @@ class _Parquet(_File):
         try:
             return pq.ParquetFile(self.path)
         except (OSError, ValueError) as e:  # pyarrow: ArrowInvalid (a ValueError) or an OSError
-            raise DatasetError(self.path, None, f"not a readable parquet file ({str(e).splitlines()[0][:160]})") from None
+            reason = str(e).splitlines()[0][:160]
+            raise DatasetError(self.path, None, f"not a readable parquet file ({reason})") from None
 
     def check(self) -> None:
         _arrow_check(str(self.path), self._open().schema_arrow, self.plan)
@@ -319,10 +320,11 @@ def _folder_files(root: Path, source: TrainSource) -> list[_File]:
         try:
             table, split = _pick_split(datasets.load_from_disk(str(root)), source.split, str(root))
         except (OSError, ValueError, FileNotFoundError) as e:
-            raise DatasetError(root, None, f"cannot read what save_to_disk wrote ({str(e).splitlines()[0][:160]})") from None
+            reason = str(e).splitlines()[0][:160]
+            raise DatasetError(root, None, f"cannot read what save_to_disk wrote ({reason})") from None
         return [_Table(table, f"{base}/{split}" if split else base, source.plan)]
-    found = sorted(p for p in root.rglob("*") if p.is_file() and not any(s.startswith(".") for s in p.relative_to(root).parts)
-                   and _kind(p))
+    found = sorted(p for p in root.rglob("*")
+                   if p.is_file() and _kind(p) and not any(s.startswith(".") for s in p.relative_to(root).parts))
     if not found:
         raise DatasetError(root, None, "no .jsonl, .ndjson, .parquet or .txt files (nor .gz of JSON lines or text) in "
                                        "the folder")
