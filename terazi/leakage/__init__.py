@@ -1,0 +1,19 @@
+"""Was the benchmark in the training data? Shared word n-grams and repeated queries, both ways.
+
+    from terazi.data import load_beir
+    from terazi.leakage import LeakageOptions, TrainSource, check, write
+
+    result = check([load_beir("data/xquad-tr")], [TrainSource(path="train/", fields=("text", "query"))],
+                   LeakageOptions(ngram=8, fold_ascii=True))
+    write(result, "results/leakage")
+
+`check` takes typed inputs and returns a `LeakageResult` (pydantic); `write` turns one into an output folder
+(summary.json, id lists, report.md, report.html). See docs/leakage.md.
+"""
+
+from terazi.leakage.core import check
+from terazi.leakage.report import write
+from terazi.leakage.result import DatasetLeakage, LeakageOptions, LeakageResult
+from terazi.leakage.sources import TrainSource
+
+__all__ = ["DatasetLeakage", "LeakageOptions", "LeakageResult", "TrainSource", "check", "write"]

@@ -1,0 +1,96 @@
+"""What a leakage check asks for and what it finds: pydantic models, so the result goes to JSON as it is."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+
+class LeakageOptions(BaseModel):
+    """How to check. The defaults follow the Kalbur card's rule (8 words) and lm-evaluation-harness' practice."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ngram: int = Field(8, ge=2, le=64, description="words in a shared sequence that counts as leakage")
+    fold_ascii: bool = Field(False, description="also match copies typed without Turkish letters (ç→c, ı→i, …)")
+    near_threshold: float | None = Field(90.0, ge=50, le=100, description="rapidfuzz ratio from which a training "
+                                         "query is a near repeat of a benchmark query; null: exact repeats only")
+    max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of "
+                              "passages each")
+    batch: int = Field(20_000, ge=100, le=1_000_000, description="texts (records, on the training side) read and "
+                       "hashed at a time")
+    hold: Literal["auto", "benchmark", "training"] = Field("auto", description="the side whose n-grams are held in "
+                                                          "memory; auto: the one whose files are smaller")
+
+
+class Example(BaseModel):
+    """One benchmark text that shares an n-gram with a training text, both shown around it."""
+
+    kind: Literal["query", "passage"]
+    id: str
+    train: str = Field(description="the training record: <file>:<line or row>")
+    ngram: str = Field(description="the shared words, normalised")
+    text: str = Field(description="the benchmark text around the shared words, normalised")
+    train_text: str = Field(description="the training text around the shared words, normalised")
+
+
+class Repeat(BaseModel):
+    """A benchmark query that a training query repeats, exactly (score 100) or nearly."""
+
+    query_id: str
+    kind: Literal["exact", "near"]
+    score: float
+    query: str = Field(description="the benchmark query, normalised")
+    train: str
+    train_query: str = Field(description="the training query, normalised")
+
+
+def _share(n: int, of: int) -> float:
+    return n / of if of else 0.0
+
+
+class DatasetLeakage(BaseModel):
+    name: str
+    path: str
+    queries: int
+    passages: int
+    queries_long_enough: int = Field(description="queries of at least n words: the others can only be repeats")
+    judged_queries: int = Field(description="queries with at least one relevant passage in the split")
+    query_hits: list[str] = Field(description="queries sharing an n-gram with training text, in file order")
+    passage_hits: list[str] = Field(description="passages sharing an n-gram with training text, in corpus order")
+    relevant_hit_queries: list[str] = Field(description="judged queries with a relevant passage among passage_hits")
+    repeats: list[Repeat]
+    contaminated_queries: list[str] = Field(description="queries to leave out of a clean score: n-gram hits and "
+                                                        "repeats, in file order")
+    train_hits: list[str] = Field(description="training records sharing an n-gram with this dataset")
+    examples: list[Example]
+
+    @computed_field
+    @property
+    def shares(self) -> dict[str, float]:
+        return {"queries": _share(len(self.query_hits), self.queries),
+                "passages": _share(len(self.passage_hits), self.passages),
+                "queries_repeated": _share(len(self.repeats), self.queries),
+                "queries_contaminated": _share(len(self.contaminated_queries), self.queries),
+                "relevant_hit": _share(len(self.relevant_hit_queries), self.judged_queries)}
+
+
+class SourceLeakage(BaseModel):
+    name: str
+    path: str
+    files: int
+    records: int
+    texts: int
+    query_texts: int
+    records_hit: int
+
+
+class LeakageResult(BaseModel):
+    options: LeakageOptions
+    held: Literal["benchmark", "training"]
+    held_ngrams: int
+    seconds: float
+    datasets: list[DatasetLeakage]
+    sources: list[SourceLeakage]
+    train_hits: list[str] = Field(description="training records to drop: sharing an n-gram with any dataset")

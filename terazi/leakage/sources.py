@@ -1,0 +1,385 @@
+"""Training sources for the leakage check, read in batches: JSON lines, parquet and plain-text files or folders of
+them, a BEIR folder, a folder written by `datasets`' `save_to_disk`, and `hf:ORG/NAME` datasets.
+
+A source says which of its fields hold text (`fields`, default `text`) and which of those are queries (`queries`:
+compared with benchmark queries for repeats; by default the fields named query, question, queries, questions or
+anchor). A field's value may be a text, a list of texts or null (nothing to read). A BEIR folder is read as its
+corpus (title and text) and its queries, whatever the fields say; a plain-text file is one text per non-blank line,
+read as the field `text`. Each record is named `<file>:<n>`, n being its line in a JSON-lines or text file and its
+row (from 1) in a parquet file or a `datasets` table, and <file> is the path as given (a folder's files: the folder
+as given, then the path inside it). Every problem is one line naming the file, line or field.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from terazi.errors import ConfigError, DatasetError, describe, utf8_line_error
+
+QUERY_NAMES = frozenset({"query", "question", "queries", "questions", "anchor"})
+_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "txt",
+          ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl", ".txt.gz": "txt"}
+_SAVED = ("dataset_dict.json", "state.json")  # what `save_to_disk` leaves in a folder
+_LOCAL = ("/", ".", "~")  # an hf: name starting so is a folder on this machine
+
+
+class TrainSource(BaseModel):
+    """One training source as a config gives it (`{path: …, fields: […], queries: […]}`) or a command line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1)
+    fields: tuple[str, ...] = Field(default=("text",), min_length=1)
+    queries: tuple[str, ...] | None = None
+    split: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def of(cls, spec: str | dict[str, Any], **defaults: Any) -> TrainSource:
+        """A source from a path or a config mapping (`defaults`, e.g. the command line's fields, fill the gaps)."""
+        body = {"path": spec} if isinstance(spec, str) else dict(spec)
+        try:
+            return cls.model_validate({**{k: v for k, v in defaults.items() if v is not None}, **body})
+        except ValidationError as e:
+            raise ConfigError(f"training source {body.get('path', spec)!r}: {describe(e)}") from None
+
+    @property
+    def query_fields(self) -> tuple[str, ...]:
+        if self.queries is not None:
+            return self.queries
+        return tuple(f for f in self.fields if f.lower() in QUERY_NAMES)
+
+    @property
+    def plan(self) -> list[tuple[str, bool, bool]]:
+        """(field, is a query field, required) for every field read."""
+        names = list(dict.fromkeys([*self.fields, *self.query_fields]))
+        return [(f, f in self.query_fields, True) for f in names]
+
+    @property
+    def label(self) -> str:
+        base = self.path.removeprefix("hf:").rstrip("/").split("/")[-1]
+        if self.path.startswith("hf:") and not self.path[3:].startswith(_LOCAL):
+            base = base.split("@")[0].split("#")[0]
+        return self.name or base or self.path
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A batch of records of one file and their texts, as parallel arrays."""
+
+    rows: np.ndarray     # int64: each record's line (JSON lines, text) or row from 1 (parquet, datasets)
+    texts: pl.Series     # every text of those records
+    record: np.ndarray   # int64: for each text, the index in `rows` of its record
+    query: np.ndarray    # bool: whether the text is from a query field
+
+
+class _File:
+    label: str
+    size: int
+
+    def chunks(self, batch: int) -> Iterator[Chunk]:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Fail now, in one line, on what can be seen without reading the whole file."""
+
+
+def _text_values(path: Path, line: int, name: str, value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        return []
+    if isinstance(value, list) and all(isinstance(v, str) or v is None for v in value):
+        return [v for v in value if v is not None]
+    raise DatasetError(path, line, f"field {name!r} is {type(value).__name__}: expected a text or a list of texts")
+
+
+def nonblank_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of the non-blank lines, a leading byte-order mark dropped."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as f:
+            for n, raw in enumerate(f, start=1):
+                if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                if raw.strip():
+                    yield n, raw
+    except gzip.BadGzipFile:
+        raise DatasetError(path, None, "not a gzip file (the name ends in .gz)") from None
+    except EOFError:
+        raise DatasetError(path, None, "the gzip file is cut short") from None
+
+
+def _decoded(path: Path, n: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise utf8_line_error(path, n, raw, e) from None
+
+
+class _Rows:
+    """Collects records' texts into a `Chunk`."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.texts: list[str] = []
+        self.record: list[int] = []
+        self.query: list[bool] = []
+
+    def add(self, row: int, texts: list[tuple[str, bool]]) -> None:
+        k = len(self.rows)
+        self.rows.append(row)
+        for t, q in texts:
+            self.texts.append(t)
+            self.record.append(k)
+            self.query.append(q)
+
+    def chunk(self) -> Chunk:
+        return Chunk(np.array(self.rows, np.int64), pl.Series(self.texts, dtype=pl.Utf8),
+                     np.array(self.record, np.int64), np.array(self.query, bool))
+
+
+class _Jsonl(_File):
+    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool, bool]]):
+        self.path, self.label, self.plan, self.size = path, label, plan, path.stat().st_size
+
+    def _record(self, n: int, raw: bytes) -> list[tuple[str, bool]]:
+        try:
+            obj = json.loads(_decoded(self.path, n, raw))
+        except json.JSONDecodeError as e:
+            raise DatasetError(self.path, n, f"not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(self.path, n, "expected a JSON object")
+        out = []
+        for name, is_query, required in self.plan:
+            if name not in obj:
+                if required:
+                    have = ", ".join(list(obj)[:12]) or "none"
+                    raise DatasetError(self.path, n, f"no field {name!r} (fields: {have})")
+                continue
+            out += [(t, is_query) for t in _text_values(self.path, n, name, obj[name])]
+        return out
+
+    def check(self) -> None:
+        for n, raw in nonblank_lines(self.path):
+            self._record(n, raw)
+            return
+        raise DatasetError(self.path, None, "no records (the file is empty)")
+
+    def chunks(self, batch: int) -> Iterator[Chunk]:
+        rows = _Rows()
+        for n, raw in nonblank_lines(self.path):
+            rows.add(n, self._record(n, raw))
+            if len(rows.rows) >= batch:
+                yield rows.chunk()
+                rows = _Rows()
+        if rows.rows:
+            yield rows.chunk()
+
+
+class _Text(_File):
+    def __init__(self, path: Path, label: str, is_query: bool):
+        self.path, self.label, self.is_query, self.size = path, label, is_query, path.stat().st_size
+
+    def check(self) -> None:
+        for n, raw in nonblank_lines(self.path):
+            _decoded(self.path, n, raw)
+            return
+        raise DatasetError(self.path, None, "no text (the file is empty)")
+
+    def chunks(self, batch: int) -> Iterator[Chunk]:
+        rows = _Rows()
+        for n, raw in nonblank_lines(self.path):
+            rows.add(n, [(_decoded(self.path, n, raw).rstrip("\r\n"), self.is_query)])
+            if len(rows.rows) >= batch:
+                yield rows.chunk()
+                rows = _Rows()
+        if rows.rows:
+            yield rows.chunk()
+
+
+def _arrow_check(where: str, schema, plan: list[tuple[str, bool, bool]]) -> None:
+    """Every field read is a text or list-of-texts column."""
+    import pyarrow as pa
+
+    for name, _, _ in plan:
+        if name not in schema.names:
+            raise DatasetError(where, None, f"no field {name!r} (columns: {', '.join(schema.names[:12])})")
+        t = schema.field(name).type
+        inner = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+        if not (pa.types.is_string(inner) or pa.types.is_large_string(inner) or pa.types.is_null(inner)):
+            raise DatasetError(where, None, f"field {name!r} is {t}: expected text or a list of texts")
+
+
+def _table_chunk(df: pl.DataFrame, first_row: int, plan: list[tuple[str, bool, bool]]) -> Chunk:
+    """A chunk from a batch of columns (lists of texts exploded, nulls dropped), all in polars."""
+    parts = []
+    for name, is_query, _ in plan:
+        part = pl.DataFrame({"r": np.arange(df.height, dtype=np.int64), "t": df[name]})
+        if isinstance(part.schema["t"], pl.List):
+            part = part.explode("t")
+        parts.append(part.with_columns(pl.col("t").cast(pl.Utf8)).drop_nulls("t").with_columns(q=pl.lit(is_query)))
+    both = pl.concat(parts)
+    return Chunk(np.arange(first_row, first_row + df.height, dtype=np.int64), both["t"],
+                 both["r"].to_numpy(), both["q"].to_numpy())
+
+
+class _Parquet(_File):
+    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool, bool]]):
+        self.path, self.label, self.plan, self.size = path, label, plan, path.stat().st_size
+
+    def _open(self):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(self.path)
+        except (OSError, ValueError) as e:  # pyarrow: ArrowInvalid (a ValueError) or an OSError
+            reason = str(e).splitlines()[0][:160]
+            raise DatasetError(self.path, None, f"not a readable parquet file ({reason})") from None
+
+    def check(self) -> None:
+        _arrow_check(str(self.path), self._open().schema_arrow, self.plan)
+
+    def chunks(self, batch: int) -> Iterator[Chunk]:
+        row = 1
+        for b in self._open().iter_batches(batch_size=batch, columns=[p[0] for p in self.plan]):
+            df = pl.from_arrow(b)
+            yield _table_chunk(df, row, self.plan)
+            row += df.height
+
+
+class _Table(_File):
+    """A `datasets` table (from the hub or `save_to_disk`), read as Arrow batches."""
+
+    def __init__(self, table, label: str, plan: list[tuple[str, bool, bool]]):
+        self.table, self.label, self.plan, self.size = table, label, plan, int(table.data.nbytes)
+
+    def check(self) -> None:
+        _arrow_check(self.label, self.table.data.schema, self.plan)
+
+    def chunks(self, batch: int) -> Iterator[Chunk]:
+        row = 1
+        for t in self.table.with_format("arrow").iter(batch_size=batch):
+            df = pl.from_arrow(t)
+            yield _table_chunk(df, row, self.plan)
+            row += df.height
+
+
+def _pick_split(tables, wanted: str | None, where: str):
+    """A split of a `datasets` DatasetDict: the one asked for, else `train`, else the only one."""
+    if not hasattr(tables, "keys"):
+        return tables, None
+    names = list(tables.keys())
+    split = wanted or ("train" if "train" in names else names[0] if len(names) == 1 else None)
+    if split not in names:
+        raise DatasetError(where, None, f"choose a split: no {wanted or 'train'!r} among {', '.join(names)}")
+    return tables[split], split
+
+
+def _datasets_module(where: str):
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(where, None, "reading it needs the datasets package: pip install datasets") from None
+    datasets.disable_progress_bars()
+    return datasets
+
+
+def _hub_table(source: TrainSource):
+    name, _, config = source.path.removeprefix("hf:").partition("#")
+    name, _, revision = name.partition("@")
+    if name.count("/") != 1:
+        raise DatasetError(source.path, None, "expected hf:ORG/NAME[@REVISION][#CONFIG] or hf:/path/to/folder")
+    datasets = _datasets_module(source.path)
+    try:
+        tables = datasets.load_dataset(name, config or None, revision=revision or None, split=source.split)
+    except (ConnectionError, OSError, FileNotFoundError, ValueError) as e:
+        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise DatasetError(source.path, None, f"cannot load it ({reason}); offline, a dataset must be in the local "
+                                              "Hugging Face cache") from None
+    return _pick_split(tables, source.split, source.path)
+
+
+def _folder_files(root: Path, source: TrainSource) -> list[_File]:
+    base = source.path.removeprefix("hf:").rstrip("/")
+    if (root / "corpus.jsonl").is_file() and (root / "queries.jsonl").is_file():  # BEIR
+        return [_Jsonl(root / "corpus.jsonl", f"{base}/corpus.jsonl", [("title", False, False), ("text", False, True)]),
+                _Jsonl(root / "queries.jsonl", f"{base}/queries.jsonl", [("text", True, True)])]
+    if any((root / s).is_file() for s in _SAVED):
+        datasets = _datasets_module(str(root))
+        try:
+            table, split = _pick_split(datasets.load_from_disk(str(root)), source.split, str(root))
+        except (OSError, ValueError, FileNotFoundError) as e:
+            reason = str(e).splitlines()[0][:160]
+            raise DatasetError(root, None, f"cannot read what save_to_disk wrote ({reason})") from None
+        return [_Table(table, f"{base}/{split}" if split else base, source.plan)]
+    found = sorted(p for p in root.rglob("*")
+                   if p.is_file() and _kind(p) and not any(s.startswith(".") for s in p.relative_to(root).parts))
+    if not found:
+        raise DatasetError(root, None, "no .jsonl, .ndjson, .parquet or .txt files (nor .gz of JSON lines or text) in "
+                                       "the folder")
+    return [_file(p, f"{base}/{p.relative_to(root).as_posix()}", source) for p in found]
+
+
+def _kind(path: Path) -> str | None:
+    name = path.name.lower()
+    return next((k for suffix, k in _KINDS.items() if name.endswith(suffix)), None)
+
+
+def _file(path: Path, label: str, source: TrainSource) -> _File:
+    kind = _kind(path)
+    if kind == "jsonl":
+        return _Jsonl(path, label, source.plan)
+    if kind == "parquet":
+        return _Parquet(path, label, source.plan)
+    if kind == "txt":
+        return _Text(path, label, "text" in source.query_fields)
+    raise DatasetError(path, None, "unknown kind of file: expected .jsonl, .ndjson, .parquet or .txt (or .gz of "
+                                   "JSON lines or text)")
+
+
+class Reader:
+    """A training source opened and checked: its files, in order, each read in chunks."""
+
+    def __init__(self, source: TrainSource):
+        self.source = source
+        self.files = self._files()
+        for f in self.files:
+            f.check()
+
+    def _files(self) -> list[_File]:
+        src = self.source
+        if src.path.startswith("hf:") and not src.path[3:].startswith(_LOCAL):
+            table, split = _hub_table(src)
+            return [_Table(table, f"{src.label}/{split}" if split else src.label, src.plan)]
+        path = Path(src.path.removeprefix("hf:")).expanduser()
+        if path.is_dir():
+            return _folder_files(path, src)
+        if not path.is_file():
+            raise DatasetError(path, None, "training source not found")
+        return [_file(path, src.path.removeprefix("hf:"), src)]
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def texts(self, file: int, rows: set[int], batch: int = 50_000) -> dict[int, list[str]]:
+        """The texts of some records of one file (for examples), read again from the start."""
+        out: dict[int, list[str]] = {}
+        for c in self.files[file].chunks(batch):
+            want = np.isin(c.rows, np.fromiter(rows, np.int64, len(rows)))
+            for k in np.flatnonzero(want):
+                out[int(c.rows[k])] = c.texts.filter(pl.Series(c.record == k)).to_list()
+            if len(out) == len(rows):
+                break
+        return out
