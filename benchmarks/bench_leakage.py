@@ -47,7 +47,7 @@ def _vocab(rng: random.Random, size: int) -> tuple[list[str], list[float]]:
 
 def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_train_queries: int) -> dict:
     """Write the benchmark (BEIR) and training (JSON lines) files; return what was planted."""
-    from terazi.data import write_beir
+    from terazi.data.beir import write_beir
     from terazi.turkish import tr_upper
 
     rng = random.Random(25)
@@ -98,7 +98,7 @@ def peak_rss() -> int:
 
 
 def run_terazi(folder: Path) -> dict:
-    from terazi.data import load_beir
+    from terazi.data.beir import load_beir
     from terazi.leakage import LeakageOptions, TrainSource, check
 
     t0, c0 = time.perf_counter(), cpu_seconds()

@@ -1,6 +1,6 @@
 """Was the benchmark in the training data? Shared word n-grams and repeated queries, both ways.
 
-    from terazi.data import load_beir
+    from terazi.data.beir import load_beir
     from terazi.leakage import LeakageOptions, TrainSource, check, write
 
     result = check([load_beir("data/xquad-tr")], [TrainSource(path="train/", fields=("text", "query"))],

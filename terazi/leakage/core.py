@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
-from terazi.data import Dataset
+from terazi.data.beir import Dataset
 from terazi.errors import ConfigError
 from terazi.leakage.examples import Examples, TextsOf
 from terazi.leakage.match import HeldIndex, Hits, Scan

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import polars as pl
 
-from terazi.data import Dataset
+from terazi.data.beir import Dataset
 from terazi.leakage.sources import Chunk, Reader, nonblank_lines
 
 
