@@ -18,10 +18,12 @@ from typing import Iterator
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
+from terazi.card import build_card
 from terazi.flows.runtime import current_flow_run_id
 from terazi.present.artifacts import artifacts
 from terazi.results import folder
 from terazi.schemas import RunManifest
+from terazi.schemas.layout import RunLayout
 from terazi.version import __version__
 
 
@@ -60,7 +62,15 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
 
 
 def publish(run_dir: Path, prefix: str) -> None:
-    """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`."""
+    """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
+    the model card of the featured system (`terazi card`), in the run's labels."""
+    layout = RunLayout(run_dir)
+    if layout.is_complete():  # the card reads the manifest
+        featured = json.loads(layout.tables_json.read_text(encoding="utf-8"))["featured"]["system"]
+        card = build_card(run_dir, featured)
+        create_markdown_artifact(markdown=card.markdown() + "\n```yaml\n" + card.model_index_yaml() + "\n```\n",
+                                 key=f"{prefix}-card", description=f"model card evaluation section of {featured} "
+                                                                   "(terazi card), with its Hugging Face model-index")
     for a in artifacts(run_dir):
         if a.markdown is not None:
             create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)

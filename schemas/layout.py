@@ -4,7 +4,7 @@ report, `terazi compare`, the nightly, the card) reads.
     manifest.json            written last: its presence (and no `.terazi-incomplete`) means the run completed
     leaderboard.csv/.md      the leaderboard (full precision / as people read it), tables.json (every display table)
     per_query.parquet        one row per (dataset, system, condition, query, measure)
-    scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv costs.csv
+    scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv ranks.csv costs.csv
     variants.csv report.html changes.md (nightly)
     variants/<dataset>/<condition>.parquet      the query variants
     isolated/<dataset>/…                        the isolated setting's candidates and variants
@@ -87,6 +87,10 @@ class RunLayout:
     @property
     def comparisons_csv(self) -> Path:
         return self.file("comparisons.csv")
+
+    @property
+    def ranks_csv(self) -> Path:
+        return self.file("ranks.csv")
 
     @property
     def costs_csv(self) -> Path:

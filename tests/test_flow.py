@@ -33,6 +33,11 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     from terazi.flows.evaluate import evaluate
 
     m1 = evaluate(config)
+    from tests.conftest import artifacts_of
+
+    made = artifacts_of(m1.flow_run_id)
+    assert {"terazi-leaderboard", "terazi-ranks", "terazi-card", "terazi-report"} <= set(made)
+    assert "Rank intervals" in made["terazi-card"].data and "model-index" in made["terazi-card"].data
     run = tmp_path / "results" / "r1"
     for name in ("leaderboard.csv", "leaderboard.md", "manifest.json", "per_query.parquet", "conditions.csv",
                  "candidates/tiny/clean.trec", "candidates/tiny/typo-1.trec"):
@@ -43,9 +48,9 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert (board["ci_low"] <= board["mean_task"]).all() and (board["mean_task"] <= board["ci_high"]).all()
     page = (run / "report.html").read_text()
     for anchor in ('id="leaderboard"', 'id="per-dataset"', 'id="robustness"', 'id="pairwise-summary"', 'id="pairwise"',
-                   'id="plot-scores"', 'id="plot-retention"'):
+                   'id="plot-scores"', 'id="plot-retention"', 'id="ranks"', 'id="plot-ranks"'):
         assert anchor in page, anchor
-    assert page.count('src="data:image/png;base64,') == 2 and "http" not in page.split("<body>")[1][:200]
+    assert page.count('src="data:image/png;base64,') == 3 and "http" not in page.split("<body>")[1][:200]
     comparisons = pl.read_csv(run / "comparisons.csv")
     assert comparisons.height == 6 * 3  # 4 systems -> 6 pairs, 1 dataset x 3 conditions
     assert set(comparisons["verdict"]) <= {"better", "no difference", "worse"}

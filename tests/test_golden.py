@@ -31,7 +31,7 @@ UPDATE = os.environ.get("TERAZI_UPDATE_GOLDEN") == "1"
 TIMING_KEYS = {"items", "seconds", "started", "stopped", "flow_run_id", "latency_p50_ms", "latency_p95_ms", "latency_queries"}
 TIMING_COLUMNS = {"Pairs/s", "Çift/sn", "p50 ms/query", "p95 ms/query", "Timed", "Çift/sn (×)", "Pairs/s (×)"}
 RESULT_FILES = ("leaderboard.csv", "scores.csv", "conditions.csv", "comparisons.csv", "retention.csv",
-                "retention_datasets.csv", "robustness.csv", "variants.csv", "costs.csv")
+                "retention_datasets.csv", "robustness.csv", "ranks.csv", "variants.csv", "costs.csv")
 CSV_TIMING = {"items", "seconds", "per_second", "latency_p50_ms", "latency_p95_ms", "speed_ratio"}
 
 

@@ -23,5 +23,6 @@ class Aggregates:
     clean_means: pl.DataFrame = field(metadata={"doc": "headline per system × dataset, clean queries"})
     conditions: pl.DataFrame = field(metadata={"doc": "conditions.csv: queries changed per condition"})
     contract: dict[str, str] = field(metadata={"doc": "the headline's metric contract and the statistics' settings"})
+    ranks: pl.DataFrame = field(metadata={"doc": "ranks.csv: rank intervals and P(rank 1) per system"})
     costs: dict[str, ModelCost | None] = field(default_factory=dict)
     judgements: list[Judgement] = field(default_factory=list)

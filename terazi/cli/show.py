@@ -22,6 +22,8 @@ def print_leaderboard(run_dir: Path) -> None:
 
     board = Table.from_json(tables["leaderboard_compact"])
     show(board, f"terazi leaderboard — {tables['headline']} (clean; corrupted with retention)", "\n".join(board.notes))
+    ranks = Table.from_json(tables["ranks"])
+    show(ranks, "rank intervals", "\n".join(ranks.notes))
     per_ds = Table.from_json(tables["per_dataset"])
     show(per_ds, "per dataset, clean", "\n".join(per_ds.notes))
     robust = Table.from_json(tables["robustness_table"])

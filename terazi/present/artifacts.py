@@ -32,10 +32,13 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     board = Table.from_json(tables.get("leaderboard_compact") or tables["leaderboard"])
     robust = Table.from_json(tables["robustness_table"])
     per_ds = Table.from_json(tables["per_dataset"])
+    ranks = Table.from_json(tables["ranks"])
     out = [
         Artifact("leaderboard", f"terazi leaderboard ({run}). " + " ".join(board.notes), board.dicts()),
         Artifact("retention", "retention per system and condition, end to end, reranker only and first-stage recall. "
                  + " ".join(robust.notes), robust.dicts()),
+        Artifact("ranks", "rank of each system by Mean (Task) and by Borda count, with its interval and P(rank 1) "
+                 "over the same bootstrap resamples as the intervals. " + " ".join(ranks.notes), ranks.dicts()),
         Artifact("per-dataset", "headline per system and dataset on clean queries; last row: queries (without a "
                  "relevant document). " + " ".join(per_ds.notes), per_ds.dicts()),
     ]

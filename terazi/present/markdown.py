@@ -22,6 +22,8 @@ def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict,
              + ("hash of every dataset's frozen candidates)." if candidates else
                 "hash of the judgments and the changed queries; the systems are TREC runs made elsewhere)."), "",
              T(tables["leaderboard"]).markdown(), "",
+             "## Rank intervals", "",
+             T(tables["ranks"]).markdown(), "",
              f"## Per dataset ({condition_label('clean', tables['labels'])})", "",
              T(tables["per_dataset"]).markdown(), "",
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]

@@ -66,6 +66,28 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confid
     return out
 
 
+def plot_ranks(ranks: pl.DataFrame, confidence: float = 0.95) -> str:
+    """Each system's rank interval (bar) and rank (point), by Mean (Task) and by Borda count, rank 1 at the left; the
+    leaderboard's top system at the top."""
+    plt = _pyplot()
+    rows = list(ranks.iter_rows(named=True))[::-1]
+    n = max([1, *(r["rank_mean_high"] for r in rows), *(r["rank_borda_high"] for r in rows)])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 0.45 * len(rows) + 1.3), sharey=True)
+    for ax, key, title in ((axes[0], "rank_mean", "by Mean (Task)"), (axes[1], "rank_borda", "by Borda count")):
+        for y, r in enumerate(rows):
+            ax.plot([r[f"{key}_low"], r[f"{key}_high"]], [y, y], lw=6, alpha=.35, color="#1f77b4", solid_capstyle="butt")
+            ax.plot([r[key]], [y], "o", color="#1f77b4")
+        ax.set_xlim(0.5, n + 0.5)
+        ax.set_xticks(range(1, n + 1))
+        ax.set_title(f"rank {title} ({level(confidence)} range)", fontsize=10)
+        ax.grid(axis="x", alpha=.3)
+    axes[0].set_yticks(range(len(rows)), [r["system"] for r in rows])
+    fig.tight_layout()
+    out = _png(fig)
+    plt.close(fig)
+    return out
+
+
 def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[str], labels: str) -> str:
     """Retention with its interval per condition and system (systems in the leaderboard's order), one panel per
     setting; the y-range spans the intervals (not from 0) so that differences of a few points show."""
@@ -138,6 +160,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         f"({fingerprint}).{first_stage}</p>",
         "<h2>Leaderboard</h2>", board.html("leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
+        "<h2>Rank intervals</h2>", T(tables["ranks"]).html("ranks"),
+        f'<img id="plot-ranks" alt="rank intervals" src="{plot_ranks(agg.ranks, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
         "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
     ]

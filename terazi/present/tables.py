@@ -233,3 +233,19 @@ def system_kinds(config: EvalConfig) -> dict[str, str]:
         quant = getattr(spec, "quantization", "none")
         out[spec.name] = spec.kind + (f" ({backend}{' ' + quant if quant != 'none' else ''})" if backend else "")
     return out
+
+
+def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+    """Each system's rank by Mean (Task) and by Borda count, with its interval and P(rank 1) over the same paired
+    bootstrap resamples as every interval (terazi.analysis.ranks), in the leaderboard's order."""
+    rng = word("rank_range", labels, level=level(confidence, labels))
+    span = lambda lo, hi: f"[{lo}, {hi}]"  # noqa: E731
+    rows = [[r["system"], str(r["rank_mean"]), span(r["rank_mean_low"], r["rank_mean_high"]), percent(r["p_rank1_mean"], labels),
+             str(r["rank_borda"]), span(r["rank_borda_low"], r["rank_borda_high"]), percent(r["p_rank1_borda"], labels)]
+            for r in ranks.iter_rows(named=True)]
+    return Table([word("system", labels), word("rank_mean", labels), rng, word("p_rank1", labels), word("rank_borda", labels),
+                  rng, word("p_rank1", labels)], rows,
+                 [f"In each of the paired bootstrap resamples behind the intervals, the systems ranked by Mean (Task) and by "
+                  f"Borda count (tied systems share the better rank); the range is the central {level(confidence)} of a "
+                  "system's ranks, P(rank 1) the share of resamples it ranked first. Groups say whether neighbours "
+                  "differ; these say where a system stands."])

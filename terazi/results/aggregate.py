@@ -1,6 +1,6 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
-leaderboard.csv, comparisons.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html.
+leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html.
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -25,6 +25,7 @@ from terazi.analysis.intervals import (
 from terazi.analysis.judged import Judgement, judge
 from terazi.analysis.leaderboard import aggregate as borda_board
 from terazi.analysis.leaderboard import describe
+from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
 from terazi.data.loading import open_dataset, variant_texts
 from terazi.metrics.per_query import changed_flags, per_query_values
@@ -93,9 +94,10 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
                               if decomp["reranker_only"].is_not_null().any() else "end to end"}
     pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm), order)
     costs = system_costs(candidates, reranks)
+    ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     agg = Aggregates(order=order, board=board, intervals=intervals, retention=retention, decomposition=decomp,
                      pairs=pairs, clean_means=cell_means(headline.filter(pl.col("condition") == CLEAN)),
-                     conditions=conditions, contract=contract, costs=costs,
+                     conditions=conditions, contract=contract, ranks=ranks, costs=costs,
                      judgements=judge_variants(per_query, ranked, config, costs))
     return agg, by_dataset
 
@@ -118,6 +120,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     agg.decomposition.write_csv(layout.robustness_csv)
     agg.board.write_csv(layout.leaderboard_csv)
     agg.pairs.write_csv(layout.comparisons_csv)
+    agg.ranks.write_csv(layout.ranks_csv)
     if any(agg.costs.values()):
         costs_frame(agg.costs, system_kinds(config), agg.order).write_csv(layout.costs_csv)
     if agg.judgements:
