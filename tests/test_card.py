@@ -282,7 +282,7 @@ def test_model_index_round_trips_through_huggingface_hub(kalbur):
 def test_english_labels(kalbur):
     card = build_card(kalbur, "kalbur", labels="en", names=NAMES)
     md = card.markdown()
-    assert md_rows(md, "| Group")[0] == ("| Group | Model | Params | Clean | UPPER CASE | No Turkish characters | Mobile | "
+    assert md_rows(md, "| Group")[0] == ("| Group | Model | Param | Clean | UPPER CASE | No Turkish characters | Mobile | "
                                          "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |")
     assert "| 93.7% |" in md_rows(md, "| Group")[3] and "%93.7" not in md
     assert card.comparisons_caption == "20 cells = 5 datasets × 4 conditions"

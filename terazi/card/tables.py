@@ -120,9 +120,9 @@ def rank_table(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: 
     """Rows in the order of `shown` (the leaderboard's)."""
     order = {s: i for i, s in enumerate(shown)}
     ranks = ranks.sort(pl.col("system").replace_strict(order, default=len(order), return_dtype=pl.Int64))
-    rng = word("range", labels, level=conf(confidence, labels))
-    cols = [word("model", labels), word("rank_mean", labels), rng, word("p1", labels), word("rank_borda", labels), rng,
-            word("p1", labels)]
+    rng = word("rank_range", labels, level=conf(confidence, labels))
+    cols = [word("model", labels), word("rank_mean", labels), rng, word("p_rank1", labels), word("rank_borda", labels), rng,
+            word("p_rank1", labels)]
     rows = []
     for r in ranks.iter_rows(named=True):
         name = shown.get(r["system"], r["system"]) + (f" ({word('this', labels)})" if r["system"] == system else "")

@@ -8,6 +8,7 @@ terazi.present.labels in Turkish; English names are spelt out for a card (UPPER 
 from __future__ import annotations
 
 from terazi.present.labels import TR_CONDITIONS, level, percent
+from terazi.present.labels import WORDS as SHARED
 
 EN_CONDITIONS = {"clean": "Clean", "upper": "UPPER CASE", "ascii_full": "No Turkish characters",
                  "ascii_partial": "Some Turkish characters dropped", "mobile": "Mobile", "typo": "Typos",
@@ -15,16 +16,13 @@ EN_CONDITIONS = {"clean": "Clean", "upper": "UPPER CASE", "ascii_full": "No Turk
 
 WORDS = {
     "tr": {
-        "title": "Değerlendirme", "results": "Sonuçlar", "group": "Grup", "model": "Model", "params": "Param",
-        "retention": "Koruma", "this": "bu model", "no_rerank": "rerank yok", "per_dataset": "Veri seti bazında",
+        "title": "Değerlendirme", "results": "Sonuçlar", "model": "Model", "this": "bu model", "no_rerank": "rerank yok", "per_dataset": "Veri seti bazında",
         "pairs": "Eşleştirilmiş karşılaştırmalar", "cells": "{n} hücre = {d} veri seti × {c} koşul",
         "versus": "Karşılaştırma", "better": "Anlamlı üstün", "same": "Fark yok", "worse": "Anlamlı geride",
         "holm": "Holm düzeltmesi her karşılaştırmanın hücreleri içinde",
         "against_better": "{rival} ile karşılaştırmada anlamlı üstün: {cells}.",
         "against_worse": "{rival} ile karşılaştırmada anlamlı geride: {cells}.",
-        "no_cell": "Hiçbir hücrede anlamlı fark yok.", "variants": "Sürümler", "ranks": "Sıra aralıkları",
-        "rank_mean": "Sıra (Mean (Task))", "rank_borda": "Sıra (Borda)", "range": "{level} aralık",
-        "p1": "P(1.)", "out": "sıralama dışı",
+        "no_cell": "Hiçbir hücrede anlamlı fark yok.", "variants": "Sürümler", "ranks": "Sıra aralıkları", "out": "sıralama dışı",
         "datasets": "{benchmark}: {n} veri seti ({names}), {split} bölümü.",
         "datasets_one": "{benchmark}: {names} veri seti, {split} bölümü.",
         "frozen": "İlk aşama {encoder} her sorgu için ilk {depth} adayı bir kez üretti ve aday listeleri donduruldu "
@@ -51,16 +49,13 @@ WORDS = {
         "note_out": "* {name}: sıralama dışı",
     },
     "en": {
-        "title": "Evaluation", "results": "Results", "group": "Group", "model": "Model", "params": "Params",
-        "retention": "Retention", "this": "this model", "no_rerank": "no reranking", "per_dataset": "Per dataset",
+        "title": "Evaluation", "results": "Results", "model": "Model", "this": "this model", "no_rerank": "no reranking", "per_dataset": "Per dataset",
         "pairs": "Paired comparisons", "cells": "{n} cells = {d} dataset{ds} × {c} condition{cs}",
         "versus": "Comparison", "better": "Significantly better", "same": "No difference",
         "worse": "Significantly worse", "holm": "Holm correction within each comparison's cells",
         "against_better": "Against {rival}, significantly better: {cells}.",
         "against_worse": "Against {rival}, significantly worse: {cells}.",
-        "no_cell": "No cell differs significantly.", "variants": "Variants", "ranks": "Rank intervals",
-        "rank_mean": "Rank (Mean (Task))", "rank_borda": "Rank (Borda)", "range": "{level} range",
-        "p1": "P(first)", "out": "out of the ranking",
+        "no_cell": "No cell differs significantly.", "variants": "Variants", "ranks": "Rank intervals", "out": "out of the ranking",
         "datasets": "{benchmark}: {n} datasets ({names}), {split} split.",
         "datasets_one": "{benchmark}: the {names} dataset, {split} split.",
         "frozen": "The first stage {encoder} produced the top {depth} candidates of every query once and the "
@@ -90,7 +85,9 @@ WORDS = {
 
 
 def word(key: str, labels: str, **kw) -> str:
-    return WORDS[labels][key].format(**kw)
+    """A card sentence or label: the card's own words, then the one label table of every output
+    (terazi.present.labels: group, parameters, retention, rank columns)."""
+    return (WORDS[labels].get(key) or SHARED[labels][key]).format(**kw)
 
 
 def condition(name: str, labels: str) -> str:
