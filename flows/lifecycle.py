@@ -19,7 +19,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
 from terazi.flows.runtime import current_flow_run_id
-from terazi.present.artifacts import artifacts
+from terazi.present.artifacts import Artifact, artifacts
 from terazi.results import folder
 from terazi.schemas import RunManifest
 from terazi.version import __version__
@@ -61,7 +61,12 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
 
 def publish(run_dir: Path, prefix: str) -> None:
     """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`."""
-    for a in artifacts(run_dir):
+    post(artifacts(run_dir), prefix)
+
+
+def post(items: list[Artifact], prefix: str) -> None:
+    """Artifacts on this flow run, keys starting with `prefix` (a run's, a leakage check's)."""
+    for a in items:
         if a.markdown is not None:
             create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)
         else:
