@@ -25,3 +25,4 @@ class Aggregates:
     contract: dict[str, str] = field(metadata={"doc": "the headline's metric contract and the statistics' settings"})
     costs: dict[str, ModelCost | None] = field(default_factory=dict)
     judgements: list[Judgement] = field(default_factory=list)
+    decontaminated: pl.DataFrame | None = field(default=None, metadata={"doc": "decontaminated.csv (with exclude)"})

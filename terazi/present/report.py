@@ -139,6 +139,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         "<h2>Leaderboard</h2>", board.html("leaderboard"),
         f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
+        *(["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
+          if tables.get("decontaminated") else []),
         "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
     ]
     if tables["explanations"]:
