@@ -29,8 +29,8 @@ def _benchmark(root, rng, name: str, n: int):
     queries = [(f"{name}-q{k:02d}", " ".join(rng.choice(WORDS, 10))) for k in range(n)]
     docs = [(f"{q}-d{j}", " ".join(rng.choice(WORDS, 12))) for q, _ in queries for j in range(3)]
     qrels = [(q, f"{q}-d{j}", 2 - j) for q, _ in queries for j in range(3)]
-    write_beir(root / "data" / name, [{"_id": i, "text": t} for i, t in docs], [{"_id": i, "text": t} for i, t in queries],
-               qrels)
+    write_beir(root / "data" / name, [{"_id": i, "text": t} for i, t in docs],
+               [{"_id": i, "text": t} for i, t in queries], qrels)
     runs = root / "runs"
     (runs / "qrels").mkdir(parents=True, exist_ok=True)
     (runs / "qrels" / f"{name}.tsv").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in qrels))
@@ -75,7 +75,8 @@ def _filtered_score(root, dataset: str, system: str, excluded: set[str]) -> tupl
     (root / "fr.trec").write_text("\n".join(run) + "\n")
     ours = terazi.score(root / "fq.txt", root / "fr.trec", [HEADLINE]).aggregate[HEADLINE]
     with open(root / "fq.txt") as fq, open(root / "fr.trec") as fr:
-        ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.10"}).evaluate(pytrec_eval.parse_run(fr))
+        ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.10"}).evaluate(
+            pytrec_eval.parse_run(fr))
     return ours, float(np.mean([v["ndcg_cut_10"] for v in ref.values()]))
 
 
@@ -113,7 +114,8 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
     tables = json.loads((out / "tables.json").read_text())
     notes = " ".join(tables["decontaminated"]["notes"])
     n = len(excluded["alpha"]) + len(excluded["beta"])
-    assert f"{n} of 65 queries of the ranked datasets left out" in notes and ("relevant_hit.txt" in notes) == (by == "relevant")
+    assert f"{n} of 65 queries of the ranked datasets left out" in notes
+    assert ("relevant_hit.txt" in notes) == (by == "relevant")
     md = (out / "leaderboard.md").read_text()
     assert "## Without the queries found in training data" in md and "- excluded: " in md
     assert "id='decontaminated'" in (out / "report.html").read_text().replace('"', "'")
@@ -236,3 +238,25 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
         value = terazi.score(tmp_path / "kept.qrels", tmp_path / "kept.trec", [HEADLINE]).aggregate[HEADLINE]
         row = deco.filter((pl.col("system") == system) & (pl.col("dataset") == "tiny"))
         assert abs(row["decontaminated"][0] - value) < 1e-12
+
+
+def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(tmp_path, tiny_dataset):
+    from terazi.errors import PolicyError
+    from terazi.policy import ServicePolicy
+    from terazi.schemas import EvalConfig
+
+    res = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--reranker", "bm25", "--out",
+                                   str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--offline",
+                                   "--exclude", str(tmp_path / "nope")])
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert res.exit_code == 2 and len(lines) == 1 and "is not a folder" in lines[0], res.output
+    assert "starting Prefect" not in res.output
+    policy = ServicePolicy(data_roots=[str(tiny_dataset.parent)], results_root=str(tmp_path / "out"),
+                           cache_root=str(tmp_path / "cache"))
+    config = EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "out"),
+                                        "cache_dir": str(tmp_path / "cache")})
+    assert policy.apply(config).exclude is None
+    inside = tmp_path / "out" / "leak"
+    assert policy.apply(config.model_copy(update={"exclude": str(inside)})).exclude == str(inside)
+    with pytest.raises(PolicyError, match="exclude '/etc': outside the service's data roots and results root"):
+        policy.apply(config.model_copy(update={"exclude": "/etc"}))

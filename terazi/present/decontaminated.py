@@ -42,7 +42,7 @@ def decontaminated_table(frame: pl.DataFrame, datasets: list, labels: str, confi
              "–" if r["delta"] is None else signed(r["delta"]), interval(r["delta_low"], r["delta_high"], signed)]
             for r in frame.iter_rows(named=True)]
     notes = [f"Excluded: {note}.",
-             f"{w['delta']}: without excluded − all queries; its {level(confidence)} interval from the paired bootstrap "
-             f"of every interval ({resamples} resamples, seed {seed}: the same draws as the leaderboard's), datasets "
+             f"{w['delta']}: without excluded − all queries; its {level(confidence)} interval from the paired "
+             f"bootstrap of every interval ({resamples} resamples, seed {seed}: the same draws as the leaderboard's), datasets "
              "balanced as the headline. –: every query of a dataset was excluded."]
     return Table(cols, rows, notes, align=["left", "left"] + ["right"] * 6)
