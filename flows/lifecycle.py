@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from terazi.card import build_card
 from terazi.flows.runtime import current_flow_run_id
-from terazi.present.artifacts import artifacts
+from terazi.present.artifacts import Artifact, artifacts
 from terazi.results import folder
 from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
@@ -64,14 +64,20 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
 def publish(run_dir: Path, prefix: str) -> None:
     """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
     the model card of the featured system (`terazi card`), in the run's labels."""
+    items = artifacts(run_dir)
     layout = RunLayout(run_dir)
     if layout.is_complete():  # the card reads the manifest
         featured = json.loads(layout.tables_json.read_text(encoding="utf-8"))["featured"]["system"]
         card = build_card(run_dir, featured)
-        create_markdown_artifact(markdown=card.markdown() + "\n```yaml\n" + card.model_index_yaml() + "\n```\n",
-                                 key=f"{prefix}-card", description=f"model card evaluation section of {featured} "
-                                                                   "(terazi card), with its Hugging Face model-index")
-    for a in artifacts(run_dir):
+        items.append(Artifact("card", f"model card evaluation section of {featured} (terazi card), with its Hugging "
+                                      "Face model-index",
+                              markdown=card.markdown() + "\n```yaml\n" + card.model_index_yaml() + "\n```\n"))
+    post(items, prefix)
+
+
+def post(items: list[Artifact], prefix: str) -> None:
+    """Artifacts on this flow run, keys starting with `prefix` (a run's, a leakage check's)."""
+    for a in items:
         if a.markdown is not None:
             create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)
         else:

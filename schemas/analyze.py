@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
-from terazi.schemas.config import EvalConfig
+from terazi.schemas.config import EXCLUDE, EXCLUDE_BY, EvalConfig, omit_unset_exclude
 from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
 from terazi.schemas.measures import parse_measure
 from terazi.schemas.tables import CLEAN
@@ -36,6 +36,12 @@ class AnalyzeConfig(StrictModel):
     labels: Literal["en", "tr"] = Field(_EVAL["labels"].default, description=_EVAL["labels"].description)
     out_dir: str = Field(_EVAL["out_dir"].default, description=_EVAL["out_dir"].description)
     run_name: SlugName | None = Field(None, description=_EVAL["run_name"].description)
+    exclude: str | None = Field(None, description=EXCLUDE)
+    exclude_by: Literal["queries", "relevant"] = Field("queries", description=EXCLUDE_BY)
+
+    @model_serializer(mode="wrap")
+    def _exclude_only_when_set(self, handler):
+        return omit_unset_exclude(self, handler(self))
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyzeConfig:
@@ -56,4 +62,4 @@ class AnalyzeConfig(StrictModel):
             benchmark=self.benchmark, datasets=[], conditions=conditions, metrics=self.metrics, headline=self.headline,
             seed=self.seed, bootstrap_resamples=self.bootstrap_resamples, confidence=self.confidence, holm=self.holm,
             borda=self.borda, retention=self.retention, featured=self.featured, labels=self.labels,
-            out_dir=self.out_dir, run_name=self.run_name)
+            out_dir=self.out_dir, run_name=self.run_name, exclude=self.exclude, exclude_by=self.exclude_by)

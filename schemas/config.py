@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from terazi.paths import slugify, unique
 from terazi.schemas.corruption import CorruptionSpec
@@ -111,6 +111,21 @@ class VariantPair(StrictModel):
                                                                 "(default: 'VARIANT vs BASE')")
 
 
+EXCLUDE = ("leakage output folder (`terazi leakage --out`): every headline is also reported without the queries it "
+           "lists for each dataset, beside the full one, with the paired interval of the difference "
+           "(decontaminated.csv)")
+EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repeats: <dataset>/queries.txt); "
+              "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
+
+
+def omit_unset_exclude(model: object, body: object) -> object:
+    """A config without `exclude` is written as it was before the field existed (a run's manifest unchanged)."""
+    if isinstance(body, dict) and getattr(model, "exclude", None) is None:
+        body.pop("exclude", None)
+        body.pop("exclude_by", None)
+    return body
+
+
 class EvalConfig(StrictModel):
     """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
     form and Python; the method they reproduce is described in docs/method.md."""
@@ -171,6 +186,12 @@ class EvalConfig(StrictModel):
                                                        "absolute or relative like out_dir")
     run_name: SlugName | None = Field(None, description="results sub-folder; default: a UTC time stamp")
     offline: bool = Field(False, description="never contact a model hub")
+    exclude: str | None = Field(None, description=EXCLUDE)
+    exclude_by: Literal["queries", "relevant"] = Field("queries", description=EXCLUDE_BY)
+
+    @model_serializer(mode="wrap")
+    def _exclude_only_when_set(self, handler):
+        return omit_unset_exclude(self, handler(self))
 
     @field_validator("conditions", mode="before")
     @classmethod

@@ -101,6 +101,11 @@ class RunLayout:
         return self.file("variants.csv")
 
     @property
+    def decontaminated_csv(self) -> Path:
+        """Only with `exclude`: every headline without the queries a leakage check lists, beside the full one."""
+        return self.file("decontaminated.csv")
+
+    @property
     def report_html(self) -> Path:
         return self.file("report.html")
 
@@ -145,3 +150,50 @@ class RunLayout:
     @property
     def runs(self) -> Path:
         return self.file("runs")
+
+
+class LeakageLayout:
+    """The output folder of `terazi leakage` (terazi.leakage.report writes it; an evaluation's `exclude` reads it):
+
+        summary.json report.md report.html train_hits.txt
+        <dataset>/queries.txt passages.txt relevant_hit.txt train_hits.txt repeats.tsv
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    @property
+    def summary_json(self) -> Path:
+        return inside(self.root, "summary.json")
+
+    @property
+    def report_md(self) -> Path:
+        return inside(self.root, "report.md")
+
+    @property
+    def report_html(self) -> Path:
+        return inside(self.root, "report.html")
+
+    @property
+    def train_hits(self) -> Path:
+        return inside(self.root, "train_hits.txt")
+
+    def dataset(self, folder: str) -> Path:
+        return inside(self.root, folder)
+
+    def queries(self, folder: str) -> Path:
+        """Contaminated queries: n-gram hits and repeats."""
+        return inside(self.root, folder, "queries.txt")
+
+    def passages(self, folder: str) -> Path:
+        return inside(self.root, folder, "passages.txt")
+
+    def relevant_hit(self, folder: str) -> Path:
+        """Judged queries with a relevant passage among the passages hit."""
+        return inside(self.root, folder, "relevant_hit.txt")
+
+    def dataset_train_hits(self, folder: str) -> Path:
+        return inside(self.root, folder, "train_hits.txt")
+
+    def repeats(self, folder: str) -> Path:
+        return inside(self.root, folder, "repeats.tsv")

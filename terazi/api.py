@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from terazi.card import Card
     from terazi.metrics.engine import Evaluation
     from terazi.schemas import EvalConfig, RunManifest
+    from terazi.schemas.leakage import LeakageManifest
 
 
 def _setup() -> None:
@@ -104,3 +105,25 @@ def card(results: str | Path, system: str, labels: str | None = None, **options:
     from terazi.card import build_card
 
     return build_card(results, system, labels, **options)
+
+
+def leakage(datasets: list[str | Mapping[str, Any]], train: list[str | Mapping[str, Any]], out: str | Path = "leakage",
+            fields: tuple[str, ...] | None = None, cache_dir: str = ".terazi-cache",
+            **options: Any) -> tuple[LeakageManifest, pl.DataFrame]:
+    """Check benchmark `datasets` (BEIR folders or named datasets, paths or DatasetSpec fields) against training
+    sources (`train`: paths or {path, fields, queries, split, name}; `fields` the default text fields) as the flow
+    `terazi-leakage` does, into the folder `out`; `options`: LeakageOptions fields (ngram, fold_ascii,
+    near_threshold, …). Returns the manifest and the counts per dataset as a polars DataFrame."""
+    _setup()
+    import polars as pl
+
+    from terazi.flows.leakage import leakage as leakage_flow
+    from terazi.leakage.folder import check_inputs
+    from terazi.schemas.leakage import LeakageConfig, TrainSource
+
+    config = LeakageConfig(datasets=[{"path": d} if isinstance(d, str) else dict(d) for d in datasets],
+                           train=[TrainSource.of(t, fields=fields) for t in train], options=options, out=str(out),
+                           cache_dir=cache_dir)
+    check_inputs(config)  # a bad dataset, source or output folder fails here, before Prefect starts
+    manifest = leakage_flow(config)
+    return manifest, pl.DataFrame([d.model_dump() for d in manifest.datasets])

@@ -110,6 +110,9 @@ class ServicePolicy(BaseModel):
                                       "data roots")
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
+        exclude = config.exclude and str(absolute(config.exclude, here))
+        if exclude and not (self._in_data_roots(Path(exclude)) or within(Path(exclude), Path(self.results_root))):
+            raise PolicyError(f"exclude {config.exclude!r}: outside the service's data roots and results root")
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not within(out, Path(self.results_root)):
             raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
@@ -119,7 +122,8 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
-        return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache)})
+        return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache),
+                                         "exclude": exclude or None})
 
     def _in_data_roots(self, path: Path) -> bool:
         """Inside one of the folder roots (a named dataset's root is its name, never a folder)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from terazi.data.exclusions import read_exclusions
 from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
 from terazi.models.refs import ModelError, resolve
@@ -35,6 +36,9 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
             raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
     writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
+    if config.exclude:  # the leakage check's lists, read now: a bad folder fails before any heavy stage
+        read_exclusions(config.exclude, config.exclude_by, [d.name for d in datasets],
+                        {d.name: d.corpus_fingerprint for d in datasets})
     check_opens(Path(config.cache_dir), config.scale.score_store)  # a damaged cache: named, with its repair command
     writable_folder(config.out_dir, "results folder")
     return datasets

@@ -26,3 +26,4 @@ class Aggregates:
     ranks: pl.DataFrame = field(metadata={"doc": "ranks.csv: rank intervals and P(rank 1) per system"})
     costs: dict[str, ModelCost | None] = field(default_factory=dict)
     judgements: list[Judgement] = field(default_factory=list)
+    decontaminated: pl.DataFrame | None = field(default=None, metadata={"doc": "decontaminated.csv (with exclude)"})

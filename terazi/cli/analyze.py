@@ -30,24 +30,29 @@ def analyze(
                                                        "card) or pooled"),
     featured: Optional[str] = typer.Option(None, help="system whose significant cells are listed (default: the top)"),
     labels: Optional[str] = typer.Option(None, help="display labels: en (default) or tr"),
+    exclude: Optional[str] = typer.Option(None, help="leakage output folder (`terazi leakage --out`): every headline "
+                                                      "also without the queries it lists"),
+    exclude_by: Optional[str] = typer.Option(None, help="with --exclude: queries (default: the contaminated ones) or "
+                                                        "relevant (also those whose relevant passage is hit)"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
     setup(verbose)
     with errors_as_lines():
         from terazi.cli.prefect_api import check_api, quiet_console
-        from terazi.data import runfolder
+        from terazi.results.imported import inventory
         from terazi.schemas import AnalyzeConfig
 
         raw: dict = {"folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name, "holm": holm}
         for key, value in (("metrics", metric or None), ("headline", headline), ("conditions", condition or None),
                            ("benchmark", benchmark), ("seed", seed), ("bootstrap_resamples", resamples),
                            ("confidence", confidence), ("borda", borda), ("retention", retention),
-                           ("featured", featured), ("labels", labels)):
+                           ("featured", featured), ("labels", labels), ("exclude", exclude),
+                           ("exclude_by", exclude_by)):
             if value is not None:
                 raw[key] = value
         config = AnalyzeConfig.model_validate(raw)
-        runfolder.scan(folder)  # a malformed folder fails here, in one line, before Prefect starts
+        inventory(config)  # a malformed folder (or --exclude folder) fails here, in one line, before Prefect starts
         check_api()
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()

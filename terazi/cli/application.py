@@ -16,6 +16,7 @@ from terazi.cli import (
     convert,
     corrupt,
     leaderboard,
+    leakage,
     run,
     serve,
 )
@@ -57,6 +58,7 @@ app.command()(corrupt.corrupt)
 app.command()(run.demo)
 app.command()(run.run)
 app.command("leaderboard")(leaderboard.leaderboard_cmd)
+app.command()(leakage.leakage)
 app.command(add_help_option=False, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(score)
 app.command()(serve.serve)
 app.add_typer(cache.cache_app, name="cache")

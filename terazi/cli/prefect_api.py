@@ -34,7 +34,9 @@ def quiet_console() -> None:
     """Hide Prefect's console lines unless --verbose (call after importing prefect)."""
     if os.environ.get("TERAZI_VERBOSE") == "1":
         return
-    import prefect  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger)
+    import prefect.main  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger;
+
+    # a bare `import prefect` is lazy and does not, so the handler filtered here was replaced by the flow's import)
     from prefect.logging.handlers import PrefectConsoleHandler
 
     for handler in logging.getLogger().handlers:

@@ -92,6 +92,10 @@ def run(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="results folder; the run goes straight into it"),
     cache: Optional[str] = typer.Option(None, help="cache folder"),
     offline: bool = typer.Option(False, help="never contact a model hub"),
+    exclude: Optional[str] = typer.Option(None, help="leakage output folder (`terazi leakage --out`): every headline "
+                                                      "also without the queries it lists"),
+    exclude_by: Optional[str] = typer.Option(None, help="with --exclude: queries (default: the contaminated ones) or "
+                                                        "relevant (also those whose relevant passage is hit)"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
@@ -111,7 +115,8 @@ def run(
         raw["conditions"] = condition
     if samples is not None:
         raw.setdefault("corruption", {})["samples"] = samples
-    for key, value in (("depth", depth), ("rerank_depth", rerank_depth), ("seed", seed), ("cache_dir", cache)):
+    for key, value in (("depth", depth), ("rerank_depth", rerank_depth), ("seed", seed), ("cache_dir", cache),
+                       ("exclude", exclude), ("exclude_by", exclude_by)):
         if value is not None:
             raw[key] = value
     if out:

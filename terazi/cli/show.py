@@ -26,6 +26,9 @@ def print_leaderboard(run_dir: Path) -> None:
     show(ranks, "rank intervals", "\n".join(ranks.notes))
     per_ds = Table.from_json(tables["per_dataset"])
     show(per_ds, "per dataset, clean", "\n".join(per_ds.notes))
+    if tables.get("decontaminated"):
+        deco = Table.from_json(tables["decontaminated"])
+        show(deco, "without the queries found in training data", "\n".join(deco.notes))
     robust = Table.from_json(tables["robustness_table"])
     show(robust, "where the loss comes from", "\n".join(robust.notes + tables["explanations"]))
     console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")

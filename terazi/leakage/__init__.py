@@ -13,7 +13,7 @@
 
 from terazi.leakage.core import check
 from terazi.leakage.report import write
-from terazi.leakage.result import DatasetLeakage, LeakageOptions, LeakageResult
-from terazi.leakage.sources import TrainSource
+from terazi.leakage.result import DatasetLeakage, LeakageResult
+from terazi.schemas.leakage import LeakageOptions, TrainSource
 
 __all__ = ["DatasetLeakage", "LeakageOptions", "LeakageResult", "TrainSource", "check", "write"]

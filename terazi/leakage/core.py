@@ -25,9 +25,10 @@ from terazi.leakage.match import HeldIndex, Hits, Scan
 from terazi.leakage.ngrams import text_ngrams
 from terazi.leakage.normalize import joined, tokens
 from terazi.leakage.repeats import RepeatFinder
-from terazi.leakage.result import DatasetLeakage, LeakageOptions, LeakageResult, Repeat, SourceLeakage
+from terazi.leakage.result import DatasetLeakage, LeakageResult, Repeat, SourceLeakage
 from terazi.leakage.sides import BenchmarkSide, TrainingSide
-from terazi.leakage.sources import Chunk, Reader, TrainSource
+from terazi.leakage.sources import Chunk, Reader
+from terazi.schemas.leakage import LeakageOptions, TrainSource
 
 log = logging.getLogger("terazi.leakage")
 
@@ -129,7 +130,8 @@ def _dataset(d: int, bench: BenchmarkSide, train: TrainingSide, bench_hits: Hits
     flagged = set(hit_query_ids) | {r.query_id for r in repeats}
     dataset_train = np.unique(train_hits.item[train_hits.group == d])
     return DatasetLeakage(
-        name=ds.name, path=str(ds.root), queries=len(qids), passages=ds.n_docs, queries_long_enough=long_enough,
+        name=ds.name, path=str(ds.root), corpus_fingerprint=ds.corpus_fingerprint, queries=len(qids),
+        passages=ds.n_docs, queries_long_enough=long_enough,
         judged_queries=judged, query_hits=hit_query_ids, passage_hits=passage_hits, relevant_hit_queries=relevant,
         repeats=repeats, contaminated_queries=[q for q in qids if q in flagged],
         train_hits=train.refs(dataset_train), examples=examples.of(d))

@@ -17,8 +17,9 @@ import polars as pl
 from terazi.leakage.match import Hits, group_of
 from terazi.leakage.ngrams import text_ngrams
 from terazi.leakage.normalize import tokens
-from terazi.leakage.result import Example, LeakageOptions
+from terazi.leakage.result import Example
 from terazi.leakage.sides import BenchmarkSide, TrainingSide
+from terazi.schemas.leakage import LeakageOptions
 
 _WIDTH = 12  # words shown on each side of the shared ones
 TextsOf = Callable[[np.ndarray], dict[int, list[str]]]  # streamed item numbers → their texts

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from terazi.leakage.result import DatasetLeakage, LeakageResult
-from terazi.paths import inside, slugify, unique, writable_folder
+from terazi.paths import slugify, unique, writable_folder
+from terazi.schemas.layout import LeakageLayout
 
 SUMMARY_REPEATS = 100  # repeats listed in summary.json and the pages; repeats.tsv has them all
 
@@ -60,22 +61,22 @@ def _cell(text: str) -> str:
 def write(result: LeakageResult, out: str | Path) -> Path:
     """Write the output folder (see the module's docstring); returns it."""
     root = writable_folder(out, "leakage output folder")
+    layout = LeakageLayout(root)
     for d, name in zip(result.datasets, folders(result)):
-        folder = inside(root, name)
-        folder.mkdir(exist_ok=True)
-        _ids(folder / "queries.txt", d.contaminated_queries)
-        _ids(folder / "passages.txt", d.passage_hits)
-        _ids(folder / "relevant_hit.txt", d.relevant_hit_queries)
-        _ids(folder / "train_hits.txt", d.train_hits)
+        layout.dataset(name).mkdir(exist_ok=True)
+        _ids(layout.queries(name), d.contaminated_queries)
+        _ids(layout.passages(name), d.passage_hits)
+        _ids(layout.relevant_hit(name), d.relevant_hit_queries)
+        _ids(layout.dataset_train_hits(name), d.train_hits)
         rows = ["query_id\tkind\tscore\ttrain\tquery\ttrain_query"]
         rows += ["\t".join(_cell(str(v)) for v in (r.query_id, r.kind, r.score, r.train, r.query, r.train_query))
                  for r in d.repeats]
-        (folder / "repeats.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    _ids(root / "train_hits.txt", result.train_hits)
+        layout.repeats(name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    _ids(layout.train_hits, result.train_hits)
     body = json.dumps(summary(result), indent=2, ensure_ascii=False)
-    (root / "summary.json").write_text(body + "\n", encoding="utf-8")
-    (root / "report.md").write_text(markdown(result), encoding="utf-8")
-    (root / "report.html").write_text(page(result), encoding="utf-8")
+    layout.summary_json.write_text(body + "\n", encoding="utf-8")
+    layout.report_md.write_text(markdown(result), encoding="utf-8")
+    layout.report_html.write_text(page(result), encoding="utf-8")
     return root
 
 

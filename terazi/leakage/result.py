@@ -4,24 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, Field, computed_field
 
-
-class LeakageOptions(BaseModel):
-    """How to check. The defaults follow the Kalbur card's rule (8 words) and lm-evaluation-harness' practice."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    ngram: int = Field(8, ge=2, le=64, description="words in a shared sequence that counts as leakage")
-    fold_ascii: bool = Field(False, description="also match copies typed without Turkish letters (ç→c, ı→i, …)")
-    near_threshold: float | None = Field(90.0, ge=50, le=100, description="rapidfuzz ratio from which a training "
-                                         "query is a near repeat of a benchmark query; null: exact repeats only")
-    max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of "
-                              "passages each")
-    batch: int = Field(20_000, ge=100, le=1_000_000, description="texts (records, on the training side) read and "
-                       "hashed at a time")
-    hold: Literal["auto", "benchmark", "training"] = Field("auto", description="the side whose n-grams are held in "
-                                                          "memory; auto: the one whose files are smaller")
+from terazi.schemas.leakage import LeakageOptions
 
 
 class Example(BaseModel):
@@ -53,6 +38,7 @@ def _share(n: int, of: int) -> float:
 class DatasetLeakage(BaseModel):
     name: str
     path: str
+    corpus_fingerprint: str = Field("", description="the corpus checked (an evaluation's `exclude` compares it)")
     queries: int
     passages: int
     queries_long_enough: int = Field(description="queries of at least n words: the others can only be repeats")

@@ -18,59 +18,16 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from terazi.errors import ConfigError, DatasetError, describe, utf8_line_error
+from terazi.errors import DatasetError, utf8_line_error
+from terazi.schemas.leakage import LOCAL_HF, TrainSource
 
-QUERY_NAMES = frozenset({"query", "question", "queries", "questions", "anchor"})
 _KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "txt",
           ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl", ".txt.gz": "txt"}
 _SAVED = ("dataset_dict.json", "state.json")  # what `save_to_disk` leaves in a folder
-_LOCAL = ("/", ".", "~")  # an hf: name starting so is a folder on this machine
-
-
-class TrainSource(BaseModel):
-    """One training source as a config gives it (`{path: …, fields: […], queries: […]}`) or a command line."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str = Field(min_length=1)
-    fields: tuple[str, ...] = Field(default=("text",), min_length=1)
-    queries: tuple[str, ...] | None = None
-    split: str | None = None
-    name: str | None = None
-
-    @classmethod
-    def of(cls, spec: str | dict[str, Any], **defaults: Any) -> TrainSource:
-        """A source from a path or a config mapping (`defaults`, e.g. the command line's fields, fill the gaps)."""
-        body = {"path": spec} if isinstance(spec, str) else dict(spec)
-        try:
-            return cls.model_validate({**{k: v for k, v in defaults.items() if v is not None}, **body})
-        except ValidationError as e:
-            raise ConfigError(f"training source {body.get('path', spec)!r}: {describe(e)}") from None
-
-    @property
-    def query_fields(self) -> tuple[str, ...]:
-        if self.queries is not None:
-            return self.queries
-        return tuple(f for f in self.fields if f.lower() in QUERY_NAMES)
-
-    @property
-    def plan(self) -> list[tuple[str, bool, bool]]:
-        """(field, is a query field, required) for every field read."""
-        names = list(dict.fromkeys([*self.fields, *self.query_fields]))
-        return [(f, f in self.query_fields, True) for f in names]
-
-    @property
-    def label(self) -> str:
-        base = self.path.removeprefix("hf:").rstrip("/").split("/")[-1]
-        if self.path.startswith("hf:") and not self.path[3:].startswith(_LOCAL):
-            base = base.split("@")[0].split("#")[0]
-        return self.name or base or self.path
 
 
 @dataclass(frozen=True)
@@ -359,7 +316,7 @@ class Reader:
 
     def _files(self) -> list[_File]:
         src = self.source
-        if src.path.startswith("hf:") and not src.path[3:].startswith(_LOCAL):
+        if src.path.startswith("hf:") and not src.path[3:].startswith(LOCAL_HF):
             table, split = _hub_table(src)
             return [_Table(table, f"{src.label}/{split}" if split else src.label, src.plan)]
         path = Path(src.path.removeprefix("hf:")).expanduser()

@@ -42,6 +42,10 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
         Artifact("per-dataset", "headline per system and dataset on clean queries; last row: queries (without a "
                  "relevant document). " + " ".join(per_ds.notes), per_ds.dicts()),
     ]
+    if tables.get("decontaminated"):
+        deco = Table.from_json(tables["decontaminated"])
+        out.append(Artifact("decontaminated", "headline without the queries found in training data. "
+                            + " ".join(deco.notes), deco.dicts()))
     if tables.get("costs"):
         costs = Table.from_json(tables["costs"])
         out.append(Artifact("costs", "size, warm speed and latency per system. " + " ".join(costs.notes), costs.dicts()))

@@ -8,6 +8,7 @@ import polars as pl
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells
 from terazi.analysis.summary import ranked_datasets
+from terazi.present.decontaminated import decontaminated_table
 from terazi.present.labels import level
 from terazi.present.notes import explain, featured_lines, variant_sentence
 from terazi.present.tables import (
@@ -76,7 +77,7 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
            "candidates every reranker reorders. " if has_recall else "")
         + f"Each over the queries the condition changed, aggregated {config.retention} "
         f"({AGGREGATION_LABELS[config.retention]})."]
-    return {
+    tables = {
         "headline": config.headline, "order": order, "labels": labels, "retention": config.retention,
         "robustness": "both" if has_iso else "end-to-end", "first_stage": bool(candidates),
         "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
@@ -93,3 +94,8 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
         "variants": {"sentences": [variant_sentence(j, labels, confidence) for j in judgements],
                      "table": variants_table(judgements, labels, confidence).to_json()} if judgements else None,
     }
+    if agg.decontaminated is not None:  # only with `exclude`: a run without it shows the same tables
+        tables["decontaminated"] = decontaminated_table(agg.decontaminated, datasets, labels, confidence,
+                                                        config.bootstrap_resamples, config.seed,
+                                                        agg.contract["excluded"]).to_json()
+    return tables

@@ -26,6 +26,8 @@ def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict,
              T(tables["ranks"]).markdown(), "",
              f"## Per dataset ({condition_label('clean', tables['labels'])})", "",
              T(tables["per_dataset"]).markdown(), "",
+             *(["## Without the queries found in training data", "", T(tables["decontaminated"]).markdown(), ""]
+               if tables.get("decontaminated") else []),
              "## Where the loss comes from", "", T(tables["robustness_table"]).markdown(), ""]
     lines += [f"- {e}" for e in tables["explanations"]] + ([""] if tables["explanations"] else [])
     lines += [f"## Significant cells: {featured['system']}", ""] + [f"- {x}" for x in featured["lines"]]

@@ -163,6 +163,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         "<h2>Rank intervals</h2>", T(tables["ranks"]).html("ranks"),
         f'<img id="plot-ranks" alt="rank intervals" src="{plot_ranks(agg.ranks, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
+        *(["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
+          if tables.get("decontaminated") else []),
         "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
     ]
     if tables["explanations"]:

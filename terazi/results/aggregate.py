@@ -1,6 +1,7 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
-leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html.
+leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html (and,
+with `exclude`, decontaminated.csv).
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -14,6 +15,7 @@ import logging
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
+from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.intervals import (
     AGGREGATION_LABELS,
     decomposition,
@@ -27,9 +29,11 @@ from terazi.analysis.leaderboard import aggregate as borda_board
 from terazi.analysis.leaderboard import describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
+from terazi.data.exclusions import read_exclusions
 from terazi.data.loading import open_dataset, variant_texts
 from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present import report
+from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
 from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
@@ -95,10 +99,16 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
     pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm), order)
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
+    deco = None
+    if config.exclude:  # every headline also without the queries a leakage check found in training data
+        excluded = read_exclusions(config.exclude, config.exclude_by, names,
+                                   {d.name: d.corpus_fingerprint for d in datasets})
+        deco = decontaminated(headline, names, ranked, excluded, order, *stats_args)
+        contract["excluded"] = exclusion_line(deco, config.exclude, config.exclude_by)
     agg = Aggregates(order=order, board=board, intervals=intervals, retention=retention, decomposition=decomp,
                      pairs=pairs, clean_means=cell_means(headline.filter(pl.col("condition") == CLEAN)),
                      conditions=conditions, contract=contract, ranks=ranks, costs=costs,
-                     judgements=judge_variants(per_query, ranked, config, costs))
+                     judgements=judge_variants(per_query, ranked, config, costs), decontaminated=deco)
     return agg, by_dataset
 
 
@@ -125,6 +135,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
         costs_frame(agg.costs, system_kinds(config), agg.order).write_csv(layout.costs_csv)
     if agg.judgements:
         variants_frame(agg.judgements).write_csv(layout.variants_csv)
+    if agg.decontaminated is not None:
+        agg.decontaminated.write_csv(layout.decontaminated_csv)
     tables = display_tables(agg, datasets, variants, candidates, reranks, config)
     layout.tables_json.write_text(json.dumps(tables, ensure_ascii=False, indent=1), encoding="utf-8")
     layout.leaderboard_md.write_text(leaderboard_markdown(tables, agg.conditions, agg.contract, candidates, identity),

@@ -13,6 +13,7 @@ import yaml
 
 from terazi import fingerprint
 from terazi.data import runfolder
+from terazi.data.exclusions import read_exclusions
 from terazi.data.trec import read_qrels, read_run
 from terazi.errors import ConfigError, DatasetError
 from terazi.metrics.contracts import TREC_TIES, metric_contracts
@@ -169,6 +170,8 @@ def inventory(config: AnalyzeConfig) -> Inventory:
                                                               "have no runs for this dataset")
     if config.featured and config.featured not in systems:
         raise ConfigError(f"featured system {config.featured!r} has no runs (systems: {', '.join(systems)})")
+    if config.exclude:  # the leakage check's lists, read before the results folder exists
+        read_exclusions(config.exclude, config.exclude_by, [d.name for d in found])
     return Inventory(folder, found, settings, conditions, systems)
 
 
