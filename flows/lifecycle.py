@@ -18,9 +18,9 @@ from typing import Iterator
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
-from terazi.card import build_card
 from terazi.flows.runtime import current_flow_run_id
 from terazi.present.artifacts import Artifact, artifacts
+from terazi.present.card import build_card
 from terazi.results import folder
 from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout

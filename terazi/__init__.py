@@ -11,24 +11,7 @@ The Python API (everything is imported on first use, so `import terazi` stays ch
     manifest, counts = terazi.leakage(["data/my-beir"], ["train.jsonl"])  # was the benchmark in the training data?
 """
 
-import sys
-import types
-
 from terazi.api import analyze, card, compare, evaluate, leakage, score
 from terazi.version import __version__
-
-
-class _Face(types.ModuleType):
-    """`terazi.card` and `terazi.leakage` stay the API's functions once their subpackages (terazi/card/,
-    terazi/leakage/) are loaded: the import system binds a loaded subpackage on its parent, which would replace the
-    function (so a second `terazi.card(...)` failed). `from terazi.leakage import check` still reads the subpackage."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and callable(self.__dict__.get(name)):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Face
 
 __all__ = ["__version__", "analyze", "card", "compare", "evaluate", "leakage", "score"]

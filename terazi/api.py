@@ -12,8 +12,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from terazi.analysis.comparison import Comparison
-    from terazi.card import Card
     from terazi.metrics.engine import Evaluation
+    from terazi.present.card import Card
     from terazi.schemas import EvalConfig, RunManifest
     from terazi.schemas.leakage import LeakageManifest
 
@@ -102,7 +102,7 @@ def compare(before: str | Path, after: str | Path | None = None, systems: tuple[
 def card(results: str | Path, system: str, labels: str | None = None, **options: Any) -> Card:
     """The evaluation section of a model card for `system` of a results folder, as `terazi card` writes it:
     `.markdown()`, `.model_index_yaml()`, `.eval_results_yaml()`, `.to_json()`; `options`: model_name, names, rivals."""
-    from terazi.card import build_card
+    from terazi.present.card import build_card
 
     return build_card(results, system, labels, **options)
 
@@ -117,8 +117,8 @@ def leakage(datasets: list[str | Mapping[str, Any]], train: list[str | Mapping[s
     _setup()
     import polars as pl
 
+    from terazi.data.leakage.folder import check_inputs
     from terazi.flows.leakage import leakage as leakage_flow
-    from terazi.leakage.folder import check_inputs
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 
     config = LeakageConfig(datasets=[{"path": d} if isinstance(d, str) else dict(d) for d in datasets],

@@ -18,11 +18,11 @@ import polars as pl
 import pytest
 import yaml
 
-from terazi.card import build_card
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset
 from terazi.errors import DatasetError
 from terazi.metrics.contracts import metric_contracts as contracts
+from terazi.present.card import build_card
 from terazi.results import folder as results
 from terazi.results.aggregate import build_leaderboard
 from terazi.schemas import (

@@ -99,8 +99,8 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
 
 
 def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
+    from terazi.data.leakage.folder import check_inputs
     from terazi.errors import OutputPathError
-    from terazi.leakage.folder import check_inputs
     from terazi.schemas.leakage import LeakageConfig
 
     folder = tmp_path / "train"
@@ -114,10 +114,10 @@ def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
 
 def test_the_python_api_runs_the_flow_and_returns_the_counts(prefect_server, tmp_path, bench):
     import terazi
-    from terazi.leakage import check  # noqa: F401  (loading the subpackage leaves terazi.leakage the function)
+    from terazi.data.leakage import check  # noqa: F401  (the subpackage loaded: terazi.leakage is still the function)
 
     train = _train(tmp_path)
-    for k in range(2):  # twice: the second call finds terazi.leakage still a function
+    for k in range(2):  # twice: the second call finds terazi.leakage still the function
         manifest, counts = terazi.leakage([str(bench)], [str(train)], out=tmp_path / f"o{k}", fields=("text", "query"),
                                           ngram=8)
         assert manifest.out == str(tmp_path / f"o{k}")

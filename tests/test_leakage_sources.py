@@ -1,4 +1,4 @@
-"""terazi.leakage's inputs and outputs: every kind of training source with its record names, bad sources one line
+"""terazi.data.leakage's inputs and outputs: every kind of training source with its record names, bad sources one line
 each, validated options, the output folder, and planted copies of XQuAD passages all found."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from terazi.data.beir import load_beir, write_beir
+from terazi.data.leakage import LeakageOptions, TrainSource, check, write
 from terazi.errors import ConfigError, DatasetError
-from terazi.leakage import LeakageOptions, TrainSource, check, write
 from terazi.turkish import to_ascii, tr_upper
 from tests.conftest import XQUAD_TR
 from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, python_ngrams, reference_tokens, window
@@ -146,7 +146,7 @@ def test_the_output_folder(tmp_path, bench):
 
 
 def test_held_membership_matches_numpy_isin():
-    from terazi.leakage.match import HeldIndex
+    from terazi.data.leakage.match import HeldIndex
 
     rng = np.random.default_rng(5)
     held_hashes = rng.integers(0, 2**64, 200_000, dtype=np.uint64)

@@ -27,7 +27,7 @@ def card(
 ) -> None:
     """The card's evaluation section: protocol, results, per-dataset and comparison tables, significant cells, rank
     intervals, and its Hugging Face metadata."""
-    from terazi.card import build_card
+    from terazi.present.card import build_card
 
     if fmt not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -82,7 +82,7 @@ def leakage(
         if not raw.get("train"):
             fail("no training source: give --train PATH or a --config file with train")
         checked = LeakageConfig.model_validate(raw)
-        from terazi.leakage.folder import check_inputs
+        from terazi.data.leakage.folder import check_inputs
 
         check_inputs(checked)  # a bad dataset, source or output folder fails here, in one line, before Prefect
         from terazi.cli.prefect_api import check_api, quiet_console

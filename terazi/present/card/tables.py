@@ -12,9 +12,9 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.intervals import featured_cells, pairwise_summary
-from terazi.card.folder import RunFolder
-from terazi.card.protocol import model_label
-from terazi.card.words import condition, conf, pct, score, signed, span, word
+from terazi.present.card.folder import RunFolder
+from terazi.present.card.protocol import model_label
+from terazi.present.card.words import condition, conf, pct, score, signed, span, word
 from terazi.present.labels import params_text
 from terazi.present.table import Table
 from terazi.schemas import FIRST_STAGE

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terazi.card.folder import RunFolder
-from terazi.card.words import condition, conf, word
+from terazi.present.card.folder import RunFolder
+from terazi.present.card.words import condition, conf, word
 
 _LOCAL = ("/", ".", "~")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from terazi.data.leakage.core import check
+from terazi.data.leakage.report import folders, write
+from terazi.data.leakage.sources import Reader
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.errors import OutputPathError
-from terazi.leakage.core import check
-from terazi.leakage.report import folders, write
-from terazi.leakage.sources import Reader
 from terazi.paths import slugify, unique, within, writable_folder
 from terazi.schemas import DatasetManifest
 from terazi.schemas.layout import LeakageLayout

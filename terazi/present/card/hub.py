@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from terazi.card.words import condition, conf, score
+from terazi.present.card.words import condition, conf, score
 from terazi.schemas import DatasetManifest, MetricContract
 from terazi.schemas.measures import parse_measure
 from terazi.schemas.sources import parse

@@ -1,9 +1,9 @@
 """`build_card(results_dir, system)`: the evaluation section of a model card for one system of a results folder.
 
-The card is built from the folder's full-precision files (terazi.card.folder) in the Kalbur card's layout:
+The card is built from the folder's full-precision files (terazi.present.card.folder) in the Kalbur card's layout:
 protocol sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
 sentence where the system has a judged variant, rank intervals; plus the Hugging Face metadata
-(terazi.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
+(terazi.present.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
-from terazi.card import hub, protocol, tables
-from terazi.card.folder import RunFolder, read_folder
-from terazi.card.protocol import model_label
-from terazi.card.words import condition, word
 from terazi.errors import DatasetError
+from terazi.present.card import hub, protocol, tables
+from terazi.present.card.folder import RunFolder, read_folder
+from terazi.present.card.protocol import model_label
+from terazi.present.card.words import condition, word
 from terazi.present.notes import variant_sentence
 from terazi.present.table import Table
 from terazi.schemas import MetricContract, ModelCost
