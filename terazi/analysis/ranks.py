@@ -1,11 +1,11 @@
 """How sure is a rank? Rank intervals from the same resamples the leaderboard's intervals draw.
 
 Significance groups answer "is A better than its neighbour B"; they do not say where A stands. Here every
-resample of the dataset-balanced paired bootstrap (terazi.stats) ranks the systems twice:
+resample of the dataset-balanced paired bootstrap (terazi.analysis.stats) ranks the systems twice:
 
 - by **Mean (Task)**: each system's dataset-balanced mean in that resample, ranked best first;
 - by **Borda count**: per ranked dataset, the systems' means in that resample give points N − rank (average
-  rank on ties, N = the systems on that dataset, as terazi.leaderboard does for the point estimate); the
+  rank on ties, N = the systems on that dataset, as terazi.analysis.leaderboard does for the point estimate); the
   points are summed over datasets and the totals ranked.
 
 Ranks are competition ranks (1, 1, 3): systems tied in a resample share the better rank, as the leaderboard's

@@ -1,7 +1,7 @@
 """`terazi` command line: run evaluations, and the building blocks on their own.
 
 One module per command group, registered on the typer `app` (terazi/cli/application.py). This package itself
-stays light: `terazi score` goes straight to its own parser (terazi/scoring.py) without importing typer,
+stays light: `terazi score` goes straight to its own parser (terazi/cli/score.py) without importing typer,
 because it is run in loops over many run files.
 """
 

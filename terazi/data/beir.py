@@ -21,7 +21,7 @@ from terazi.schemas.records import Document, Query
 @dataclass(frozen=True)
 class Dataset:
     """A validated dataset. The corpus is checked (and hashed) in a stream and kept as its ids only: stages that
-    need the texts read them from the corpus table in the cache (`terazi.corpus`); `docs` reads the file on first
+    need the texts read them from the corpus table in the cache (`terazi.data.corpus`); `docs` reads the file on first
     use."""
 
     name: str

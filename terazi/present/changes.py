@@ -48,7 +48,7 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
 def changes_since(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0,
                  confidence: float = 0.95, holm: bool = False) -> str:
     """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
-    leaderboards, the scores through `terazi.comparison`, the same comparison `terazi compare` prints (at the
+    leaderboards, the scores through `terazi.analysis.comparison`, the same comparison `terazi compare` prints (at the
     run's interval level, Holm-corrected when the run asks for it)."""
     m_old, m_new = read_manifest(before), read_manifest(after)
     lines = [f"# terazi: changes from {before.name} to {after.name}", "",

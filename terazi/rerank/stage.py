@@ -110,7 +110,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
                          f"{scorer.identity}); start the run again")
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
     scores = Scores.for_worker(plan.cache_dir, plan.score_store)
-    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/costs.py)
+    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/costs.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
         scored, _ = score_rows(rows, corpus, scorer, scores, plan.block, lock, on_progress)
     if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model

@@ -31,7 +31,7 @@ def encode(model, texts: list[str], batch_size: int, prefix: str = "",
            on_progress: Callable[[int, int], None] | None = None, max_length: int | None = None) -> np.ndarray:
     """Unit-normalised float32 embeddings, so inner product is cosine similarity; encoded in blocks so
     that long encodings report progress (and can be stopped) between blocks. Texts are cut to the
-    character budget of `max_length` tokens first (`terazi.rerankers.clip`)."""
+    character budget of `max_length` tokens first (`terazi.models.text.clip`)."""
     if not texts:
         return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
     parts = []

@@ -118,7 +118,7 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
     """Reuse frozen candidates (`frozen` set), import them from TREC runs made elsewhere (`external`), or cut the
     work into corpus and query shards."""
     started = time.time()
-    if external:  # candidates from another system's first stage (terazi/external.py), frozen like terazi's own
+    if external:  # candidates from another system's first stage (terazi/retrieval/external.py), frozen like terazi's own
         from terazi.retrieval.external import import_candidates
 
         cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
@@ -194,7 +194,7 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     with lock:
         if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
             return None
-        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/costs.py)
+        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/models/costs.py)
         emb = _encode_part(plan, timed, part, a, z, shard, len(bounds))
     save_atomic(path, emb)
     return timed.cost()

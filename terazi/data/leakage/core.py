@@ -35,7 +35,7 @@ log = logging.getLogger("terazi.data.leakage")
 
 def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
           options: LeakageOptions | None = None) -> LeakageResult:
-    """Check `datasets` (loaded with `terazi.data.load_beir`) against `sources`; see the module's docstring."""
+    """Check `datasets` (loaded with `terazi.data.beir.load_beir`) against `sources`; see the module's docstring."""
     options = options or LeakageOptions()
     started = time.perf_counter()
     if not datasets:
