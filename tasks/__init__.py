@@ -1,6 +1,7 @@
-"""Prefect tasks: each module holds a stage's plain function and a thin `@task` wrapper around it.
+"""Prefect tasks: each module holds one `task(core_function, …)` line per core function of its stage, nothing else
+(docs/architecture.md says what a task may and may not do).
 
-Tasks exchange the small manifests of `schemas.manifests`; heavy data stays on disk, named by
+Tasks exchange the small manifests of `terazi.schemas.manifests`; heavy data stays on disk, named by
 fingerprints, so retries and re-runs never pickle arrays. terazi's log lines reach the Prefect
 run they belong to (`terazi.logs`), wherever the task runs.
 """
