@@ -64,7 +64,7 @@ def dataset(kind: str, replicas: int, folder: Path) -> Path:
     if kind == "xquad":
         if not XQUAD.is_file():
             raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
-        source = squad_to_beir(XQUAD, folder / "xquad-tr")
+        squad_to_beir(XQUAD, source := folder / "xquad-tr")
     return replicate(Path(source), target, replicas)
 
 

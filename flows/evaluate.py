@@ -49,18 +49,20 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 # 2. the first stage, frozen under its fingerprint
                 frozen = first_stage(submit, ds, ds_variants, config, cache)
                 # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
-                pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, out)
+                pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, out, cache)
                 # 4. every row's rankings; 5. their per-query values
                 ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, out)
-                per_query = [score_task.submit(ds, r, pool_variants, config.metrics, out) for r in ranked]
+                per_query = [score_task.submit(ds, r, pool_variants, config.metrics, out, cache_dir=cache)
+                             for r in ranked]
                 scores += [f.result() for f in per_query]
                 variants += ds_variants
                 candidates.append(frozen)
                 rankings += ranked
         # 6. the results: runs/ for every TREC tool, the statistics and every table, the frozen candidates
-        export = export_task.submit(datasets, variants, rankings, out)
+        export = export_task.submit(datasets, variants, rankings, out, cache)
         identity = benchmark_identity(config, datasets, candidates)
-        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings)
+        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings,
+                               cache_dir=cache)
         for cs in candidates:
             publish_candidates_task(cs, out)
         export.result()
@@ -106,5 +108,6 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
-            ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out)
+            ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
+                                       cache)
     return list(ranked.values())
