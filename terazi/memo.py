@@ -70,6 +70,21 @@ def stored(cache_dir: str | Path, stage_key: str) -> dict | None:
     return json.loads(meta.read_text()) if meta.is_file() else None
 
 
+def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
+    """A text made once per key and kept among the stored outputs (a rendered plot); made each time without a cache."""
+    if cache_dir is None:
+        return make()
+    path = inside(cache_dir, FOLDER, f"{stage_key}.txt")
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    text = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return text
+
+
 def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, make: Callable[[Path], dict]) -> dict:
     """The files of output `stage_key` in `out_dir`, made only when the cache has none: `make(folder)` writes them
     under `folder` at the paths they have under `out_dir` (a results folder's layout) and returns a JSON-able meta,

@@ -151,7 +151,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     layout.leaderboard_md.write_text(leaderboard_markdown(tables, agg.conditions, agg.contract, candidates, identity),
                                      encoding="utf-8")
     layout.report_html.write_text(report.render(title=f"terazi report: {layout.root.name}", identity=identity,
-                                                tables=tables, agg=agg, config=config), encoding="utf-8")
+                                                tables=tables, agg=agg, config=config, cache_dir=cache_dir),
+                                 encoding="utf-8")
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked_datasets(datasets)), layout.root)
     return leaderboard_rows(agg.board, datasets, config.conditions)
 
