@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -141,12 +142,19 @@ def run_one(raw: dict) -> dict:
             "conditions": len({v.condition for v in manifest.variants})}
 
 
+def cpu_of_children() -> float:
+    """CPU seconds (user + system) of every child process waited for so far, their own children included."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def spawn(raw: dict, env: dict) -> dict:
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), cpu_of_children()
     out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t}
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
+            "cpu": cpu_of_children() - cpu}
 
 
 def files(folder: Path) -> dict[tuple[int, int], int]:
@@ -159,13 +167,12 @@ def files(folder: Path) -> dict[tuple[int, int], int]:
     return out
 
 
-def new_bytes(before: dict, work: Path, results: Path) -> tuple[int, int]:
-    """Bytes of the results folder's files that are not (hard links to) files that existed before, and the growth
-    of everything else under `work` (the cache)."""
+def new_bytes(before: dict, cache_before: int, cache: Path, results: Path) -> tuple[int, int]:
+    """Bytes of the results folder's files that are not (hard links to) files that existed before the run
+    (`before`: every file of the work folder), and the growth of the cache folder's other files."""
     mine = files(results)
-    rest = {k: v for k, v in files(work).items() if k not in mine}
     fresh = sum(size for key, size in mine.items() if key not in before)
-    return fresh, sum(rest.values()) - sum(v for k, v in before.items() if k not in mine)
+    return fresh, sum(v for k, v in files(cache).items() if k not in mine) - cache_before
 
 
 def config(data: Path, work: Path, run_name: str) -> dict:
@@ -190,9 +197,9 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
         warm = work / "results" / "warm"
         if warm.exists():
             subprocess.run(["rm", "-rf", str(warm)], check=True)
-        before = files(work)
+        before, cache_before = files(work), sum(files(work / "cache").values())
         rows["warm"] = spawn(config(data, work, "warm"), env)
-        rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, work, warm)
+        rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, cache_before, work / "cache", warm)
         rows["warm"]["results"] = sum(files(warm).values())
     finally:
         server.stop()
@@ -207,11 +214,11 @@ def demo_part(work: Path, env: dict) -> dict:
     env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     os.environ.pop("PREFECT_API_URL", None)
 
-    def demo(tag: str, run_env: dict) -> float:
-        t = time.perf_counter()
+    def demo(tag: str, run_env: dict) -> tuple[float, float]:
+        t, cpu = time.perf_counter(), cpu_of_children()
         subprocess.run([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
                        check=True, env=run_env, capture_output=True)
-        return time.perf_counter() - t
+        return time.perf_counter() - t, cpu_of_children() - cpu
 
     out = {"temporary server": [demo("temporary", env) for _ in range(3)]}
     server = SubprocessASGIServer()
@@ -235,6 +242,7 @@ def table(rows: dict) -> None:
     print(f"{'manifest seconds':<24}" + "".join(f" {r['flow']:>9.2f} {'':>9}" for r in rows.values()))
     print(f"{'process wall':<24}" + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}"
                                             for r in rows.values()) + "   (MB: after imports)")
+    print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
     w = rows["warm"]
     print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
           f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; cache growth {w['new_cache'] / 2**20:.2f} MB")
@@ -262,8 +270,9 @@ def main() -> None:
         table(flow_part(args, work, env))
     if not args.skip_demo:
         for where, walls in demo_part(work, env).items():
-            print(f"terazi demo, {where}: " + ", ".join(f"{w:.1f}s" for w in walls) + " (wall; the first run on the "
-                  "temporary server is cold, every other is warm)")
+            print(f"terazi demo, {where}: " + ", ".join(f"{w:.1f}s ({c:.1f}s CPU)" for w, c in walls)
+                  + " (wall, and CPU of the command and the server it started; the first run on the temporary server"
+                  " is cold, every other is warm)")
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
