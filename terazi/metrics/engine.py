@@ -211,6 +211,7 @@ def evaluate(
     nq = judged.len()
     qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64)  # null: not judged
     qk = q.with_columns(qcode.alias("qi")).select("qi", _pair_key().alias("k"), "grade",
+                                                  pl.col("grade").max().over("qi").alias("top"),
                                                   pl.int_range(pl.len()).alias("_qrow"))
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
@@ -236,7 +237,7 @@ def evaluate(
     jr = rr.filter("_j").select("_row", "k")
     if len(on) > 1:
         jr = jr.with_columns(r["doc_id"].gather(jr["_row"]))
-    jr = jr.join(qk.select(*on, "grade", "_qrow"), on=on)
+    jr = jr.join(qk.select(*on, "grade", "top", "_qrow"), on=on)
     jr = jr.filter(r["doc_id"].gather(jr["_row"]) == q["doc_id"].gather(jr["_qrow"]))  # drop key collisions
     if jr.height < rr["_j"].sum():
         rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
@@ -258,8 +259,8 @@ def evaluate(
               "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
-    j = rr.filter("_j").join(jr.select("_row", "grade"), on="_row", maintain_order="left")  # in rank order
-    i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+    j = rr.filter("_j").join(jr.select("_row", "grade", "top"), on="_row", maintain_order="left")  # in rank order
+    i = qk.select("qi", "grade", "top").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
         .with_columns(_within("qi"))
     j_aggs, i_aggs, values_of, rels = [], [], {}, set()
     for n, (name, m) in enumerate(parsed.items()):
@@ -299,7 +300,8 @@ def evaluate(
 # ---------------------------------------------------------------- the families, one entry each
 # Each gives, for measure `m` (its n-th): aggregations over a query's judged rows in rank order (`pos`, 0-based;
 # `grade`), aggregations over its ideal ordering (judgments with grade > 0, best first), and the per-query value from
-# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned).
+# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned). Both
+# row sets also carry `top`, the query's highest grade.
 
 def _top(m: Measure) -> pl.Expr:
     return pl.col("pos") < m.cutoff if m.cutoff else pl.lit(True)
@@ -311,7 +313,12 @@ def _hit(m: Measure) -> pl.Expr:
 
 def _ndcg(m: Measure, n: int, rel: str):
     g = pl.col("grade").cast(pl.Float64)
-    dcg = (((2.0 ** g - 1.0) if m.gain == "exponential" else g) / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
+    if m.gain == "exponential":
+        # (2^g − 1) / 2^top: DCG and its ideal scaled by one power of two, so their ratio is bit for bit the unscaled
+        # one, and no grade overflows (2^g is infinite from g = 1024, and ∞ / ∞ is NaN)
+        top = pl.col("top").cast(pl.Float64)
+        g = 2.0 ** (g - top) - 2.0 ** (-top)
+    dcg = (g / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
     return [dcg.alias(f"v{n}")], [dcg.alias(f"ideal{n}")], \
         pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
 
