@@ -11,6 +11,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 import threading
 import unicodedata
 from fractions import Fraction
@@ -192,6 +194,11 @@ def test_score_reads_stdin_and_pipes(tmp_path):
     writer.join(5)
     assert piped.exit_code == 0, piped.output
     assert json.loads(piped.output)["aggregate"]["nDCG"] == pytest.approx(1 / math.log2(3))
+    # as a shell hands them over: the qrels through process substitution, the run on /dev/stdin
+    shell = subprocess.run(["bash", "-c", f"printf '{run}' | {sys.executable} -m terazi.cli score --qrels "
+                            f"<(cat {tmp_path / 'q.txt'}) --run /dev/stdin -m RR@10 --format json"],
+                           capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0 and json.loads(shell.stdout)["aggregate"]["RR@10"] == 0.5, shell.stderr
 
 
 # ---------------------------------------------------------------- leaderboards
