@@ -20,6 +20,17 @@ from terazi.errors import DatasetError, utf8_error
 
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls (U+0080–U+009F as UTF-8)
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]")
+# every byte but those a control character can start with: deleting them leaves (nearly always) nothing to search
+_PLAIN = bytes(sorted(set(range(256)) - {*range(0x09), *range(0x0b, 0x20), 0x7F, 0xC2}))
+
+
+def _control(data: bytes) -> re.Match | None:
+    """The first control character, found by the regular expression only when a byte that can start one is there
+    (a run file of 35 MB: 0.05 s instead of 0.5 s)."""
+    suspects = data.translate(None, _PLAIN)
+    if not suspects.strip(b"\r") and data.count(b"\r") == data.count(b"\r\n"):
+        return None
+    return _CONTROL.search(data)
 
 
 def read_text(path: str | Path, what: str) -> bytes:
@@ -36,7 +47,7 @@ def read_text(path: str | Path, what: str) -> bytes:
         data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise utf8_error(path, data, e) from None
-    if bad := _CONTROL.search(data):
+    if bad := _control(data):
         at = bad.start()
         char = data[at:at + 2].decode() if data[at] == 0xC2 else chr(data[at])
         line, column = data.count(b"\n", 0, at) + 1, at - (data.rfind(b"\n", 0, at) + 1) + 1
