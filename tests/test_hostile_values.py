@@ -174,6 +174,13 @@ def test_exponential_gain_is_exact_for_huge_grades(tmp_path):
     assert value == pytest.approx(dcg / ideal, rel=1e-12) and math.isfinite(value)
 
 
+def test_nan_scores_rank_below_minus_infinity(tmp_path):
+    # ranking c (1), a (−∞), b (NaN): the relevant b is third; before, NaN was −∞ and b (a larger id) came second
+    res = _score(tmp_path, "q 0 a 0\nq 0 b 1\nq 0 c 0\n", "q Q0 b 1 nan x\nq Q0 a 2 -inf x\nq Q0 c 3 1 x\n",
+                 "-m", "RR")
+    assert res.exit_code == 0 and json.loads(res.output)["aggregate"]["RR"] == pytest.approx(1 / 3), res.output
+
+
 def test_score_names_the_line_of_a_control_character(tmp_path):
     res = _score(tmp_path, "q 0 a 1\nq 0 b\x1fx 1\n", "q Q0 a 1 3 x\n")
     assert res.exit_code == 2 and "q.txt, line 2: control character U+001F at column 6" in res.output.replace("\n", "")

@@ -169,17 +169,19 @@ def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
 
 
 def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
-    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
+    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise);
+    a missing `score` (NaN in the run) comes after every number, −∞ included.
 
     Queries need only be contiguous, not sorted: a run file written in rank order is used as it is and a
     numeric sort on (query, score) handles any other; then only rows tied on both are sorted again with
     their document ids (`doc` gives the ids of given `_row`s), so no other string is touched.
     """
-    starts = pl.col("qi").ne_missing(pl.col("qi").shift())
-    ranked, blocks, queries = rr.select((starts | (pl.col("score") <= pl.col("score").shift())).all().alias("a"),
+    starts, score, before = pl.col("qi").ne_missing(pl.col("qi").shift()), pl.col("score"), pl.col("score").shift()
+    descending = pl.when(before.is_null()).then(score.is_null()).otherwise(score.is_null() | (score <= before))
+    ranked, blocks, queries = rr.select((starts | descending).all().alias("a"),
                                         starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")).row(0)
-    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True])
-    same = ((pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))).fill_null(False)
+    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True], nulls_last=True)
+    same = ((pl.col("qi") == pl.col("qi").shift(1)) & score.eq_missing(before)).fill_null(False)
     ties = s.select((same | same.shift(-1, fill_value=False)).alias("tied"), (~same).cum_sum().alias("group"))
     if ties["tied"].any():
         at = ties["tied"].arg_true()
@@ -221,7 +223,7 @@ def evaluate(
         qk = qk.with_columns(q["doc_id"])
     qi = r.select(qcode).to_series()
     rr = r.lazy().with_columns(qi.alias("qi")).select(
-        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(None) + 0.0,
         *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row")).collect()
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
