@@ -70,16 +70,17 @@ class RunLayout:
         still writing it."""
         if not (self.root / self.MARKER).exists():
             return
-        body = self.marker_body()
-        if body.get("status") == "stopped":
+        body, todo = self.marker_body(), "run it again to complete it"
+        status = body.get("status")
+        if status == "stopped":
             why = f"its run stopped ({body.get('reason') or 'no reason recorded'})"
-            todo = "run it again to complete it"
-        elif _alive(body):
+        elif status == "running" and _alive(body):
             why = f"a run is still writing it (pid {body.get('pid')} on {body.get('host')}, started {body.get('started')})"
             todo = "wait for it to finish"
-        else:
+        elif status == "running":
             why = f"its run was interrupted (its process, pid {body.get('pid')}, is gone)"
-            todo = "run it again to complete it"
+        else:
+            why = f"it is marked incomplete ({self.MARKER})"
         raise IncompleteRunError(f"{self.root}: not a complete result: {why}; {todo}")
 
     def file(self, name: str) -> Path:

@@ -164,7 +164,8 @@ def test_a_second_run_into_a_busy_folder_is_refused(held, tmp_path: Path):
 
 
 def test_the_folder_is_free_again_once_its_run_is_gone(held, tmp_path: Path):
-    """kill -9 leaves no lock behind: the next run takes the folder (and marks it as its own)."""
+    """kill -9 leaves no lock behind: the folder says its run was interrupted, and the next run takes it (and marks
+    it as its own)."""
     import json
 
     from terazi.flows.lifecycle import results_folder
@@ -172,6 +173,8 @@ def test_the_folder_is_free_again_once_its_run_is_gone(held, tmp_path: Path):
     run, holder = held
     holder.kill()
     holder.wait()
+    refused(["leaderboard", str(run)], rf"not a complete result: its run was interrupted \(its process, pid {holder.pid}, "
+                                       r"is gone\); run it again")
     with pytest.raises(KeyboardInterrupt):
         with results_folder(str(run.parent), run.name, "cli", "next"):
             raise KeyboardInterrupt
