@@ -1,5 +1,6 @@
-"""The results folder's life, written once for every flow: held by this run alone, started and marked incomplete, marked stopped (with the
-signal or the error) whichever way the run ends early, the manifest written last, then the artifacts published.
+"""The results folder's life, written once for every flow: held by this run alone, started and marked incomplete,
+marked stopped (with the signal or the error) whichever way the run ends early, the manifest written last, then the
+artifacts published.
 
 Publishing comes after the results are complete, so a failed upload fails the run without making its (usable)
 results folder look stopped; and it happens in the flow itself, so the artifacts belong to the run the user opens.

@@ -75,7 +75,8 @@ class RunLayout:
         if status == "stopped":
             why = f"its run stopped ({body.get('reason') or 'no reason recorded'})"
         elif status == "running" and _alive(body):
-            why = f"a run is still writing it (pid {body.get('pid')} on {body.get('host')}, started {body.get('started')})"
+            who = f"pid {body.get('pid')} on {body.get('host')}, started {body.get('started')}"
+            why = f"a run is still writing it ({who})"
             todo = "wait for it to finish"
         elif status == "running":
             why = f"its run was interrupted (its process, pid {body.get('pid')}, is gone)"

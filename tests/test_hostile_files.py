@@ -173,8 +173,8 @@ def test_the_folder_is_free_again_once_its_run_is_gone(held, tmp_path: Path):
     run, holder = held
     holder.kill()
     holder.wait()
-    refused(["leaderboard", str(run)], rf"not a complete result: its run was interrupted \(its process, pid {holder.pid}, "
-                                       r"is gone\); run it again")
+    refused(["leaderboard", str(run)],
+            rf"not a complete result: its run was interrupted \(its process, pid {holder.pid}, is gone\); run it again")
     with pytest.raises(KeyboardInterrupt):
         with results_folder(str(run.parent), run.name, "cli", "next"):
             raise KeyboardInterrupt

@@ -37,7 +37,8 @@ def check_outputs(config: EvalConfig | AnalyzeConfig, files: list[tuple[str, str
 
 
 def _lock(run: Path) -> int | None:
-    """The run folder's exclusive lock (an open descriptor: closing it releases the lock); None while another holds it."""
+    """The run folder's exclusive lock (an open descriptor: closing it releases the lock); None while another holds
+    it."""
     fd = os.open(run, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
