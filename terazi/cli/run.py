@@ -31,7 +31,7 @@ def parse_reranker(text: str) -> dict:
                              "llm-reranker:MODEL or rrf:A+B")
 
 
-def evaluate_and_print(raw: dict) -> None:
+def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
     from terazi.cli.prefect_api import check_api, quiet_console, temporary_server
@@ -40,6 +40,9 @@ def evaluate_and_print(raw: dict) -> None:
     with errors_as_lines():
         config = EvalConfig.model_validate(raw)
         check_api()
+        from terazi.results.folder import check_outputs
+
+        check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
         with temporary_server() as server_ready:
             from terazi.preflight import preflight
 
@@ -127,4 +130,4 @@ def run(
         raw["offline"] = True
     if not raw.get("datasets"):
         fail("no dataset: give --dataset PATH or a --config file with datasets")
-    evaluate_and_print(raw)
+    evaluate_and_print(raw, config)

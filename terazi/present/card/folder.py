@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import ValidationError
 
+from terazi.analysis.intervals import PAIRS_SCHEMA
 from terazi.errors import DatasetError, describe
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.schemas.layout import RunLayout
@@ -90,13 +91,14 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
         rerankers=[r["name"] for r in config.get("rerankers", []) if r.get("name") != FIRST_STAGE])
 
 
-def _csv(path: Path, optional: bool = False) -> pl.DataFrame | None:
+def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
+    """A table of the folder; `schema` types a table that may have no rows (a run of one system compares none)."""
     if not path.is_file():
         if optional:
             return None
         raise DatasetError(path, None, "missing: not a finished terazi results folder")
     try:
-        return pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
+        return pl.read_csv(path, schema=schema) if schema else pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
     except pl.exceptions.PolarsError as e:
         raise DatasetError(path, None, f"cannot read it as CSV ({str(e).splitlines()[0]})") from None
 
@@ -106,12 +108,11 @@ def read_folder(path: str | Path) -> RunFolder:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise DatasetError(root, None, "no such results folder")
+    RunLayout(root).refuse_unfinished()
     for name in REQUIRED:
         if not (root / name).is_file():
             raise DatasetError(root / name, None, "missing: not a finished terazi results folder (`terazi run` or "
                                                   "`terazi analyze` writes it)")
-    if not RunLayout(root).is_complete():
-        raise DatasetError(root, None, "the run is not finished (.terazi-incomplete is still there)")
     try:
         manifest = RunManifest.model_validate(json.loads((root / "manifest.json").read_text(encoding="utf-8")))
     except ValueError as e:
@@ -128,5 +129,6 @@ def read_folder(path: str | Path) -> RunFolder:
     return RunFolder(
         path=root, settings=settings, datasets=list(manifest.datasets), candidates=list(manifest.candidates),
         fingerprint=manifest.benchmark.fingerprint, started=manifest.started, contract=contracts[0] if contracts else None,
-        board=_csv(root / "leaderboard.csv"), per_query=per_query, comparisons=_csv(root / "comparisons.csv"),
+        board=_csv(root / "leaderboard.csv"), per_query=per_query,
+        comparisons=_csv(root / "comparisons.csv", schema=PAIRS_SCHEMA),
         costs=_csv(root / "costs.csv", optional=True), variants=_csv(root / "variants.csv", optional=True))
