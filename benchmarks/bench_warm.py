@@ -216,8 +216,10 @@ def demo_part(work: Path, env: dict) -> dict:
 
     def demo(tag: str, run_env: dict) -> tuple[float, float]:
         t, cpu = time.perf_counter(), cpu_of_children()
-        subprocess.run([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
-                       check=True, env=run_env, capture_output=True)
+        out = subprocess.run([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
+                             env=run_env, capture_output=True, text=True)
+        if out.returncode:
+            raise SystemExit(f"terazi demo ({tag}) failed:\n{out.stderr[-3000:]}")
         return time.perf_counter() - t, cpu_of_children() - cpu
 
     out = {"temporary server": [demo("temporary", env) for _ in range(3)]}
