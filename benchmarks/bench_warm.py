@@ -167,12 +167,12 @@ def files(folder: Path) -> dict[tuple[int, int], int]:
     return out
 
 
-def new_bytes(before: dict, cache_before: int, cache: Path, results: Path) -> tuple[int, int]:
-    """Bytes of the results folder's files that are not (hard links to) files that existed before the run
-    (`before`: every file of the work folder), and the growth of the cache folder's other files."""
-    mine = files(results)
-    fresh = sum(size for key, size in mine.items() if key not in before)
-    return fresh, sum(v for k, v in files(cache).items() if k not in mine) - cache_before
+def new_bytes(before: dict, cache: Path, results: Path) -> tuple[int, int]:
+    """Bytes of the files of the results folder, and of the cache folder, that did not exist before the run
+    (`before`: every file of the work folder; a hard link to an older file is not new)."""
+    mine, cached = files(results), files(cache)
+    return (sum(v for k, v in mine.items() if k not in before),
+            sum(v for k, v in cached.items() if k not in before and k not in mine))
 
 
 def config(data: Path, work: Path, run_name: str) -> dict:
@@ -197,9 +197,9 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
         warm = work / "results" / "warm"
         if warm.exists():
             subprocess.run(["rm", "-rf", str(warm)], check=True)
-        before, cache_before = files(work), sum(files(work / "cache").values())
+        before = files(work)
         rows["warm"] = spawn(config(data, work, "warm"), env)
-        rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, cache_before, work / "cache", warm)
+        rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, work / "cache", warm)
         rows["warm"]["results"] = sum(files(warm).values())
     finally:
         server.stop()
@@ -247,7 +247,8 @@ def table(rows: dict) -> None:
     print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
     w = rows["warm"]
     print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
-          f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; cache growth {w['new_cache'] / 2**20:.2f} MB")
+          f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
+          f"{w['new_cache'] / 2**20:.2f} MB")
 
 
 def main() -> None:
