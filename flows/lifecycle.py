@@ -18,6 +18,7 @@ from typing import Iterator
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
+from terazi import shutdown
 from terazi.flows.runtime import current_flow_run_id
 from terazi.present.artifacts import Artifact, artifacts
 from terazi.present.card import build_card
@@ -50,7 +51,8 @@ class OpenRun:
 def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str) -> Iterator[OpenRun]:
     run = OpenRun(folder.start(out_dir, run_name, kind, current_flow_run_id()), kind)
     try:
-        yield run
+        with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
+            yield run
         if run.manifest is None:
             raise RuntimeError("the run ended without its manifest")
         folder.finish(run.path, run.manifest.model_dump_json(indent=2))

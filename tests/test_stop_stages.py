@@ -1,0 +1,108 @@
+"""SIGTERM in every heavy stage: `terazi run` is gone within 10 s and its results folder is marked stopped.
+
+Each run has one stage made slow (tests/slowly.py: every forward pass or BM25 query sleeps) so the signal lands
+inside it, on a dataset of 12 passages and 40 queries whose first stage comes from TREC runs (no encoding unless
+the encoding is the stage under test). Prefect installs its own SIGTERM handler inside a flow, which alone would
+stop only the main thread and leave a task's worker thread scoring; these tests are what shows that it no longer
+does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from terazi.data.beir import write_beir
+from tests.conftest import TINY_DOCS
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = [(f"q{i}", f"soru {i}: {TINY_DOCS[i % 12][1]} {TINY_DOCS[(3 * i) % 12][2][:30]}") for i in range(40)]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """The dataset, with `runs/clean.trec`: every passage for every query, a first stage without a model."""
+    root = tmp_path_factory.mktemp("stop")
+    ds = write_beir(root / "ds", [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
+                    [{"_id": q, "text": x} for q, x in QUERIES], [(q, TINY_DOCS[i % 12][0], 1) for i, (q, _) in
+                                                                   enumerate(QUERIES)])
+    lines = [f"{q} Q0 {d} {r + 1} {12 - r} runs" for q, _ in QUERIES for r, (d, _, _) in enumerate(TINY_DOCS)]
+    (root / "runs").mkdir()
+    (root / "runs" / "clean.trec").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def stop_during(stage: str, data: Path, tmp: Path, rerankers: list[dict], seconds: float = 1.0,
+                extra: dict | None = None, flags: tuple[str, ...] = ()) -> float:
+    """Run with `stage` slowed, SIGTERM once it is running; the seconds until the process was gone."""
+    dataset = {"path": str(data / "ds"), "name": "stop"}
+    if stage != "encoding":
+        dataset["first_stage_runs"] = str(data / "runs")
+    config = {"datasets": [dataset], "conditions": ["clean"], "rerankers": rerankers, "depth": 12, "rerank_depth": 12,
+              "robustness": "end-to-end", "encoder": {"batch_size": 1}, **(extra or {})}
+    (tmp / "config.yaml").write_text(yaml.safe_dump(config))
+    mark, run = tmp / "running", tmp / "results" / "run"
+    env = {**os.environ, "PREFECT_API_URL": os.environ["PREFECT_API_URL"]}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.slowly", stage, str(mark), str(seconds), "run", "--config",
+                             str(tmp / "config.yaml"), "--out", str(run), "--cache", str(tmp / "cache"), "--offline",
+                             *flags], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not mark.exists():
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.monotonic() < deadline, f"{stage} did not start"
+        time.sleep(0.1)
+    time.sleep(0.3)  # inside the stage's loop
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"terazi run was still running 30 s after SIGTERM during {stage}")
+    took = time.monotonic() - sent
+    assert proc.returncode != 0, out
+    assert "Traceback" not in out, out
+    marker = json.loads((run / ".terazi-incomplete").read_text())
+    assert marker["status"] == "stopped" and "signal" in marker["reason"], marker
+    assert not (run / "manifest.json").exists()
+    return took
+
+
+@pytest.fixture
+def api(prefect_server):
+    from prefect.settings import PREFECT_API_URL
+
+    os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
+    yield
+    os.environ.pop("PREFECT_API_URL")
+
+
+CASES = {
+    "encoding": lambda m: [{"name": "bm25", "kind": "bm25"}],
+    "cross-encoder": lambda m: [{"name": "ce", "kind": "cross-encoder", "model": m["ce"], "batch_size": 1}],
+    "bi-encoder": lambda m: [{"name": "bi", "kind": "bi-encoder", "model": m["minilm"], "batch_size": 1}],
+    "llm": lambda m: [{"name": "llm", "kind": "llm-reranker", "model": m["llm"], "batch_size": 1}],
+    "bm25": lambda m: [{"name": "bm25", "kind": "bm25"}],
+}
+
+
+@pytest.mark.parametrize("stage", list(CASES))
+def test_sigterm_while_a_model_stage_runs(stage, api, data, tmp_path, minilm_path, tiny_cross_encoder, tiny_llm):
+    models = {"minilm": minilm_path, "ce": tiny_cross_encoder, "llm": tiny_llm}
+    took = stop_during(stage, data, tmp_path, CASES[stage](models))
+    assert took < 10, f"{stage}: {took:.1f}s after SIGTERM"
+
+
+def test_sigterm_during_the_bootstrap(api, data, tmp_path):
+    """Millions of resamples (allowed with --no-limits): the statistics stop too."""
+    took = stop_during("bootstrap", data, tmp_path, [{"name": "bm25", "kind": "bm25"}], seconds=0,
+                       extra={"bootstrap_resamples": 3_000_000}, flags=("--no-limits",))
+    assert took < 10, f"bootstrap: {took:.1f}s after SIGTERM"
