@@ -95,7 +95,9 @@ def _raise_interrupt(previous):
     return on_signal
 
 
-def _relay(previous):
+def relaying(previous):
+    """A signal handler that sets `STOP` (and arms the watchdog), then does what `previous` did."""
+
     def on_signal(signum, frame):
         if previous is signal.SIG_IGN:
             return
@@ -122,5 +124,5 @@ def graceful() -> Iterator[None]:
 @contextmanager
 def relayed() -> Iterator[None]:
     """Within a flow: whatever handles SIGTERM and SIGINT now (Prefect's handler) still does, after `STOP` is set."""
-    with _handlers(_relay):
+    with _handlers(relaying):
         yield

@@ -106,3 +106,53 @@ def test_sigterm_during_the_bootstrap(api, data, tmp_path):
     took = stop_during("bootstrap", data, tmp_path, [{"name": "bm25", "kind": "bm25"}], seconds=0,
                        extra={"bootstrap_resamples": 3_000_000}, flags=("--no-limits",))
     assert took < 10, f"bootstrap: {took:.1f}s after SIGTERM"
+
+
+def test_serve_ends_on_sigterm_after_its_server_was_killed(prefect_server, tmp_path):
+    """A Prefect server of its own (a copy of the session's migrated database), killed while `terazi serve` serves;
+    the runner alone keeps retrying the dead server, so only the relayed watchdog ends it."""
+    import shutil
+    import socket
+    import urllib.request
+
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+
+    shutil.copy(PREFECT_SERVER_DATABASE_CONNECTION_URL.value().split("///", 1)[1], tmp_path / "prefect.db")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path), "PREFECT_SERVER_API_PORT": str(port), "PREFECT_API_URL": api,
+           "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{tmp_path / 'prefect.db'}"}
+    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    served = None
+    try:
+        def up(path: str) -> bool:
+            try:
+                return urllib.request.urlopen(api + path, timeout=2).status == 200
+            except OSError:
+                return False
+
+        deadline = time.monotonic() + 120
+        while not up("/health"):
+            assert server.poll() is None and time.monotonic() < deadline, "the Prefect server did not start"
+            time.sleep(0.5)
+        served = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve"], cwd=tmp_path, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        while not up("/deployments/name/terazi-nightly/nightly"):
+            assert served.poll() is None, served.stdout.read()
+            assert time.monotonic() < deadline, "terazi serve did not register its deployments"
+            time.sleep(0.5)
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+        time.sleep(2)  # the runner polls a server that is gone
+        sent = time.monotonic()
+        served.send_signal(signal.SIGTERM)
+        served.communicate(timeout=30)
+        assert time.monotonic() - sent < 10, f"terazi serve took {time.monotonic() - sent:.1f}s after SIGTERM"
+        assert served.returncode != 0
+    finally:
+        for p in (served, server):
+            if p is not None and p.poll() is None:
+                p.kill()

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from terazi import shutdown
 from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
 from terazi.schemas.config import Limits
 
@@ -66,4 +67,5 @@ def serve(
                   f"{policy.results_root}; cache in {policy.cache_root}; task-runner addresses: "
                   f"{', '.join(policy.task_runner_addresses) or 'none'}; shared score stores: "
                   f"{', '.join(policy.score_stores) or 'none'}; limits: {policy.limits.model_dump()}", highlight=False)
-        serve_all(cfg, policy, cron, timezone, limit)
+        with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive
+            serve_all(cfg, policy, cron, timezone, limit)
