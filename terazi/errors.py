@@ -46,6 +46,10 @@ class OutputPathError(TeraziError):
     """A results or cache path that is unusable or would leave its root."""
 
 
+class DiskFullError(OutputPathError):
+    """The disk under the results or the cache folder is full; the message names the folder."""
+
+
 class CacheError(TeraziError):
     """A damaged cache file; the message names it and the command that repairs it."""
 

@@ -2,7 +2,8 @@
 run it before Prefect starts).
 
 The work asked for is within the limits in force (`schemas.config.Limits`: the documented maxima, the service
-policy's for a served run, none after `terazi run --no-limits`), output and cache folders are writable, the score cache opens (a damaged one is named, with the
+policy's for a served run, none after `terazi run --no-limits`), output and cache folders are
+writable, the score cache opens (a damaged one is named, with the
 command that repairs it), every model reference resolves (a hub id while offline, a
 missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
 encoded corpus; its error names the file, field or model, and is never retried.
@@ -27,8 +28,8 @@ log = logging.getLogger("terazi.preflight")
 
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
-    """Check the limits, models, then load every dataset (read once per process and reused; a named dataset is copied into
-    the cache folder first), then the work estimates, the score cache and the results folder."""
+    """Check the limits, models, then load every dataset (read once per process and reused; a named dataset is
+    copied into the cache folder first), then the work estimates, the score cache and the results folder."""
     limits, allow_more = limits_in_force()
     if limits:
         within_limits(config, limits, allow_more)

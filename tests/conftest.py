@@ -115,7 +115,8 @@ def tiny_llm(tmp_path_factory, minilm_path) -> str:
     folder = tmp_path_factory.mktemp("tiny-llm")
     tok = AutoTokenizer.from_pretrained(minilm_path)
     cfg = Qwen2Config(vocab_size=tok.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True)
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      tie_word_embeddings=True)
     Qwen2ForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
