@@ -31,9 +31,9 @@ QUERIES = [(f"q{i}", f"soru {i}: {TINY_DOCS[i % 12][1]} {TINY_DOCS[(3 * i) % 12]
 def data(tmp_path_factory) -> Path:
     """The dataset, with `runs/clean.trec`: every passage for every query, a first stage without a model."""
     root = tmp_path_factory.mktemp("stop")
-    ds = write_beir(root / "ds", [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
-                    [{"_id": q, "text": x} for q, x in QUERIES], [(q, TINY_DOCS[i % 12][0], 1) for i, (q, _) in
-                                                                   enumerate(QUERIES)])
+    write_beir(root / "ds", [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
+               [{"_id": q, "text": x} for q, x in QUERIES], [(q, TINY_DOCS[i % 12][0], 1) for i, (q, _) in
+                                                              enumerate(QUERIES)])
     lines = [f"{q} Q0 {d} {r + 1} {12 - r} runs" for q, _ in QUERIES for r, (d, _, _) in enumerate(TINY_DOCS)]
     (root / "runs").mkdir()
     (root / "runs" / "clean.trec").write_text("\n".join(lines) + "\n")
@@ -66,7 +66,7 @@ def stop_during(stage: str, data: Path, tmp: Path, rerankers: list[dict], second
         out, _ = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError(f"terazi run was still running 30 s after signal {signum} during {stage}")
+        raise AssertionError(f"terazi run was still running 30 s after signal {signum} during {stage}") from None
     took = time.monotonic() - sent
     assert proc.returncode != 0, out
     assert "Traceback" not in out, out
