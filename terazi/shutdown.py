@@ -5,8 +5,10 @@ Whoever holds the signal handler (terazi's own in the CLI, Prefect's inside a fl
 worker thread (a task the flow waits for), and Prefect's handler alone leaves it running while the flow waits for
 it to finish. So every handler terazi installs first sets `STOP`: long loops call `check()` between units of work
 (encoding and scoring batches, every torch forward pass of a model terazi loads, BM25 queries, bootstrap chunks,
-corrupted queries, exported files) and stop at the next one. If anything still hangs, a watchdog ends the process
-and its children (the temporary Prefect server included) `GRACE_S` after the signal, so a run is gone within 10 s.
+corrupted queries, exported files) and stop at the next one. In a command (`graceful()`: `terazi run`, `terazi
+serve`), if anything still hangs, a watchdog ends the process and its children (the temporary Prefect server
+included) `GRACE_S` after the signal, so it is gone within 10 s. Elsewhere (`terazi.evaluate()` in a notebook) a
+stop ends the run only: no watchdog, and `STOP` is cleared when the flow has ended, so the next run starts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 STOP = threading.Event()
+ENDING = threading.Event()  # inside `graceful()`: a stop ends the process
 GRACE_S = 8.0
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -65,10 +68,11 @@ def _watchdog(code: int) -> None:
 
 
 def request_stop(signum: int) -> None:
-    """Stop every loop at its next `check()`; the first request also arms the watchdog."""
+    """Stop every loop at its next `check()`; in a command, the first request also arms the watchdog."""
     if not STOP.is_set():
         STOP.set()
-        threading.Thread(target=_watchdog, args=(128 + signum,), daemon=True).start()
+        if ENDING.is_set():
+            threading.Thread(target=_watchdog, args=(128 + signum,), daemon=True).start()
 
 
 @contextmanager
@@ -96,7 +100,7 @@ def _raise_interrupt(previous):
 
 
 def relaying(previous):
-    """A signal handler that sets `STOP` (and arms the watchdog), then does what `previous` did."""
+    """A signal handler that sets `STOP` (and in a command arms the watchdog), then does what `previous` did."""
 
     def on_signal(signum, frame):
         if previous is signal.SIG_IGN:
@@ -112,17 +116,25 @@ def relaying(previous):
 @contextmanager
 def graceful() -> Iterator[None]:
     """Within this block (a command), SIGTERM behaves like Ctrl-C, and both stop worker loops too."""
-    with _handlers(_raise_interrupt):
-        try:
+    ENDING.set()
+    try:
+        with _handlers(_raise_interrupt):
             yield
-        except KeyboardInterrupt:
-            kill_children(2.0)
-            gc.freeze()  # the interpreter's last collection, over torch's and Prefect's objects, took seconds
-            raise
+    except KeyboardInterrupt:
+        kill_children(2.0)
+        gc.freeze()  # the interpreter's last collection, over torch's and Prefect's objects, took seconds
+        raise
+    finally:
+        ENDING.clear()
 
 
 @contextmanager
 def relayed() -> Iterator[None]:
-    """Within a flow: whatever handles SIGTERM and SIGINT now (Prefect's handler) still does, after `STOP` is set."""
-    with _handlers(relaying):
-        yield
+    """Within a flow: whatever handles SIGTERM and SIGINT now (Prefect's handler) still does, after `STOP` is set;
+    outside a command, `STOP` is cleared when the flow has ended (its worker threads are done by then)."""
+    try:
+        with _handlers(relaying):
+            yield
+    finally:
+        if not ENDING.is_set():
+            STOP.clear()
