@@ -162,3 +162,20 @@ def test_serve_ends_on_sigterm_after_its_server_was_killed(prefect_server, tmp_p
         for p in (served, server):
             if p is not None and p.poll() is None:
                 p.kill()
+
+
+def test_a_stop_in_the_python_api_ends_the_run_not_the_process():
+    """`terazi.evaluate()` in a notebook, Ctrl-C: the flow's relay stops its worker loops (STOP) and raises in the
+    main thread, but arms no watchdog (which would end the kernel), and the next run starts with STOP clear."""
+    import threading
+
+    from terazi import shutdown
+
+    seen, before = [], set(threading.enumerate())
+    with pytest.raises(KeyboardInterrupt):
+        with shutdown.relayed():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+            seen.append("not interrupted")
+    assert not seen and not shutdown.STOP.is_set()
+    assert set(threading.enumerate()) - before == set()  # no watchdog thread
