@@ -1,5 +1,6 @@
-"""The results folder's life, written once for every flow: started and marked incomplete, marked stopped (with the
-signal or the error) whichever way the run ends early, the manifest written last, then the artifacts published.
+"""The results folder's life, written once for every flow: held by this run alone, started and marked incomplete,
+marked stopped (with the signal or the error) whichever way the run ends early, the manifest written last, then the
+artifacts published.
 
 Publishing comes after the results are complete, so a failed upload fails the run without making its (usable)
 results folder look stopped; and it happens in the flow itself, so the artifacts belong to the run the user opens.
@@ -51,24 +52,26 @@ class OpenRun:
 @contextmanager
 def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str,
                    cache_dir: str | None = None) -> Iterator[OpenRun]:
-    """The run's folder, open for the block; a full disk under it or under `cache_dir` ends the run with the
+    """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
     `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
-    run = OpenRun(folder.start(out_dir, run_name, kind, current_flow_run_id()), kind)
-    try:
-        with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
-            yield run
-        if run.manifest is None:
-            raise RuntimeError("the run ended without its manifest")
-        folder.finish(run.path, run.manifest.model_dump_json(indent=2))
-    except BaseException as e:
-        signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
-        full = disk_full(e, {"results folder": (run.path, "--out"),
-                             **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {})})
-        reason = f"stopped by signal {signum}" if signum else str(full or f"{type(e).__name__}: {e}")
-        folder.mark_stopped(run.path, reason)
-        if full:
-            raise full from e
-        raise
+    with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
+        run = OpenRun(path, kind)
+        try:
+            with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
+                yield run
+            if run.manifest is None:
+                raise RuntimeError("the run ended without its manifest")
+            folder.finish(run.path, run.manifest.model_dump_json(indent=2))
+        except BaseException as e:
+            signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
+            full = disk_full(e, {"results folder": (run.path, "--out"),
+                                 **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {})})
+            reason = f"stopped by signal {signum}" if signum else \
+                str(full or f"{type(e).__name__}: {e}".removesuffix(": "))
+            folder.mark_stopped(run.path, reason)
+            if full:
+                raise full from e
+            raise
     publish(run.path, artifact_prefix)
 
 

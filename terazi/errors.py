@@ -50,6 +50,10 @@ class DiskFullError(OutputPathError):
     """The disk under the results or the cache folder is full; the message names the folder."""
 
 
+class IncompleteRunError(TeraziError):
+    """A results folder whose run has not finished (stopped, or still writing): never read as a result."""
+
+
 class CacheError(TeraziError):
     """A damaged cache file; the message names it and the command that repairs it."""
 

@@ -29,7 +29,8 @@ log = logging.getLogger("terazi.preflight")
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
     """Check the limits, models, then load every dataset (read once per process and reused; a named dataset is
-    copied into the cache folder first), then the work estimates, the score cache and the results folder."""
+    copied into the cache folder first), then the work estimates, the score cache and the results folder. Its
+    callers check the folders first (`terazi.results.folder.check_outputs`), before anything is written."""
     limits, allow_more = limits_in_force()
     if limits:
         within_limits(config, limits, allow_more)
