@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from prefect import flow
+from prefect.futures import PrefectFuture
 
 from terazi.analysis.identity import identity as benchmark_identity
 from terazi.flows.lifecycle import results_folder
@@ -23,10 +24,16 @@ from terazi.tasks.corrupt import corrupt_queries_task
 from terazi.tasks.export import export_task
 from terazi.tasks.isolate import isolate_task
 from terazi.tasks.preflight import preflight_task
-from terazi.tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
+from terazi.tasks.rerank import (
+    first_stage_task,
+    fuse_task,
+    rerank_chunk_task,
+    rerank_finish_task,
+    rerank_plan_task,
+)
 from terazi.tasks.results import aggregate_task
 from terazi.tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
-from terazi.tasks.score import score_task
+from terazi.tasks.score import ceiling_task, score_task, sweep_task
 
 log = logging.getLogger("terazi.flow")
 
@@ -39,7 +46,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         out = str(run.path)
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
-        variants, candidates, rankings, scores = [], [], [], []
+        variants, candidates, rankings, scores, depths = [], [], [], [], []
         with model_runner(config) as submit:
             for ds in datasets:
                 # 1. the query variants of every condition
@@ -53,14 +60,17 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 # 4. every row's rankings; 5. their per-query values
                 ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, out)
                 per_query = [score_task.submit(ds, r, pool_variants, config.metrics, out) for r in ranked]
+                sweeps = depth_sweep(ds, pool, ranked, config, out)
                 scores += [f.result() for f in per_query]
+                depths += [f.result() for f in sweeps]
                 variants += ds_variants
                 candidates.append(frozen)
                 rankings += ranked
         # 6. the results: runs/ for every TREC tool, the statistics and every table, the frozen candidates
         export = export_task.submit(datasets, variants, rankings, out)
         identity = benchmark_identity(config, datasets, candidates)
-        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings)
+        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings,
+                               depths=depths)
         for cs in candidates:
             publish_candidates_task(cs, out)
         export.result()
@@ -99,7 +109,7 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline) for spec in config.rerankers if spec.kind != "rrf"]
+                                     config.offline, config.sweep_depth) for spec in config.rerankers if spec.kind != "rrf"]
     for plan in (p.result() for p in plans):
         chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
         rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
@@ -108,3 +118,15 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
         if spec.kind == "rrf":
             ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out)
     return list(ranked.values())
+
+
+def depth_sweep(ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig,
+                out: str) -> list[PrefectFuture]:
+    """With `rerank_depths`: the first stage's ceiling and each model row's headline at every depth (fusions and the
+    first stage's own row have no scores of their own to sweep); nothing without."""
+    if not config.rerank_depths:
+        return []
+    models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
+    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out),
+            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out)
+              for r in ranked if r.system in models)]

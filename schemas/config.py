@@ -118,11 +118,19 @@ EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repe
               "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
 
 
+RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
+                 "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
+                 "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
+
+
 def omit_unset_exclude(model: object, body: object) -> object:
-    """A config without `exclude` is written as it was before the field existed (a run's manifest unchanged)."""
+    """A config without `exclude` (or `rerank_depths`) is written as it was before the field existed (a run's
+    manifest unchanged)."""
     if isinstance(body, dict) and getattr(model, "exclude", None) is None:
         body.pop("exclude", None)
         body.pop("exclude_by", None)
+    if isinstance(body, dict) and getattr(model, "rerank_depths", 0) is None:
+        body.pop("rerank_depths", None)
     return body
 
 
@@ -145,7 +153,9 @@ class EvalConfig(StrictModel):
     candidates: dict[str, str] = Field(default_factory=dict,
                                        description="dataset name → frozen candidate fingerprint to reuse as it is")
     depth: int = Field(100, ge=1, description="first-stage candidates per query")
-    rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth)")
+    rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth): the leaderboard's "
+                                                    "depth")
+    rerank_depths: list[int] | None = Field(None, min_length=1, description=RERANK_DEPTHS)
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
     headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
@@ -211,6 +221,10 @@ class EvalConfig(StrictModel):
             self.metrics = [self.headline, *self.metrics]
         if self.rerank_depth > self.depth:
             raise ValueError(f"rerank_depth ({self.rerank_depth}) exceeds depth ({self.depth})")
+        if self.rerank_depths is not None:
+            if min(self.rerank_depths) < 1 or max(self.rerank_depths) > self.depth:
+                raise ValueError(f"rerank_depths {self.rerank_depths} must lie in 1..depth ({self.depth})")
+            self.rerank_depths = sorted({*self.rerank_depths, self.rerank_depth})
         given = [d.name for d in self.datasets if d.name]
         if len({n.lower() for n in given}) != len(given):
             raise ValueError(f"dataset names must be unique, got {given}")
@@ -241,6 +255,11 @@ class EvalConfig(StrictModel):
         if self.featured is not None and self.featured not in earlier:
             raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
         return self
+
+    @property
+    def sweep_depth(self) -> int | None:
+        """The deepest depth of the sweep (its pairs are scored once, clean queries), None without a sweep."""
+        return max(self.rerank_depths) if self.rerank_depths else None
 
     def models(self) -> list[tuple[str, str, str | None, bool]]:
         """(where in the config, model, revision, trust_remote_code) of every model the run loads."""
