@@ -109,7 +109,8 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline, config.sweep_depth) for spec in config.rerankers if spec.kind != "rrf"]
+                                     config.offline, config.sweep_depth)
+             for spec in config.rerankers if spec.kind != "rrf"]
     for plan in (p.result() for p in plans):
         chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
         rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)

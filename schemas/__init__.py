@@ -42,7 +42,8 @@ from terazi.schemas.rerankers import (
 
 __all__ = [
     "AnalyzeConfig", "BUNDLED_ENCODER", "BM25Spec", "BenchmarkIdentity", "BiEncoderSpec", "CONDITIONS", "CandidateSet",
-    "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "DepthSet", "Document", "EncoderSpec",
+    "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "DepthSet",
+    "Document", "EncoderSpec",
     "EvalConfig", "FIRST_STAGE", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "MODEL_KINDS", "Measure",
     "MetricContract", "MetricRecord", "MobileSpec", "ModelCost", "Query", "QueryVariant", "RRFSpec", "RerankPlan",
     "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "VariantPair",

@@ -1,6 +1,7 @@
 """Every number of one run's results, computed once (terazi.results.aggregate) and shown by every output
 (terazi.present): the leaderboard, intervals, retention, the robustness decomposition, the pairwise cells, the clean
-means per dataset, the conditions, the costs, the judged variants and the depth sweep, all in the leaderboard's system order."""
+means per dataset, the conditions, the costs, the judged variants and the depth sweep, all in the leaderboard's system
+order."""
 
 from __future__ import annotations
 

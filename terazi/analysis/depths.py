@@ -54,7 +54,8 @@ def depth_table(sweep: pl.DataFrame, ceiling: pl.DataFrame, datasets: list[str],
                           "delta_low": diff.low, "delta_high": diff.high,
                           "verdict": "no difference" if d == depths[-1] else diff.verdict(),
                           "pairs_per_query": pairs, "seconds_per_query": pairs / speed if speed else None,
-                          "oracle": oracle.get(d), "share_of_ceiling": iv.estimate / oracle[d] if oracle.get(d) else None})
+                          "oracle": oracle.get(d),
+                          "share_of_ceiling": iv.estimate / oracle[d] if oracle.get(d) else None})
         enough = next(r["depth"] for r in found if r["verdict"] != "worse")
         rows += [{**r, "enough": r["depth"] == enough} for r in found]
     return pl.DataFrame(rows, schema_overrides={"seconds_per_query": pl.Float64, "oracle": pl.Float64,

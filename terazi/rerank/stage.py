@@ -102,7 +102,8 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
              dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
     return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                       max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                      rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
+                      rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                      corpus_fingerprint=dataset.corpus_fingerprint,
                       cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
                       variants=[v.path for v in variant_sets],
                       block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
