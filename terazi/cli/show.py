@@ -34,6 +34,11 @@ def print_leaderboard(run_dir: Path) -> None:
     console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
     for line in tables["featured"]["lines"]:
         console.print(f"  {line}", highlight=False)
+    if tables.get("depths"):
+        depths = Table.from_json(tables["depths"]["table"])
+        show(depths, "rerank depth", "\n".join(depths.notes + tables["depths"]["sentences"]))
+        ceiling = Table.from_json(tables["depths"]["ceiling"])
+        show(ceiling, "the first stage's ceiling", "\n".join(ceiling.notes))
     if tables.get("variants"):
         console.print("[bold]judged variants[/]")
         for line in tables["variants"]["sentences"]:

@@ -1,6 +1,7 @@
 """What a run publishes as Prefect artifacts, read from its results folder: the leaderboard as the outputs show it
-(order, labels, `*` marks), the robustness decomposition, per-dataset scores, costs, judged variants, the pairwise
-counts, and the markdown report saying where report.html is. The flow hands these to Prefect (flows/lifecycle.py)."""
+(order, labels, `*` marks), the robustness decomposition, per-dataset scores, costs, judged variants, the depth
+sweep, the pairwise counts, and the markdown report saying where report.html is. The flow hands these to Prefect
+(flows/lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     if tables.get("costs"):
         costs = Table.from_json(tables["costs"])
         out.append(Artifact("costs", "size, warm speed and latency per system. " + " ".join(costs.notes), costs.dicts()))
+    if tables.get("depths"):
+        depths, ceiling = Table.from_json(tables["depths"]["table"]), Table.from_json(tables["depths"]["ceiling"])
+        out.append(Artifact("depths", "headline, cost and share of the ceiling per reranker and rerank depth. "
+                            + " ".join(tables["depths"]["sentences"] + depths.notes), depths.dicts()))
+        out.append(Artifact("ceiling", "the first stage's recall@depth and oracle headline per depth. "
+                            + " ".join(ceiling.notes), ceiling.dicts()))
     if tables.get("variants"):
         judged = Table.from_json(tables["variants"]["table"])
         out.append(Artifact("variants", " ".join(tables["variants"]["sentences"] + judged.notes), judged.dicts()))
