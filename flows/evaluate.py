@@ -32,7 +32,13 @@ from terazi.tasks.rerank import (
     rerank_plan_task,
 )
 from terazi.tasks.results import aggregate_task
-from terazi.tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
+from terazi.tasks.retrieve import (
+    bm25_retrieval_task,
+    encode_shard_task,
+    publish_candidates_task,
+    retrieval_plan_task,
+    search_task,
+)
 from terazi.tasks.score import ceiling_task, score_task, sweep_task
 
 log = logging.getLogger("terazi.flow")
@@ -91,8 +97,11 @@ def evaluate(config: EvalConfig) -> RunManifest:
 
 def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], config: EvalConfig,
                 cache: str) -> CandidateSet:
-    """Frozen candidates of one dataset: reused, imported from TREC runs made elsewhere (the dataset's
-    `first_stage_runs`), or encoded shard by shard on the model runner, then searched."""
+    """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), reused, imported from
+    TREC runs made elsewhere (the dataset's `first_stage_runs`), or encoded shard by shard on the model runner, then
+    searched."""
+    if config.first_stage.kind == "bm25":
+        return bm25_retrieval_task(ds, variants, config.first_stage, config.depth, cache)
     external = {d.label: d.first_stage_runs for d in config.datasets}.get(ds.name)
     plan = retrieval_plan_task(ds, variants, config.encoder, config.depth, cache, config.offline,
                                config.candidates.get(ds.name), config.scale, external)

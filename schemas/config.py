@@ -83,6 +83,19 @@ class EncoderSpec(StrictModel):
                                                        "deployment refuses it unless its server allows it")
 
 
+class FirstStageSpec(StrictModel):
+    """A named first stage: dense (the `encoder:` settings, as without `first_stages`), or BM25 over the whole
+    corpus (bm25s over the Turkish analyser of the BM25 reranker); runs made elsewhere stay a dataset's
+    `first_stage_runs`."""
+
+    name: SlugName = Field(description="the first stage's name")
+    kind: Literal["dense", "bm25"] = Field("dense", description="dense: sentence-transformers + FAISS (`encoder:`); "
+                                                                "bm25: BM25 over the whole corpus")
+    language: str = Field("turkish", pattern=r"^[a-z]+$", description="bm25: Snowball stemmer and casing rules")
+    k1: float = Field(1.5, gt=0, description="bm25: term-frequency saturation")
+    b: float = Field(0.75, ge=0, le=1, description="bm25: length normalisation")
+
+
 class ScaleSpec(StrictModel):
     """How the heavy stages are cut into tasks (so W workers run W at once), and where workers share scores."""
 
@@ -123,14 +136,19 @@ RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; reran
                  "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
 
 
+FIRST_STAGES = ("the first stage by name and kind, e.g. [{name: bm25, kind: bm25}] (one, for now); default: the "
+                "dense `encoder:`")
+
+
 def omit_unset_exclude(model: object, body: object) -> object:
     """A config without `exclude` (or `rerank_depths`) is written as it was before the field existed (a run's
     manifest unchanged)."""
     if isinstance(body, dict) and getattr(model, "exclude", None) is None:
         body.pop("exclude", None)
         body.pop("exclude_by", None)
-    if isinstance(body, dict) and getattr(model, "rerank_depths", 0) is None:
-        body.pop("rerank_depths", None)
+    for name in ("rerank_depths", "first_stages"):
+        if isinstance(body, dict) and getattr(model, name, 0) is None:
+            body.pop(name, None)
     return body
 
 
@@ -144,6 +162,7 @@ class EvalConfig(StrictModel):
     datasets: list[DatasetSpec] = Field(min_length=1, description="datasets to evaluate on: BEIR folders or named "
                                                                  "datasets (hf:, mteb:, ir_datasets:)")
     encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="first-stage dense retrieval")
+    first_stages: list[FirstStageSpec] | None = Field(None, min_length=1, max_length=1, description=FIRST_STAGES)
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "
                                                       "'kind' decides its fields")
@@ -235,6 +254,10 @@ class EvalConfig(StrictModel):
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
             raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
+        lexical = self.first_stage.kind == "bm25"
+        if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
+            raise ValueError("first_stages: a bm25 first stage retrieves its own candidates; drop `candidates` and "
+                             "the datasets' first_stage_runs, or the bm25 first stage")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
             raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
@@ -255,6 +278,11 @@ class EvalConfig(StrictModel):
         if self.featured is not None and self.featured not in earlier:
             raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
         return self
+
+    @property
+    def first_stage(self) -> FirstStageSpec:
+        """The run's first stage: the one of `first_stages`, or the dense `encoder:`."""
+        return self.first_stages[0] if self.first_stages else FirstStageSpec(name=FIRST_STAGE, kind="dense")
 
     @property
     def sweep_depth(self) -> int | None:
