@@ -177,7 +177,8 @@ def systems_table(config, candidates: list, reranks: list) -> Table:
                      ["Identity: a hash of the system's run files."])
     enc, lexical = config.encoder, config.first_stage.kind == "bm25"
     rows = [[FIRST_STAGE, "bm25 first stage" if lexical else "dense first stage", "–" if lexical else enc.model,
-             ", ".join(sorted({c.encoder_identity for c in candidates})) or "–", "–" if lexical else str(enc.max_length or "model's own"), f"top {config.depth}"]]
+             ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
+             "–" if lexical else str(enc.max_length or "model's own"), f"top {config.depth}"]]
     for spec in config.rerankers:
         model = getattr(spec, "model", None) or ("fuses " + " + ".join(spec.fuse) if spec.kind == "rrf" else "–")
         rows.append([spec.name, spec.kind, model, ", ".join(sorted(ids.get(spec.name, ()))) or "–",
