@@ -94,6 +94,7 @@ class FirstStageSpec(StrictModel):
     language: str = Field("turkish", pattern=r"^[a-z]+$", description="bm25: Snowball stemmer and casing rules")
     k1: float = Field(1.5, gt=0, description="bm25: term-frequency saturation")
     b: float = Field(0.75, ge=0, le=1, description="bm25: length normalisation")
+    encoder: EncoderSpec | None = Field(None, description="dense: its own encoder (default: the config's `encoder:`)")
 
 
 class ScaleSpec(StrictModel):
@@ -136,8 +137,10 @@ RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; reran
                  "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
 
 
-FIRST_STAGES = ("the first stage by name and kind, e.g. [{name: bm25, kind: bm25}] (one, for now); default: the "
-                "dense `encoder:`")
+FIRST_STAGES = ("named first stages, e.g. [{name: dense, kind: dense}, {name: bm25, kind: bm25}]: every reranker "
+                "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
+                "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
+                "default: the dense `encoder:` alone")
 
 
 def omit_unset_exclude(model: object, body: object) -> object:
@@ -162,7 +165,7 @@ class EvalConfig(StrictModel):
     datasets: list[DatasetSpec] = Field(min_length=1, description="datasets to evaluate on: BEIR folders or named "
                                                                  "datasets (hf:, mteb:, ir_datasets:)")
     encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="first-stage dense retrieval")
-    first_stages: list[FirstStageSpec] | None = Field(None, min_length=1, max_length=1, description=FIRST_STAGES)
+    first_stages: list[FirstStageSpec] | None = Field(None, min_length=1, description=FIRST_STAGES)
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "
                                                       "'kind' decides its fields")
@@ -254,7 +257,10 @@ class EvalConfig(StrictModel):
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
             raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
-        lexical = self.first_stage.kind == "bm25"
+        stages = [s.name for s in self.first_stages or []]
+        if len({n.lower() for n in stages}) != len(stages):
+            raise ValueError(f"first stage names must be unique, got {stages}")
+        lexical = any(s.kind == "bm25" for s in self.first_stages or [])
         if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
             raise ValueError("first_stages: a bm25 first stage retrieves its own candidates; drop `candidates` and "
                              "the datasets' first_stage_runs, or the bm25 first stage")
@@ -281,8 +287,17 @@ class EvalConfig(StrictModel):
 
     @property
     def first_stage(self) -> FirstStageSpec:
-        """The run's first stage: the one of `first_stages`, or the dense `encoder:`."""
-        return self.first_stages[0] if self.first_stages else FirstStageSpec(name=FIRST_STAGE, kind="dense")
+        """The run's (first) first stage: the first of `first_stages`, or the dense `encoder:`."""
+        return self.stages[0]
+
+    @property
+    def stages(self) -> list[FirstStageSpec]:
+        """Every first stage, in order: `first_stages`, or the dense `encoder:` alone."""
+        return self.first_stages or [FirstStageSpec(name=FIRST_STAGE, kind="dense")]
+
+    def alone(self, stage: FirstStageSpec) -> EvalConfig:
+        """This config with `stage` as its only first stage: what one first stage's results are built with."""
+        return self.model_copy(update={"first_stages": [stage]})
 
     @property
     def sweep_depth(self) -> int | None:

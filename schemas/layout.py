@@ -7,6 +7,8 @@ report, `terazi compare`, the nightly, the card) reads.
     scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv ranks.csv costs.csv
     variants.csv report.html changes.md (nightly)
     depths.csv ceiling.csv                      with `rerank_depths`: the depth sweep and the first stage's ceiling
+    first-stages/<name>/                        with several `first_stages`: each but the first one's results folder
+    protocol.csv protocol.md                    …and whether the rerankers' order holds across them
     variants/<dataset>/<condition>.parquet      the query variants
     isolated/<dataset>/…                        the isolated setting's candidates and variants
     rankings/<dataset>/<system>.parquet         every system's rankings, all conditions
@@ -155,6 +157,20 @@ class RunLayout:
 
     def ceiling_part(self, dataset: str) -> Path:
         return inside(self.root, "ceiling", f"{dataset}.parquet")
+
+    def first_stage_roots(self, names: list[str]) -> dict[str, Path]:
+        """Where each first stage's results go: the first one's in this folder, each other's in first-stages/<name>/
+        (a results folder of its own)."""
+        return {n: self.root if i == 0 else inside(self.root, "first-stages", n) for i, n in enumerate(names)}
+
+    @property
+    def protocol_csv(self) -> Path:
+        """With several first stages: Kendall's τ between the rerankers' orders per pair of first stages."""
+        return self.file("protocol.csv")
+
+    @property
+    def protocol_md(self) -> Path:
+        return self.file("protocol.md")
 
     def candidates(self, dataset: str) -> Path:
         return inside(self.root, "candidates", dataset)

@@ -1,4 +1,5 @@
-"""configs/protocol.yaml runs offline through the flow: the depth sweep and the ceiling land in every output, the
+"""configs/protocol.yaml runs offline through the flow (a dense and a BM25 first stage, depths 10–100): the depth
+sweep and the ceiling land in every output of both first stages, the protocol table compares them, the
 sweep's headline at rerank_depth equals the leaderboard's (the same run, ranked two ways, to 1e-12), the clean
 queries alone are scored past rerank_depth and nothing past the deepest depth, and the ceiling's recall at the
 candidates' depth equals the one the first stage recorded when it froze them."""
@@ -38,6 +39,13 @@ def test_protocol_preset(prefect_server, tmp_path):
     recall = ceiling.filter(pl.col("depth") == cs.depth)["recall"].item()
     assert round(recall, 6) == cs.recall["clean"]  # the manifest records it to 6 decimals
     assert ceiling["oracle"].is_sorted() and ceiling["recall"].is_sorted()  # deeper lists allow more
+
+    lexical = run / "first-stages" / "bm25"  # the second first stage: a results folder of its own
+    assert pl.read_csv(lexical / "depths.csv")["depth"].to_list() == raw["rerank_depths"]
+    assert pl.read_csv(lexical / "ceiling.csv")["recall"].is_sorted()
+    protocol = pl.read_csv(run / "protocol.csv")
+    assert protocol.select("first_stage", "versus").rows() == [("dense", "bm25")] and protocol["rerankers"].item() == 2
+    assert protocol["sentence"].item() in (run / "protocol.md").read_text(encoding="utf-8")
 
     tables = json.loads((run / "tables.json").read_text(encoding="utf-8"))
     assert tables["depths"]["sentences"][0].startswith("bm25-tr: ")

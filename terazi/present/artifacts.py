@@ -59,6 +59,9 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     if tables.get("variants"):
         judged = Table.from_json(tables["variants"]["table"])
         out.append(Artifact("variants", " ".join(tables["variants"]["sentences"] + judged.notes), judged.dicts()))
+    if layout.protocol_md.is_file():
+        out.append(Artifact("protocol", "several first stages: does the rerankers' order hold?",
+                            markdown=layout.protocol_md.read_text(encoding="utf-8")))
     pairs = pairwise_summary(pl.read_csv(layout.comparisons_csv))
     out.append(Artifact("comparisons", "pairwise comparisons: cells better / no difference / worse", pairs.to_dicts()))
     report_md = layout.leaderboard_md.read_text(encoding="utf-8") + (

@@ -175,7 +175,7 @@ def systems_table(config, candidates: list, reranks: list) -> Table:
     if not candidates:
         return Table(["System", "Kind", "Identity"], [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
                      ["Identity: a hash of the system's run files."])
-    enc, lexical = config.encoder, config.first_stage.kind == "bm25"
+    enc, lexical = config.first_stage.encoder or config.encoder, config.first_stage.kind == "bm25"
     rows = [[FIRST_STAGE, "bm25 first stage" if lexical else "dense first stage", "–" if lexical else enc.model,
              ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
              "–" if lexical else str(enc.max_length or "model's own"), f"top {config.depth}"]]
