@@ -109,7 +109,7 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
         deco = decontaminated(headline, names, ranked, excluded, order, *stats_args)
         contract["excluded"] = exclusion_line(deco, config.exclude, config.exclude_by)
     sweep, ceiling = None, None
-    if depths:
+    if any(x.system != FIRST_STAGE for x in depths or []):  # a sweep needs a reranker (rerankers: [] has none)
         parts = {k: pl.concat([pl.read_parquet(x.path) for x in depths if (x.system == FIRST_STAGE) == k])
                  for k in (True, False)}
         ceiling = ceiling_table(parts[True], ranked, *stats_args)

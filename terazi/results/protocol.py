@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from terazi.analysis.intervals import PAIRS_SCHEMA
 from terazi.analysis.protocol import flips, tau_interval
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.labels import interval, score
@@ -21,6 +22,8 @@ from terazi.schemas.tables import CLEAN
 
 def _matrices(per_query: pl.DataFrame, systems: list[str], datasets: list[str]) -> dict[str, np.ndarray]:
     """{dataset: systems × queries} of the clean headline, queries in id order."""
+    if not systems:
+        return {}
     return {d: np.vstack([per_query.filter((pl.col("dataset") == d) & (pl.col("system") == s)).sort("query_id")
                           ["value"].to_numpy() for s in systems]) for d in datasets}
 
@@ -32,16 +35,18 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
     clean = {n: pl.read_parquet(RunLayout(r).per_query).filter(
         (pl.col("measure") == config.headline) & (pl.col("condition") == CLEAN) & pl.col("dataset").is_in(ranked)
         & (pl.col("system") != FIRST_STAGE)) for n, r in roots.items()}
-    verdicts = {n: pl.read_csv(RunLayout(r).comparisons_csv).filter(
+    verdicts = {n: pl.read_csv(RunLayout(r).comparisons_csv, schema=PAIRS_SCHEMA).filter(
         (pl.col("condition") == CLEAN) & (pl.col("system") != FIRST_STAGE) & (pl.col("versus") != FIRST_STAGE))
         for n, r in roots.items()}
     rows, lines = [], []
     for a, b in combinations(roots, 2):
         systems = sorted(set(clean[a]["system"]) & set(clean[b]["system"]))
         ma, mb = _matrices(clean[a], systems, ranked), _matrices(clean[b], systems, ranked)
-        tau, low, high = tau_interval(ma, mb, config.bootstrap_resamples, config.seed, config.confidence)
+        tau, low, high = tau_interval(ma, mb, config.bootstrap_resamples, config.seed, config.confidence) \
+            if len(systems) > 1 else (None, None, None)  # no order to compare
         flipped = flips(verdicts[a], verdicts[b])
-        means = {n: np.mean([m[d].mean(axis=1) for d in ranked], axis=0) for n, m in ((a, ma), (b, mb))}
+        means = {n: np.mean([m[d].mean(axis=1) for d in ranked], axis=0) if systems else np.empty(0)
+                 for n, m in ((a, ma), (b, mb))}
         order = {n: [systems[i] for i in np.argsort(-means[n], kind="stable")] for n in (a, b)}
         holds = order[a] == order[b] and not flipped.height
         what = "holds" if holds else "changes: " + "; ".join(
