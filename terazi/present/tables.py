@@ -228,7 +228,7 @@ def examples(variants: pl.DataFrame, conditions: list[str], k: int = 3) -> Table
 
 def system_kinds(config: EvalConfig) -> dict[str, str]:
     """What produced each row: kind and backend (with quantisation)."""
-    out = {FIRST_STAGE: "dense first stage (torch)"}
+    out = {FIRST_STAGE: "bm25 first stage (bm25s)" if config.first_stage.kind == "bm25" else "dense first stage (torch)"}
     for spec in config.rerankers:
         backend = getattr(spec, "backend", "torch" if hasattr(spec, "model") else None)
         quant = getattr(spec, "quantization", "none")

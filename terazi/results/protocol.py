@@ -4,6 +4,7 @@ and one sentence (protocol.csv, protocol.md); read from each first stage's resul
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
         ma, mb = _matrices(clean[a], systems, ranked), _matrices(clean[b], systems, ranked)
         tau, low, high = tau_interval(ma, mb, config.bootstrap_resamples, config.seed, config.confidence) \
             if len(systems) > 1 else (None, None, None)  # no order to compare
+        tau = None if tau is None or math.isnan(tau) else tau  # every reranker tied on one first stage
         flipped = flips(verdicts[a], verdicts[b])
         means = {n: np.mean([m[d].mean(axis=1) for d in ranked], axis=0) if systems else np.empty(0)
                  for n, m in ((a, ma), (b, mb))}
@@ -53,8 +55,9 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
             [f"order {' > '.join(order[a])} on {a}, {' > '.join(order[b])} on {b}"] * (order[a] != order[b])
             + [f"{r['system']} vs {r['versus']} on {r['dataset']}: {r['verdict']} on {a}, {r['verdict_other']} on {b}"
                for r in flipped.iter_rows(named=True)])
-        lines.append(f"{a} vs {b}: the order of {len(systems)} rerankers {what} (Kendall's τ {score(tau, 2)} "
-                     f"{interval(low, high, lambda v: score(v, 2))}).")
+        lines.append(f"{a} vs {b}: the order of {len(systems)} rerankers {what} ("
+                     + (f"Kendall's τ {score(tau, 2)} {interval(low, high, lambda v: score(v, 2))})." if tau is not None
+                        else "Kendall's τ undefined: the rerankers tie on one of them)."))
         rows.append({"first_stage": a, "versus": b, "rerankers": len(systems), "tau": tau, "tau_low": low,
                      "tau_high": high, "order": " > ".join(order[a]), "order_versus": " > ".join(order[b]),
                      "verdict_flips": flipped.height, "holds": holds, "sentence": lines[-1]})
