@@ -15,6 +15,7 @@ def print_leaderboard(run_dir: Path) -> None:
     """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
     interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
     layout = RunLayout(run_dir)
+    layout.refuse_unfinished()
     tables = json.loads(layout.tables_json.read_text(encoding="utf-8"))
 
     def show(t: Table, title: str, caption: str = "") -> None:
