@@ -67,7 +67,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     check_outputs(config)  # before anything is written: outputs never overlap inputs, the folder is free
     crash_stale_runs(config.out_dir)
     cache = str(writable_folder(config.cache_dir, "cache folder"))
-    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind)) as run:
+    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind), cache) as run:
         out = str(run.path)
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
@@ -165,9 +165,12 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
                                      config.offline, config.sweep_depth)
              for spec in config.rerankers if spec.kind != "rrf"]
+    chunks = {}
     for plan in (p.result() for p in plans):
-        chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
-        rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
+        chunks[plan.system] = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = rerank_finish_task.submit(plan, chunks[plan.system], out)
+    for future in (f for row in chunks.values() for f in row):
+        future.result()  # a failed chunk raises its own error here (its row's ranking would only say "not ready")
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":

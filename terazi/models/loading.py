@@ -4,6 +4,7 @@ a resolved reference (terazi.models.refs), with the failure said in one line nam
 from __future__ import annotations
 
 from terazi.models.refs import ModelError, ModelRef, pick_device
+from terazi.shutdown import stoppable
 
 
 def load_bi_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False):
@@ -16,7 +17,7 @@ def load_bi_encoder(ref: ModelRef, device: str = "auto", max_length: int | None 
         raise ModelError(f"could not load encoder {ref.name!r} from {ref.location}: {e}") from e
     if max_length:
         model.max_seq_length = max_length
-    return model
+    return stoppable(model)
 
 
 def load_cross_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False,
@@ -30,4 +31,4 @@ def load_cross_encoder(ref: ModelRef, device: str = "auto", max_length: int | No
                              trust_remote_code=trust_remote_code, local_files_only=ref.local, activation_fn=activation_fn)
     except Exception as e:
         raise ModelError(f"could not load cross-encoder {ref.name!r} from {ref.location}: {e}") from e
-    return model
+    return stoppable(model)

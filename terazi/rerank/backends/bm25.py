@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from terazi.rerank.pairs import Corpus, Pair
+from terazi.shutdown import check
 from terazi.turkish import analyse
 
 
@@ -63,6 +64,7 @@ class BM25Scorer:
         for i, p in enumerate(pairs):
             by_query.setdefault(p.query, []).append(i)
         for query, idx in by_query.items():
+            check()
             tokens = self._tokens(query)
             if not len(tokens):
                 continue

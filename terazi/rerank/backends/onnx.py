@@ -35,6 +35,7 @@ from terazi.rerank.backends.base import CPU_BATCH, Backend
 from terazi.rerank.backends.torch_bi import cosine
 from terazi.rerank.backends.torch_cross import activation_name
 from terazi.rerank.pairs import Pair
+from terazi.shutdown import check
 
 log = logging.getLogger("terazi.rerank.backends.onnx")
 OPSET = 17
@@ -191,6 +192,7 @@ class _Onnx(Backend):
         return session
 
     def _run(self, encoded) -> np.ndarray:
+        check()  # one batch: a stop request is honoured between batches
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items() if k in self.inputs}
         return self.model.run([self.output_name], feed)[0]
 
