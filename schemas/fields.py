@@ -35,6 +35,8 @@ BENCHMARK = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
 
 class StrictModel(BaseModel):
-    """A contract that refuses unknown fields, so a misspelt key is an error that names it, not a silent default."""
+    """A contract that refuses unknown fields, so a misspelt key is an error that names it, not a silent default, and
+    NaN or infinite numbers (`.nan`, `.inf` in YAML), which no setting means and which would surface, if at all, as a
+    NaN score after all the work."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

@@ -27,7 +27,8 @@ class DatasetManifest(_Manifest):
     reason: str | None = Field(None, description="why the dataset is out of the ranking")
     source: str | None = Field(None, description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
                                                  "its revision); `path` is then terazi's BEIR copy of it")
-    fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments")
+    fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments, "
+                                         "texts in Unicode NFC")
     corpus_fingerprint: str
     n_docs: int
     n_queries: int = Field(description="queries that have judgments in the split")

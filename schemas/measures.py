@@ -1,9 +1,9 @@
 """The names of ranking measures: one grammar, read by the config, the metric engine and `terazi score`.
 
 Measures are named the ir-measures way: ``nDCG@10`` (linear gain, as trec_eval),
-``nDCG(dcg='exp-log2')@10`` (gain 2^g − 1), ``RR@10`` / ``RR`` (whole ranking), ``R@100``, ``P@10``,
+``nDCG(dcg='exp-log2')@10`` (gain 2^g − 1), ``nDCG`` / ``RR@10`` / ``RR`` (whole ranking), ``R@100``, ``P@10``,
 ``AP@10`` / ``AP``, ``Judged@10``; ``(rel=2)`` sets the relevance threshold of the binary ones.
-ranx's and trec_eval's spellings (``mrr@10``, ``ndcg_cut_10``, ``recip_rank``, ``P_5`` …) are
+ranx's and trec_eval's spellings (``mrr@10``, ``ndcg_cut_10``, ``ndcg``, ``recip_rank``, ``P_5`` …) are
 aliases: they parse to the same `Measure`, whose `canonical` name is what terazi prints.
 
 It is part of the contracts because a measure is a field users fill in (config files, the deployment form): a bad
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from terazi.errors import MetricError
 
 FAMILIES = ("nDCG", "RR", "R", "P", "AP", "Judged")
-WHOLE_RANKING = ("RR", "AP")  # may be written without a cutoff: trec_eval's recip_rank and map
+WHOLE_RANKING = ("nDCG", "RR", "AP")  # may be written without a cutoff: trec_eval's ndcg, recip_rank and map
 
 # Spellings of a family: ir_measures' own, upper-case variants, and ranx's lower-case names.
 _FAMILY_ALIASES = {"MRR": "RR", "mrr": "RR", "NDCG": "nDCG", "ndcg": "nDCG", "Recall": "R", "recall": "R",
@@ -35,7 +35,6 @@ _NO_EQUIVALENT = {
     "r_precision": "ranx's r-precision has no terazi family", "bpref": "bpref has no terazi family",
     "rbp": "rbp has no terazi family", "dcg": "unnormalised DCG has no terazi family; use nDCG@k",
     "dcg_burges": "unnormalised DCG has no terazi family; use nDCG(dcg='exp-log2')@k",
-    "ndcg": "trec_eval's ndcg (whole ranking, every judged document in the ideal) is not nDCG@k; give a cutoff",
 }
 _NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z0-9_\-]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>.*))?$")
 _CUTOFF = re.compile(r"^[1-9][0-9]*$")
@@ -77,7 +76,7 @@ def parse_measure(name: str) -> Measure:
     if not m:
         raise MetricError(f"cannot parse measure {name!r} (expected e.g. nDCG@10, RR@10, R@100, mrr@10, ndcg_cut_10)")
     raw = m["family"]
-    if raw in _NO_EQUIVALENT and not (raw == "ndcg" and m["cutoff"] is not None):
+    if raw in _NO_EQUIVALENT:
         raise MetricError(f"{name!r}: {_NO_EQUIVALENT[raw]}")
     family = "nDCG" if raw in _EXP_GAIN else _FAMILY_ALIASES.get(raw, raw)
     if family not in FAMILIES:

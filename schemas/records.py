@@ -1,8 +1,35 @@
-"""Records read from users' files (BEIR corpus, queries, graded judgments) and query variants."""
+"""Records read from users' files (BEIR corpus, queries, graded judgments) and query variants.
+
+Every id and text is checked here, once, as it is read: an id may not hold a control character (it would break the
+line- and whitespace-separated TREC files every run writes), and texts are put in Unicode NFC, so that a letter
+typed as a base letter plus a combining mark (NFD, as text copied from macOS often is) is the same letter to every
+stage (corruptions, models, fingerprints). Text already in NFC is kept as it is, so its fingerprints do not change.
+"""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# C0 and C1 control characters but the tab (whitespace, which TREC files write percent-encoded)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def checked_id(v: object) -> object:
+    """An id as text (integer ids are accepted), refused when it holds a control character."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if isinstance(v, str) and (bad := _CONTROL.search(v)):
+        raise ValueError(f"id {v!r} holds the control character U+{ord(bad.group()):04X}; ids are written to "
+                         "line- and space-separated TREC files: remove it")
+    return v
+
+
+def nfc(v: object) -> object:
+    """Text in Unicode NFC (a string already in NFC is returned as it is)."""
+    return unicodedata.normalize("NFC", v) if isinstance(v, str) else v
 
 
 class _Strict(BaseModel):
@@ -16,10 +43,8 @@ class Document(_Strict):
     title: str = ""
     text: str
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: object) -> object:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    _id = field_validator("id", mode="before")(checked_id)
+    _nfc = field_validator("title", "text", mode="before")(nfc)
 
     @property
     def full_text(self) -> str:
@@ -33,10 +58,8 @@ class Query(_Strict):
     id: str = Field(alias="_id", min_length=1)
     text: str = Field(min_length=1)
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, v: object) -> object:
-        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    _id = field_validator("id", mode="before")(checked_id)
+    _nfc = field_validator("text", mode="before")(nfc)
 
     @field_validator("text")
     @classmethod

@@ -76,7 +76,7 @@ def test_all_orderings_stay_in_unit_interval_and_hit_one_only_when_ideal(k):
     ("nDCG@-3", "positive integer"),
     ("nDCG@2.5", "positive integer"),
     ("P", "needs a cutoff"),
-    ("nDCG", "needs a cutoff"),
+    ("R", "needs a cutoff"),  # nDCG without one is trec_eval's ndcg: the whole ranking
     ("Foo@10", "unknown measure"),
     ("nDCG(dcg='cubic')@10", "dcg must be"),
     ("R(rel=0)@10", "rel must be"),

@@ -94,14 +94,21 @@ def thread_run(prefect_server, tmp_path_factory, tiny_cross_encoder):
     return data, manifest
 
 
-def test_dask_workers_give_the_thread_runners_results(dask_cluster, thread_run, tmp_path, tiny_cross_encoder):
+def test_dask_workers_give_the_thread_runners_results(prefect_server, thread_run, tmp_path, tiny_cross_encoder,
+                                                      monkeypatch):
+    """On the cluster terazi starts itself (`task_runner_workers`, workers declaring the resources the model tasks
+    ask for); the external cluster's address is used by the killed-worker test below."""
+    from prefect.settings import PREFECT_API_URL
+
     from terazi.flows.evaluate import evaluate as run_evaluation
 
     data, threads = thread_run
     ce = next(r for r in threads.reranks if r.system == "tiny-ce")
     assert threads.candidates[0].shards == 3 and ce.pairs_unique == 40
+    monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the workers must reach the test's server
+    monkeypatch.setenv("TERAZI_LATENCY_QUERIES", "0")  # their models see the run's pairs only (no latency probe)
     dask = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "dask", task_runner="dask",
-                                       task_runner_address=dask_cluster.scheduler_address,
+                                       task_runner_workers=2,
                                        scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8,
                                               "worker_resources": {"GPU": 1}}))  # workers declare one GPU each
     same_results(Path(threads.run_dir), Path(dask.run_dir))

@@ -1,5 +1,5 @@
 """Running terazi as a service: served deployments under a policy, everything on the run the user opens,
-retries, a nightly that compares like with like, one set of defaults, Dask scale-out.
+retries, a nightly that compares like with like, one set of defaults (Dask scale-out: tests/test_scale.py).
 
 All against the session's temporary Prefect server (tests/conftest.py: a real server on loopback with
 telemetry off); subprocesses reach it through PREFECT_API_URL.
@@ -145,7 +145,7 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
         cfg_code["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder,
                                   "trust_remote_code": True}]
         cfg_out = tiny_config(tmp_path, tiny_dataset, run_name="refused", out_dir=str(tmp_path / "elsewhere"))
-        for cfg_bad, words in ((cfg_code, ["rerankers.ce.trust_remote_code", "policy"]),
+        for cfg_bad, words in ((cfg_code, ["rerankers.ce.trust_remote_code: refused by the service policy", "--allow-remote-code"]),
                                (cfg_out, ["out_dir", "outside the service's results root"])):
             refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg_bad}, timeout=120)
             assert refused.state.is_failed(), refused.state
@@ -182,11 +182,7 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp
     cfg = tiny_config(tmp_path, tiny_dataset, run_name="remote-code", conditions=["clean"])
     cfg["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64,
                          "trust_remote_code": True}]
-    with served(tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder):
-        refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=120)
-        assert refused.state.is_failed()
-        assert "rerankers.ce.trust_remote_code: refused by the service policy" in refused.state.message
-        assert "--allow-remote-code" in refused.state.message
+    # (refused without --allow-remote-code: the ad-hoc test above)
     with served(tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"):
         allowed = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
         assert allowed.state.is_completed(), allowed.state
@@ -245,16 +241,3 @@ def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_data
     time.sleep(1.1)
     third = nightly(cfg)
     assert crashed.name not in third  # compared with the first, completed nightly
-
-
-def test_dask_runner_gives_identical_results(prefect_server, tmp_path, tiny_dataset, monkeypatch):
-    from terazi.flows.evaluate import evaluate as run_evaluation
-
-    monkeypatch.setenv("PREFECT_API_URL", api_url())  # worker processes must reach the same server
-    threads = run_evaluation(EvalConfig.model_validate(tiny_config(tmp_path / "t", tiny_dataset, run_name="threads")))
-    dask = run_evaluation(EvalConfig.model_validate(tiny_config(tmp_path / "d", tiny_dataset, run_name="dask",
-                                                                 task_runner="dask", task_runner_workers=2)))
-    a = pl.read_csv(Path(threads.run_dir) / "leaderboard.csv")
-    b = pl.read_csv(Path(dask.run_dir) / "leaderboard.csv")
-    assert a.equals(b)
-    assert all(r.pairs_scored > 0 for r in dask.reranks if r.system == "bm25")  # scored afresh on the workers

@@ -66,6 +66,10 @@ def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed
     })
 
 
+PAIRS_SCHEMA = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "delta": pl.Float64,
+                "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "verdict": pl.Utf8}
+
+
 def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
              confidence: float, holm: bool) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: better / no difference / worse.
@@ -84,8 +88,7 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
         rejected = holm_reject([ci.p_value for *_, ci in cells], 1 - confidence) if holm else [ci.significant for *_, ci in cells]
         for (d, c, ci), sig in zip(cells, rejected):
             rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
-    return pl.DataFrame(rows, schema=["system", "versus", "dataset", "condition", "delta", "ci_low", "ci_high",
-                                      "p_value", "verdict"], orient="row")
+    return pl.DataFrame(rows, schema=PAIRS_SCHEMA, orient="row")  # typed: one system has no pair, and no rows
 
 
 def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:

@@ -12,7 +12,8 @@ A task's score for a system is its mean over that task's rows (splits, subsets).
 - **Mean (TaskType)**: mean within each task type, then the mean of those type means, over the tasks a
   system has; ``mean_task_type_complete`` is empty when a task is missing (MTEB).
 
-Scores must be numbers: an empty, unparseable or NaN score is an error naming its line (or row).
+Scores must be finite numbers: an empty, unparseable, NaN or infinite score is an error naming its line (or row);
+an infinite score would otherwise take first place on every task it is on.
 Tasks listed as out of the ranking are shown by callers but never aggregated.
 """
 
@@ -30,14 +31,14 @@ BOARD_COLUMNS = ("system", "borda_votes", "borda_rank", "mean_task", "mean_task_
 
 
 def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None = None) -> pl.DataFrame:
-    """Typed (system, task, task_type, score) rows; an empty, unparseable or NaN score is an error naming
+    """Typed (system, task, task_type, score) rows; an empty, unparseable, NaN or infinite score is an error naming
     the file line of the row (`lines`, when read from a file) or its row number."""
     missing = [c for c in COLUMNS if c not in long.columns]
     if missing:
         raise ValueError(f"{source}: missing column(s) {missing}; need {list(COLUMNS)}")
     raw = long.select(*(pl.col(c).cast(pl.Utf8) for c in COLUMNS[:3]), pl.col("score").alias("_raw"))
     typed = raw.with_columns(pl.col("_raw").cast(pl.Float64, strict=False).alias("score")).with_row_index("_i")
-    bad = typed.filter(pl.col("score").is_null() | pl.col("score").is_nan()
+    bad = typed.filter(pl.col("score").is_null() | ~pl.col("score").is_finite()
                        | pl.any_horizontal(pl.col(c).is_null() for c in COLUMNS[:3]))
     if bad.height:
         row = bad.row(0, named=True)
@@ -50,7 +51,8 @@ def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None 
         elif row["score"] is None:
             problem = f"score {row['_raw']!r} of {row['system']!r} on {row['task']!r} is not a number"
         else:
-            problem = f"score of {row['system']!r} on {row['task']!r} is NaN"
+            what = "NaN" if row["score"] != row["score"] else "infinite"
+            problem = f"score of {row['system']!r} on {row['task']!r} is {what}"
         raise ValueError(f"{source}, {where}: {problem}")
     types = typed.group_by("task").agg(pl.col("task_type").unique().sort()).filter(pl.col("task_type").list.len() > 1)
     if types.height:

@@ -32,11 +32,12 @@ def parser() -> argparse.ArgumentParser:
         description="Score a TREC run against qrels under a named, printed contract (default trec: trec_eval -c).",
         epilog="contracts:\n" + "\n".join(f"  {c.name}: {c.summary}" for c in CONTRACTS.values())
                + "\n\nEach policy option overrides the contract's value; the output names the contract and every policy.")
-    p.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docid grade) or BEIR tsv")
-    p.add_argument("--run", dest="run_file", type=Path, required=True, help="TREC run (qid Q0 docid rank score tag)")
+    p.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docid grade) or BEIR tsv; - for stdin")
+    p.add_argument("--run", dest="run_file", type=Path, required=True,
+                   help="TREC run (qid Q0 docid rank score tag); - for stdin (a pipe or <(…) works too)")
     p.add_argument("-m", "--metric", action="append",
                    help="repeatable; default nDCG@10 and RR@10. e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) "
-                        "and trec_eval (ndcg_cut_10, recip_rank, P_5) names are aliases")
+                        "and trec_eval (ndcg_cut_10, ndcg, recip_rank, P_5) names are aliases")
     p.add_argument("--contract", choices=list(CONTRACTS), default="trec", help="named policy preset (default trec)")
     for name, choices in POLICY_CHOICES.items():
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices,
@@ -63,9 +64,11 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     policies = Policies.of(args.contract, **{name: getattr(args, name) for name in POLICY_CHOICES})
     try:
-        for path in (args.qrels, args.run_file):
-            if not path.is_file():
+        for path in (args.qrels, args.run_file):  # a pipe is read like a file: `-` (stdin), /dev/stdin, <(…)
+            if str(path) != "-" and (not path.exists() or path.is_dir()):
                 raise DatasetError(path, None, "no such file")
+        if str(args.qrels) == str(args.run_file) == "-":
+            raise DatasetError("-", None, "stdin can hold the run or the qrels, not both")
         canonical = {m: parse_measure(m).canonical for m in args.metric or ["nDCG@10", "RR@10"]}
         measures = list(dict.fromkeys(canonical.values()))
         ev = evaluate(read_qrels(args.qrels), read_run(args.run_file, rank=policies.repeated_rank == "error"),

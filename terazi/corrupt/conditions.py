@@ -73,7 +73,8 @@ def ascii_full(text: str, rng: random.Random | None = None) -> str:
 
 
 def ascii_partial(text: str, rng: random.Random, rate: float = 0.5) -> str:
-    return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in text)
+    # letter by letter, so composed (NFC) letters: an NFD ş is s plus a combining cedilla, which no letter rule sees
+    return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in unicodedata.normalize("NFC", text))
 
 
 # ---------------------------------------------------------------- colloquial rules (mobile's word layer)
@@ -191,7 +192,7 @@ def _separators(text: str, spec: MobileSpec, rng: random.Random) -> str:
 
 def mobile(text: str, rng: random.Random, spec: MobileSpec | None = None) -> str:
     """Phone typing: colloquial words, separators, lowercase, Turkish letters, slips, each with its probability."""
-    spec = spec or MobileSpec()
+    spec, text = spec or MobileSpec(), unicodedata.normalize("NFC", text)  # its letter rules see composed letters
     lower = rng.random() < spec.lowercase
     ascii_query = rng.random() < spec.ascii_query
     out = _separators(_word_rules(text, spec, rng), spec, rng)

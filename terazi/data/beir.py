@@ -45,7 +45,9 @@ class Dataset:
     def fingerprint(self) -> str:
         """Hash of the content that is evaluated, not of file bytes: the corpus (id, title, text) in order, the
         judged queries (id, text) and the judgments (query, document, grade), both sorted by id. A BEIR folder and
-        the same dataset from Hugging Face, MTEB or ir_datasets therefore share one fingerprint."""
+        the same dataset from Hugging Face, MTEB or ir_datasets therefore share one fingerprint. Texts are hashed as
+        they are read, in Unicode NFC (`terazi.schemas.records`): a dataset and its NFD copy share one fingerprint,
+        and one already in NFC (nearly every one) keeps the fingerprint, and so the caches, it had before."""
         h = self.corpus_hash.copy().section()
         for q in sorted(self.judged_query_ids):
             h.add([q, self.queries[q].text])

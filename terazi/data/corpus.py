@@ -73,8 +73,9 @@ class CorpusTable:
 
 
 def _documents(path: Path) -> Iterator[tuple[str, str]]:
-    """(id, full text) of each corpus line; the file was validated when the dataset was loaded."""
-    with open(path, encoding="utf-8-sig") as f:
+    """(id, full text) of each corpus line; the file was validated when the dataset was loaded, split on line feeds
+    only, as here (a carriage return is whitespace inside a JSON line, not a line end)."""
+    with open(path, encoding="utf-8-sig", newline="\n") as f:
         for raw in f:
             if raw.strip():
                 doc = Document.model_validate(json.loads(raw))

@@ -40,8 +40,9 @@ def _entries(path: Path, split: str | None, language: str | None) -> tuple[str, 
             raise ValueError(f"{path}: scores.{sp} is not a list of subset results")
         for i, entry in enumerate(entries):
             score = entry.get("main_score") if isinstance(entry, dict) else None
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
-                what = "missing" if score is None else f"{score!r}, not a number"
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                number = isinstance(score, float) and not math.isnan(score)
+                what = "missing" if score is None else f"{score!r}, not a {'finite ' if number else ''}number"
                 raise ValueError(f"{path}: scores.{sp}[{i}].main_score is {what}")
             langs = [str(x) for x in entry.get("languages") or []]
             if language is not None and not any(x == language or x.split("-")[0] == language for x in langs):

@@ -169,17 +169,19 @@ def _duplicate(frame: pl.DataFrame) -> tuple[str, str] | None:
 
 
 def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.DataFrame:
-    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise).
+    """`rr` ordered by query (`qi`), `score` descending, then document id descending (trec_eval's rule, bytewise);
+    a missing `score` (NaN in the run) comes after every number, −∞ included.
 
     Queries need only be contiguous, not sorted: a run file written in rank order is used as it is and a
     numeric sort on (query, score) handles any other; then only rows tied on both are sorted again with
     their document ids (`doc` gives the ids of given `_row`s), so no other string is touched.
     """
-    starts = pl.col("qi").ne_missing(pl.col("qi").shift())
-    ranked, blocks, queries = rr.select((starts | (pl.col("score") <= pl.col("score").shift())).all().alias("a"),
+    starts, score, before = pl.col("qi").ne_missing(pl.col("qi").shift()), pl.col("score"), pl.col("score").shift()
+    descending = pl.when(before.is_null()).then(score.is_null()).otherwise(score.is_null() | (score <= before))
+    ranked, blocks, queries = rr.select((starts | descending).all().alias("a"),
                                         starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")).row(0)
-    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True])
-    same = ((pl.col("qi") == pl.col("qi").shift(1)) & (pl.col("score") == pl.col("score").shift(1))).fill_null(False)
+    s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True], nulls_last=True)
+    same = ((pl.col("qi") == pl.col("qi").shift(1)) & score.eq_missing(before)).fill_null(False)
     ties = s.select((same | same.shift(-1, fill_value=False)).alias("tied"), (~same).cum_sum().alias("group"))
     if ties["tied"].any():
         at = ties["tied"].arg_true()
@@ -211,6 +213,7 @@ def evaluate(
     nq = judged.len()
     qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64)  # null: not judged
     qk = q.with_columns(qcode.alias("qi")).select("qi", _pair_key().alias("k"), "grade",
+                                                  pl.col("grade").max().over("qi").alias("top"),
                                                   pl.int_range(pl.len()).alias("_qrow"))
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
@@ -220,7 +223,7 @@ def evaluate(
         qk = qk.with_columns(q["doc_id"])
     qi = r.select(qcode).to_series()
     rr = r.lazy().with_columns(qi.alias("qi")).select(
-        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(float("-inf")) + 0.0,
+        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(None) + 0.0,
         *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row")).collect()
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
@@ -236,7 +239,7 @@ def evaluate(
     jr = rr.filter("_j").select("_row", "k")
     if len(on) > 1:
         jr = jr.with_columns(r["doc_id"].gather(jr["_row"]))
-    jr = jr.join(qk.select(*on, "grade", "_qrow"), on=on)
+    jr = jr.join(qk.select(*on, "grade", "top", "_qrow"), on=on)
     jr = jr.filter(r["doc_id"].gather(jr["_row"]) == q["doc_id"].gather(jr["_qrow"]))  # drop key collisions
     if jr.height < rr["_j"].sum():
         rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
@@ -258,8 +261,8 @@ def evaluate(
               "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
-    j = rr.filter("_j").join(jr.select("_row", "grade"), on="_row", maintain_order="left")  # in rank order
-    i = qk.select("qi", "grade").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+    j = rr.filter("_j").join(jr.select("_row", "grade", "top"), on="_row", maintain_order="left")  # in rank order
+    i = qk.select("qi", "grade", "top").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
         .with_columns(_within("qi"))
     j_aggs, i_aggs, values_of, rels = [], [], {}, set()
     for n, (name, m) in enumerate(parsed.items()):
@@ -299,7 +302,8 @@ def evaluate(
 # ---------------------------------------------------------------- the families, one entry each
 # Each gives, for measure `m` (its n-th): aggregations over a query's judged rows in rank order (`pos`, 0-based;
 # `grade`), aggregations over its ideal ordering (judgments with grade > 0, best first), and the per-query value from
-# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned).
+# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned). Both
+# row sets also carry `top`, the query's highest grade.
 
 def _top(m: Measure) -> pl.Expr:
     return pl.col("pos") < m.cutoff if m.cutoff else pl.lit(True)
@@ -311,7 +315,12 @@ def _hit(m: Measure) -> pl.Expr:
 
 def _ndcg(m: Measure, n: int, rel: str):
     g = pl.col("grade").cast(pl.Float64)
-    dcg = (((2.0 ** g - 1.0) if m.gain == "exponential" else g) / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
+    if m.gain == "exponential":
+        # (2^g − 1) / 2^top: DCG and its ideal scaled by one power of two, so their ratio is bit for bit the unscaled
+        # one, and no grade overflows (2^g is infinite from g = 1024, and ∞ / ∞ is NaN)
+        top = pl.col("top").cast(pl.Float64)
+        g = 2.0 ** (g - top) - 2.0 ** (-top)
+    dcg = (g / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
     return [dcg.alias(f"v{n}")], [dcg.alias(f"ideal{n}")], \
         pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
 

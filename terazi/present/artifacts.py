@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.analysis.intervals import pairwise_summary
+from terazi.analysis.intervals import PAIRS_SCHEMA, pairwise_summary
 from terazi.present.table import Table
 from terazi.schemas.layout import RunLayout
 
@@ -52,7 +52,7 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     if tables.get("variants"):
         judged = Table.from_json(tables["variants"]["table"])
         out.append(Artifact("variants", " ".join(tables["variants"]["sentences"] + judged.notes), judged.dicts()))
-    pairs = pairwise_summary(pl.read_csv(layout.comparisons_csv))
+    pairs = pairwise_summary(pl.read_csv(layout.comparisons_csv, schema=PAIRS_SCHEMA))
     out.append(Artifact("comparisons", "pairwise comparisons: cells better / no difference / worse", pairs.to_dicts()))
     report_md = layout.leaderboard_md.read_text(encoding="utf-8") + (
         f"\n## Files\n\n- full report: `{layout.report_html}` (open it in a browser)\n- results folder: `{run}`\n")

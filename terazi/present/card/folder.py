@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 from pydantic import ValidationError
 
+from terazi.analysis.intervals import PAIRS_SCHEMA
 from terazi.errors import DatasetError, describe
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.schemas.layout import RunLayout
@@ -90,13 +91,14 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
         rerankers=[r["name"] for r in config.get("rerankers", []) if r.get("name") != FIRST_STAGE])
 
 
-def _csv(path: Path, optional: bool = False) -> pl.DataFrame | None:
+def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
+    """A table of the folder; `schema` types a table that may have no rows (a run of one system compares none)."""
     if not path.is_file():
         if optional:
             return None
         raise DatasetError(path, None, "missing: not a finished terazi results folder")
     try:
-        return pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
+        return pl.read_csv(path, schema=schema) if schema else pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
     except pl.exceptions.PolarsError as e:
         raise DatasetError(path, None, f"cannot read it as CSV ({str(e).splitlines()[0]})") from None
 
@@ -128,5 +130,6 @@ def read_folder(path: str | Path) -> RunFolder:
     return RunFolder(
         path=root, settings=settings, datasets=list(manifest.datasets), candidates=list(manifest.candidates),
         fingerprint=manifest.benchmark.fingerprint, started=manifest.started, contract=contracts[0] if contracts else None,
-        board=_csv(root / "leaderboard.csv"), per_query=per_query, comparisons=_csv(root / "comparisons.csv"),
+        board=_csv(root / "leaderboard.csv"), per_query=per_query,
+        comparisons=_csv(root / "comparisons.csv", schema=PAIRS_SCHEMA),
         costs=_csv(root / "costs.csv", optional=True), variants=_csv(root / "variants.csv", optional=True))
