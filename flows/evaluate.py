@@ -18,6 +18,7 @@ from terazi.flows.runners import Submit, model_runner
 from terazi.flows.runtime import artifact_prefix, crash_stale_runs, run_kind
 from terazi.paths import writable_folder
 from terazi.policy import enforce_if_served
+from terazi.results.folder import check_outputs
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult, RunManifest, VariantSet
 from terazi.tasks.corrupt import corrupt_queries_task
 from terazi.tasks.export import export_task
@@ -33,6 +34,7 @@ log = logging.getLogger("terazi.flow")
 
 def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
+    check_outputs(config)  # before anything is written: outputs never overlap inputs, the folder is free
     crash_stale_runs(config.out_dir)
     cache = str(writable_folder(config.cache_dir, "cache folder"))
     with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind)) as run:

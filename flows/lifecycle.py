@@ -1,5 +1,6 @@
-"""The results folder's life, written once for every flow: started and marked incomplete, marked stopped (with the
-signal or the error) whichever way the run ends early, the manifest written last, then the artifacts published.
+"""The results folder's life, written once for every flow: held by this run alone, started and marked incomplete,
+marked stopped (with the signal or the error) whichever way the run ends early, the manifest written last, then the
+artifacts published.
 
 Publishing comes after the results are complete, so a failed upload fails the run without making its (usable)
 results folder look stopped; and it happens in the flow itself, so the artifacts belong to the run the user opens.
@@ -48,16 +49,18 @@ class OpenRun:
 
 @contextmanager
 def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str) -> Iterator[OpenRun]:
-    run = OpenRun(folder.start(out_dir, run_name, kind, current_flow_run_id()), kind)
-    try:
-        yield run
-        if run.manifest is None:
-            raise RuntimeError("the run ended without its manifest")
-        folder.finish(run.path, run.manifest.model_dump_json(indent=2))
-    except BaseException as e:
-        signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
-        folder.mark_stopped(run.path, f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}")
-        raise
+    with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
+        run = OpenRun(path, kind)
+        try:
+            yield run
+            if run.manifest is None:
+                raise RuntimeError("the run ended without its manifest")
+            folder.finish(run.path, run.manifest.model_dump_json(indent=2))
+        except BaseException as e:
+            signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
+            reason = f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}".removesuffix(": ")
+            folder.mark_stopped(run.path, reason)
+            raise
     publish(run.path, artifact_prefix)
 
 

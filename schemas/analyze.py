@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_serializer, model_validator
@@ -52,6 +53,11 @@ class AnalyzeConfig(StrictModel):
         if self.conditions is not None:
             self.conditions = list(dict.fromkeys([CLEAN, *self.conditions]))
         return self
+
+    def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(what the analysis writes, the folders it reads), as `EvalConfig.folders`."""
+        outputs = [("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>")))]
+        return outputs, [("runs folder", self.folder)] + ([("exclude folder", self.exclude)] if self.exclude else [])
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:
         """The settings the shared aggregation reads (headline, metrics, conditions, bootstrap, Holm, Borda,

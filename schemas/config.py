@@ -60,6 +60,12 @@ class DatasetSpec(StrictModel):
         source = parse_source(self.path)
         return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
 
+    @property
+    def folder(self) -> str | None:
+        """The folder on this machine the dataset is read from (a BEIR folder, hf:/local/folder); None for a hub's."""
+        source = parse_source(self.path)
+        return self.path if source is None else source.name if source.local else None
+
 
 class EncoderSpec(StrictModel):
     """The first-stage dense encoder and its FAISS index."""
@@ -248,3 +254,12 @@ class EvalConfig(StrictModel):
         out += [(f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
                 for r in self.rerankers if r.kind in MODEL_KINDS]
         return out
+
+    def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(what the run writes, the folders it reads) for `terazi.paths.disjoint`: outputs never overlap inputs.
+        Without a run name the results folder is a new time-stamped one under out_dir."""
+        outputs = [("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>"))),
+                   ("cache folder", self.cache_dir)]
+        inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]
+        inputs += [("first-stage runs folder", d.first_stage_runs) for d in self.datasets if d.first_stage_runs]
+        return outputs, inputs + ([("exclude folder", self.exclude)] if self.exclude else [])

@@ -18,9 +18,29 @@ Every path is inside the folder (`terazi.paths.inside`): names come from configs
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 from pathlib import Path
 
+from terazi.errors import IncompleteRunError
 from terazi.paths import inside
+
+
+def _alive(marker: dict) -> bool:
+    """Whether the process a marker names still runs (on another machine: assumed so)."""
+    pid = marker.get("pid")
+    if marker.get("host") != socket.gethostname():
+        return True
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 class RunLayout:
@@ -35,6 +55,34 @@ class RunLayout:
     def is_complete(self) -> bool:
         """The run finished: its manifest is written and its incomplete-marker gone."""
         return (self.root / self.MANIFEST).is_file() and not (self.root / self.MARKER).exists()
+
+    def marker_body(self) -> dict:
+        """What the incomplete-marker says (status, reason, pid, host, started); {} without a readable one."""
+        try:
+            body = json.loads((self.root / self.MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return body if isinstance(body, dict) else {}
+
+    def refuse_unfinished(self) -> None:
+        """Every reader's check: a folder still marked incomplete is not a result, whatever older files it holds (a
+        rerun that stopped keeps the previous run's tables); the error says whether its run stopped and why, or is
+        still writing it."""
+        if not (self.root / self.MARKER).exists():
+            return
+        body, todo = self.marker_body(), "run it again to complete it"
+        status = body.get("status")
+        if status == "stopped":
+            why = f"its run stopped ({body.get('reason') or 'no reason recorded'})"
+        elif status == "running" and _alive(body):
+            who = f"pid {body.get('pid')} on {body.get('host')}, started {body.get('started')}"
+            why = f"a run is still writing it ({who})"
+            todo = "wait for it to finish"
+        elif status == "running":
+            why = f"its run was interrupted (its process, pid {body.get('pid')}, is gone)"
+        else:
+            why = f"it is marked incomplete ({self.MARKER})"
+        raise IncompleteRunError(f"{self.root}: not a complete result: {why}; {todo}")
 
     def file(self, name: str) -> Path:
         return inside(self.root, name)

@@ -12,6 +12,7 @@ from terazi.errors import ConfigError, describe
 from terazi.paths import unique
 from terazi.schemas.config import DatasetSpec
 from terazi.schemas.fields import StrictModel
+from terazi.schemas.sources import parse as parse_source
 
 QUERY_NAMES = frozenset({"query", "question", "queries", "questions", "anchor"})
 LOCAL_HF = ("/", ".", "~")  # an hf: name starting so is a folder on this machine
@@ -53,6 +54,13 @@ class TrainSource(BaseModel):
         """(field, is a query field, required) for every field read."""
         names = list(dict.fromkeys([*self.fields, *self.query_fields]))
         return [(f, f in self.query_fields, True) for f in names]
+
+    @property
+    def place(self) -> str | None:
+        """The file or folder on this machine the source is read from; None for a hub dataset."""
+        if self.path.startswith("hf:"):
+            return self.path[3:] if self.path[3:].startswith(LOCAL_HF) else None
+        return self.path
 
     @property
     def label(self) -> str:
@@ -104,6 +112,14 @@ class LeakageConfig(StrictModel):
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         return self
+
+    def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(what the check writes, what it reads) for `terazi.paths.disjoint`: outputs never overlap inputs. The cache
+        is written only when a named dataset is copied into it."""
+        named = any(parse_source(d.path) for d in self.datasets)
+        outputs = [("leakage output folder", self.out)] + ([("cache folder", self.cache_dir)] if named else [])
+        inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]
+        return outputs, inputs + [("training source", s.place) for s in self.train if s.place]
 
 
 class DatasetCounts(BaseModel):

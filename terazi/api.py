@@ -34,14 +34,17 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     from terazi.schemas import EvalConfig
     from terazi.schemas.layout import RunLayout
 
-    if isinstance(config, (str, Path)):
+    config_file = Path(config) if isinstance(config, (str, Path)) else None
+    if config_file:
         from terazi.configs import read_config_file
 
-        config = read_config_file(Path(config))
+        config = read_config_file(config_file)
     if not isinstance(config, EvalConfig):
         config = EvalConfig.model_validate(config)
     from terazi.preflight import preflight
+    from terazi.results.folder import check_outputs
 
+    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
     preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
     from terazi.flows.evaluate import evaluate as evaluate_flow
     from terazi.flows.runtime import CALLER

@@ -42,6 +42,10 @@ class OutputPathError(TeraziError):
     """A results or cache path that is unusable or would leave its root."""
 
 
+class IncompleteRunError(TeraziError):
+    """A results folder whose run has not finished (stopped, or still writing): never read as a result."""
+
+
 class CacheError(TeraziError):
     """A damaged cache file; the message names it and the command that repairs it."""
 

@@ -48,6 +48,20 @@ def within(path: str | Path, root: str | Path) -> bool:
     return path == root or root in path.parents
 
 
+def disjoint(outputs: list[tuple[str, str | Path]], inputs: list[tuple[str, str | Path]]) -> None:
+    """Outputs never overlap inputs: no output folder is, holds or lies inside an input or another output (all
+    resolved, links followed). Each entry is (what it is, path); the error names both, before anything is written."""
+    outs = [(what, Path(p).expanduser().resolve()) for what, p in outputs]
+    others = outs + [(what, Path(p).expanduser().resolve()) for what, p in inputs]
+    for i, (what, path) in enumerate(outs):
+        for other, where in others[i + 1:]:
+            relation = "is" if path == where else "lies inside" if where in path.parents else \
+                "holds" if path in where.parents else None
+            if relation:
+                raise OutputPathError(f"{what} {path} {relation} the {other} {where}: outputs never overlap inputs; "
+                                      f"point the {what} elsewhere")
+
+
 def inside(root: str | Path, *parts: str) -> Path:
     """`root/parts…`, resolved; refuses any result that is not inside `root`."""
     base = Path(root).resolve()

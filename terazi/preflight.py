@@ -25,7 +25,8 @@ log = logging.getLogger("terazi.preflight")
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
     """Check models, then load every dataset (read once per process and reused; a named dataset is copied into
-    the cache folder first), then the score cache and the results folder."""
+    the cache folder first), then the score cache and the results folder. Its callers check the folders first
+    (`terazi.results.folder.check_outputs`), before anything is written."""
     for where, model, revision, _ in config.models():
         try:
             resolve(model, revision, config.offline)

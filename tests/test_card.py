@@ -20,7 +20,7 @@ import yaml
 
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset
-from terazi.errors import DatasetError
+from terazi.errors import DatasetError, IncompleteRunError
 from terazi.metrics.contracts import metric_contracts as contracts
 from terazi.present.card import build_card
 from terazi.results import folder as results
@@ -351,5 +351,5 @@ def test_bad_inputs_are_one_line(tmp_path, kalbur):
         build_card(half, "kalbur")
     (half / "comparisons.csv").write_text("x")
     (half / results.MARKER).write_text("{}")
-    with pytest.raises(DatasetError, match="not finished"):
+    with pytest.raises(IncompleteRunError, match=r"half: not a complete result: it is marked incomplete"):
         build_card(half, "kalbur")

@@ -83,7 +83,7 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
         "nosuch: dataset folder not found": ["leakage", "--dataset", str(tmp_path / "nosuch"), "--train", str(train)],
         "hf:nosuch/set": ["leakage", "--dataset", "hf:nosuch/set", "--train", str(train), "--cache",
                           str(tmp_path / "cache")],
-        "outputs never overwrite inputs": [*args, "--train", str(train), "--out", str(bench / "leak")],
+        "lies inside the dataset folder": [*args, "--train", str(train), "--out", str(bench / "leak")],
     }
     for expected, argv in cases.items():
         line = _one_error_line(CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "o")] if "--out" not in argv
@@ -92,7 +92,7 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
     # the output folder is the dataset's, or the dataset's subfolder would land in the dataset (out = its parent)
     for out in (bench, tmp_path):
         line = _one_error_line(CliRunner().invoke(app, [*args, "--train", str(train), "--out", str(out)]))
-        assert f"inside dataset bench's folder ({bench})" in line
+        assert f"the dataset folder {bench}: outputs never overlap inputs" in line
     assert sorted(p.name for p in bench.iterdir()) == ["corpus.jsonl", "qrels", "queries.jsonl"]
     line = _one_error_line(CliRunner().invoke(app, [*args, "--train", str(train), "--near-threshold", "x"]))
     assert "--near-threshold 'x'" in line
@@ -107,7 +107,7 @@ def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
     folder.mkdir()
     _train(folder)
     config = LeakageConfig(datasets=[{"path": str(bench)}], train=[str(folder)], out=str(folder / "leak"))
-    with pytest.raises(OutputPathError, match="inside training source"):
+    with pytest.raises(OutputPathError, match=r"leakage output folder \S+/train/leak lies inside the training source \S+/train:"):
         check_inputs(config)
     assert check_inputs(config.model_copy(update={"out": str(tmp_path / "leak")}))[0].name == "bench"
 

@@ -140,17 +140,18 @@ def test_analyze_takes_the_runs_statistics_settings(evaluated, tmp_path):
 
 
 def test_analyze_errors_name_the_file(tmp_path):
-    (tmp_path / "runs" / "d" / "upper").mkdir(parents=True)
-    (tmp_path / "runs" / "d" / "upper" / "s.trec").write_text("q1 Q0 a 1 1.0 s\n")
-    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    folder, out = tmp_path / "in", str(tmp_path / "o")  # beside each other: outputs never overlap inputs
+    (folder / "runs" / "d" / "upper").mkdir(parents=True)
+    (folder / "runs" / "d" / "upper" / "s.trec").write_text("q1 Q0 a 1 1.0 s\n")
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--out", out])
     assert res.exit_code == 2 and "qrels/d.tsv: missing qrels file for dataset 'd'" in res.output.replace("\n", "")
-    (tmp_path / "qrels").mkdir()
-    (tmp_path / "qrels" / "d.tsv").write_text("q1 0 a 1\n")
-    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "d.tsv").write_text("q1 0 a 1\n")
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--out", out])
     assert res.exit_code == 2 and "no clean/ condition" in res.output
-    (tmp_path / "runs" / "d" / "clean").mkdir()
-    (tmp_path / "runs" / "d" / "clean" / "t.trec").write_text("q1 Q0 a 1 1.0 t\n")
-    res = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "o")])
+    (folder / "runs" / "d" / "clean").mkdir()
+    (folder / "runs" / "d" / "clean" / "t.trec").write_text("q1 Q0 a 1 1.0 t\n")
+    res = CliRunner().invoke(app, ["analyze", str(folder), "--out", out])
     assert res.exit_code == 2 and "every condition needs every system" in res.output.replace("\n", " ")
     assert not (tmp_path / "o").exists()
 

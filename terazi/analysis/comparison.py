@@ -106,6 +106,7 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
 
 
 def read_per_query(run: Path) -> pl.DataFrame:
+    RunLayout(run).refuse_unfinished()
     path = RunLayout(run).per_query
     if not path.is_file():
         raise DatasetError(path, None, "not a terazi results folder (no per_query.parquet)")

@@ -27,6 +27,7 @@ def leaderboard_cmd(
     import polars as pl
 
     from terazi.analysis.leaderboard import BORDA
+    from terazi.errors import TeraziError
     from terazi.present import exports
 
     if fmt not in exports.FORMATS:
@@ -38,7 +39,7 @@ def leaderboard_cmd(
     try:
         board, note = load_board(source, borda, set(out_of_ranking), types, defaults[-1] if defaults else "unspecified",
                                  split, language)
-    except (ValueError, pl.exceptions.PolarsError) as e:
+    except (ValueError, TeraziError, pl.exceptions.PolarsError) as e:
         fail(str(e))
     if fmt != "table":
         sys.stdout.write(exports.render(board, fmt, note))
@@ -60,12 +61,13 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     from terazi.data.mteb_results import read_mteb_results
     from terazi.schemas.layout import RunLayout
 
-    source = Path(source)
-    if source.is_dir() and RunLayout(source).leaderboard_csv.is_file():
+    source, layout = Path(source), RunLayout(source)
+    if source.is_dir() and (layout.leaderboard_csv.is_file() or layout.marker.exists()):
+        layout.refuse_unfinished()
         if borda is not None or out_of_ranking:
             raise ValueError(f"{source} is a terazi results folder, aggregated by its run: --borda and "
                              "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's config)")
-        return pl.read_csv(RunLayout(source).leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
+        return pl.read_csv(layout.leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
     borda = borda or "per-task"
     if source.is_dir():
         long = read_mteb_results(source, task_types, default_type, split, language)

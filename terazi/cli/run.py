@@ -31,7 +31,7 @@ def parse_reranker(text: str) -> dict:
                              "llm-reranker:MODEL or rrf:A+B")
 
 
-def evaluate_and_print(raw: dict) -> None:
+def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
     from terazi.cli.prefect_api import check_api, quiet_console
@@ -42,6 +42,9 @@ def evaluate_and_print(raw: dict) -> None:
         check_api()
         from terazi.preflight import preflight
 
+        from terazi.results.folder import check_outputs
+
+        check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
         preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors before any heavy stage
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
         quiet_console()
@@ -125,4 +128,4 @@ def run(
         raw["offline"] = True
     if not raw.get("datasets"):
         fail("no dataset: give --dataset PATH or a --config file with datasets")
-    evaluate_and_print(raw)
+    evaluate_and_print(raw, config)

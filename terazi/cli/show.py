@@ -14,6 +14,7 @@ from terazi.schemas.layout import RunLayout
 def print_leaderboard(run_dir: Path) -> None:
     """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
     interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
+    RunLayout(run_dir).refuse_unfinished()
     tables = json.loads(RunLayout(run_dir).tables_json.read_text(encoding="utf-8"))
 
     def show(t: Table, title: str, caption: str = "") -> None:

@@ -1,39 +1,92 @@
-"""The results folder of one run: confined to its root, and visibly incomplete until it is finished.
+"""The results folder of one run: confined to its root, never overlapping the run's inputs, held by one run at a
+time, and visibly incomplete until it is finished.
 
 A run writes `.terazi-incomplete` first and `manifest.json` last (then removes the marker), so an
-interrupted run (Ctrl-C, SIGTERM, kill -9, a crash) never looks finished and is never used as a
-nightly baseline.
+interrupted run (Ctrl-C, SIGTERM, kill -9, a crash) never looks finished, is never used as a
+nightly baseline, and no command shows it as a result (`RunLayout.refuse_unfinished`). While it writes, the run
+holds an exclusive lock on the folder itself (flock: the kernel drops it when the process dies, kill -9 included),
+so a second run into the same folder is refused with the first one's process named, before it writes anything.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
-from terazi.paths import inside, writable_folder
+from terazi.errors import OutputPathError
+from terazi.paths import disjoint, inside, writable_folder
+from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.layout import RunLayout
 
 MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST
 
 
-def start(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None) -> Path:
-    """Create (or reuse) the run folder inside `out_dir`, drop a stale manifest, mark it incomplete."""
+def check_outputs(config: EvalConfig | AnalyzeConfig, files: list[tuple[str, str]] = ()) -> None:
+    """Before anything is written: outputs never overlap inputs (the config's folders, and input `files` such as the
+    config file), and no other run holds the results folder."""
+    outputs, inputs = config.folders()
+    disjoint(outputs, [*inputs, *files])
+    if config.run_name:
+        check_free(inside(Path(config.out_dir).expanduser().resolve(), config.run_name))
+
+
+def _lock(run: Path) -> int | None:
+    """The run folder's exclusive lock (an open descriptor: closing it releases the lock); None while another holds
+    it."""
+    fd = os.open(run, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _in_use(run: Path) -> OutputPathError:
+    body = RunLayout(run).marker_body()
+    who = (f"pid {body.get('pid')} on {body.get('host')}, started {body.get('started')}"
+           if body.get("status") == "running" else "a process that is starting it")
+    return OutputPathError(f"results folder {run} is in use by another run ({who}): wait for it to end, or choose "
+                           "another --out (run_name)")
+
+
+def check_free(run: Path) -> None:
+    """Refuse, before anything is written, a results folder another run holds (the run itself takes it in `held`)."""
+    if not run.is_dir():
+        return
+    fd = _lock(run)
+    if fd is None:
+        raise _in_use(run)
+    os.close(fd)
+
+
+@contextmanager
+def held(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None) -> Iterator[Path]:
+    """The run folder inside `out_dir`, created (or reused) and held by this run until the block ends: a stale
+    manifest dropped, marked incomplete. Another run holding it is refused before anything in it changes."""
     root = writable_folder(out_dir, "results folder")
     name = run_name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     run = inside(root, name)
     if run.exists() and not run.is_dir():
-        from terazi.errors import OutputPathError
-
         raise OutputPathError(f"results folder {run} is a file: choose another run name")
     run.mkdir(parents=True, exist_ok=True)
-    (run / MANIFEST).unlink(missing_ok=True)
-    (run / MARKER).write_text(json.dumps({
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
-        "host": socket.gethostname(), "flow_run_id": flow_run_id, "status": "running"}, indent=2))
-    return run
+    fd = _lock(run)
+    if fd is None:
+        raise _in_use(run)
+    try:
+        (run / MANIFEST).unlink(missing_ok=True)
+        (run / MARKER).write_text(json.dumps({
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
+            "host": socket.gethostname(), "flow_run_id": flow_run_id, "status": "running"}, indent=2))
+        yield run
+    finally:
+        os.close(fd)
 
 
 def finish(run: Path, manifest_json: str) -> None:

@@ -27,6 +27,7 @@ from terazi.schemas import (
     ScoreSet,
     VariantSet,
 )
+from terazi.results.folder import check_outputs
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING
 
@@ -158,9 +159,18 @@ class Inventory:
 
 
 def inventory(config: AnalyzeConfig) -> Inventory:
-    """The runs folder's datasets, conditions (clean first) and systems; every dataset must have every system."""
+    """The runs folder's datasets, conditions (clean first) and systems; every dataset must have every system, every
+    run file ranks something. A terazi results folder as the runs folder must be complete; the results folder may
+    not overlap it (nor the exclude folder) and no other run may hold it."""
     folder = Path(config.folder).expanduser().resolve()
+    check_outputs(config)
+    RunLayout(folder).refuse_unfinished()
     found = runfolder.scan(folder)
+    files = [f for d in found for by_sample in d.runs.values() for fs in by_sample.values() for f in fs.values()]
+    for path in files:  # read here too, so that a bad run file is one line before Prefect starts
+        if read_run(path).is_empty():
+            raise DatasetError(path, None, "no rankings (the file is empty): a run file holds one line per ranked "
+                                           "document, `qid Q0 docid rank score tag`")
     settings = dataset_settings(folder, [d.name for d in found])
     conditions = order_conditions(sorted({c for d in found for c in d.runs}), config.conditions)
     systems = sorted({s for d in found for s in d.systems}, key=lambda s: (s != FIRST_STAGE, s))

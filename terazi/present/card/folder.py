@@ -108,12 +108,11 @@ def read_folder(path: str | Path) -> RunFolder:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise DatasetError(root, None, "no such results folder")
+    RunLayout(root).refuse_unfinished()
     for name in REQUIRED:
         if not (root / name).is_file():
             raise DatasetError(root / name, None, "missing: not a finished terazi results folder (`terazi run` or "
                                                   "`terazi analyze` writes it)")
-    if not RunLayout(root).is_complete():
-        raise DatasetError(root, None, "the run is not finished (.terazi-incomplete is still there)")
     try:
         manifest = RunManifest.model_validate(json.loads((root / "manifest.json").read_text(encoding="utf-8")))
     except ValueError as e:
