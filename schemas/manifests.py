@@ -140,6 +140,7 @@ class RerankPlan(_Manifest):
     candidates: str = Field(description="candidate fingerprint")
     candidates_path: str
     rerank_depth: int
+    sweep_depth: int | None = Field(None, description="a depth sweep's deepest depth: its clean pairs are scored too")
     corpus: str = Field(description="corpus table (parquet) in the cache")
     corpus_fingerprint: str
     cache_dir: str
@@ -182,6 +183,15 @@ class RerankResult(_Manifest):
     seconds: float = 0.0
     cost: ModelCost | None = Field(None, description="size and warm speed of the row (this run's, or the figures of "
                                                      "the run that scored the cached pairs)")
+
+
+class DepthSet(_Manifest):
+    """Per-query values of a depth sweep on one dataset's clean queries: a reranker's headline at each depth, or
+    (system: the first stage) the ceiling, recall@depth and the oracle's headline."""
+
+    system: str
+    dataset: str
+    path: str
 
 
 class MetricContract(_Manifest):

@@ -26,8 +26,17 @@ from terazi.paths import inside
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
-from terazi.rerank.keys import block_size, document_keys, model_key, pair_ids, run_ids, store_keys, variant_keys
-from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking
+from terazi.rerank.keys import (
+    block_size,
+    document_keys,
+    model_key,
+    pair_ids,
+    rescored,
+    run_ids,
+    store_keys,
+    variant_keys,
+)
+from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores
 from terazi.rerank.work import chunk_bounds, score_rows, work_list
 from terazi.schemas import (
@@ -65,8 +74,10 @@ def _prepare(spec: RerankerSpec, offline: bool) -> None:
 
 
 def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
-                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False) -> RerankPlan:
-    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks."""
+                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
+                sweep_depth: int | None = None) -> RerankPlan:
+    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks.
+    `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
@@ -74,9 +85,9 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     model = model_key(scorer)
     cands = pl.scan_parquet(candidates.path)
     var = variant_keys(read_variants(variant_sets))
-    docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
+    docs = document_keys(corpus.keys(cands.filter(rescored(rerank_depth, sweep_depth)).select("doc_id").unique()
                                      .collect()["doc_id"]))
-    pairs = pair_ids(cands, var, docs, rerank_depth)
+    pairs = pair_ids(cands, var, docs, rerank_depth, sweep_depth)
     unique = pairs.unique(maintain_order=True)
     known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
     todo = work_list(unique, known, var, docs)
@@ -91,7 +102,8 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
              dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
     return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                       max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                      rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
+                      rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                      corpus_fingerprint=dataset.corpus_fingerprint,
                       cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
                       variants=[v.path for v in variant_sets],
                       block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
@@ -129,8 +141,11 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_ranking(path, Path(plan.candidates_path),
-                  pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
+    head = pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found)
+    if plan.sweep_depth is not None:  # the sweep's clean pairs kept apart, the ranking's own scores passed on
+        head = write_sweep(RunLayout(out_dir).sweep_scores(plan.dataset, plan.system), Path(plan.candidates_path),
+                           head, plan.rerank_depth, plan.sweep_depth)
+    write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
     scored = sum(c.scored for c in chunks)
     cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
                         lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
