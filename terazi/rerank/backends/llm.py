@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from terazi import fingerprint
+from terazi.models.loading import torch_dtype
 from terazi.models.refs import ModelError
-from terazi.rerank.backends.base import Backend, torch_dtype
+from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair
 from terazi.shutdown import stoppable
 
