@@ -9,8 +9,10 @@ the user opens. Tasks exchange manifests only (terazi.schemas); the heavy stages
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from prefect import flow
+from prefect.futures import PrefectFuture
 
 from terazi.analysis.identity import identity as benchmark_identity
 from terazi.flows.lifecycle import results_folder
@@ -19,59 +21,115 @@ from terazi.flows.runtime import artifact_prefix, crash_stale_runs, run_kind
 from terazi.paths import writable_folder
 from terazi.policy import enforce_if_served
 from terazi.results.folder import check_outputs
-from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult, RunManifest, VariantSet
+from terazi.schemas import (
+    FIRST_STAGE,
+    BenchmarkIdentity,
+    CandidateSet,
+    DatasetManifest,
+    DepthSet,
+    EvalConfig,
+    FirstStageSpec,
+    LeaderboardRow,
+    RerankResult,
+    RunManifest,
+    ScoreSet,
+    VariantSet,
+)
+from terazi.schemas.layout import RunLayout
 from terazi.tasks.corrupt import corrupt_queries_task
 from terazi.tasks.export import export_task
 from terazi.tasks.isolate import isolate_task
 from terazi.tasks.preflight import preflight_task
-from terazi.tasks.rerank import first_stage_task, fuse_task, rerank_chunk_task, rerank_finish_task, rerank_plan_task
-from terazi.tasks.results import aggregate_task
-from terazi.tasks.retrieve import encode_shard_task, publish_candidates_task, retrieval_plan_task, search_task
-from terazi.tasks.score import score_task
+from terazi.tasks.rerank import (
+    first_stage_task,
+    fuse_task,
+    rerank_chunk_task,
+    rerank_finish_task,
+    rerank_plan_task,
+)
+from terazi.tasks.results import aggregate_task, protocol_task
+from terazi.tasks.retrieve import (
+    bm25_retrieval_task,
+    encode_shard_task,
+    publish_candidates_task,
+    retrieval_plan_task,
+    search_task,
+)
+from terazi.tasks.score import ceiling_task, score_task, sweep_task
 
 log = logging.getLogger("terazi.flow")
 
 
 def evaluation(config: EvalConfig, kind: str) -> RunManifest:
-    """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest."""
+    """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest. With several
+    first stages, each one's rows are ranked, scored and aggregated as a run with that first stage alone would
+    (the first one's into the results folder, each other's into first-stages/<name>/), then compared (protocol.md)."""
     check_outputs(config)  # before anything is written: outputs never overlap inputs, the folder is free
     crash_stale_runs(config.out_dir)
     cache = str(writable_folder(config.cache_dir, "cache folder"))
-    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind)) as run:
+    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind), cache) as run:
         out = str(run.path)
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
-        variants, candidates, rankings, scores = [], [], [], []
+        roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
+        variants, stages = [], {s.name: Stage() for s in config.stages}
         with model_runner(config) as submit:
             for ds in datasets:
                 # 1. the query variants of every condition
                 conditions = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out)
                               for c in config.conditions]
                 ds_variants = [f.result() for f in conditions]
-                # 2. the first stage, frozen under its fingerprint
-                frozen = first_stage(submit, ds, ds_variants, config, cache)
-                # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
-                pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, out, cache)
-                # 4. every row's rankings; 5. their per-query values
-                ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, out)
-                per_query = [score_task.submit(ds, r, pool_variants, config.metrics, out, cache_dir=cache)
-                             for r in ranked]
-                scores += [f.result() for f in per_query]
                 variants += ds_variants
-                candidates.append(frozen)
-                rankings += ranked
-        # 6. the results: runs/ for every TREC tool, the statistics and every table, the frozen candidates
-        export = export_task.submit(datasets, variants, rankings, out, cache)
-        identity = benchmark_identity(config, datasets, candidates)
-        board = aggregate_task(datasets, variants, candidates, scores, config, out, identity, reranks=rankings,
-                               cache_dir=cache)
-        for cs in candidates:
-            publish_candidates_task(cs, out)
-        export.result()
-        run.finish(config, benchmark=identity, datasets=datasets, variants=variants, candidates=candidates,
-                   reranks=rankings, scores=scores, leaderboard=board)
+                for spec in config.stages:
+                    o, done = roots[spec.name], stages[spec.name]
+                    # 2. the first stage, frozen under its fingerprint
+                    frozen = first_stage(submit, ds, ds_variants, spec, config, cache)
+                    # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
+                    pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
+                    # 4. every row's rankings; 5. their per-query values
+                    ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, o)
+                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache)
+                                 for r in ranked]
+                    sweeps = depth_sweep(ds, pool, ranked, config, o)
+                    done.scores += [f.result() for f in per_query]
+                    done.depths += [f.result() for f in sweeps]
+                    done.candidates.append(frozen)
+                    done.rankings += ranked
+        # 6. the results of each first stage but the first: a results folder each, as a run with it alone writes
+        for spec in config.stages[1:]:
+            results(datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name], cache)
+        main = stages[config.stages[0].name]
+        identity, board = results(datasets, variants, main, config, out, cache)
+        if len(config.stages) > 1:
+            protocol_task(roots, datasets, config, out)
+        run.finish(config, benchmark=identity, datasets=datasets, variants=variants, candidates=main.candidates,
+                   reranks=main.rankings, scores=main.scores, leaderboard=board)
     log.info("finished in %.1fs: %s", run.manifest.seconds, out)
     return run.manifest
+
+
+@dataclass
+class Stage:
+    """What one first stage produced, dataset by dataset."""
+
+    candidates: list[CandidateSet] = field(default_factory=list)
+    rankings: list[RerankResult] = field(default_factory=list)
+    scores: list[ScoreSet] = field(default_factory=list)
+    depths: list[DepthSet] = field(default_factory=list)
+
+
+def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: Stage, config: EvalConfig,
+            out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
+    """One first stage's results in `out`: runs/ for every TREC tool, the statistics and every table, the frozen
+    candidates."""
+    export = export_task.submit(datasets, variants, done.rankings, out, cache)
+    identity = benchmark_identity(config, datasets, done.candidates)
+    board = aggregate_task(datasets, variants, done.candidates, done.scores, config, out, identity,
+                           reranks=done.rankings, depths=done.depths, cache_dir=cache)
+    for cs in done.candidates:
+        publish_candidates_task(cs, out)
+    export.result()
+    return identity, board
 
 
 @flow(name="terazi-evaluate", validate_parameters=True)
@@ -83,12 +141,15 @@ def evaluate(config: EvalConfig) -> RunManifest:
     return evaluation(enforce_if_served(config), run_kind())
 
 
-def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], config: EvalConfig,
-                cache: str) -> CandidateSet:
-    """Frozen candidates of one dataset: reused, imported from TREC runs made elsewhere (the dataset's
-    `first_stage_runs`), or encoded shard by shard on the model runner, then searched."""
+def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,
+                config: EvalConfig, cache: str) -> CandidateSet:
+    """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), reused, imported from
+    TREC runs made elsewhere (the dataset's `first_stage_runs`), or encoded shard by shard on the model runner, then
+    searched."""
+    if spec.kind == "bm25":
+        return bm25_retrieval_task(ds, variants, spec, config.depth, cache)
     external = {d.label: d.first_stage_runs for d in config.datasets}.get(ds.name)
-    plan = retrieval_plan_task(ds, variants, config.encoder, config.depth, cache, config.offline,
+    plan = retrieval_plan_task(ds, variants, spec.encoder or config.encoder, config.depth, cache, config.offline,
                                config.candidates.get(ds.name), config.scale, external)
     if plan.frozen:
         return plan.frozen
@@ -103,13 +164,29 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline) for spec in config.rerankers if spec.kind != "rrf"]
+                                     config.offline, config.sweep_depth)
+             for spec in config.rerankers if spec.kind != "rrf"]
+    chunks = {}
     for plan in (p.result() for p in plans):
-        chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
-        rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
+        chunks[plan.system] = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = rerank_finish_task.submit(plan, chunks[plan.system], out)
+    for future in (f for row in chunks.values() for f in row):
+        future.result()  # a failed chunk raises its own error here (its row's ranking would only say "not ready")
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
             ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
                                        cache)
     return list(ranked.values())
+
+
+def depth_sweep(ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig,
+                out: str) -> list[PrefectFuture]:
+    """With `rerank_depths`: the first stage's ceiling and each model row's headline at every depth (fusions and the
+    first stage's own row have no scores of their own to sweep); nothing without."""
+    if not config.rerank_depths:
+        return []
+    models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
+    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out),
+            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out)
+              for r in ranked if r.system in models)]

@@ -6,6 +6,8 @@ from terazi.schemas.config import (
     DatasetSpec,
     EncoderSpec,
     EvalConfig,
+    FirstStageSpec,
+    Limits,
     ScaleSpec,
     VariantPair,
 )
@@ -16,6 +18,7 @@ from terazi.schemas.manifests import (
     CandidateSet,
     ChunkResult,
     DatasetManifest,
+    DepthSet,
     LeaderboardRow,
     MetricContract,
     MetricRecord,
@@ -41,8 +44,10 @@ from terazi.schemas.rerankers import (
 
 __all__ = [
     "AnalyzeConfig", "BUNDLED_ENCODER", "BM25Spec", "BenchmarkIdentity", "BiEncoderSpec", "CONDITIONS", "CandidateSet",
-    "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "Document", "EncoderSpec",
-    "EvalConfig", "FIRST_STAGE", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "MODEL_KINDS", "Measure",
+    "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "DepthSet",
+    "Document", "EncoderSpec",
+    "EvalConfig", "FIRST_STAGE", "FirstStageSpec", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "Limits",
+    "MODEL_KINDS", "Measure",
     "MetricContract", "MetricRecord", "MobileSpec", "ModelCost", "Query", "QueryVariant", "RRFSpec", "RerankPlan",
     "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "VariantPair",
     "VariantSet", "parse_measure",

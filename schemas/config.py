@@ -89,6 +89,20 @@ class EncoderSpec(StrictModel):
                                                        "deployment refuses it unless its server allows it")
 
 
+class FirstStageSpec(StrictModel):
+    """A named first stage: dense (the `encoder:` settings, as without `first_stages`), or BM25 over the whole
+    corpus (bm25s over the Turkish analyser of the BM25 reranker); runs made elsewhere stay a dataset's
+    `first_stage_runs`."""
+
+    name: SlugName = Field(description="the first stage's name")
+    kind: Literal["dense", "bm25"] = Field("dense", description="dense: sentence-transformers + FAISS (`encoder:`); "
+                                                                "bm25: BM25 over the whole corpus")
+    language: str = Field("turkish", pattern=r"^[a-z]+$", description="bm25: Snowball stemmer and casing rules")
+    k1: float = Field(1.5, gt=0, description="bm25: term-frequency saturation")
+    b: float = Field(0.75, ge=0, le=1, description="bm25: length normalisation")
+    encoder: EncoderSpec | None = Field(None, description="dense: its own encoder (default: the config's `encoder:`)")
+
+
 class ScaleSpec(StrictModel):
     """How the heavy stages are cut into tasks (so W workers run W at once), and where workers share scores."""
 
@@ -105,6 +119,20 @@ class ScaleSpec(StrictModel):
                                                       "stays the fast path (a served deployment accepts only its "
                                                       "server's)")
 
+
+
+class Limits(StrictModel):
+    """The most work one run may ask for (docs/reliability.md, "Bounds"), checked before any heavy stage starts: a
+    config, or anyone at the deployment form, cannot start a run that fills the memory or never ends. `terazi run
+    --no-limits` lifts them for a run of one's own; `terazi serve --max-…` sets them for the form's runs."""
+
+    resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
+    samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
+    workers: int = Field(64, ge=1, description="most task_runner_workers")
+    pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
+                                                      "samples of every condition) × depth, over all datasets")
+    cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
+                                                         "over all datasets")
 
 
 class VariantPair(StrictModel):
@@ -124,11 +152,26 @@ EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repe
               "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
 
 
+RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
+                 "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
+                 "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
+
+
+FIRST_STAGES = ("named first stages, e.g. [{name: dense, kind: dense}, {name: bm25, kind: bm25}]: every reranker "
+                "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
+                "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
+                "default: the dense `encoder:` alone")
+
+
 def omit_unset_exclude(model: object, body: object) -> object:
-    """A config without `exclude` is written as it was before the field existed (a run's manifest unchanged)."""
+    """A config without `exclude` (or `rerank_depths`) is written as it was before the field existed (a run's
+    manifest unchanged)."""
     if isinstance(body, dict) and getattr(model, "exclude", None) is None:
         body.pop("exclude", None)
         body.pop("exclude_by", None)
+    for name in ("rerank_depths", "first_stages"):
+        if isinstance(body, dict) and getattr(model, name, 0) is None:
+            body.pop(name, None)
     return body
 
 
@@ -142,6 +185,7 @@ class EvalConfig(StrictModel):
     datasets: list[DatasetSpec] = Field(min_length=1, description="datasets to evaluate on: BEIR folders or named "
                                                                  "datasets (hf:, mteb:, ir_datasets:)")
     encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="first-stage dense retrieval")
+    first_stages: list[FirstStageSpec] | None = Field(None, min_length=1, description=FIRST_STAGES)
     rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
                                           description="rows of the leaderboard besides the first stage; each entry's "
                                                       "'kind' decides its fields")
@@ -151,7 +195,9 @@ class EvalConfig(StrictModel):
     candidates: dict[str, str] = Field(default_factory=dict,
                                        description="dataset name → frozen candidate fingerprint to reuse as it is")
     depth: int = Field(100, ge=1, description="first-stage candidates per query")
-    rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth)")
+    rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth): the leaderboard's "
+                                                    "depth")
+    rerank_depths: list[int] | None = Field(None, min_length=1, description=RERANK_DEPTHS)
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
     headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
@@ -217,6 +263,10 @@ class EvalConfig(StrictModel):
             self.metrics = [self.headline, *self.metrics]
         if self.rerank_depth > self.depth:
             raise ValueError(f"rerank_depth ({self.rerank_depth}) exceeds depth ({self.depth})")
+        if self.rerank_depths is not None:
+            if min(self.rerank_depths) < 1 or max(self.rerank_depths) > self.depth:
+                raise ValueError(f"rerank_depths {self.rerank_depths} must lie in 1..depth ({self.depth})")
+            self.rerank_depths = sorted({*self.rerank_depths, self.rerank_depth})
         given = [d.name for d in self.datasets if d.name]
         if len({n.lower() for n in given}) != len(given):
             raise ValueError(f"dataset names must be unique, got {given}")
@@ -227,6 +277,13 @@ class EvalConfig(StrictModel):
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
             raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
+        stages = [s.name for s in self.first_stages or []]
+        if len({n.lower() for n in stages}) != len(stages):
+            raise ValueError(f"first stage names must be unique, got {stages}")
+        lexical = any(s.kind == "bm25" for s in self.first_stages or [])
+        if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
+            raise ValueError("first_stages: a bm25 first stage retrieves its own candidates; drop `candidates` and "
+                             "the datasets' first_stage_runs, or the bm25 first stage")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
             raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
@@ -247,6 +304,25 @@ class EvalConfig(StrictModel):
         if self.featured is not None and self.featured not in earlier:
             raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
         return self
+
+    @property
+    def first_stage(self) -> FirstStageSpec:
+        """The run's (first) first stage: the first of `first_stages`, or the dense `encoder:`."""
+        return self.stages[0]
+
+    @property
+    def stages(self) -> list[FirstStageSpec]:
+        """Every first stage, in order: `first_stages`, or the dense `encoder:` alone."""
+        return self.first_stages or [FirstStageSpec(name=FIRST_STAGE, kind="dense")]
+
+    def alone(self, stage: FirstStageSpec) -> EvalConfig:
+        """This config with `stage` as its only first stage: what one first stage's results are built with."""
+        return self.model_copy(update={"first_stages": [stage]})
+
+    @property
+    def sweep_depth(self) -> int | None:
+        """The deepest depth of the sweep (its pairs are scored once, clean queries), None without a sweep."""
+        return max(self.rerank_depths) if self.rerank_depths else None
 
     def models(self) -> list[tuple[str, str, str | None, bool]]:
         """(where in the config, model, revision, trust_remote_code) of every model the run loads."""

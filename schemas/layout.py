@@ -6,10 +6,16 @@ report, `terazi compare`, the nightly, the card) reads.
     per_query.parquet        one row per (dataset, system, condition, query, measure)
     scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv ranks.csv costs.csv
     variants.csv report.html changes.md (nightly)
+    depths.csv ceiling.csv                      with `rerank_depths`: the depth sweep and the first stage's ceiling
+    first-stages/<name>/                        with several `first_stages`: each but the first one's results folder
+    protocol.csv protocol.md                    …and whether the rerankers' order holds across them
     variants/<dataset>/<condition>.parquet      the query variants
     isolated/<dataset>/…                        the isolated setting's candidates and variants
     rankings/<dataset>/<system>.parquet         every system's rankings, all conditions
     per_query/<dataset>/<system>.parquet        their per-query values
+    sweep/<dataset>/<system>.parquet            a depth sweep's scores: the clean candidates a reranker rescored
+    depths/<dataset>/<system>.parquet           its per-query headline at each depth
+    ceiling/<dataset>.parquet                   the first stage's per-query recall@depth and oracle at each depth
     candidates/<dataset>/*.trec                 the frozen first stage (linked from the cache)
     runs/ qrels/ changed/ datasets.yaml         the results as a runs folder (terazi.data.runfolder)
 
@@ -154,6 +160,16 @@ class RunLayout:
         return self.file("decontaminated.csv")
 
     @property
+    def depths_csv(self) -> Path:
+        """Only with `rerank_depths`: each reranker's headline, cost and share of the ceiling at each depth."""
+        return self.file("depths.csv")
+
+    @property
+    def ceiling_csv(self) -> Path:
+        """Only with `rerank_depths`: the first stage's recall@depth and oracle headline at each depth."""
+        return self.file("ceiling.csv")
+
+    @property
     def report_html(self) -> Path:
         return self.file("report.html")
 
@@ -180,6 +196,29 @@ class RunLayout:
 
     def per_query_part(self, dataset: str, system: str) -> Path:
         return inside(self.root, "per_query", dataset, f"{system}.parquet")
+
+    def sweep_scores(self, dataset: str, system: str) -> Path:
+        return inside(self.root, "sweep", dataset, f"{system}.parquet")
+
+    def depths_part(self, dataset: str, system: str) -> Path:
+        return inside(self.root, "depths", dataset, f"{system}.parquet")
+
+    def ceiling_part(self, dataset: str) -> Path:
+        return inside(self.root, "ceiling", f"{dataset}.parquet")
+
+    def first_stage_roots(self, names: list[str]) -> dict[str, Path]:
+        """Where each first stage's results go: the first one's in this folder, each other's in first-stages/<name>/
+        (a results folder of its own)."""
+        return {n: self.root if i == 0 else inside(self.root, "first-stages", n) for i, n in enumerate(names)}
+
+    @property
+    def protocol_csv(self) -> Path:
+        """With several first stages: Kendall's τ between the rerankers' orders per pair of first stages."""
+        return self.file("protocol.csv")
+
+    @property
+    def protocol_md(self) -> Path:
+        return self.file("protocol.md")
 
     def candidates(self, dataset: str) -> Path:
         return inside(self.root, "candidates", dataset)
@@ -217,6 +256,16 @@ class LeakageLayout:
     @property
     def report_md(self) -> Path:
         return inside(self.root, "report.md")
+
+    @property
+    def depths_csv(self) -> Path:
+        """Only with `rerank_depths`: each reranker's headline, cost and share of the ceiling at each depth."""
+        return self.file("depths.csv")
+
+    @property
+    def ceiling_csv(self) -> Path:
+        """Only with `rerank_depths`: the first stage's recall@depth and oracle headline at each depth."""
+        return self.file("ceiling.csv")
 
     @property
     def report_html(self) -> Path:

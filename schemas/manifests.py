@@ -123,6 +123,7 @@ class RetrievalPlan(_Manifest):
     corpus: str = Field("", description="corpus table (parquet) in the cache")
     corpus_shards: list[tuple[int, int]] = Field(default_factory=list, description="[start, stop) rows per shard")
     embeddings: str = Field("", description="folder of the corpus embedding shards")
+    query_vectors: str = Field("", description="vector store the query texts' embeddings are kept in")
     queries: str = Field("", description="work folder: distinct query texts and their embedding shards")
     query_shards: list[tuple[int, int]] = Field(default_factory=list)
     started: float = 0.0
@@ -139,6 +140,7 @@ class RerankPlan(_Manifest):
     candidates: str = Field(description="candidate fingerprint")
     candidates_path: str
     rerank_depth: int
+    sweep_depth: int | None = Field(None, description="a depth sweep's deepest depth: its clean pairs are scored too")
     corpus: str = Field(description="corpus table (parquet) in the cache")
     corpus_fingerprint: str
     cache_dir: str
@@ -183,6 +185,15 @@ class RerankResult(_Manifest):
     seconds: float = 0.0
     cost: ModelCost | None = Field(None, description="size and warm speed of the row (this run's, or the figures of "
                                                      "the run that scored the cached pairs)")
+
+
+class DepthSet(_Manifest):
+    """Per-query values of a depth sweep on one dataset's clean queries: a reranker's headline at each depth, or
+    (system: the first stage) the ceiling, recall@depth and the oracle's headline."""
+
+    system: str
+    dataset: str
+    path: str
 
 
 class MetricContract(_Manifest):

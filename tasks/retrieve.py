@@ -1,10 +1,11 @@
-"""Stage 3 as tasks: the first stage's plan, one task per encoding shard (on the model runner), the search, and the
-frozen candidates linked into the results folder (terazi.retrieval)."""
+"""Stage 3 as tasks: the first stage's plan, one task per encoding shard (on the model runner), the search, BM25 over
+the whole corpus, and the frozen candidates linked into the results folder (terazi.retrieval)."""
 
 from __future__ import annotations
 
 from prefect import task
 
+from terazi.retrieval.bm25 import bm25_first_stage
 from terazi.retrieval.first_stage import encode_shard, plan_retrieval, search
 from terazi.retrieval.frozen import publish_candidates
 from terazi.tasks import transient
@@ -17,3 +18,5 @@ search_task = task(search, name="first-stage-search", retries=2, retry_delay_sec
                    task_run_name="first-stage-search {dataset.name}", retry_condition_fn=transient)
 publish_candidates_task = task(publish_candidates, name="publish-candidates", retries=1, retry_condition_fn=transient,
                                task_run_name="candidates {cs.dataset}")
+bm25_retrieval_task = task(bm25_first_stage, name="first-stage-bm25", retries=1, retry_condition_fn=transient,
+                           task_run_name="first-stage-bm25 {dataset.name}")

@@ -106,6 +106,43 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: st
 
 
 @pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory, minilm_path) -> str:
+    """A 2-layer Qwen2 causal LM with random weights and MiniLM's tokenizer: plumbing only."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-llm")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    cfg = Qwen2Config(vocab_size=tok.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      tie_word_embeddings=True)
+    Qwen2ForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_bi_encoder(tmp_path_factory, minilm_path):
+    """A 2-layer random bi-encoder (Transformer + mean pooling + Normalize) with MiniLM's tokenizer."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-bi")
+    hf = folder / "hf"
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(hf)
+    tok.save_pretrained(hf)
+    word = models.Transformer(str(hf), max_seq_length=64)
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()])
+    st.save(str(folder / "st"), create_model_card=False)
+    return str(folder / "st")
+
+
+@pytest.fixture(scope="session")
 def prefect_server():
     """One temporary Prefect API for the whole session (started once: it costs ~20 s)."""
     from prefect.testing.utilities import prefect_test_harness

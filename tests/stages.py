@@ -51,25 +51,36 @@ def first_stage(dataset: DatasetManifest, variant_sets: list[VariantSet], encode
 
 def rank_row(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
              rerank_depth: int, cache: str, out: str, scale: ScaleSpec = ScaleSpec(),
-             offline: bool = True) -> RerankResult:
-    """One model row: its plan, each chunk, its ranking."""
-    plan = stage.plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache, scale, offline)
+             offline: bool = True, sweep_depth: int | None = None) -> RerankResult:
+    """One model row: its plan (with a depth sweep's deepest depth), each chunk, its ranking."""
+    plan = stage.plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache, scale, offline, sweep_depth)
     chunks = [stage.score_chunk(plan, i) for i in range(len(plan.chunks))]
     return stage.finish_rerank(plan, chunks, out)
 
 
-def rerank_row(dataset: DatasetManifest, candidates: pl.DataFrame, variants: pl.DataFrame, spec: RerankerSpec,
-               tmp: Path, rerank_depth: int, chunk_pairs: int | None = None, cache: Path | None = None,
-               score_store: str | None = None, fresh: bool = True) -> tuple[RerankResult, pl.DataFrame]:
-    """`rank_row` on a test's frames: candidates (condition, sample, query_id, rank, doc_id, score) and variants
-    (condition, sample, query_id, text, …), written under `tmp` with their manifests (one variant set per
-    condition). The cache is `tmp/cache` unless given; the ranking is written to `tmp/out`.
-
-    `fresh`: the row starts without the scorers this process already holds (`shared_scorer`), as a run in a new
-    process does; a fresh scorer scores its first pair on its own (the meter's untimed warm-up)."""
+def candidate_set(dataset: DatasetManifest, candidates: pl.DataFrame, tmp: Path) -> CandidateSet:
+    """A test's candidate frame (condition, sample, query_id, rank, doc_id, score) frozen as a candidate set."""
     tmp.mkdir(parents=True, exist_ok=True)
     cands = tmp / "candidates.parquet"
     candidates.write_parquet(cands)
+    return CandidateSet(fingerprint=fingerprint.of_rows(candidates), lookup_key="test", dataset=dataset.name,
+                        dataset_fingerprint=dataset.fingerprint, encoder="test", encoder_identity="test", index={},
+                        depth=int(candidates["rank"].max()), faiss_version="", path=str(cands), trec_dir=str(tmp),
+                        recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0.0)
+
+
+def rerank_row(dataset: DatasetManifest, candidates: pl.DataFrame, variants: pl.DataFrame, spec: RerankerSpec,
+               tmp: Path, rerank_depth: int, chunk_pairs: int | None = None, cache: Path | None = None,
+               score_store: str | None = None, fresh: bool = True,
+               sweep_depth: int | None = None) -> tuple[RerankResult, pl.DataFrame]:
+    """`rank_row` on a test's frames: candidates (condition, sample, query_id, rank, doc_id, score) and variants
+    (condition, sample, query_id, text, …), written under `tmp` with their manifests (one variant set per
+    condition). The cache is `tmp/cache` unless given; the ranking is written to `tmp/out` (with `sweep_depth`,
+    a depth sweep's scores too).
+
+    `fresh`: the row starts without the scorers this process already holds (`shared_scorer`), as a run in a new
+    process does; a fresh scorer scores its first pair on its own (the meter's untimed warm-up)."""
+    cs = candidate_set(dataset, candidates, tmp)
     sets = []
     for condition in variants["condition"].unique(maintain_order=True).to_list():
         part = variants.filter(pl.col("condition") == condition)
@@ -78,15 +89,12 @@ def rerank_row(dataset: DatasetManifest, candidates: pl.DataFrame, variants: pl.
         sets.append(VariantSet(dataset=dataset.name, condition=condition, params={}, seed=0,
                                samples=part["sample"].n_unique(), path=str(path), n_queries=part["query_id"].n_unique(),
                                n_changed=0))
-    cs = CandidateSet(fingerprint=fingerprint.of_rows(candidates), lookup_key="test", dataset=dataset.name,
-                      dataset_fingerprint=dataset.fingerprint, encoder="test", encoder_identity="test", index={},
-                      depth=int(candidates["rank"].max()), faiss_version="", path=str(cands), trec_dir=str(tmp),
-                      recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0.0)
     if fresh:
         with backends._scorers_lock:
             backends._scorers.clear()
     scale = ScaleSpec(score_store=score_store, **({"chunk_pairs": chunk_pairs} if chunk_pairs else {}))
-    result = rank_row(dataset, cs, sets, spec, rerank_depth, str(cache or tmp / "cache"), str(tmp / "out"), scale)
+    result = rank_row(dataset, cs, sets, spec, rerank_depth, str(cache or tmp / "cache"), str(tmp / "out"), scale,
+                      sweep_depth=sweep_depth)
     return result, pl.read_parquet(result.path)
 
 

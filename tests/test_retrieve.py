@@ -14,26 +14,6 @@ from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
 from tests.stages import first_stage
 
 
-@pytest.fixture(scope="module")
-def tiny_bi_encoder(tmp_path_factory, minilm_path):
-    """A 2-layer random bi-encoder (Transformer + mean pooling + Normalize) with MiniLM's tokenizer."""
-    import torch
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-bi")
-    hf = folder / "hf"
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64)).save_pretrained(hf)
-    tok.save_pretrained(hf)
-    word = models.Transformer(str(hf), max_seq_length=64)
-    st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()])
-    st.save(str(folder / "st"), create_model_card=False)
-    return str(folder / "st")
-
-
 def prepare(root, out):
     ds = load_dataset(DatasetSpec(path=str(root), name="tiny"))
     vs = [corrupt_queries(ds, c, CorruptionSpec(), 13, str(out)) for c in ("clean", "upper")]

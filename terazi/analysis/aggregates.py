@@ -1,6 +1,7 @@
 """Every number of one run's results, computed once (terazi.results.aggregate) and shown by every output
 (terazi.present): the leaderboard, intervals, retention, the robustness decomposition, the pairwise cells, the clean
-means per dataset, the conditions, the costs and the judged variants, all in the leaderboard's system order."""
+means per dataset, the conditions, the costs, the judged variants and the depth sweep, all in the leaderboard's system
+order."""
 
 from __future__ import annotations
 
@@ -27,3 +28,5 @@ class Aggregates:
     costs: dict[str, ModelCost | None] = field(default_factory=dict)
     judgements: list[Judgement] = field(default_factory=list)
     decontaminated: pl.DataFrame | None = field(default=None, metadata={"doc": "decontaminated.csv (with exclude)"})
+    depths: pl.DataFrame | None = field(default=None, metadata={"doc": "depths.csv (with rerank_depths)"})
+    ceiling: pl.DataFrame | None = field(default=None, metadata={"doc": "ceiling.csv (with rerank_depths)"})

@@ -20,7 +20,7 @@ PART_LABELS = {
 
 
 def identity(config: EvalConfig, datasets: list[DatasetManifest], candidates: list[CandidateSet]) -> BenchmarkIdentity:
-    enc = config.encoder.model_dump(exclude={"batch_size", "device"})
+    enc = (config.first_stage.encoder or config.encoder).model_dump(exclude={"batch_size", "device"})
     parts = {
         "datasets": fingerprint.of_json(sorted((d.name, d.fingerprint, d.in_ranking, d.task_type) for d in datasets)),
         "first_stage": fingerprint.of_json({"encoder": enc, "identities": sorted({c.encoder_identity for c in candidates}),

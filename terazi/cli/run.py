@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -101,10 +102,16 @@ def run(
                                                       "also without the queries it lists"),
     exclude_by: Optional[str] = typer.Option(None, help="with --exclude: queries (default: the contaminated ones) or "
                                                         "relevant (also those whose relevant passage is hit)"),
+    no_limits: bool = typer.Option(False, "--no-limits", help="allow more work than the documented limits (resamples, "
+                                   "samples, workers, pairs, bootstrap cells: docs/reliability.md)"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
     setup(verbose)
+    if no_limits:
+        from terazi.policy import NO_LIMITS
+
+        os.environ[NO_LIMITS] = "1"
     with errors_as_lines():
         raw: dict = read_config_file(config) if config else {}
     if dataset:

@@ -14,8 +14,9 @@ from terazi.schemas.layout import RunLayout
 def print_leaderboard(run_dir: Path) -> None:
     """The leaderboard as every output shows it (tables.json): group order, Borda rank, Mean (Task) with its
     interval, each condition with its retention; then where the loss comes from and the featured system's cells."""
-    RunLayout(run_dir).refuse_unfinished()
-    tables = json.loads(RunLayout(run_dir).tables_json.read_text(encoding="utf-8"))
+    layout = RunLayout(run_dir)
+    layout.refuse_unfinished()
+    tables = json.loads(layout.tables_json.read_text(encoding="utf-8"))
 
     def show(t: Table, title: str, caption: str = "") -> None:
         t.align = ["left" if i < 2 else "right" for i in range(len(t.columns))]
@@ -35,7 +36,17 @@ def print_leaderboard(run_dir: Path) -> None:
     console.print(f"[bold]significant cells: {tables['featured']['system']}[/]")
     for line in tables["featured"]["lines"]:
         console.print(f"  {line}", highlight=False)
+    if tables.get("depths"):
+        depths = Table.from_json(tables["depths"]["table"])
+        show(depths, "rerank depth", "\n".join(depths.notes + tables["depths"]["sentences"]))
+        ceiling = Table.from_json(tables["depths"]["ceiling"])
+        show(ceiling, "the first stage's ceiling", "\n".join(ceiling.notes))
     if tables.get("variants"):
         console.print("[bold]judged variants[/]")
         for line in tables["variants"]["sentences"]:
             console.print(f"  {line}", highlight=False)
+    if layout.protocol_md.is_file():  # several first stages: does the rerankers' order hold?
+        console.print("[bold]first stages: does the rerankers' order hold?[/]")
+        for line in layout.protocol_md.read_text(encoding="utf-8").splitlines():
+            if line.startswith("- "):
+                console.print(f"  {line[2:]}", highlight=False)

@@ -1,6 +1,7 @@
 """What a run publishes as Prefect artifacts, read from its results folder: the leaderboard as the outputs show it
-(order, labels, `*` marks), the robustness decomposition, per-dataset scores, costs, judged variants, the pairwise
-counts, and the markdown report saying where report.html is. The flow hands these to Prefect (flows/lifecycle.py)."""
+(order, labels, `*` marks), the robustness decomposition, per-dataset scores, costs, judged variants, the depth
+sweep, the pairwise counts, and the markdown report saying where report.html is. The flow hands these to Prefect
+(flows/lifecycle.py)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,18 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     if tables.get("costs"):
         costs = Table.from_json(tables["costs"])
         out.append(Artifact("costs", "size, warm speed and latency per system. " + " ".join(costs.notes), costs.dicts()))
+    if tables.get("depths"):
+        depths, ceiling = Table.from_json(tables["depths"]["table"]), Table.from_json(tables["depths"]["ceiling"])
+        out.append(Artifact("depths", "headline, cost and share of the ceiling per reranker and rerank depth. "
+                            + " ".join(tables["depths"]["sentences"] + depths.notes), depths.dicts()))
+        out.append(Artifact("ceiling", "the first stage's recall@depth and oracle headline per depth. "
+                            + " ".join(ceiling.notes), ceiling.dicts()))
     if tables.get("variants"):
         judged = Table.from_json(tables["variants"]["table"])
         out.append(Artifact("variants", " ".join(tables["variants"]["sentences"] + judged.notes), judged.dicts()))
+    if layout.protocol_md.is_file():
+        out.append(Artifact("protocol", "several first stages: does the rerankers' order hold?",
+                            markdown=layout.protocol_md.read_text(encoding="utf-8")))
     pairs = pairwise_summary(pl.read_csv(layout.comparisons_csv, schema=PAIRS_SCHEMA))
     out.append(Artifact("comparisons", "pairwise comparisons: cells better / no difference / worse", pairs.to_dicts()))
     report_md = layout.leaderboard_md.read_text(encoding="utf-8") + (

@@ -9,6 +9,7 @@ from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.decontaminated import decontaminated_table
+from terazi.present.depths import depth_tables
 from terazi.present.labels import level
 from terazi.present.notes import explain, featured_lines, variant_sentence
 from terazi.present.tables import (
@@ -94,6 +95,8 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
         "variants": {"sentences": [variant_sentence(j, labels, confidence) for j in judgements],
                      "table": variants_table(judgements, labels, confidence).to_json()} if judgements else None,
     }
+    if agg.depths is not None:  # only with `rerank_depths`: a run without it shows the same tables
+        tables["depths"] = depth_tables(agg.depths, agg.ceiling, config.headline, labels, confidence)
     if agg.decontaminated is not None:  # only with `exclude`: a run without it shows the same tables
         tables["decontaminated"] = decontaminated_table(agg.decontaminated, datasets, labels, confidence,
                                                         config.bootstrap_resamples, config.seed,

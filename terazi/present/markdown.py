@@ -14,7 +14,7 @@ from terazi.schemas import BenchmarkIdentity, CandidateSet
 def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict, candidates: list[CandidateSet],
                          identity: BenchmarkIdentity) -> str:
     """The page: leaderboard, per dataset, where the loss comes from, significant cells, judged variants, cost,
-    datasets, systems, conditions with examples, first stage, metric contract."""
+    rerank depth, datasets, systems, conditions with examples, first stage, metric contract."""
     T = Table.from_json
     featured = tables["featured"]
     lines = [f"# terazi leaderboard: {tables['headline']}", "",
@@ -36,6 +36,9 @@ def leaderboard_markdown(tables: dict, conditions: pl.DataFrame, contract: dict,
         lines += ["", T(tables["variants"]["table"]).markdown()]
     if tables.get("costs"):
         lines += ["", "## Cost", "", T(tables["costs"]).markdown()]
+    if tables.get("depths"):
+        lines += ["", "## Rerank depth and the ceiling", ""] + [f"- {x}" for x in tables["depths"]["sentences"]]
+        lines += ["", T(tables["depths"]["table"]).markdown(), "", T(tables["depths"]["ceiling"]).markdown()]
     lines += ["", "## Datasets", "", T(tables["datasets"]).markdown(), "", "## Systems", "", T(tables["systems"]).markdown(),
               "", "## Conditions", "", conditions_table(conditions, tables["labels"]).markdown()]
     lines += ["", "Examples, before and after:", "", T(tables["examples"]).markdown()]

@@ -143,6 +143,60 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
     return out
 
 
+def pareto(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points no other point beats on both cost (lower) and quality (higher), by cost."""
+    front, best = [], float("-inf")
+    for cost, quality in sorted(points, key=lambda p: (p[0], -p[1])):
+        if quality > best:
+            front.append((cost, quality))
+            best = quality
+    return front
+
+
+def plot_depths(depths: pl.DataFrame, ceiling: pl.DataFrame, headline: str, confidence: float) -> str:
+    """Three panels: quality vs depth per reranker (interval band; the oracle dashed), quality vs cost per query with
+    the Pareto front, and the ceiling (recall@depth and the oracle) vs depth."""
+    plt = _pyplot()
+    fig, (q_ax, c_ax, ceil_ax) = plt.subplots(1, 3, figsize=(15, 4.2))
+    timed = depths["seconds_per_query"].is_not_null().all()
+    cost, cost_label = (pl.col("seconds_per_query") * 1000, "model ms per query (warm)") if timed else \
+        (pl.col("pairs_per_query"), "pairs scored per query")
+    depths = depths.with_columns(cost.alias("cost"))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    points = []
+    for i, ((system,), part) in enumerate(depths.group_by("system", maintain_order=True)):
+        c = colors[i % len(colors)]
+        q_ax.plot(part["depth"], part["mean"], "o-", color=c, label=system)
+        q_ax.fill_between(part["depth"], part["ci_low"], part["ci_high"], color=c, alpha=.15)
+        enough = part.filter(pl.col("enough"))
+        q_ax.plot(enough["depth"], enough["mean"], "*", ms=14, color=c)
+        c_ax.plot(part["cost"], part["mean"], "o", color=c, label=system)
+        for r in part.iter_rows(named=True):
+            c_ax.annotate(str(r["depth"]), (r["cost"], r["mean"]), fontsize=7, xytext=(3, 3),
+                          textcoords="offset points")
+        points += list(zip(part["cost"].to_list(), part["mean"].to_list()))
+    front = pareto(points)
+    c_ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="#444", lw=1, label="Pareto front")
+    oracle = ceiling.sort("depth")
+    q_ax.plot(oracle["depth"], oracle["oracle"], "k--", lw=1, label="oracle (ceiling)")
+    ceil_ax.plot(oracle["depth"], oracle["recall"], "o-", label="recall@depth")
+    ceil_ax.fill_between(oracle["depth"], oracle["recall_low"], oracle["recall_high"], alpha=.15)
+    ceil_ax.plot(oracle["depth"], oracle["oracle"], "s-", label=f"oracle {headline}")
+    ceil_ax.fill_between(oracle["depth"], oracle["oracle_low"], oracle["oracle_high"], alpha=.15)
+    for ax, x, title in ((q_ax, "rerank depth", f"{headline} vs depth (★ enough depth)"),
+                         (c_ax, cost_label, f"{headline} vs cost per query"),
+                         (ceil_ax, "depth", "the first stage's ceiling")):
+        ax.set_xlabel(x)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=.3)
+        ax.legend(fontsize=7, loc="best")
+    q_ax.set_ylabel(f"{headline}, clean queries ({level(confidence)} interval)")
+    fig.tight_layout()
+    out = _png(fig)
+    plt.close(fig)
+    return out
+
+
 def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
            cache_dir: str | None = None) -> str:
     """The whole page as a string; its plots drawn once per content when a cache folder is given."""
@@ -199,6 +253,13 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
                      + "</ul>", T(tables["variants"]["table"]).html("variants-table")]
     if tables.get("costs"):
         sections += ["<h2>Cost</h2>", T(tables["costs"]).html("costs")]
+    if tables.get("depths"):  # only with rerank_depths
+        sections += ["<h2>Rerank depth and the ceiling</h2>",
+                     "<ul id='enough-depth'>"
+                     + "".join(f"<li>{html.escape(x)}</li>" for x in tables["depths"]["sentences"]) + "</ul>", T(tables["depths"]["table"]).html("depths"),
+                     f'<img id="plot-depths" alt="quality vs depth, quality vs cost (Pareto front), the ceiling" '
+                     f'src="{plot_depths(agg.depths, agg.ceiling, headline, config.confidence)}">',
+                     T(tables["depths"]["ceiling"]).html("ceiling")]
     sections += [
         "<h2>Datasets</h2>", T(tables["datasets"]).html("datasets"),
         "<h2>Systems</h2>", T(tables["systems"]).html("systems"),

@@ -175,9 +175,10 @@ def systems_table(config, candidates: list, reranks: list) -> Table:
     if not candidates:
         return Table(["System", "Kind", "Identity"], [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
                      ["Identity: a hash of the system's run files."])
-    enc = config.encoder
-    rows = [[FIRST_STAGE, "dense first stage", enc.model, ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
-             str(enc.max_length or "model's own"), f"top {config.depth}"]]
+    enc, lexical = config.first_stage.encoder or config.encoder, config.first_stage.kind == "bm25"
+    rows = [[FIRST_STAGE, "bm25 first stage" if lexical else "dense first stage", "–" if lexical else enc.model,
+             ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
+             "–" if lexical else str(enc.max_length or "model's own"), f"top {config.depth}"]]
     for spec in config.rerankers:
         model = getattr(spec, "model", None) or ("fuses " + " + ".join(spec.fuse) if spec.kind == "rrf" else "–")
         rows.append([spec.name, spec.kind, model, ", ".join(sorted(ids.get(spec.name, ()))) or "–",
@@ -227,7 +228,7 @@ def examples(variants: pl.DataFrame, conditions: list[str], k: int = 3) -> Table
 
 def system_kinds(config: EvalConfig) -> dict[str, str]:
     """What produced each row: kind and backend (with quantisation)."""
-    out = {FIRST_STAGE: "dense first stage (torch)"}
+    out = {FIRST_STAGE: "bm25 first stage (bm25s)" if config.first_stage.kind == "bm25" else "dense first stage (torch)"}
     for spec in config.rerankers:
         backend = getattr(spec, "backend", "torch" if hasattr(spec, "model") else None)
         quant = getattr(spec, "quantization", "none")

@@ -14,7 +14,7 @@ import polars as pl
 from terazi import fingerprint
 from terazi.rerank.pairs import PairScorer
 from terazi.rerank.store.keys import ModelKey
-from terazi.schemas.tables import VARIANT
+from terazi.schemas.tables import CLEAN, VARIANT
 
 BLOCK_BATCHES = 8
 
@@ -42,10 +42,18 @@ def document_keys(doc_keys: pl.DataFrame) -> pl.DataFrame:
         pl.col("di").cast(pl.Int64))
 
 
+def rescored(rerank_depth: int, sweep_depth: int | None = None) -> pl.Expr:
+    """The candidates a row rescores: those ranked ≤ `rerank_depth`; with a depth sweep, also the clean queries'
+    candidates down to `sweep_depth` (the sweep is read on clean queries, so corrupted ones cost nothing more)."""
+    head = pl.col("rank") <= rerank_depth
+    return head if sweep_depth is None else head | ((pl.col("condition") == CLEAN) & (pl.col("rank") <= sweep_depth))
+
+
 def pair_ids(candidates: pl.DataFrame | pl.LazyFrame, var: pl.DataFrame, docs: pl.DataFrame,
-             rerank_depth: int) -> pl.Series:
-    """`pid` of every (variant, candidate) to rescore, in candidate order: nothing else is held per pair."""
-    return (candidates.lazy().filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id")
+             rerank_depth: int, sweep_depth: int | None = None) -> pl.Series:
+    """`pid` of every (variant, candidate) to rescore (`rescored`), in candidate order: nothing else is held per
+    pair."""
+    return (candidates.lazy().filter(rescored(rerank_depth, sweep_depth)).select(*VARIANT, "doc_id")
             .join(var.lazy().select(*VARIANT, "qi"), on=VARIANT, how="left", maintain_order="left")
             .join(docs.lazy().select("doc_id", "di"), on="doc_id", how="left", maintain_order="left")
             .select((pl.col("qi") * docs.height + pl.col("di")).alias("pid")).collect().to_series())

@@ -13,7 +13,8 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from terazi.schemas.tables import VARIANT
+from terazi.rerank.keys import rescored
+from terazi.schemas.tables import CLEAN, VARIANT
 
 log = logging.getLogger("terazi.rerank")
 
@@ -112,6 +113,18 @@ def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_
         if writer is not None:
             writer.close()
     tmp.replace(path)
+
+
+def write_sweep(path: Path, candidates: Path, scores: np.ndarray, rerank_depth: int, sweep_depth: int) -> np.ndarray:
+    """A depth sweep's scores: `scores` are those of the candidates `rescored(rerank_depth, sweep_depth)`, in file
+    order; the clean ones are written to `path` (condition, sample, query_id, rank, doc_id, score: the first stage's
+    rank, the reranker's score) and the scores of the candidates ranked ≤ `rerank_depth` returned, in file order,
+    for the ranking."""
+    rows = (pl.scan_parquet(candidates).filter(rescored(rerank_depth, sweep_depth)).select(*VARIANT, "rank", "doc_id")
+            .collect().with_columns(pl.Series("score", scores, dtype=pl.Float64)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows.filter(pl.col("condition") == CLEAN).write_parquet(path)
+    return scores[(rows["rank"] <= rerank_depth).to_numpy()]
 
 
 def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int) -> pl.DataFrame:

@@ -27,8 +27,17 @@ from terazi.paths import inside
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
-from terazi.rerank.keys import block_size, document_keys, model_key, pair_ids, run_ids, store_keys, variant_keys
-from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking
+from terazi.rerank.keys import (
+    block_size,
+    document_keys,
+    model_key,
+    pair_ids,
+    rescored,
+    run_ids,
+    store_keys,
+    variant_keys,
+)
+from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores
 from terazi.rerank.work import chunk_bounds, score_rows, work_list
 from terazi.schemas import (
@@ -66,19 +75,22 @@ def _prepare(spec: RerankerSpec, offline: bool) -> None:
 
 
 def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
-                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False) -> RerankPlan:
+                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
+                sweep_depth: int | None = None) -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
-    at all when the ranking of the same candidates, variants, corpus and model is stored (terazi.memo)."""
+    at all when the ranking of the same candidates, variants, corpus, model and depths is stored (terazi.memo).
+    `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
     output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
-                      rerank_depth, Path(candidates.path), [Path(v.path) for v in variant_sets])
+                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets])
     common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                   max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                  rerank_depth=rerank_depth, corpus=str(corpus.path), corpus_fingerprint=dataset.corpus_fingerprint,
+                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                  corpus_fingerprint=dataset.corpus_fingerprint,
                   cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline,
                   variants=[v.path for v in variant_sets], block=block_size(scorer), started=started, output=output)
     if (meta := memo.stored(cache_dir, output)) is not None:
@@ -88,9 +100,9 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
                           cached=meta["unique"], stored=True)
     cands = pl.scan_parquet(candidates.path)
     var = variant_keys(read_variants(variant_sets))
-    docs = document_keys(corpus.keys(cands.filter(pl.col("rank") <= rerank_depth).select("doc_id").unique()
+    docs = document_keys(corpus.keys(cands.filter(rescored(rerank_depth, sweep_depth)).select("doc_id").unique()
                                      .collect()["doc_id"]))
-    pairs = pair_ids(cands, var, docs, rerank_depth)
+    pairs = pair_ids(cands, var, docs, rerank_depth, sweep_depth)
     unique = pairs.unique(maintain_order=True)
     known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
     todo = work_list(unique, known, var, docs)
@@ -140,8 +152,12 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
         found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
         path = RunLayout(root).ranking(plan.dataset, plan.system)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_ranking(path, Path(plan.candidates_path),
-                      pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found), plan.rerank_depth)
+        head = pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found)
+        if plan.sweep_depth is not None:  # the sweep's clean pairs kept apart, the ranking's own scores passed on
+            sweep = RunLayout(root).sweep_scores(plan.dataset, plan.system)
+            sweep.parent.mkdir(parents=True, exist_ok=True)
+            head = write_sweep(sweep, Path(plan.candidates_path), head, plan.rerank_depth, plan.sweep_depth)
+        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
         return {"needed": plan.needed, "unique": plan.unique}
 
     memo.reuse(plan.cache_dir, plan.output, out_dir, write)

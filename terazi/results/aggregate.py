@@ -1,7 +1,7 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
 leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html (and,
-with `exclude`, decontaminated.csv).
+with `exclude`, decontaminated.csv; with `rerank_depths`, depths.csv and ceiling.csv).
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -18,6 +18,7 @@ import polars as pl
 from terazi import memo
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.decontaminated import decontaminated
+from terazi.analysis.depths import ceiling_table, depth_table
 from terazi.analysis.intervals import (
     AGGREGATION_LABELS,
     decomposition,
@@ -46,6 +47,7 @@ from terazi.schemas import (
     BenchmarkIdentity,
     CandidateSet,
     DatasetManifest,
+    DepthSet,
     EvalConfig,
     LeaderboardRow,
     MetricContract,
@@ -61,9 +63,10 @@ log = logging.getLogger("terazi.aggregate")
 
 def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
               per_query: pl.DataFrame, contracts: list[MetricContract], config: EvalConfig, variants: pl.DataFrame,
-              reranks: list[RerankResult]) -> tuple[Aggregates, pl.DataFrame]:
+              reranks: list[RerankResult], depths: list[DepthSet] | None = None) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline); also the per-dataset
-    retention (retention_datasets.csv), which only the files show."""
+    retention (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
+    rerankers' and the first stage's ceiling)."""
     conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed,
                                 "edit_rate": v.edit_rate}
@@ -107,17 +110,24 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
                                    {d.name: d.corpus_fingerprint for d in datasets})
         deco = decontaminated(headline, names, ranked, excluded, order, *stats_args)
         contract["excluded"] = exclusion_line(deco, config.exclude, config.exclude_by)
+    sweep, ceiling = None, None
+    if any(x.system != FIRST_STAGE for x in depths or []):  # a sweep needs a reranker (rerankers: [] has none)
+        parts = {k: pl.concat([pl.read_parquet(x.path) for x in depths if (x.system == FIRST_STAGE) == k])
+                 for k in (True, False)}
+        ceiling = ceiling_table(parts[True], ranked, *stats_args)
+        sweep = depth_table(parts[False], parts[True], ranked, order, costs, *stats_args)
     agg = Aggregates(order=order, board=board, intervals=intervals, retention=retention, decomposition=decomp,
                      pairs=pairs, clean_means=cell_means(headline.filter(pl.col("condition") == CLEAN)),
                      conditions=conditions, contract=contract, ranks=ranks, costs=costs,
-                     judgements=judge_variants(per_query, ranked, config, costs), decontaminated=deco)
+                     judgements=judge_variants(per_query, ranked, config, costs), decontaminated=deco,
+                     depths=sweep, ceiling=ceiling)
     return agg, by_dataset
 
 
 def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
                       score_sets: list[ScoreSet], config: EvalConfig, run_dir: str,
                       identity: BenchmarkIdentity, reranks: list[RerankResult] | None = None,
-                      cache_dir: str | None = None) -> list[LeaderboardRow]:
+                      depths: list[DepthSet] | None = None, cache_dir: str | None = None) -> list[LeaderboardRow]:
     """Every file of the results folder but the runs and the manifest: the numbers (csv, parquet), every table as
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
     is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
@@ -132,7 +142,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     cell_means(per_query).write_csv(layout.scores_csv)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
-                                variants, reranks)
+                                variants, reranks, depths)
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
     by_dataset.write_csv(layout.retention_datasets_csv)
@@ -146,6 +156,9 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
         variants_frame(agg.judgements).write_csv(layout.variants_csv)
     if agg.decontaminated is not None:
         agg.decontaminated.write_csv(layout.decontaminated_csv)
+    if agg.depths is not None:
+        agg.depths.write_csv(layout.depths_csv)
+        agg.ceiling.write_csv(layout.ceiling_csv)
     tables = display_tables(agg, datasets, variants, candidates, reranks, config)
     layout.tables_json.write_text(json.dumps(tables, ensure_ascii=False, indent=1), encoding="utf-8")
     layout.leaderboard_md.write_text(leaderboard_markdown(tables, agg.conditions, agg.contract, candidates, identity),

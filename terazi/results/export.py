@@ -15,6 +15,7 @@ from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, SETTING_MARK, is_configured
+from terazi.shutdown import check
 
 log = logging.getLogger("terazi.export")
 
@@ -33,6 +34,8 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
         vs = [v for v in variant_sets if v.dataset == ds.name and is_configured(v.condition)]
         samples = {v.condition: v.samples for v in vs}
         for r in (r for r in rankings if r.dataset == ds.name):
+            check()
+
             def write(root: Path, r: RerankResult = r) -> dict:
                 ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
                 return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples))}

@@ -21,15 +21,7 @@ from terazi.data.beir import Dataset
 from terazi.data.trec import read_run
 from terazi.errors import DatasetError
 from terazi.paths import inside
-from terazi.retrieval.frozen import (
-    MANIFEST,
-    candidate_fingerprint,
-    candidates_file_name,
-    load_frozen,
-    recall_by_condition,
-    set_files,
-    write_runs,
-)
+from terazi.retrieval.frozen import MANIFEST, candidates_file_name, load_frozen, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest
 
 INDEX = {"type": "external TREC runs"}
@@ -87,18 +79,9 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
         if cs is not None:
             return cs
-    target.mkdir(parents=True, exist_ok=True)
-    cand.write_parquet(target / "candidates.parquet")
-    write_runs(cand, target / "runs")
-    recall = recall_by_condition(ds.qrels, cand, depth)
     body = {
         "lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": f"external:{folder}", "encoder_identity": f"trec-runs:{runs_hash}", "index": INDEX, "depth": depth,
-        "faiss_version": "none", "path": "candidates.parquet", "trec_dir": "runs",
-        "recall": recall, "queries_encoded": 0, "docs_encoded": 0, "seconds": round(time.perf_counter() - start, 3),
+        "faiss_version": "none", "queries_encoded": 0, "docs_encoded": 0,
     }
-    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=set_files(target), **body)
-    tmp = target / (MANIFEST + ".tmp")  # relative paths: the cache can be copied or moved
-    tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
-    tmp.replace(target / MANIFEST)
-    return cs.model_copy(update={"path": str(target / "candidates.parquet"), "trec_dir": str(target / "runs")})
+    return store_candidates(target, cand, body, ds.qrels, start)

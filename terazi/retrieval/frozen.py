@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -46,6 +47,23 @@ def recall_by_condition(qrels: dict[str, dict[str, int]], cand: pl.DataFrame, de
         ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
         recall[cond] = round(ev.aggregate[f"R@{depth}"], 6)
     return recall
+
+
+def store_candidates(target: Path, cand: pl.DataFrame, body: dict, qrels: dict[str, dict[str, int]],
+                     started: float) -> CandidateSet:
+    """Freeze a candidate table computed in this process (BM25, or runs made elsewhere) into `target`: parquet,
+    TREC copies, then the manifest (`body` and the recall; relative paths, so the cache can be copied or moved)."""
+    target.mkdir(parents=True, exist_ok=True)
+    cand.write_parquet(target / "candidates.parquet")
+    write_runs(cand, target / "runs")
+    body = {**body, "path": "candidates.parquet", "trec_dir": "runs",
+            "recall": recall_by_condition(qrels, cand, body["depth"]),
+            "seconds": round(time.perf_counter() - started, 3)}
+    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=set_files(target), **body)
+    tmp = target / (MANIFEST + ".tmp")
+    tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
+    tmp.replace(target / MANIFEST)
+    return cs.model_copy(update={"path": str(target / "candidates.parquet"), "trec_dir": str(target / "runs")})
 
 
 def set_files(folder: Path) -> dict[str, str]:
