@@ -155,6 +155,8 @@ class RerankPlan(_Manifest):
     unique: int
     cached: int
     started: float
+    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
+    stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
 
 
 class ChunkResult(_Manifest):
