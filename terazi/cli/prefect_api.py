@@ -25,30 +25,36 @@ def check_api() -> None:
                           "`prefect server start`, or unset PREFECT_API_URL to run on a temporary local server") from None
 
 
-def _start_temporary_server() -> None:
-    from prefect.settings import PREFECT_API_URL
-
-    if not PREFECT_API_URL.value():  # nor in the environment nor in the Prefect profile
-        from prefect.server.api.server import SubprocessASGIServer
-
-        SubprocessASGIServer().start()
-
-
 @contextmanager
 def temporary_server() -> Iterator[Callable[[], None]]:
     """Without a Prefect API, start the temporary server Prefect would start for the flow now, in a thread, so that
     its start-up (a process importing Prefect's server and opening its database: seconds) overlaps terazi's checks
     and imports; yields the wait for it, called just before the flow, which finds it running (Prefect keeps one such
-    server per process). When the block fails before the flow, the server is stopped."""
-    thread = threading.Thread(target=_start_temporary_server, name="terazi-prefect-server", daemon=True)
+    server per process). When the block fails before the flow, the server started here is stopped. Whether an API is
+    set is read here, in the caller's context: Prefect's settings may live in a context variable (a test harness,
+    `temporary_settings`) that a new thread does not see, and that server is not ours to start or stop."""
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
+        yield lambda: None
+        return
+    started = []
+
+    def start() -> None:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer()
+        server.start()
+        started.append(server)
+
+    thread = threading.Thread(target=start, name="terazi-prefect-server", daemon=True)
     thread.start()
     try:
         yield thread.join
     except BaseException:
         thread.join()
-        from prefect.server.api.server import SubprocessASGIServer
-
-        SubprocessASGIServer().stop()
+        for server in started:
+            server.stop()
         raise
 
 
