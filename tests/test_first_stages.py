@@ -48,7 +48,8 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
     dense, bm25 = {"name": "dense", "kind": "dense"}, {"name": "bm25", "kind": "bm25"}
     alone = str(tmp_path / "cache-alone")  # both runs alone on one cache: its store ends with the union of pairs
     terazi.evaluate({**base, "cache_dir": alone, "run_name": "dense"})  # `encoder:`, the shorthand
-    terazi.evaluate({**base, "first_stages": [bm25], "cache_dir": alone, "run_name": "bm25"})
+    after_dense = SQLiteStore(Path(alone) / "scores.sqlite").count()
+    lexical, _ = terazi.evaluate({**base, "first_stages": [bm25], "cache_dir": alone, "run_name": "bm25"})
     both, _ = terazi.evaluate({**base, "first_stages": [dense, bm25], "cache_dir": str(tmp_path / "cache-both"),
                                "run_name": "both"})
     out = Path(base["out_dir"])
@@ -58,6 +59,16 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
     assert SQLiteStore(tmp_path / "cache-both" / "scores.sqlite").count() == union
     dense_pairs = sum(r.pairs_scored for r in both.reranks)
     assert 0 < dense_pairs < union  # the BM25 first stage added pairs of its own
+    # the manifest's shared pairs, measured through the store: the dense run alone filled it with the dense pairs,
+    # the BM25 run after it found the shared ones there (cached) and scored the rest, ending with the union
+    rows = {r.system: r for r in both.shared_pairs}
+    assert sorted(rows) == ["bi", "bm25-tr"] and after_dense == sum(r.pairs["dense"] for r in rows.values())
+    assert union == sum(r.unique for r in rows.values())
+    for r in lexical.reranks:
+        if r.system in rows:
+            assert rows[r.system].shared == r.pairs_cached > 0 and rows[r.system].pairs["bm25"] == r.pairs_unique
+            assert rows[r.system].unique == rows[r.system].pairs["dense"] + r.pairs_unique - rows[r.system].shared
+    assert "## Pairs shared between first stages" in (out / "both" / "protocol.md").read_text(encoding="utf-8")
     protocol = pl.read_csv(out / "both" / "protocol.csv")
     assert protocol["first_stage"].to_list() == ["dense"] and protocol["versus"].to_list() == ["bm25"]
     assert protocol["rerankers"].item() == 2 and protocol["tau"].item() in (-1.0, 1.0)

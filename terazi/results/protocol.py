@@ -1,6 +1,7 @@
 """The protocol table of a run with several first stages: for each pair of first stages, Kendall's τ between the
 rerankers' orders (clean headline, ranked datasets) with its bootstrap interval, the pairwise verdicts that flip,
-and one sentence (protocol.csv, protocol.md); read from each first stage's results folder, as written."""
+and one sentence (protocol.csv, protocol.md); read from each first stage's results folder, as written. protocol.md
+also counts the pairs the first stages share (scored once), from the run's manifest."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from terazi.analysis.protocol import flips, tau_interval
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.labels import interval, score
 from terazi.present.table import Table
-from terazi.schemas import FIRST_STAGE, DatasetManifest, EvalConfig
+from terazi.schemas import FIRST_STAGE, DatasetManifest, EvalConfig, SharedPairs
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
@@ -29,9 +30,20 @@ def _matrices(per_query: pl.DataFrame, systems: list[str], datasets: list[str]) 
                           ["value"].to_numpy() for s in systems]) for d in datasets}
 
 
-def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], config: EvalConfig, out_dir: str) -> str:
-    """protocol.csv and protocol.md from the first stages' results folders (`roots`: name → folder); returns the
-    page's text."""
+def shared_table(shared: list[SharedPairs], stages: list[str]) -> Table:
+    """Per dataset and model row: the pairs of each first stage, those they share and the pairs scored in all."""
+    return Table(["Dataset", "System", *[f"Pairs: {n}" for n in stages], "Shared", "Scored in all"],
+                 [[r.dataset, r.system, *[f"{r.pairs[n]:,}" for n in stages], f"{r.shared:,}", f"{r.unique:,}"]
+                  for r in shared],
+                 ["Distinct (query text, document) pairs each model row rescores on each first stage's candidates; "
+                  "Shared: held by two or more first stages, scored once (the score store is keyed by the pair); "
+                  "Scored in all: the union, what the row's scores cost."])
+
+
+def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], config: EvalConfig, out_dir: str,
+                   shared: list[SharedPairs]) -> str:
+    """protocol.csv and protocol.md from the first stages' results folders (`roots`: name → folder) and the pairs
+    they share; returns the page's text."""
     ranked = ranked_datasets(datasets)
     clean = {n: pl.read_parquet(RunLayout(r).per_query).filter(
         (pl.col("measure") == config.headline) & (pl.col("condition") == CLEAN) & pl.col("dataset").is_in(ranked)
@@ -73,7 +85,8 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
                    "Verdict flips: pairwise verdicts (better / no difference / worse, clean queries, per dataset) "
                    "that differ."])
     text = "\n".join(["# Does the rerankers' order hold across first stages?", "", *[f"- {x}" for x in lines], "",
-                      table.markdown(), "", "Each first stage's own results: "
+                      table.markdown(), "", "## Pairs shared between first stages", "",
+                      shared_table(shared, list(roots)).markdown(), "", "Each first stage's own results: "
                       + ", ".join(f"{n}: `{Path(r).relative_to(layout.root) if r != out_dir else '.'}`"
                                   for n, r in roots.items()) + "."]) + "\n"
     layout.protocol_md.write_text(text, encoding="utf-8")
