@@ -5,6 +5,7 @@ the two runs' pairs (a pair both first stages hold is scored once); Kendall's τ
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,24 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
             assert rows[r.system].shared == r.pairs_cached > 0 and rows[r.system].pairs["bm25"] == r.pairs_unique
             assert rows[r.system].unique == rows[r.system].pairs["dense"] + r.pairs_unique - rows[r.system].shared
     assert "## Pairs shared between first stages" in (out / "both" / "protocol.md").read_text(encoding="utf-8")
+
+    # the same runs made elsewhere: runs/<dataset>/<condition>/<first stage>~<system>.trec, analysed
+    runs = tmp_path / "runs-elsewhere"
+    for stage, root in (("dense", out / "both"), ("bm25", out / "both" / "first-stages" / "bm25")):
+        for f in (root / "runs").rglob("*.trec"):
+            to = runs / f.parent.relative_to(root) / f"{stage}~{f.name}"
+            to.parent.mkdir(parents=True, exist_ok=True)
+            to.write_bytes(f.read_bytes())
+    for part in ("qrels", "changed"):
+        shutil.copytree(out / "both" / part, runs / part)
+    analyzed, _ = terazi.analyze(runs, out=tmp_path / "analyzed", metrics=both.config["metrics"],
+                                 bootstrap_resamples=200, first_stages=["dense", "bm25"])
+    got = Path(analyzed.run_dir)
+    assert pl.read_csv(got / "protocol.csv").equals(pl.read_csv(out / "both" / "protocol.csv"))  # τ, interval, flips
+    for a, b in ((got, out / "both"), (got / "first-stages" / "bm25", out / "both" / "first-stages" / "bm25")):
+        mine, theirs = (pl.read_csv(f / "leaderboard.csv").select("system", "mean_task").sort("system") for f in (a, b))
+        assert mine["system"].to_list() == theirs["system"].to_list()
+        assert np.allclose(mine["mean_task"], theirs["mean_task"], atol=1e-12, rtol=0)
     protocol = pl.read_csv(out / "both" / "protocol.csv")
     assert protocol["first_stage"].to_list() == ["dense"] and protocol["versus"].to_list() == ["bm25"]
     assert protocol["rerankers"].item() == 2 and protocol["tau"].item() in (-1.0, 1.0)
@@ -85,3 +104,24 @@ def test_kendall_tau_equals_scipy():
         assert math.isclose(kendall_tau(a, b), want, abs_tol=1e-12)
     assert math.isnan(kendall_tau(np.ones(3), np.arange(3.0)))
     assert kendall_tau(np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0])) == -1.0
+
+
+def test_runs_of_several_first_stages_named_or_refused(tmp_path):
+    from terazi.data import runfolder
+    from terazi.errors import DatasetError
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "d.tsv").write_text("q1 0 a 1\n")
+    clean = tmp_path / "runs" / "d" / "clean"
+    clean.mkdir(parents=True)
+    for name in ("dense~first-stage", "dense~ce", "bm25~first-stage", "bm25~ce"):
+        (clean / f"{name}.trec").write_text("q1 Q0 a 1 1.0 x\n")
+    found = runfolder.scan(tmp_path)
+    assert runfolder.first_stages(found, None) == ["bm25", "dense"]
+    assert runfolder.first_stages(found, ["dense", "bm25"]) == ["dense", "bm25"]
+    assert sorted(found[0].of_stage("dense").runs["clean"][0]) == ["ce", "first-stage"]
+    with pytest.raises(DatasetError, match="do not match"):
+        runfolder.first_stages(found, ["dense"])
+    (clean / "ce.trec").write_text("q1 Q0 a 1 1.0 x\n")
+    with pytest.raises(DatasetError, match="has no first stage"):
+        runfolder.first_stages(runfolder.scan(tmp_path), None)

@@ -85,8 +85,9 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
                    "Verdict flips: pairwise verdicts (better / no difference / worse, clean queries, per dataset) "
                    "that differ."])
     text = "\n".join(["# Does the rerankers' order hold across first stages?", "", *[f"- {x}" for x in lines], "",
-                      table.markdown(), "", "## Pairs shared between first stages", "",
-                      shared_table(shared, list(roots)).markdown(), "", "Each first stage's own results: "
+                      table.markdown(), "", *(["## Pairs shared between first stages", "",
+                                               shared_table(shared, list(roots)).markdown(), ""] if shared else []),
+                      "Each first stage's own results: "
                       + ", ".join(f"{n}: `{Path(r).relative_to(layout.root) if r != out_dir else '.'}`"
                                   for n, r in roots.items()) + "."]) + "\n"
     layout.protocol_md.write_text(text, encoding="utf-8")
