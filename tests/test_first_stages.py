@@ -88,6 +88,17 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
         mine, theirs = (pl.read_csv(f / "leaderboard.csv").select("system", "mean_task").sort("system") for f in (a, b))
         assert mine["system"].to_list() == theirs["system"].to_list()
         assert np.allclose(mine["mean_task"], theirs["mean_task"], atol=1e-12, rtol=0)
+
+    # `terazi compare` of two runs that both swept depths: their depth tables side by side
+    cmp = terazi.compare(out / "dense", out / "bm25", resamples=200)
+    a, b = (pl.read_csv(out / n / "depths.csv") for n in ("dense", "bm25"))
+    assert cmp.depths.select("system", "depth").rows() == b.select("system", "depth").rows()
+    assert np.allclose(cmp.depths["delta"], b["mean"] - a["mean"], atol=1e-12, rtol=0)
+    assert cmp.depths["before"].to_list() == a["mean"].to_list()
+    assert cmp.depths["enough_after"].to_list() == b["enough"].to_list()
+    assert '"depths"' in cmp.to_json()
+    from terazi.present.comparison import comparison_markdown
+    assert "| system | depth | before | after |" in comparison_markdown(cmp)
     protocol = pl.read_csv(out / "both" / "protocol.csv")
     assert protocol["first_stage"].to_list() == ["dense"] and protocol["versus"].to_list() == ["bm25"]
     assert protocol["rerankers"].item() == 2 and protocol["tau"].item() in (-1.0, 1.0)
