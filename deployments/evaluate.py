@@ -8,11 +8,13 @@ overwrite the other's.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from prefect import serve
+from prefect.runner import Runner
 from prefect.schedules import Cron
 
+from terazi import shutdown
 from terazi.configs import demo_config, read_config_file
 from terazi.flows.evaluate import evaluate
 from terazi.flows.nightly import nightly
@@ -51,6 +53,13 @@ def deployments(config: EvalConfig, cron: str = "0 2 * * *", timezone: str = "Eu
 
 
 def serve_all(config: EvalConfig, policy: ServicePolicy, cron: str, timezone: str, limit: int | None = None) -> None:
-    """Serve both deployments from this process until interrupted; runs inherit the policy."""
+    """Serve both deployments from this process until interrupted; runs inherit the policy.
+
+    What `prefect.serve` does, with the runner's own SIGTERM handler relayed (terazi.shutdown): a stop request also
+    arms the watchdog, since a runner whose Prefect server has gone keeps retrying the server and never ends."""
     policy.to_env()
-    serve(*deployments(config, cron, timezone), limit=limit)
+    runner = Runner(limit=limit)
+    for d in deployments(config, cron, timezone):
+        runner.add_deployment(d)
+    runner.handle_sigterm = shutdown.relaying(runner.handle_sigterm)  # the runner installs it when it starts
+    asyncio.run(runner.start())

@@ -69,7 +69,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     check_outputs(config)  # before anything is written: outputs never overlap inputs, the folder is free
     crash_stale_runs(config.out_dir)
     cache = str(writable_folder(config.cache_dir, "cache folder"))
-    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind)) as run:
+    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind), cache) as run:
         out = str(run.path)
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
@@ -87,10 +87,11 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     # 2. the first stage, frozen under its fingerprint
                     frozen = first_stage(submit, ds, ds_variants, spec, config, cache)
                     # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
-                    pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o)
+                    pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
                     ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, o)
-                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o) for r in ranked]
+                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache)
+                                 for r in ranked]
                     sweeps = depth_sweep(ds, pool, ranked, config, o)
                     done.scores += [f.result() for f in per_query]
                     done.depths += [f.result() for f in sweeps]
@@ -99,9 +100,9 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     done.pools.append((pool, pool_variants))
         # 6. the results of each first stage but the first: a results folder each, as a run with it alone writes
         for spec in config.stages[1:]:
-            results(datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name])
+            results(datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name], cache)
         main = stages[config.stages[0].name]
-        identity, board = results(datasets, variants, main, config, out)
+        identity, board = results(datasets, variants, main, config, out, cache)
         shared: list[SharedPairs] = []
         if len(config.stages) > 1:  # the pairs the first stages share (scored once), then whether the order holds
             for i, ds in enumerate(datasets):
@@ -125,13 +126,13 @@ class Stage:
 
 
 def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: Stage, config: EvalConfig,
-            out: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
+            out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
     """One first stage's results in `out`: runs/ for every TREC tool, the statistics and every table, the frozen
     candidates."""
-    export = export_task.submit(datasets, variants, done.rankings, out)
+    export = export_task.submit(datasets, variants, done.rankings, out, cache)
     identity = benchmark_identity(config, datasets, done.candidates)
     board = aggregate_task(datasets, variants, done.candidates, done.scores, config, out, identity,
-                           reranks=done.rankings, depths=done.depths)
+                           reranks=done.rankings, depths=done.depths, cache_dir=cache)
     for cs in done.candidates:
         publish_candidates_task(cs, out)
     export.result()
@@ -172,13 +173,17 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
                                      config.offline, config.sweep_depth)
              for spec in config.rerankers if spec.kind != "rrf"]
+    chunks = {}
     for plan in (p.result() for p in plans):
-        chunks = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
-        rows[plan.system] = rerank_finish_task.submit(plan, chunks, out)
+        chunks[plan.system] = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = rerank_finish_task.submit(plan, chunks[plan.system], out)
+    for future in (f for row in chunks.values() for f in row):
+        future.result()  # a failed chunk raises its own error here (its row's ranking would only say "not ready")
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
-            ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out)
+            ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
+                                       cache)
     return list(ranked.values())
 
 

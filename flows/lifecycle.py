@@ -19,7 +19,9 @@ from typing import Iterator
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
+from terazi import shutdown
 from terazi.flows.runtime import current_flow_run_id
+from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
 from terazi.present.card import build_card
 from terazi.results import folder
@@ -48,18 +50,27 @@ class OpenRun:
 
 
 @contextmanager
-def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str) -> Iterator[OpenRun]:
+def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str,
+                   cache_dir: str | None = None) -> Iterator[OpenRun]:
+    """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
+    `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
     with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
         run = OpenRun(path, kind)
         try:
-            yield run
+            with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
+                yield run
             if run.manifest is None:
                 raise RuntimeError("the run ended without its manifest")
             folder.finish(run.path, run.manifest.model_dump_json(indent=2))
         except BaseException as e:
             signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
-            reason = f"stopped by signal {signum}" if signum else f"{type(e).__name__}: {e}".removesuffix(": ")
+            full = disk_full(e, {"results folder": (run.path, "--out"),
+                                 **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {})})
+            reason = f"stopped by signal {signum}" if signum else \
+                str(full or f"{type(e).__name__}: {e}".removesuffix(": "))
             folder.mark_stopped(run.path, reason)
+            if full:
+                raise full from e
             raise
     publish(run.path, artifact_prefix)
 

@@ -7,6 +7,7 @@ from terazi.schemas.config import (
     EncoderSpec,
     EvalConfig,
     FirstStageSpec,
+    Limits,
     ScaleSpec,
     VariantPair,
 )
@@ -46,8 +47,8 @@ __all__ = [
     "AnalyzeConfig", "BUNDLED_ENCODER", "BM25Spec", "BenchmarkIdentity", "BiEncoderSpec", "CONDITIONS", "CandidateSet",
     "ChunkResult", "CorruptionSpec", "CrossEncoderSpec", "DatasetManifest", "DatasetSpec", "DepthSet",
     "Document", "EncoderSpec",
-    "EvalConfig", "FIRST_STAGE", "FirstStageSpec", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "MODEL_KINDS",
-    "Measure",
+    "EvalConfig", "FIRST_STAGE", "FirstStageSpec", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "Limits",
+    "MODEL_KINDS", "Measure",
     "MetricContract", "MetricRecord", "MobileSpec", "ModelCost", "Query", "QueryVariant", "RRFSpec", "RerankPlan",
     "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "SharedPairs", "VariantPair",
     "VariantSet", "parse_measure",

@@ -121,6 +121,20 @@ class ScaleSpec(StrictModel):
 
 
 
+class Limits(StrictModel):
+    """The most work one run may ask for (docs/reliability.md, "Bounds"), checked before any heavy stage starts: a
+    config, or anyone at the deployment form, cannot start a run that fills the memory or never ends. `terazi run
+    --no-limits` lifts them for a run of one's own; `terazi serve --max-…` sets them for the form's runs."""
+
+    resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
+    samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
+    workers: int = Field(64, ge=1, description="most task_runner_workers")
+    pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
+                                                      "samples of every condition) × depth, over all datasets")
+    cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
+                                                         "over all datasets")
+
+
 class VariantPair(StrictModel):
     """Two rows judged against each other, e.g. a model and its int8 copy: the headline difference on a seeded query
     subset with its paired-bootstrap interval, and the speed and size ratios."""

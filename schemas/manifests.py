@@ -123,6 +123,7 @@ class RetrievalPlan(_Manifest):
     corpus: str = Field("", description="corpus table (parquet) in the cache")
     corpus_shards: list[tuple[int, int]] = Field(default_factory=list, description="[start, stop) rows per shard")
     embeddings: str = Field("", description="folder of the corpus embedding shards")
+    query_vectors: str = Field("", description="vector store the query texts' embeddings are kept in")
     queries: str = Field("", description="work folder: distinct query texts and their embedding shards")
     query_shards: list[tuple[int, int]] = Field(default_factory=list)
     started: float = 0.0
@@ -154,6 +155,8 @@ class RerankPlan(_Manifest):
     unique: int
     cached: int
     started: float
+    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
+    stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
 
 
 class ChunkResult(_Manifest):

@@ -1,11 +1,12 @@
 """The cache folder as a whole: check it, repair it, merge score caches into it.
 
 What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets),
-`embeddings/<key>/rows-*.npy` (corpus embedding shards), `corpus/<fingerprint>.parquet` (corpus
+`embeddings/<key>/` (vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of
+query and reranker vectors `part-*.npy`), `corpus/<fingerprint>.parquet` (corpus
 tables), `costs/<identity hash>.json` (measured cost per score identity, `terazi.models.costs`), `onnx/<key>/`
-(ONNX exports and int8 copies), `work/` (a running run's plans; removed when it finishes) and
-`quarantine/` (what repair set aside). Everything but the score cache, the candidate sets and the cost
-figures is derived and is simply rebuilt.
+(ONNX exports and int8 copies), `outputs/<key>/` (stage outputs linked into results folders, `terazi.memo`),
+`work/` (a running run's plans; removed when it finishes) and `quarantine/` (what repair set aside). Everything
+but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
 """
 
 from __future__ import annotations

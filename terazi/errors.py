@@ -38,8 +38,16 @@ class PolicyError(TeraziError):
     """The serving side's policy forbids what a run asked for (e.g. remote code from the form)."""
 
 
+class LimitError(TeraziError):
+    """A run that asks for more work than the limits in force allow; the message says what to change."""
+
+
 class OutputPathError(TeraziError):
     """A results or cache path that is unusable or would leave its root."""
+
+
+class DiskFullError(OutputPathError):
+    """The disk under the results or the cache folder is full; the message names the folder."""
 
 
 class IncompleteRunError(TeraziError):

@@ -7,11 +7,14 @@ and proven to stay inside its root before anything is written.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import sqlite3
 import tempfile
 from pathlib import Path
 
-from terazi.errors import OutputPathError
+from terazi.errors import DiskFullError, OutputPathError
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 SLUG_HELP = "letters, digits, '.', '_' and '-', starting with a letter or digit (at most 100 characters)"
@@ -85,3 +88,35 @@ def writable_folder(path: str | Path, what: str) -> Path:
         raise OutputPathError(f"{what} {p} is not writable ({e.strerror or e}): choose another path "
                               "or fix its permissions") from None
     return p
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """ENOSPC, or SQLite's own words for it (the score cache)."""
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or \
+        (isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc))
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return 1 << 62
+    return st.f_bavail * st.f_frsize
+
+
+def disk_full(exc: BaseException, folders: dict[str, tuple[Path, str]]) -> DiskFullError | None:
+    """For a full disk, the error that names which of `folders` (what → (folder, the option that moves it)) is on
+    it: the one holding the file that failed, else the one with the least free space (a write names no file);
+    None for any other error."""
+    if not is_disk_full(exc) or not folders:
+        return None
+    failed = getattr(exc, "filename", None)
+    held = [w for w, (f, _) in folders.items() if failed and within(failed, f)]
+    if held:
+        what = max(held, key=lambda w: len(str(folders[w][0])))  # the innermost, when one holds the other
+    else:
+        what = min(folders, key=lambda w: _free_bytes(folders[w][0]))
+    folder, option = folders[what]
+    return DiskFullError(f"disk full under the {what} {folder} ({_free_bytes(folder) >> 10} KiB free"
+                         + (f", writing {failed}" if failed else "") + f"): free space on that disk or point "
+                         f"{option} at another one")

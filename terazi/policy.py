@@ -10,7 +10,8 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
   ids such as `BAAI/*`) or an allowed local folder;
 - datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
   names); results and cache folders inside the server's roots;
-- a Dask/Ray address and a shared score store must be the server's own.
+- a Dask/Ray address and a shared score store must be the server's own;
+- the work a run asks for stays within the server's limits (`terazi serve --max-resamples …`, `Limits`).
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
 that was not given one) gets the strictest policy: the bundled demo only.
@@ -28,10 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
 from terazi.paths import within
-from terazi.schemas import BUNDLED_ENCODER, EvalConfig
+from terazi.schemas import BUNDLED_ENCODER, EvalConfig, Limits
 from terazi.schemas.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
+NO_LIMITS = "TERAZI_NO_LIMITS"  # `terazi run --no-limits`: a run of one's own, never a served one
 _HUB_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
@@ -47,11 +49,12 @@ class ServicePolicy(BaseModel):
     cache_root: str = Field(description="folder the cache must be in")
     task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
     score_stores: list[str] = Field(default_factory=list, description="shared score stores allowed")
+    limits: Limits = Field(default_factory=Limits, description="the most work a run may ask for")
 
     @classmethod
     def for_service(cls, config: EvalConfig, allow_remote_code: bool = False, models: list[str] = (),
                     data_roots: list[str] = (), results_root: str | None = None, cache_root: str | None = None,
-                    ) -> ServicePolicy:
+                    limits: Limits = Limits()) -> ServicePolicy:
         """The policy of `terazi serve`: what its benchmark config uses, plus what its options allow."""
         here = Path.cwd()
         return cls(
@@ -62,6 +65,7 @@ class ServicePolicy(BaseModel):
             cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
+            limits=limits,
         )
 
     @classmethod
@@ -171,6 +175,18 @@ def _root(path: str, here: Path) -> str:
     """A data root for a dataset path: its absolute folder, or a named dataset as it is written."""
     folder = dataset_folder(path, here)
     return path if folder is None else str(folder)
+
+
+def limits_in_force() -> tuple[Limits | None, str]:
+    """The limits a run is held to (None: none), and how to allow more (`{flag}`: the limit's `terazi serve` option):
+    a served run's are its server's; elsewhere the documented ones, unless `terazi run --no-limits` lifted them."""
+    from prefect.runtime import deployment
+
+    if deployment.id:
+        return ServicePolicy.from_env().limits, "ask whoever serves it (set by `terazi serve --max-{flag}`)"
+    if os.environ.get(NO_LIMITS) == "1":
+        return None, ""
+    return Limits(), f"allow more with `terazi run --no-limits` ({NO_LIMITS}=1 for the Python API)"
 
 
 def enforce_if_served(config: EvalConfig) -> EvalConfig:

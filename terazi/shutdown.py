@@ -1,13 +1,19 @@
-"""Stopping a run cleanly on SIGTERM or Ctrl-C.
+"""Stopping a run cleanly on SIGTERM or Ctrl-C, wherever it is.
 
-The main thread gets a KeyboardInterrupt (Prefect then marks the flow run crashed and the results
-folder keeps its "incomplete" marker); long loops in worker threads see `STOP` at their next
-progress tick and stop too. If anything still hangs, a watchdog ends the process and its children
-(the temporary Prefect server included) so that nothing is left behind.
+Whoever holds the signal handler (terazi's own in the CLI, Prefect's inside a flow, which turns SIGTERM into a
+`TerminationSignal` in the main thread), the main thread stops at once; but the work of a stage often runs in a
+worker thread (a task the flow waits for), and Prefect's handler alone leaves it running while the flow waits for
+it to finish. So every handler terazi installs first sets `STOP`: long loops call `check()` between units of work
+(encoding and scoring batches, every torch forward pass of a model terazi loads, BM25 queries, bootstrap chunks,
+corrupted queries, exported files) and stop at the next one. In a command (`graceful()`: `terazi run`, `terazi
+serve`), if anything still hangs, a watchdog ends the process and its children (the temporary Prefect server
+included) `GRACE_S` after the signal, so it is gone within 10 s. Elsewhere (`terazi.evaluate()` in a notebook) a
+stop ends the run only: no watchdog, and `STOP` is cleared when the flow has ended, so the next run starts.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -16,7 +22,9 @@ from contextlib import contextmanager
 from typing import Iterator
 
 STOP = threading.Event()
-GRACE_S = 20.0
+ENDING = threading.Event()  # inside `graceful()`: a stop ends the process
+GRACE_S = 8.0
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Stopped(KeyboardInterrupt):
@@ -27,6 +35,12 @@ def check() -> None:
     """Call between units of work: raises `Stopped` after SIGTERM / Ctrl-C."""
     if STOP.is_set():
         raise Stopped("stop requested")
+
+
+def stoppable(module):
+    """A torch module that calls `check()` before every forward pass (each batch of encode / predict), returned."""
+    module.register_forward_pre_hook(lambda *_: check())
+    return module
 
 
 def kill_children(timeout: float = 5.0) -> None:
@@ -49,31 +63,78 @@ def kill_children(timeout: float = 5.0) -> None:
 
 def _watchdog(code: int) -> None:
     time.sleep(GRACE_S)
-    kill_children(2.0)
+    kill_children(1.0)
     os._exit(code)
+
+
+def request_stop(signum: int) -> None:
+    """Stop every loop at its next `check()`; in a command, the first request also arms the watchdog."""
+    if not STOP.is_set():
+        STOP.set()
+        if ENDING.is_set():
+            threading.Thread(target=_watchdog, args=(128 + signum,), daemon=True).start()
+
+
+@contextmanager
+def _handlers(make) -> Iterator[None]:
+    """Within the block, each of SIGNALS handled by `make(previous handler)` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    for s, h in before.items():
+        signal.signal(s, make(h))
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
+def _raise_interrupt(previous):
+    def on_signal(signum, frame):
+        request_stop(signum)
+        raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+    return on_signal
+
+
+def relaying(previous):
+    """A signal handler that sets `STOP` (and in a command arms the watchdog), then does what `previous` did."""
+
+    def on_signal(signum, frame):
+        if previous is signal.SIG_IGN:
+            return
+        request_stop(signum)
+        if callable(previous):  # Prefect's TerminationSignal, or the CLI's KeyboardInterrupt
+            previous(signum, frame)
+        raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+    return on_signal
 
 
 @contextmanager
 def graceful() -> Iterator[None]:
-    """Within this block, SIGTERM behaves like Ctrl-C, and both stop worker loops too."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_signal(signum, frame):
-        if not STOP.is_set():
-            STOP.set()
-            threading.Thread(target=_watchdog, args=(128 + signum,), daemon=True).start()
-        raise KeyboardInterrupt(f"stopped by signal {signum}")
-
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    for s in before:
-        signal.signal(s, on_signal)
+    """Within this block (a command), SIGTERM behaves like Ctrl-C, and both stop worker loops too."""
+    ENDING.set()
     try:
-        yield
+        with _handlers(_raise_interrupt):
+            yield
     except KeyboardInterrupt:
-        kill_children(5.0)
+        kill_children(2.0)
+        gc.freeze()  # the interpreter's last collection, over torch's and Prefect's objects, took seconds
         raise
     finally:
-        for s, h in before.items():
-            signal.signal(s, h)
+        ENDING.clear()
+
+
+@contextmanager
+def relayed() -> Iterator[None]:
+    """Within a flow: whatever handles SIGTERM and SIGINT now (Prefect's handler) still does, after `STOP` is set;
+    outside a command, `STOP` is cleared when the flow has ended (its worker threads are done by then)."""
+    try:
+        with _handlers(relaying):
+            yield
+    finally:
+        if not ENDING.is_set():
+            STOP.clear()

@@ -106,6 +106,23 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: st
 
 
 @pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory, minilm_path) -> str:
+    """A 2-layer Qwen2 causal LM with random weights and MiniLM's tokenizer: plumbing only."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-llm")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    cfg = Qwen2Config(vocab_size=tok.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      tie_word_embeddings=True)
+    Qwen2ForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
 def tiny_bi_encoder(tmp_path_factory, minilm_path):
     """A 2-layer random bi-encoder (Transformer + mean pooling + Normalize) with MiniLM's tokenizer."""
     import torch

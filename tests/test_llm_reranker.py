@@ -18,21 +18,6 @@ CARD_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 CARD_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
 
-@pytest.fixture(scope="module")
-def tiny_llm(tmp_path_factory, minilm_path) -> str:
-    import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-llm")
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    cfg = Qwen2Config(vocab_size=tok.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True)
-    Qwen2ForCausalLM(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
 def direct(model_dir: str, query: str, doc: str) -> float:
     """logit(yes) − logit(no) at the last position of the documented prompt, unpadded, straight from transformers."""
     import torch

@@ -225,7 +225,8 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     """Per-shard top-k merged equals FAISS over the whole corpus (a corpus with exact duplicates included)."""
     import faiss
 
-    from terazi.retrieval.dense import exact_search, save_atomic, shard_bounds, shard_path, shards
+    from terazi.models.vectors import save_atomic
+    from terazi.retrieval.dense import exact_search, shard_bounds, shard_path, shards
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(1000, 16)).astype(np.float32)
@@ -244,11 +245,11 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
 
 def test_approximate_index_records_its_recall(tmp_path):
+    from terazi.models.vectors import save_atomic
     from terazi.retrieval.dense import (
         build_index,
         exact_search,
         recall_against_exact,
-        save_atomic,
         search_index,
         shard_bounds,
         shard_path,

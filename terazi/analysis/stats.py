@@ -13,6 +13,8 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
+from terazi.shutdown import check
+
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems
 Aggregation = Literal["macro", "pooled"]
 
@@ -43,6 +45,7 @@ def resampled_means(arrays: Sequence[np.ndarray], n_resamples: int, rng: np.rand
     out = [np.empty(n_resamples) for _ in arrays]
     step = max(1, chunk_cells // size)
     for start in range(0, n_resamples, step):
+        check()
         stop = min(n_resamples, start + step)
         idx = rng.integers(0, size, size=(stop - start, size))
         for o, a in zip(out, arrays):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from terazi.errors import TeraziError
 
@@ -20,6 +23,33 @@ def check_api() -> None:
     except httpx.HTTPError as e:
         raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with "
                           "`prefect server start`, or unset PREFECT_API_URL to run on a temporary local server") from None
+
+
+def _start_temporary_server() -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():  # nor in the environment nor in the Prefect profile
+        from prefect.server.api.server import SubprocessASGIServer
+
+        SubprocessASGIServer().start()
+
+
+@contextmanager
+def temporary_server() -> Iterator[Callable[[], None]]:
+    """Without a Prefect API, start the temporary server Prefect would start for the flow now, in a thread, so that
+    its start-up (a process importing Prefect's server and opening its database: seconds) overlaps terazi's checks
+    and imports; yields the wait for it, called just before the flow, which finds it running (Prefect keeps one such
+    server per process). When the block fails before the flow, the server is stopped."""
+    thread = threading.Thread(target=_start_temporary_server, name="terazi-prefect-server", daemon=True)
+    thread.start()
+    try:
+        yield thread.join
+    except BaseException:
+        thread.join()
+        from prefect.server.api.server import SubprocessASGIServer
+
+        SubprocessASGIServer().stop()
+        raise
 
 
 class _OnlyWarningsOutsidePrefect(logging.Filter):

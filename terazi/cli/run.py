@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -34,22 +35,24 @@ def parse_reranker(text: str) -> dict:
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
-    from terazi.cli.prefect_api import check_api, quiet_console
+    from terazi.cli.prefect_api import check_api, quiet_console, temporary_server
     from terazi.schemas import EvalConfig
 
     with errors_as_lines():
         config = EvalConfig.model_validate(raw)
         check_api()
-        from terazi.preflight import preflight
-
         from terazi.results.folder import check_outputs
 
         check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-        preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors before any heavy stage
-        err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
-        quiet_console()
-        from terazi.flows.evaluate import evaluate
+        with temporary_server() as server_ready:
+            from terazi.preflight import preflight
 
+            preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+            err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
+            quiet_console()
+            from terazi.flows.evaluate import evaluate
+
+            server_ready()
         t0 = time.perf_counter()
         with shutdown.graceful():
             manifest = evaluate(config)
@@ -99,10 +102,16 @@ def run(
                                                       "also without the queries it lists"),
     exclude_by: Optional[str] = typer.Option(None, help="with --exclude: queries (default: the contaminated ones) or "
                                                         "relevant (also those whose relevant passage is hit)"),
+    no_limits: bool = typer.Option(False, "--no-limits", help="allow more work than the documented limits (resamples, "
+                                   "samples, workers, pairs, bootstrap cells: docs/reliability.md)"),
     verbose: bool = VERBOSE,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
     setup(verbose)
+    if no_limits:
+        from terazi.policy import NO_LIMITS
+
+        os.environ[NO_LIMITS] = "1"
     with errors_as_lines():
         raw: dict = read_config_file(config) if config else {}
     if dataset:

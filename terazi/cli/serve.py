@@ -8,7 +8,11 @@ from typing import Optional
 
 import typer
 
+from terazi import shutdown
 from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
+from terazi.schemas.config import Limits
+
+LIMITS = Limits()
 
 
 def serve(
@@ -25,6 +29,11 @@ def serve(
                                         "the config's dataset folders (repeatable)"),
     results_root: Optional[str] = typer.Option(None, help="folder form runs write results in (default: the config's out_dir)"),
     cache_root: Optional[str] = typer.Option(None, help="folder of the cache (default: the config's cache_dir)"),
+    max_resamples: int = typer.Option(LIMITS.resamples, min=1, help="most bootstrap_resamples a form run may ask for"),
+    max_samples: int = typer.Option(LIMITS.samples, min=1, help="most corruption.samples"),
+    max_workers: int = typer.Option(LIMITS.workers, min=1, help="most task_runner_workers"),
+    max_pairs: int = typer.Option(LIMITS.pairs, min=1, help="most first-stage pairs (query variants × depth)"),
+    max_cells: int = typer.Option(LIMITS.cells, min=1, help="most bootstrap cells (resamples × judged queries)"),
     print_policy: bool = typer.Option(False, "--print-policy", help="print the policy as JSON (for a work-pool "
                                       "worker's TERAZI_SERVICE_POLICY) and exit"),
     verbose: bool = VERBOSE,
@@ -41,7 +50,10 @@ def serve(
         from terazi.policy import ServicePolicy
 
         cfg = load_config(config)
-        policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root)
+        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, pairs=max_pairs,
+                        cells=max_cells)
+        policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root,
+                                           limits)
         if print_policy:
             print(policy.model_dump_json())
             return
@@ -54,5 +66,6 @@ def serve(
                   f"{', '.join(policy.models)}; data roots: {', '.join(policy.data_roots)}; results in "
                   f"{policy.results_root}; cache in {policy.cache_root}; task-runner addresses: "
                   f"{', '.join(policy.task_runner_addresses) or 'none'}; shared score stores: "
-                  f"{', '.join(policy.score_stores) or 'none'}", highlight=False)
-        serve_all(cfg, policy, cron, timezone, limit)
+                  f"{', '.join(policy.score_stores) or 'none'}; limits: {policy.limits.model_dump()}", highlight=False)
+        with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive
+            serve_all(cfg, policy, cron, timezone, limit)

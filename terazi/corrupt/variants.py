@@ -14,6 +14,7 @@ from terazi.data.loading import open_dataset
 from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
+from terazi.shutdown import check
 
 log = logging.getLogger("terazi.corrupt")
 
@@ -24,6 +25,7 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
     k = samples_for(condition, spec.samples, spec)
     rows = []
     for qid in ds.judged_query_ids:
+        check()
         original = ds.queries[qid].text
         for s in range(k):
             text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, spec=spec)

@@ -3,8 +3,12 @@ every statistic and every leaderboard is computed from. `terazi run` and `terazi
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from pathlib import Path
+
 import polars as pl
 
+from terazi import memo
 from terazi.data.loading import open_dataset, read_variants
 from terazi.metrics.contracts import Policies, metric_contracts
 from terazi.metrics.engine import evaluate
@@ -34,14 +38,23 @@ def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measure
 
 
 def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
-                 measures: list[str], out_dir: str, policies: Policies = Policies()) -> ScoreSet:
-    """Evaluate each (condition, sample) ranking; samples of one query are averaged."""
-    ds = open_dataset(dataset)
-    ranked = pl.read_parquet(ranking.path).select("condition", "sample", "query_id", "doc_id", "rank", "score")
-    values = per_query_values(ds.qrels, ranked, changed_flags(read_variants(variant_sets)), measures, policies)
-    per_query = values.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),
-                              "condition", "query_id", "measure", "value", "changed")
-    path = RunLayout(out_dir).per_query_part(dataset.name, ranking.system)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    per_query.write_parquet(path)
-    return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(path), contracts=metric_contracts(measures, policies))
+                 measures: list[str], out_dir: str, policies: Policies = Policies(),
+                 cache_dir: str | None = None) -> ScoreSet:
+    """Evaluate each (condition, sample) ranking; samples of one query are averaged. Linked from the stored outputs
+    when the same ranking was scored before against the same judgments and variants (terazi.memo)."""
+    def write(root: Path) -> dict:
+        ds = open_dataset(dataset)
+        ranked = pl.read_parquet(ranking.path).select("condition", "sample", "query_id", "doc_id", "rank", "score")
+        values = per_query_values(ds.qrels, ranked, changed_flags(read_variants(variant_sets)), measures, policies)
+        per_query = values.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),
+                                  "condition", "query_id", "measure", "value", "changed")
+        path = RunLayout(root).per_query_part(dataset.name, ranking.system)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        per_query.write_parquet(path)
+        return {}
+
+    key = memo.key("per-query", dataset.name, dataset.fingerprint, ranking.system, measures, asdict(policies),
+                   Path(ranking.path), [Path(v.path) for v in variant_sets])
+    memo.reuse(cache_dir, key, out_dir, write)
+    return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(RunLayout(out_dir).per_query_part(
+        dataset.name, ranking.system)), contracts=metric_contracts(measures, policies))

@@ -12,9 +12,13 @@ import base64
 import html
 import io
 from datetime import datetime, timezone
+from importlib.metadata import version
+from typing import Callable
 
 import polars as pl
 
+from terazi import memo
+from terazi.fingerprint import of_rows
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
 from terazi.present.labels import condition_label, level, word
@@ -47,6 +51,15 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _drawn(cache_dir: str | None, plot: Callable[..., str], *args) -> str:
+    """`plot(*args)`, drawn once per content: kept in the cache folder under the plot's name, its inputs (each
+    table's columns and rows) and matplotlib's version, so that a rerun with the same numbers neither imports
+    matplotlib nor draws (its PNG is the same bytes)."""
+    parts = [[a.columns, of_rows(a)] if isinstance(a, pl.DataFrame) else a for a in args]
+    return memo.remembered(cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts),
+                           lambda: plot(*args))
 
 
 def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float = 0.95) -> str:
@@ -184,8 +197,9 @@ def plot_depths(depths: pl.DataFrame, ceiling: pl.DataFrame, headline: str, conf
     return out
 
 
-def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> str:
-    """The whole page as a string."""
+def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
+           cache_dir: str | None = None) -> str:
+    """The whole page as a string; its plots drawn once per content when a cache folder is given."""
     intervals, retention, pairs, conditions, contract = agg.intervals, agg.retention, agg.pairs, agg.conditions, agg.contract
     pair_summary = pairwise_summary(pairs)
     correction = "Holm across each pair's cells" if config.holm else "none"
@@ -213,9 +227,11 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
         f"({fingerprint}).{first_stage}</p>",
         "<h2>Leaderboard</h2>", board.html("leaderboard"),
-        f'<img id="plot-scores" alt="scores with intervals" src="{plot_scores(intervals, headline, order, config.confidence)}">',
+        '<img id="plot-scores" alt="scores with intervals" '
+        f'src="{_drawn(cache_dir, plot_scores, intervals, headline, order, config.confidence)}">',
         "<h2>Rank intervals</h2>", T(tables["ranks"]).html("ranks"),
-        f'<img id="plot-ranks" alt="rank intervals" src="{plot_ranks(agg.ranks, config.confidence)}">',
+        '<img id="plot-ranks" alt="rank intervals" '
+        f'src="{_drawn(cache_dir, plot_ranks, agg.ranks, config.confidence)}">',
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
         *(["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
           if tables.get("decontaminated") else []),
@@ -225,7 +241,7 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config) -> st
         sections.append("<ul id='explanations'>" + "".join(f"<li>{html.escape(e)}</li>" for e in tables["explanations"]) + "</ul>")
     if retention.height:
         sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
-                        f'src="{plot_retention(retention, order, config.conditions, labels)}">'
+                        f'src="{_drawn(cache_dir, plot_retention, retention, order, config.conditions, labels)}">'
                         f"<p class='notes'>Points: retention; bars: {level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",

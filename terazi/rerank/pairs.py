@@ -7,14 +7,14 @@ corpus statistics of BM25), and the score store is keyed on it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, NamedTuple, Protocol
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(NamedTuple):
+    """One (query text, document) to score; a tuple, since a run builds one per pair it scores."""
+
     query: str
     doc_id: str
     doc: str

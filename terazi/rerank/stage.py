@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi import memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
@@ -76,13 +77,27 @@ def _prepare(spec: RerankerSpec, offline: bool) -> None:
 def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
                 rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
                 sweep_depth: int | None = None) -> RerankPlan:
-    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks.
+    """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
+    at all when the ranking of the same candidates, variants, corpus, model and depths is stored (terazi.memo).
     `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
+    output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
+                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets])
+    common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
+                  max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
+                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                  corpus_fingerprint=dataset.corpus_fingerprint,
+                  cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline,
+                  variants=[v.path for v in variant_sets], block=block_size(scorer), started=started, output=output)
+    if (meta := memo.stored(cache_dir, output)) is not None:
+        log.info("%s on %s: the ranking of these candidates and variants is stored (%d pairs, all scored before)",
+                 spec.name, dataset.name, meta["needed"])
+        return RerankPlan(**common, work="", chunks=[], needed=meta["needed"], unique=meta["unique"],
+                          cached=meta["unique"], stored=True)
     cands = pl.scan_parquet(candidates.path)
     var = variant_keys(read_variants(variant_sets))
     docs = document_keys(corpus.keys(cands.filter(rescored(rerank_depth, sweep_depth)).select("doc_id").unique()
@@ -96,18 +111,11 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
     todo.write_parquet(work / "todo.parquet")
-    block = block_size(scorer)
-    chunks = chunk_bounds(todo.height, scale.chunk_pairs, block)
+    chunks = chunk_bounds(todo.height, scale.chunk_pairs, common["block"])
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
              dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
-    return RerankPlan(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
-                      max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                      rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
-                      corpus_fingerprint=dataset.corpus_fingerprint,
-                      cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline, work=str(work),
-                      variants=[v.path for v in variant_sets],
-                      block=block, chunks=chunks, needed=pairs.len(), unique=unique.len(), cached=known.height,
-                      started=started)
+    return RerankPlan(**common, work=str(work), chunks=chunks, needed=pairs.len(), unique=unique.len(),
+                      cached=known.height)
 
 
 def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
@@ -133,19 +141,27 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
 
 
 def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
-    """The system's rankings from the plan's pairs and their scores; the plan's work files are removed."""
+    """The system's rankings from the plan's pairs and their scores (or linked from the stored outputs when the
+    plan found them there); the plan's work files are removed."""
     work = Path(plan.work)
-    model = ModelKey(plan.identity, plan.max_length)
-    todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
-    new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
-    found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
+
+    def write(root: Path) -> dict:
+        model = ModelKey(plan.identity, plan.max_length)
+        todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
+        new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
+        found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
+        path = RunLayout(root).ranking(plan.dataset, plan.system)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        head = pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found)
+        if plan.sweep_depth is not None:  # the sweep's clean pairs kept apart, the ranking's own scores passed on
+            sweep = RunLayout(root).sweep_scores(plan.dataset, plan.system)
+            sweep.parent.mkdir(parents=True, exist_ok=True)
+            head = write_sweep(sweep, Path(plan.candidates_path), head, plan.rerank_depth, plan.sweep_depth)
+        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
+        return {"needed": plan.needed, "unique": plan.unique}
+
+    memo.reuse(plan.cache_dir, plan.output, out_dir, write)
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    head = pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found)
-    if plan.sweep_depth is not None:  # the sweep's clean pairs kept apart, the ranking's own scores passed on
-        head = write_sweep(RunLayout(out_dir).sweep_scores(plan.dataset, plan.system), Path(plan.candidates_path),
-                           head, plan.rerank_depth, plan.sweep_depth)
-    write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
     scored = sum(c.scored for c in chunks)
     cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
                         lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
@@ -154,7 +170,8 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
                           path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
                           pairs_cached=plan.unique - scored, pairs_scored=scored,
                           seconds=round(time.time() - plan.started, 3), cost=cost)
-    shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
+    if not plan.stored:
+        shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
     log.info("%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs", plan.system,
              plan.dataset, result.pairs_needed, result.pairs_needed - result.pairs_unique, result.pairs_cached,
              result.pairs_scored, result.seconds)
@@ -162,12 +179,20 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
-                 out_dir: str) -> RerankResult:
-    """Reciprocal-rank fusion of other rows' rankings (no model, nothing to cache)."""
+                 out_dir: str, cache_dir: str | None = None) -> RerankResult:
+    """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
+    rankings were fused before (terazi.memo)."""
     by_name = {p.system: p for p in parts}
-    fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k)
-    path = RunLayout(out_dir).ranking(dataset.name, spec.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fused.write_parquet(path)
+
+    def write(root: Path) -> dict:
+        fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k)
+        path = RunLayout(root).ranking(dataset.name, spec.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fused.write_parquet(path)
+        return {}
+
+    key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,
+                   [Path(by_name[n].path) for n in spec.fuse])
+    memo.reuse(cache_dir, key, out_dir, write)
     return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
-                        candidates=parts[0].candidates, path=str(path))
+                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)))

@@ -2,8 +2,9 @@
 
 The work list is the unique pairs not in the store, sorted by length (less padding), numbered by `pos`; a scoring
 block is `batch_size × 8` consecutive positions and a chunk (one task) a whole number of blocks, so every chunking
-scores exactly the same blocks, and so gives the same scores. Concurrent runs on one cache split the work through
-the store's leases: no pair is scored twice.
+scores exactly the same blocks, and so gives the same scores (a bi-encoder's vectors, encoded once per text for the
+whole claim, agree across chunkings to the model's float tolerance). Concurrent runs on one cache split the work
+through the store's leases: no pair is scored twice.
 """
 
 from __future__ import annotations
@@ -60,16 +61,20 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
             mine = lease.claim(model, need.select("q", "d"))
             mine = need.join(mine, on=["q", "d"], how="semi", maintain_order="left")
             docs = corpus.texts(mine["doc_id"].unique(maintain_order=True).to_list()) if mine.height else {}
+            pairs = [Pair(t, d, docs[d]) for t, d in zip(mine["text"].to_list(), mine["doc_id"].to_list())]
             blocks = mine["pos"].to_numpy() // block
             cuts = [0, *(np.flatnonzero(np.diff(blocks)) + 1).tolist(), mine.height] if mine.height else [0]
-            for a, z in zip(cuts[:-1], cuts[1:]):
-                part = mine.slice(a, z - a)
-                values = scorer.score([Pair(t, d, docs[d]) for t, d in zip(part["text"].to_list(), part["doc_id"].to_list())])
-                scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)))
-                lease.renew()
-                scored += part.height
-                if on_progress:
-                    on_progress(scored, total)
+            holding = getattr(scorer, "holding", None)  # a bi-encoder encodes each text of the claim once
+            with holding(pairs) if holding else nullcontext():
+                for a, z in zip(cuts[:-1], cuts[1:]):
+                    part = mine.slice(a, z - a)
+                    values = scorer.score(pairs[a:z])
+                    scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values,
+                                                                                        dtype=pl.Float64)))
+                    lease.renew()
+                    scored += part.height
+                    if on_progress:
+                        on_progress(scored, total)
         need = need.join(mine, on=["q", "d"], how="anti", maintain_order="left")
         if not need.height or not wait:
             break

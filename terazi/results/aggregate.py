@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import polars as pl
 
+from terazi import memo
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
@@ -125,12 +127,18 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
 def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
                       score_sets: list[ScoreSet], config: EvalConfig, run_dir: str,
                       identity: BenchmarkIdentity, reranks: list[RerankResult] | None = None,
-                      depths: list[DepthSet] | None = None) -> list[LeaderboardRow]:
+                      depths: list[DepthSet] | None = None, cache_dir: str | None = None) -> list[LeaderboardRow]:
     """Every file of the results folder but the runs and the manifest: the numbers (csv, parquet), every table as
-    text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows."""
+    text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
+    is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
     layout, reranks = RunLayout(run_dir), reranks or []
     per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
-    per_query.write_parquet(layout.per_query)
+
+    def write(root: Path) -> dict:
+        per_query.write_parquet(RunLayout(root).per_query)
+        return {}
+
+    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets]), run_dir, write)
     cell_means(per_query).write_csv(layout.scores_csv)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
@@ -156,7 +164,8 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     layout.leaderboard_md.write_text(leaderboard_markdown(tables, agg.conditions, agg.contract, candidates, identity),
                                      encoding="utf-8")
     layout.report_html.write_text(report.render(title=f"terazi report: {layout.root.name}", identity=identity,
-                                                tables=tables, agg=agg, config=config), encoding="utf-8")
+                                                tables=tables, agg=agg, config=config, cache_dir=cache_dir),
+                                 encoding="utf-8")
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked_datasets(datasets)), layout.root)
     return leaderboard_rows(agg.board, datasets, config.conditions)
 

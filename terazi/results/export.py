@@ -4,33 +4,44 @@ the changed queries and the dataset settings, so trec_eval, ranx, `terazi score`
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import polars as pl
 import yaml
 
+from terazi import memo
 from terazi.data import runfolder
 from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, SETTING_MARK, is_configured
+from terazi.shutdown import check
 
 log = logging.getLogger("terazi.export")
 
 
 def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
-                out_dir: str) -> int:
+                out_dir: str, cache_dir: str | None = None) -> int:
     """Write runs/, qrels/, changed/ and datasets.yaml into the results folder; returns the number of run files.
 
     Only the configured conditions are exported: the isolated robustness setting (`<condition>~isolated`, the clean
-    candidates reranked with the corrupted text) is terazi's own analysis, not a run anyone else produces.
+    candidates reranked with the corrupted text) is terazi's own analysis, not a run anyone else produces. A ranking
+    exported before (same bytes, system, dataset and samples) is linked from the cache folder (terazi.memo), not
+    written again.
     """
     n, layout = 0, RunLayout(out_dir)
     for ds in datasets:
         vs = [v for v in variant_sets if v.dataset == ds.name and is_configured(v.condition)]
         samples = {v.condition: v.samples for v in vs}
         for r in (r for r in rankings if r.dataset == ds.name):
-            ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
-            n += len(runfolder.write_rankings(ranking, out_dir, ds.name, r.system, samples))
+            check()
+
+            def write(root: Path, r: RerankResult = r) -> dict:
+                ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
+                return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples))}
+
+            key = memo.key("runs", Path(r.path), ds.name, r.system, samples)
+            n += memo.reuse(cache_dir, key, out_dir, write)["files"]
         runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
         changed = read_variants(vs).filter(pl.col("condition") != CLEAN) \
             .group_by("condition", "query_id", maintain_order=True).agg(pl.col("changed").any())

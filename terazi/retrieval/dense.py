@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -50,16 +48,6 @@ def shard_bounds(n: int, size: int) -> list[tuple[int, int]]:
 
 def shard_path(folder: Path, start: int, stop: int) -> Path:
     return folder / f"rows-{start:010d}-{stop:010d}.npy"
-
-
-def save_atomic(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp.npy")
-    try:
-        np.save(tmp, array)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def load_shard(path: Path, rows: int) -> np.ndarray | None:

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import shutil
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -32,8 +31,9 @@ from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.errors import CacheError, ConfigError
 from terazi.models.costs import TimedEncoder, combine
-from terazi.models.loading import load_bi_encoder
-from terazi.models.refs import ModelRef, prepare_environment, resolve
+from terazi.models.loading import seq_length, shared_bi_encoder
+from terazi.models.refs import ModelRef, pick_device, prepare_environment, resolve
+from terazi.models.vectors import VectorStore, save_atomic, store_key, vector_identity
 from terazi.paths import inside
 from terazi.progress import progress
 from terazi.retrieval.dense import (
@@ -44,7 +44,6 @@ from terazi.retrieval.dense import (
     load_shard,
     recall_against_exact,
     sample_rows,
-    save_atomic,
     search_index,
     shard_bounds,
     shard_path,
@@ -149,8 +148,8 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
                                  encoder=encoder, depth=depth, offline=offline)
         quarantine_folder(folder)
     corpus = dataset_corpus(dataset, cache_dir)
-    emb_key = fingerprint.of_json([ref.identity, {"max_length": encoder.max_length, "prefix": encoder.document_prefix},
-                                   dataset.corpus_fingerprint])
+    vectors = lambda prefix: vector_identity(ref, "torch", seq_length(ref, encoder.max_length), prefix,  # noqa: E731
+                                             "fp32", pick_device(encoder.device))
     work = inside(cache_dir, "work", f"queries-{lookup_key}-{uuid.uuid4().hex[:8]}")
     work.mkdir(parents=True, exist_ok=True)
     texts = variants["text"].unique(maintain_order=True)
@@ -158,24 +157,10 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
     return RetrievalPlan(
         dataset=dataset.name, lookup_key=lookup_key, folder=str(folder), encoder=encoder, encoder_identity=ref.identity,
         depth=depth, offline=offline, corpus=str(corpus.path), corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
-        embeddings=str(inside(cache_dir, "embeddings", emb_key)), queries=str(work),
+        embeddings=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.document_prefix),
+                                                                  dataset.corpus_fingerprint))),
+        query_vectors=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.query_prefix)))), queries=str(work),
         query_shards=shard_bounds(texts.len(), scale.query_shard_size), started=started)
-
-
-_encoders: dict[tuple, tuple] = {}
-_encoders_lock = threading.Lock()
-
-
-def _encoder(ref: ModelRef, device: str, max_length: int | None, trust: bool):
-    """One encoder per process, with the lock it encodes under: shard tasks on a worker load it once, and shard
-    tasks on the flow's threads take turns (one shard in memory at a time, as on a worker)."""
-    key = (ref, device, max_length, trust)
-    with _encoders_lock:
-        if key not in _encoders:
-            if len(_encoders) >= 2:
-                _encoders.pop(next(iter(_encoders)))
-            _encoders[key] = (load_bi_encoder(ref, device, max_length, trust), threading.Lock())
-        return _encoders[key]
 
 
 def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None:
@@ -190,25 +175,22 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     enc = plan.encoder
     ref = resolve(enc.model, enc.revision, plan.offline)
     prepare_environment([ref], plan.offline)
-    model, lock = _encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
-    with lock:
-        if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
-            return None
-        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/models/costs.py)
-        emb = _encode_part(plan, timed, part, a, z, shard, len(bounds))
-    save_atomic(path, emb)
-    return timed.cost()
-
-
-def _encode_part(plan: RetrievalPlan, model, part: str, a: int, z: int, shard: int, n_shards: int):
-    enc, folder = plan.encoder, Path(plan.embeddings if part == "corpus" else plan.queries)
+    model, lock = shared_bi_encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
     if part == "corpus":
         texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
-    unit = "documents" if part == "corpus" else "queries"
-    with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{n_shards}", unit) as on_progress:
-        return encode(model, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
+    with lock:
+        if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
+            return None
+        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/models/costs.py)
+        unit = "documents" if part == "corpus" else "queries"
+        with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{len(bounds)}", unit) as on_progress:
+            emb = encode(timed, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
+    save_atomic(path, emb)
+    if part == "queries" and plan.query_vectors:  # kept for a bi-encoder reranker of this very encoding
+        VectorStore(plan.query_vectors).put(fingerprint.text_keys(texts), emb)
+    return timed.cost()
 
 
 def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],

@@ -9,9 +9,11 @@ every (text, document) pair that the end-to-end setting already scored.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import polars as pl
 
+from terazi import memo
 from terazi.schemas import CandidateSet, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, VARIANT, isolated
@@ -38,21 +40,32 @@ def with_isolated(candidates: pl.DataFrame, variants: pl.DataFrame) -> tuple[pl.
 
 
 def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], robustness: str,
-                 out_dir: str) -> tuple[CandidateSet, list[VariantSet]]:
-    """(candidates, variant sets) for the rerank and score stages: unchanged for `end-to-end`, extended for `both`."""
+                 out_dir: str, cache_dir: str | None = None) -> tuple[CandidateSet, list[VariantSet]]:
+    """(candidates, variant sets) for the rerank and score stages: unchanged for `end-to-end`, extended for `both`;
+    linked from the stored outputs when the same candidates and variants were extended before (terazi.memo)."""
     if robustness == "end-to-end":
         return candidates, variant_sets
-    variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets])
-    cand, variants = with_isolated(pl.read_parquet(candidates.path), variants)
     layout = RunLayout(out_dir)
-    path = layout.isolated_candidates(dataset.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cand.write_parquet(path)
-    extra_sets = []
-    for vs in (v for v in variant_sets if v.condition != CLEAN):
-        vpath = layout.isolated_variants(dataset.name, vs.condition)
-        variants.filter(pl.col("condition") == isolated(vs.condition)).write_parquet(vpath)
-        extra_sets.append(vs.model_copy(update={"condition": isolated(vs.condition), "path": str(vpath)}))
+    corrupted = [v for v in variant_sets if v.condition != CLEAN]
+
+    def write(root: Path) -> dict:
+        variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets])
+        cand, variants = with_isolated(pl.read_parquet(candidates.path), variants)
+        at = RunLayout(root)
+        path = at.isolated_candidates(dataset.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cand.write_parquet(path)
+        for vs in corrupted:
+            variants.filter(pl.col("condition") == isolated(vs.condition)).write_parquet(
+                at.isolated_variants(dataset.name, vs.condition))
+        return {}
+
+    key = memo.key("isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets])
+    memo.reuse(cache_dir, key, out_dir, write)
+    extra_sets = [vs.model_copy(update={"condition": isolated(vs.condition),
+                                        "path": str(layout.isolated_variants(dataset.name, vs.condition))})
+                  for vs in corrupted]
     log.info("%s: isolated setting for %d condition(s): clean candidates reranked with the corrupted text",
              dataset.name, len(extra_sets))
-    return candidates.model_copy(update={"path": str(path)}), [*variant_sets, *extra_sets]
+    return candidates.model_copy(update={"path": str(layout.isolated_candidates(dataset.name))}), [*variant_sets,
+                                                                                                   *extra_sets]

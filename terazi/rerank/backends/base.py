@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -54,12 +55,6 @@ def precision_of(requested: str, device: str, llm: bool = False) -> str:
 
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "fp16"
-
-
-def torch_dtype(precision: str):
-    import torch
-
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 
 def auto_batch(free_bytes: int, weight_bytes: int, config: dict, max_length: int, dtype_bytes: int,
@@ -210,13 +205,15 @@ class Metered:
     no load, no score-cache reads or writes, no first-call set-up.
     Timed calls on one device take turns (`device_lock`), so parallel rows do not slow each other's figures.
 
-    Wraps any `PairScorer`; a scorer without `load()` (BM25) is loaded by scoring an empty list.
+    Wraps any `PairScorer`; a scorer without `load()` (BM25) is loaded by scoring an empty list. A scorer that
+    encodes texts (a bi-encoder: `hold`) is given many pairs at once first (`holding`); its encoding is timed as
+    scoring, and a text it finds already encoded costs nothing, not even a model load.
     """
 
     def __init__(self, inner):
         self.inner = inner
         self.items, self.seconds, self.latencies_ms = 0, 0.0, []
-        self._warm = False
+        self._warm = self._holding = False
         self._lock = device_lock(getattr(inner, "device", "cpu"))
 
     def __getattr__(self, name: str):
@@ -254,9 +251,36 @@ class Metered:
         n = self.inner.max_length
         return [Pair(clip(p.query, n), p.doc_id, clip(p.doc, n)) for p in pairs] if n else pairs
 
+    @contextmanager
+    def holding(self, pairs: list[Pair]) -> Iterator[None]:
+        """`pairs` are about to be scored block by block: a scorer that encodes texts gets each distinct text's
+        vector once for all of them (found, or encoded then), and scores the blocks from those."""
+        hold = getattr(self.inner, "hold", None)
+        if hold is None or not pairs:
+            yield
+            return
+        hold(self._clipped(pairs), self._timed)
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+            self.inner.release()
+
+    def _timed(self, encode: Callable[[list[str]], np.ndarray], texts: list[str]) -> np.ndarray:
+        """`encode(texts)` timed as scoring; the first call loads the model and encodes one text untimed."""
+        if not self._warm:
+            encode(texts[:1])
+            self._warm = True
+        with self._lock:
+            start = time.perf_counter()
+            out = encode(texts)
+            self.seconds += time.perf_counter() - start
+        return out
+
     def score(self, pairs: list[Pair]) -> np.ndarray:
         pairs = self._clipped(pairs)
-        first = self.warm(pairs)
+        first = np.zeros(0) if self._holding else self.warm(pairs)  # held vectors need no model
         rest = pairs[len(first):]
         with self._lock:
             start = time.perf_counter()

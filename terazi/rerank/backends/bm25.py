@@ -8,15 +8,17 @@ from functools import lru_cache
 import numpy as np
 
 from terazi.rerank.pairs import Corpus, Pair
+from terazi.shutdown import check
 from terazi.turkish import analyse
 
 
 class BM25Scorer:
     """BM25 (bm25s) over Turkish-lowercased, Snowball-stemmed, ASCII-folded tokens of the whole corpus.
 
-    The index (corpus statistics) covers the whole corpus; a pair is scored from its document's entries
-    only, query by query, so the cost grows with the pairs, not with queries × corpus. The sums are the
-    ones `bm25s.BM25.get_scores` forms (float32, in query-token order), so the scores are the same."""
+    The index (corpus statistics) covers the whole corpus; a pair is scored from its document's entries only, so the
+    cost grows with the pairs, not with queries × corpus. The index's entries are one sorted array of keys
+    (token × documents + row), so every (pair, query token) of a block is looked up at once (`np.searchsorted`), and
+    the sums are the ones `bm25s.BM25.get_scores` forms (float32, in query-token order): the scores are the same."""
 
     batch_size = 4096
 
@@ -40,13 +42,12 @@ class BM25Scorer:
                    show_progress=False)
         s = bm25.scores
         data, indices, indptr = s["data"], s["indices"], s["indptr"]
-        for t in range(len(indptr) - 1):  # postings sorted by document row, for binary search
-            a, z = indptr[t], indptr[t + 1]
-            if z - a > 1 and np.any(np.diff(indices[a:z]) < 0):
-                order = np.argsort(indices[a:z], kind="stable")
-                indices[a:z], data[a:z] = indices[a:z][order], data[a:z][order]
         ids = self._corpus.ids()
-        self._row = dict(zip(list(ids), range(len(ids))))
+        self._docs = len(ids)
+        keys = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr)) * self._docs + indices
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._values = keys[order], data[order]
+        self._row = dict(zip(ids.to_list(), range(len(ids))))
         self._tokens = lru_cache(maxsize=200_000)(self._token_ids)
         return bm25
 
@@ -56,25 +57,27 @@ class BM25Scorer:
     def score(self, pairs: list[Pair]) -> np.ndarray:
         if self._bm25 is None:
             self._bm25 = self._index()
-        s = self._bm25.scores
-        data, indices, indptr = s["data"], s["indices"], s["indptr"]
-        out = np.zeros(len(pairs), dtype=np.float64)
-        by_query: dict[str, list[int]] = {}
-        for i, p in enumerate(pairs):
-            by_query.setdefault(p.query, []).append(i)
-        for query, idx in by_query.items():
-            tokens = self._tokens(query)
-            if not len(tokens):
-                continue
-            rows = np.fromiter((self._row[pairs[i].doc_id] for i in idx), dtype=indices.dtype, count=len(idx))
-            acc = np.zeros(len(rows), dtype=data.dtype)
-            for t in tokens:
-                posting = indices[indptr[t]: indptr[t + 1]]
-                if not len(posting):
-                    continue
-                pos = np.minimum(np.searchsorted(posting, rows), len(posting) - 1)
-                acc += np.where(posting[pos] == rows, data[indptr[t] + pos], 0)
-            if self._bm25.nonoccurrence_array is not None:
-                acc += self._bm25.nonoccurrence_array[tokens].sum()
-            out[idx] = acc
-        return out
+        if not pairs:
+            return np.zeros(0, dtype=np.float64)
+        number: dict[str, int] = {}
+        which = np.fromiter((number.setdefault(p.query, len(number)) for p in pairs), dtype=np.int64, count=len(pairs))
+        rows = np.fromiter((self._row[p.doc_id] for p in pairs), dtype=np.int64, count=len(pairs))
+        tokens = []
+        for q in number:
+            check()  # a stop ends the stage within one query's analysis
+            tokens.append(self._tokens(q))
+        width = max(len(t) for t in tokens)
+        table = np.full((len(tokens), max(width, 1)), -1, dtype=np.int64)  # each query's tokens, -1 after its last
+        for i, t in enumerate(tokens):
+            table[i, : len(t)] = t
+        acc = np.zeros(len(pairs), dtype=self._values.dtype)
+        for j in range(width):  # token by token, as get_scores adds them
+            t = table[which, j]
+            live = np.flatnonzero(t >= 0)
+            keys = t[live] * self._docs + rows[live]
+            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+            acc[live] += np.where(self._keys[pos] == keys, self._values[pos], 0)
+        extra = self._bm25.nonoccurrence_array
+        if extra is not None:  # BM25L/BM25+: what each query token adds where it does not occur
+            acc += np.array([extra[t].sum() if len(t) else 0 for t in tokens], dtype=acc.dtype)[which]
+        return acc.astype(np.float64)

@@ -19,9 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from terazi import fingerprint
+from terazi.models.loading import torch_dtype
 from terazi.models.refs import ModelError
-from terazi.rerank.backends.base import Backend, torch_dtype
+from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair
+from terazi.shutdown import stoppable
 
 MARKER = "\x00terazi-user-turn\x00"
 
@@ -79,7 +81,7 @@ class LLMReranker(Backend):
             raise ModelError(f"{ref.name!r}: the template takes {len(self.prefix) + len(self.suffix)} tokens, "
                              f"max_length {self.max_length} leaves no room for the query and passage")
         self.pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-        return model.to(self.device).eval()
+        return stoppable(model.to(self.device).eval())
 
     def prompts(self, pairs: list[Pair]) -> list[list[int]]:
         """Token ids of each pair's whole prompt: prefix, user turn cut to fit, suffix."""

@@ -32,9 +32,10 @@ from terazi.models.refs import (
 )
 from terazi.paths import inside
 from terazi.rerank.backends.base import CPU_BATCH, Backend
-from terazi.rerank.backends.torch_bi import cosine
+from terazi.rerank.backends.bi import BiEncoder
 from terazi.rerank.backends.torch_cross import activation_name
 from terazi.rerank.pairs import Pair
+from terazi.shutdown import check
 
 log = logging.getLogger("terazi.rerank.backends.onnx")
 OPSET = 17
@@ -191,6 +192,7 @@ class _Onnx(Backend):
         return session
 
     def _run(self, encoded) -> np.ndarray:
+        check()  # one batch: a stop request is honoured between batches
         feed = {k: np.asarray(v, dtype=np.int64) for k, v in encoded.items() if k in self.inputs}
         return self.model.run([self.output_name], feed)[0]
 
@@ -247,10 +249,9 @@ class OnnxCrossEncoder(_Onnx):
         return out
 
 
-class OnnxBiEncoder(_Onnx):
+class OnnxBiEncoder(_Onnx, BiEncoder):
     """A sentence-transformers bi-encoder (Transformer, Pooling, optionally Normalize) from its token embeddings."""
 
-    kind = "bi-encoder"
     output = "last_hidden_state"
 
     def __init__(self, spec, ref: ModelRef, cache_dir: str):
@@ -314,10 +315,7 @@ class OnnxBiEncoder(_Onnx):
             else:
                 pooled = (tokens * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
             parts.append(pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12))
-        return np.concatenate(parts)
-
-    def _score(self, pairs: list[Pair]) -> np.ndarray:
-        return cosine(pairs, self._encode)
+        return np.concatenate(parts).astype(np.float32)  # as the vector stores keep them
 
 
 def _torch_version() -> str:

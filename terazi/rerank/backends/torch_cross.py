@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from terazi.models.loading import load_cross_encoder
+from terazi.models.loading import load_cross_encoder, torch_dtype
 from terazi.models.refs import ModelRef, model_config
-from terazi.rerank.backends.base import Backend, torch_dtype
+from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair
 
 KNOWN = ("Sigmoid", "Identity", "Tanh")

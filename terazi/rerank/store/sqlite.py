@@ -26,6 +26,7 @@ import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from itertools import repeat
 from pathlib import Path
 from typing import Iterator
 
@@ -172,8 +173,7 @@ class SQLiteStore:
         with self._write() as con:
             con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?)", (m, model.identity, model.max_length))
             before = con.total_changes
-            con.executemany("INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)",
-                            ((m, q, d, s) for q, d, s in scores.select("q", "d", "score").iter_rows()))
+            con.executemany("INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)", _rows(m, scores))
             return con.total_changes - before
 
     def count(self, model: ModelKey | None = None) -> int:
@@ -220,8 +220,7 @@ class SQLiteStore:
                 log.info("released %d lease(s) of stopped or expired runs", len(dead))
             con.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?)", (lease, HOST, os.getpid(), now + ttl))
             m = model.id
-            con.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)",
-                            ((m, q, d, lease) for q, d in keys.select("q", "d").iter_rows()))
+            con.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)", _rows(m, keys, lease))
             cur = con.execute("SELECT c.q, c.d FROM claims c WHERE c.lease=? AND c.model=? AND NOT EXISTS "
                               "(SELECT 1 FROM pair_scores s WHERE s.model=c.model AND s.q=c.q AND s.d=c.d)", (lease, m))
             rows = np.fromiter(cur, dtype=np.dtype([("q", "i8"), ("d", "i8")]))
@@ -247,6 +246,14 @@ class SQLiteStore:
                 raise
             return [str(e)]
         return [] if rows == ["ok"] else rows
+
+
+def _rows(model: int, frame: pl.DataFrame, last=None) -> Iterator[tuple]:
+    """(model, q, d, score) rows of a frame of scores, or (model, q, d, `last`) of keys, in key order: inserts in the
+    B-tree's own order touch each page once, where hash order touches pages at random."""
+    frame = frame.sort("q", "d", maintain_order=True)
+    tail = repeat(last) if last is not None else frame["score"].to_list()
+    return zip(repeat(model), frame["q"].to_list(), frame["d"].to_list(), tail)
 
 
 def _migrate_v1(con: sqlite3.Connection) -> None:

@@ -1,0 +1,283 @@
+"""The rerun a user makes every day: the default configuration cold, then warm, and the demo's warm rerun.
+
+    .venv/bin/python benchmarks/bench_warm.py [--data xquad|demo] [--replicas 8] [--work FOLDER] [--skip-demo]
+
+Part 1. The default configuration (MiniLM first stage, BM25 and its fusion, five conditions, robustness both,
+2000 bootstrap resamples) on XQuAD-tr replicated N× under new ids (N=8: 9,520 queries; `--data demo`: the bundled
+demo set replicated), each run a fresh process against one Prefect server: the cold run (everything encoded and
+scored; skipped when `--work` already holds its cache) and the warm run (the same config: every candidate frozen,
+every pair stored). Per run: wall time of the process, seconds inside the flow, and per stage its wall time (first
+start to last end of its Prefect task runs) and the peak RSS of the flow process while it ran (a thread sampling
+/proc/self/status every 50 ms); then the bytes the warm run added to the disk (its results folder's files not
+hard-linked to a file that existed before it, plus the cache's growth).
+
+Part 2. `terazi demo` as a user types it, twice in a row (the second is the warm rerun): wall time of the command
+with the temporary Prefect server terazi starts, then with a running server (PREFECT_API_URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+XQUAD = ROOT.parent / "shared" / "data" / "xquad" / "xquad.tr.json"
+STAGES = {  # task function → stage (a task run's key is the function's name and a hash)
+    "preflight": "preflight", "corrupt_queries": "corrupt", "plan_retrieval": "first-stage plan",
+    "encode_shard": "encode", "search": "search", "add_isolated": "isolated", "first_stage_ranking": "first-stage row",
+    "plan_rerank": "rerank plan", "score_chunk": "rerank chunks", "finish_rerank": "rankings", "fuse_systems": "fusion",
+    "score_system": "per-query metrics", "build_leaderboard": "statistics+tables", "export_runs": "export runs/",
+    "publish_candidates": "publish candidates",
+}
+
+
+def environment(prefect_home: Path) -> dict:
+    """What scripts/quiet-prefect.sh sets, with Prefect's state in the benchmark's folder."""
+    return {**os.environ, "PREFECT_HOME": str(prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONPATH": str(ROOT)}
+
+
+def dataset(kind: str, replicas: int, folder: Path) -> Path:
+    """XQuAD-tr (or the demo set) as BEIR, replicated under new ids: copy k's texts end in a word of their own."""
+    from benchmarks.bench_pairs import replicate
+    from terazi.configs import DEMO_DIR
+    from terazi.data.squad import squad_to_beir
+
+    target = folder / f"{kind}-x{replicas}"
+    if (target / "corpus.jsonl").is_file():
+        return target
+    source = DEMO_DIR
+    if kind == "xquad":
+        if not XQUAD.is_file():
+            raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
+        squad_to_beir(XQUAD, source := folder / "xquad-tr")
+    return replicate(Path(source), target, replicas)
+
+
+class Sampler(threading.Thread):
+    """RSS of this process every `every` seconds, with the wall-clock time of each sample."""
+
+    def __init__(self, every: float = 0.05):
+        super().__init__(daemon=True)
+        self.every, self.samples, self.done = every, [], threading.Event()
+
+    def run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/statm") as f:
+            while not self.done.is_set():
+                f.seek(0)
+                self.samples.append((time.time(), int(f.read().split()[1]) * page))
+                time.sleep(self.every)
+
+
+def task_runs(flow_run_id: str) -> tuple[float, list]:
+    """The flow run's start (wall clock) and its task runs."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async def read():
+        async with get_client() as client:
+            flow = await client.read_flow_run(flow_run_id)
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            return flow.start_time.timestamp(), runs
+
+    for _ in range(30):  # the server records the last task runs' ends a moment after the flow returns
+        start, runs = asyncio.run(read())
+        if runs and all(r.end_time for r in runs):
+            break
+        time.sleep(1)
+    return start, runs
+
+
+def stages(runs: list, samples: list, flow_start: float, flow_end: float) -> dict[str, dict]:
+    """Per stage: wall time (first start to last end of its task runs) and the peak RSS sampled meanwhile; and
+    the flow's own time before its first task and after its last."""
+    spans: dict[str, list] = {}
+    for r in runs:
+        stage = STAGES.get(r.task_key.rsplit("-", 1)[0], r.task_key.rsplit("-", 1)[0])
+        if r.start_time and r.end_time:
+            spans.setdefault(stage, []).append((r.start_time.timestamp(), r.end_time.timestamp()))
+    bounds = {s: (min(b for b, _ in v), max(e for _, e in v)) for s, v in spans.items()}
+    first, last = min(b for b, _ in bounds.values()), max(e for _, e in bounds.values())
+    bounds = {"before the first task": (flow_start, first), **dict(sorted(bounds.items(), key=lambda kv: kv[1][0])),
+              "after the last task": (last, flow_end)}
+    out = {}
+    for s, (b, e) in bounds.items():
+        inside = [rss for t, rss in samples if b - 0.05 <= t <= e + 0.05]
+        out[s] = {"seconds": e - b, "peak": max(inside, default=0)}
+    return out
+
+
+def run_one(raw: dict) -> dict:
+    """In a fresh process: the flow, its stages' times and peak RSS."""
+    sampler = Sampler()
+    sampler.start()
+    from terazi.flows.evaluate import evaluate as run_evaluation
+    from terazi.schemas import EvalConfig
+
+    imported = time.time()
+    manifest = run_evaluation(EvalConfig.model_validate(raw))
+    ended = time.time()
+    sampler.done.set()
+    start, runs = task_runs(manifest.flow_run_id)
+    return {"imports_peak": max((r for t, r in sampler.samples if t <= imported), default=0),
+            "peak": max(r for _, r in sampler.samples), "flow": manifest.seconds, "flow_run": ended - start,
+            "stages": stages(runs, sampler.samples, start, ended),
+            "queries": sum(v.n_queries for v in manifest.variants if v.condition == "clean"),
+            "conditions": len({v.condition for v in manifest.variants})}
+
+
+def cpu_of_children() -> float:
+    """CPU seconds (user + system) of every child process waited for so far, their own children included."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def spawn(raw: dict, env: dict) -> dict:
+    t, cpu = time.perf_counter(), cpu_of_children()
+    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env)
+    if out.returncode:
+        raise SystemExit(out.stderr[-3000:])
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
+            "cpu": cpu_of_children() - cpu}
+
+
+def files(folder: Path) -> dict[tuple[int, int], int]:
+    """(device, inode) → size of every file under `folder`."""
+    out = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            out[st.st_dev, st.st_ino] = st.st_size
+    return out
+
+
+def new_bytes(before: dict, cache: Path, results: Path) -> tuple[int, int]:
+    """Bytes of the files of the results folder, and of the cache folder, that did not exist before the run
+    (`before`: every file of the work folder; a hard link to an older file is not new)."""
+    mine, cached = files(results), files(cache)
+    return (sum(v for k, v in mine.items() if k not in before),
+            sum(v for k, v in cached.items() if k not in before and k not in mine))
+
+
+def config(data: Path, work: Path, run_name: str) -> dict:
+    """The default configuration: only what names the data, the folders and the run."""
+    return {"datasets": [{"path": str(data), "name": data.name}], "out_dir": str(work / "results"),
+            "cache_dir": str(work / "cache"), "run_name": run_name, "offline": True}
+
+
+def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
+    from prefect.server.api.server import SubprocessASGIServer
+
+    data = dataset(args.data, args.replicas, work)
+    server = SubprocessASGIServer()
+    server.start(timeout=180)
+    env = {**env, "PREFECT_API_URL": server.api_url}
+    os.environ["PREFECT_API_URL"] = server.api_url
+    rows = {}
+    try:
+        if not (work / "cache").exists():
+            rows["cold"] = spawn(config(data, work, "cold"), env)
+            print(f"cold: {rows['cold']['wall']:.0f}s", flush=True)
+        warm = work / "results" / "warm"
+        if warm.exists():
+            subprocess.run(["rm", "-rf", str(warm)], check=True)
+        before = files(work)
+        rows["warm"] = spawn(config(data, work, "warm"), env)
+        rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, work / "cache", warm)
+        rows["warm"]["results"] = sum(files(warm).values())
+    finally:
+        server.stop()
+    return rows
+
+
+def demo_part(work: Path, env: dict) -> dict:
+    """`terazi demo` twice (cold, warm) on the temporary server, then twice more on a running one."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    terazi = str(Path(sys.executable).with_name("terazi"))
+    env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    os.environ.pop("PREFECT_API_URL", None)
+
+    def demo(tag: str, run_env: dict) -> tuple[float, float]:
+        t, cpu = time.perf_counter(), cpu_of_children()
+        out = subprocess.run([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
+                             env=run_env, capture_output=True, text=True)
+        if out.returncode:
+            raise SystemExit(f"terazi demo ({tag}) failed:\n{out.stderr[-3000:]}")
+        return time.perf_counter() - t, cpu_of_children() - cpu
+
+    out = {"temporary server": [demo("temporary", env) for _ in range(3)]}
+    server = SubprocessASGIServer()
+    server.start(timeout=180)
+    try:
+        running = {**env, "PREFECT_API_URL": server.api_url}
+        out["running server"] = [demo("running", running) for _ in range(3)]
+    finally:
+        server.stop()
+    return out
+
+
+def table(rows: dict) -> None:
+    names = list(dict.fromkeys(s for r in rows.values() for s in r["stages"]))
+    print(f"\n{'stage':<24}" + "".join(f" {n + ' s':>9} {n + ' MB':>9}" for n in rows))
+    for s in names:
+        cells = [rows[n]["stages"].get(s) for n in rows]
+        print(f"{s:<24}" + "".join(f" {c['seconds']:>9.2f} {c['peak'] / 2**20:>9.0f}" if c else f" {'':>9} {'':>9}"
+                                   for c in cells))
+    print(f"{'flow run':<24}" + "".join(f" {r['flow_run']:>9.2f} {r['peak'] / 2**20:>9.0f}" for r in rows.values()))
+    print(f"{'manifest seconds':<24}" + "".join(f" {r['flow']:>9.2f} {'':>9}" for r in rows.values()))
+    print(f"{'process wall':<24}" + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}"
+                                            for r in rows.values()) + "   (MB: after imports)")
+    print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
+    w = rows["warm"]
+    print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
+          f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
+          f"{w['new_cache'] / 2**20:.2f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=("xquad", "demo"), default="xquad")
+    ap.add_argument("--replicas", type=int, default=8)
+    ap.add_argument("--work", type=Path, help="kept between invocations: a second invocation measures warm only")
+    ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--skip-flow", action="store_true")
+    ap.add_argument("--run", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.run:
+        print(json.dumps(run_one(json.loads(args.run))))
+        return
+    work = args.work or Path(tempfile.mkdtemp(prefix="terazi-bench-warm-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = environment(work / "prefect")
+    os.environ.update(env)
+    load = os.getloadavg()[0]
+    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
+    if not args.skip_flow:
+        table(flow_part(args, work, env))
+    if not args.skip_demo:
+        for where, walls in demo_part(work, env).items():
+            print(f"terazi demo, {where}: " + ", ".join(f"{w:.1f}s ({c:.1f}s CPU)" for w, c in walls)
+                  + " (wall, and CPU of the command and the server it started; the first run on the temporary server"
+                  " is cold, every other is warm)")
+    print(f"load at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
