@@ -69,7 +69,11 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
         if r.system in rows:
             assert rows[r.system].shared == r.pairs_cached > 0 and rows[r.system].pairs["bm25"] == r.pairs_unique
             assert rows[r.system].unique == rows[r.system].pairs["dense"] + r.pairs_unique - rows[r.system].shared
-    assert "## Pairs shared between first stages" in (out / "both" / "protocol.md").read_text(encoding="utf-8")
+    page = (out / "both" / "protocol.md").read_text(encoding="utf-8")
+    assert "## Pairs shared between first stages" in page
+    for stage, root in (("dense", out / "dense"), ("bm25", out / "bm25")):  # retention per first stage: each alone's
+        recall = pl.read_csv(root / "robustness.csv").filter(pl.col("condition") == "upper")["first_stage_recall"][0]
+        assert f"{recall:.3f} ({stage})" in page.split("- upper: ", 1)[1].split("\n", 1)[0]
 
     # the same runs made elsewhere: runs/<dataset>/<condition>/<first stage>~<system>.trec, analysed
     runs = tmp_path / "runs-elsewhere"

@@ -40,6 +40,36 @@ def shared_table(shared: list[SharedPairs], stages: list[str]) -> Table:
                   "Scored in all: the union, what the row's scores cost."])
 
 
+def retention_part(roots: dict[str, str]) -> list[str]:
+    """protocol.md's retention section: each first stage's decomposition (robustness.csv: end to end, reranker
+    only, first-stage recall) side by side, and per condition one sentence on how the first stages' recall held."""
+    parts = [pl.read_csv(RunLayout(r).robustness_csv, infer_schema_length=None).with_columns(first_stage=pl.lit(n))
+             for n, r in roots.items() if RunLayout(r).robustness_csv.is_file()]
+    if len(parts) < 2:
+        return []
+    frame = pl.concat(parts, how="diagonal_relaxed")
+
+    def cell(r: dict, col: str) -> str:
+        return f"{score(r[col], 3)} {interval(r[f'{col}_low'], r[f'{col}_high'], lambda v: score(v, 3))}" \
+            if r[col] is not None else "–"
+
+    table = Table(["First stage", "System", "Condition", "End to end", "Reranker only", "First-stage recall"],
+                  [[r["first_stage"], r["system"], r["condition"], cell(r, "end_to_end"), cell(r, "reranker_only"),
+                    cell(r, "first_stage_recall")] for r in frame.iter_rows(named=True)],
+                  ["Each first stage's robustness.csv: corrupted over clean, end to end (the whole pipeline), "
+                   "reranker only (the same candidates) and the first stage's recall, with their intervals."])
+    lines = []
+    for (cond,), part in frame.group_by("condition", maintain_order=True):
+        recall = part.group_by("first_stage", maintain_order=True).agg(pl.col("first_stage_recall").first())
+        ends = part.filter(pl.col("system") != FIRST_STAGE).group_by("first_stage", maintain_order=True).agg(
+            pl.col("end_to_end").min().alias("low"), pl.col("end_to_end").max().alias("high"))
+        lines.append(f"{cond}: the first stages keep " + ", ".join(
+            f"{score(v, 3)} ({n})" for n, v in recall.iter_rows()) + " of their clean recall; end to end the "
+            "rerankers keep " + ", ".join(f"{score(lo, 3)}–{score(hi, 3)} ({n})" for n, lo, hi in ends.iter_rows())
+            + ".")
+    return ["## Retention per first stage", "", *[f"- {x}" for x in lines], "", table.markdown(), ""]
+
+
 def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], config: EvalConfig, out_dir: str,
                    shared: list[SharedPairs]) -> str:
     """protocol.csv and protocol.md from the first stages' results folders (`roots`: name → folder) and the pairs
@@ -87,6 +117,7 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
     text = "\n".join(["# Does the rerankers' order hold across first stages?", "", *[f"- {x}" for x in lines], "",
                       table.markdown(), "", *(["## Pairs shared between first stages", "",
                                                shared_table(shared, list(roots)).markdown(), ""] if shared else []),
+                      *retention_part(roots),
                       "Each first stage's own results: "
                       + ", ".join(f"{n}: `{Path(r).relative_to(layout.root) if r != out_dir else '.'}`"
                                   for n, r in roots.items()) + "."]) + "\n"
