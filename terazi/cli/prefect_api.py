@@ -38,20 +38,22 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
         yield lambda: None
         return
-    started = []
+    started, cancelled = [], threading.Event()
 
     def start() -> None:
         from prefect.server.api.server import SubprocessASGIServer
 
-        server = SubprocessASGIServer()
-        server.start()
-        started.append(server)
+        if not cancelled.is_set():  # a check failed while Prefect's server module was imported: no server at all
+            server = SubprocessASGIServer()
+            server.start()
+            started.append(server)
 
     thread = threading.Thread(target=start, name="terazi-prefect-server", daemon=True)
     thread.start()
     try:
         yield thread.join
     except BaseException:
+        cancelled.set()
         thread.join()
         for server in started:
             server.stop()
