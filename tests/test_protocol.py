@@ -25,10 +25,11 @@ def test_protocol_preset(prefect_server, tmp_path):
     manifest, _ = terazi.evaluate({**raw, "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache")})
     run = Path(manifest.run_dir)
     depths, ceiling = pl.read_csv(run / "depths.csv"), pl.read_csv(run / "ceiling.csv")
-    assert depths["system"].unique().to_list() == ["bm25-tr"]  # the fusion rescored nothing of its own
-    assert depths["depth"].to_list() == raw["rerank_depths"] and depths["enough"].sum() == 1
+    assert sorted(depths["system"].unique().to_list()) == ["bm25-tr", "minilm-bi"]  # a fusion rescores nothing
+    assert depths.filter(pl.col("system") == "bm25-tr")["depth"].to_list() == raw["rerank_depths"]
+    assert depths.group_by("system").agg(pl.col("enough").sum())["enough"].to_list() == [1, 1]
     board = pl.read_csv(run / "leaderboard.csv").filter(pl.col("system") == "bm25-tr")
-    at_30 = depths.filter(pl.col("depth") == raw["rerank_depth"])
+    at_30 = depths.filter((pl.col("depth") == raw["rerank_depth"]) & (pl.col("system") == "bm25-tr"))
     assert abs(at_30["mean"].item() - board["mean_task"].item()) <= 1e-12
     assert ((depths["share_of_ceiling"] > 0) & (depths["share_of_ceiling"] <= 1)).all()
 
@@ -41,11 +42,13 @@ def test_protocol_preset(prefect_server, tmp_path):
     assert ceiling["oracle"].is_sorted() and ceiling["recall"].is_sorted()  # deeper lists allow more
 
     lexical = run / "first-stages" / "bm25"  # the second first stage: a results folder of its own
-    assert pl.read_csv(lexical / "depths.csv")["depth"].to_list() == raw["rerank_depths"]
+    assert pl.read_csv(lexical / "depths.csv").filter(pl.col("system") == "bm25-tr")["depth"].to_list() == \
+        raw["rerank_depths"]
     assert pl.read_csv(lexical / "ceiling.csv")["recall"].is_sorted()
     protocol = pl.read_csv(run / "protocol.csv")
-    assert protocol.select("first_stage", "versus").rows() == [("dense", "bm25")] and protocol["rerankers"].item() == 2
+    assert protocol.select("first_stage", "versus").rows() == [("dense", "bm25")] and protocol["rerankers"].item() == 3
     assert protocol["sentence"].item() in (run / "protocol.md").read_text(encoding="utf-8")
+    assert 0 < protocol["tau"].item() <= 1  # three rerankers: an order to compare (two tie on BM25's candidates)
 
     tables = json.loads((run / "tables.json").read_text(encoding="utf-8"))
     assert tables["depths"]["sentences"][0].startswith("bm25-tr: ")

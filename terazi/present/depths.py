@@ -33,7 +33,7 @@ def depth_display(depths: pl.DataFrame, headline: str, labels: str, confidence: 
                   f"difference to the deepest depth ({ci}, paired bootstrap balanced by dataset). Enough: the "
                   "smallest depth not significantly below the deepest. Model s/query: pairs per query over the "
                   "row's warm pairs per second (measured). % of ceiling: the headline over the oracle's at that "
-                  "depth (the judged candidates of the top d in their ideal order)."],
+                  "depth (the top d candidates in their ideal order, the rest in first-stage order)."],
                  align=["left", *["right"] * 6, "left", "right", "right", "right", "left"], bold=bold)
 
 
@@ -43,8 +43,8 @@ def ceiling_display(ceiling: pl.DataFrame, headline: str, labels: str, confidenc
              score(r["oracle"]), interval(r["oracle_low"], r["oracle_high"])] for r in ceiling.iter_rows(named=True)]
     return Table(["First stage", "Depth", "Recall@depth", ci, f"Oracle {headline}", ci], rows,
                  [f"Clean queries, dataset-balanced. Recall@depth: share of the relevant documents among the top-depth "
-                  f"candidates. Oracle {headline}: those candidates in their ideal order (grade descending), the most "
-                  "any reranker can reach on them."], align=["left", *["right"] * 5])
+                  f"candidates. Oracle {headline}: those candidates in their ideal order (grade descending), the rest in "
+                  "first-stage order: the most a reranker at that depth can reach."], align=["left", *["right"] * 5])
 
 
 def enough_sentences(depths: pl.DataFrame, headline: str) -> list[str]:
