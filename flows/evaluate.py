@@ -33,6 +33,7 @@ from terazi.schemas import (
     RerankResult,
     RunManifest,
     ScoreSet,
+    SharedPairs,
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
@@ -46,6 +47,7 @@ from terazi.tasks.rerank import (
     rerank_chunk_task,
     rerank_finish_task,
     rerank_plan_task,
+    shared_pairs_task,
 )
 from terazi.tasks.results import aggregate_task, protocol_task
 from terazi.tasks.retrieve import (
@@ -95,15 +97,19 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     done.depths += [f.result() for f in sweeps]
                     done.candidates.append(frozen)
                     done.rankings += ranked
+                    done.pools.append((pool, pool_variants))
         # 6. the results of each first stage but the first: a results folder each, as a run with it alone writes
         for spec in config.stages[1:]:
             results(datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name], cache)
         main = stages[config.stages[0].name]
         identity, board = results(datasets, variants, main, config, out, cache)
-        if len(config.stages) > 1:
-            protocol_task(roots, datasets, config, out)
+        shared: list[SharedPairs] = []
+        if len(config.stages) > 1:  # the pairs the first stages share (scored once), then whether the order holds
+            for i, ds in enumerate(datasets):
+                shared += shared_pairs_task(ds, {n: s.pools[i] for n, s in stages.items()}, config, cache)
+            protocol_task(roots, datasets, config, out, shared)
         run.finish(config, benchmark=identity, datasets=datasets, variants=variants, candidates=main.candidates,
-                   reranks=main.rankings, scores=main.scores, leaderboard=board)
+                   reranks=main.rankings, scores=main.scores, leaderboard=board, shared_pairs=shared)
     log.info("finished in %.1fs: %s", run.manifest.seconds, out)
     return run.manifest
 
@@ -116,6 +122,7 @@ class Stage:
     rankings: list[RerankResult] = field(default_factory=list)
     scores: list[ScoreSet] = field(default_factory=list)
     depths: list[DepthSet] = field(default_factory=list)
+    pools: list[tuple[CandidateSet, list[VariantSet]]] = field(default_factory=list)  # what the rows reordered
 
 
 def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: Stage, config: EvalConfig,

@@ -28,6 +28,7 @@ from terazi.schemas.manifests import (
     RetrievalPlan,
     RunManifest,
     ScoreSet,
+    SharedPairs,
     VariantSet,
 )
 from terazi.schemas.measures import Measure, parse_measure
@@ -49,6 +50,6 @@ __all__ = [
     "EvalConfig", "FIRST_STAGE", "FirstStageSpec", "Judgment", "LLMRerankerSpec", "LeaderboardRow", "Limits",
     "MODEL_KINDS", "Measure",
     "MetricContract", "MetricRecord", "MobileSpec", "ModelCost", "Query", "QueryVariant", "RRFSpec", "RerankPlan",
-    "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "VariantPair",
+    "RerankResult", "RerankerSpec", "RetrievalPlan", "RunManifest", "ScaleSpec", "ScoreSet", "SharedPairs", "VariantPair",
     "VariantSet", "parse_measure",
 ]

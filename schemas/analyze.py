@@ -26,6 +26,10 @@ class AnalyzeConfig(StrictModel):
                                                                 "always first); default: every condition found")
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description)
     headline: MeasureName = Field(_EVAL["headline"].default, description=_EVAL["headline"].description)
+    first_stages: list[SlugName] | None = Field(None, description="runs of several first stages (files named "
+                                                "<first stage>~<system>.trec): their order, the first one's results "
+                                                "fill the results folder, each other's first-stages/<name>/; "
+                                                "default: sorted")
     seed: int = Field(_EVAL["seed"].default, description="seed of the bootstrap")
     bootstrap_resamples: int = Field(_EVAL["bootstrap_resamples"].default, ge=100,
                                      description=_EVAL["bootstrap_resamples"].description)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from terazi.schemas.config import EncoderSpec
 from terazi.schemas.rerankers import RerankerSpec
@@ -187,6 +187,17 @@ class RerankResult(_Manifest):
                                                      "the run that scored the cached pairs)")
 
 
+class SharedPairs(_Manifest):
+    """With several first stages: the pairs one model row rescores on one dataset, per first stage, shared by two or
+    more of them (scored once: the store is keyed by the pair), and in all (what the row's scores cost)."""
+
+    dataset: str
+    system: str
+    pairs: dict[str, int] = Field(description="distinct pairs per first stage")
+    shared: int = Field(description="distinct pairs two or more first stages hold")
+    unique: int = Field(description="distinct pairs of all first stages together: what the store holds for the row")
+
+
 class DepthSet(_Manifest):
     """Per-query values of a depth sweep on one dataset's clean queries: a reranker's headline at each depth, or
     (system: the first stage) the ceiling, recall@depth and the oracle's headline."""
@@ -277,3 +288,13 @@ class RunManifest(BaseModel):
     reranks: list[RerankResult]
     scores: list[ScoreSet]
     leaderboard: list[LeaderboardRow]
+    shared_pairs: list[SharedPairs] = Field(default_factory=list, description="several first stages only: the pairs "
+                                            "they share, per model row and dataset")
+
+    @model_serializer(mode="wrap")
+    def _shared_only_when_several(self, handler):
+        """A run with one first stage is written as before the field existed."""
+        body = handler(self)
+        if isinstance(body, dict) and not self.shared_pairs:
+            body.pop("shared_pairs", None)
+        return body

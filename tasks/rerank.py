@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prefect import task
 
+from terazi.rerank.shared import shared_pairs
 from terazi.rerank.stage import finish_rerank, first_stage_ranking, fuse_systems, plan_rerank, score_chunk
 from terazi.tasks import transient
 
@@ -16,3 +17,4 @@ rerank_chunk_task = task(score_chunk, name="rerank-chunk", retries=2, retry_dela
 rerank_finish_task = task(finish_rerank, name="rerank-ranking", retries=1, retry_delay_seconds=2,
                           task_run_name="ranking {plan.dataset} {plan.system}", retry_condition_fn=transient)
 fuse_task = task(fuse_systems, name="fuse", task_run_name="fuse {dataset.name} {spec.name}")
+shared_pairs_task = task(shared_pairs, name="shared-pairs", task_run_name="shared pairs {dataset.name}")

@@ -1,7 +1,8 @@
 """Golden files: what terazi writes and prints, pinned file by file, so that moving code cannot change it unseen.
 
-Two runs through the Python API (the demo benchmark as `terazi demo` runs it, and a tiny benchmark with a
-cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm and a 90% level), `terazi analyze` on the
+Three runs through the Python API (the demo benchmark as `terazi demo` runs it, a tiny benchmark with a
+cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm and a 90% level, and the tiny benchmark again with
+two first stages and a depth sweep: depths, ceiling, protocol table, first-stages/bm25/), `terazi analyze` on the
 demo's runs (and on a copy with one system's clean run replaced), then `terazi score`, `compare` and
 `leaderboard` on those folders as a user runs them (a subprocess each). Every output is normalised first:
 timings, time stamps and absolute paths out, floats compared to 1e-12, TREC files by their lines.
@@ -29,10 +30,11 @@ import pytest
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TERAZI_UPDATE_GOLDEN") == "1"
 TIMING_KEYS = {"items", "seconds", "started", "stopped", "flow_run_id", "latency_p50_ms", "latency_p95_ms", "latency_queries"}
-TIMING_COLUMNS = {"Pairs/s", "Çift/sn", "p50 ms/query", "p95 ms/query", "Timed", "Çift/sn (×)", "Pairs/s (×)"}
+TIMING_COLUMNS = {"Pairs/s", "Model s/query", "Çift/sn", "p50 ms/query", "p95 ms/query", "Timed", "Çift/sn (×)", "Pairs/s (×)"}
 RESULT_FILES = ("leaderboard.csv", "scores.csv", "conditions.csv", "comparisons.csv", "retention.csv",
-                "retention_datasets.csv", "robustness.csv", "ranks.csv", "variants.csv", "costs.csv")
-CSV_TIMING = {"items", "seconds", "per_second", "latency_p50_ms", "latency_p95_ms", "speed_ratio"}
+                "retention_datasets.csv", "robustness.csv", "ranks.csv", "variants.csv", "costs.csv", "depths.csv",
+                "ceiling.csv", "protocol.csv")
+CSV_TIMING = {"items", "seconds", "per_second", "latency_p50_ms", "latency_p95_ms", "speed_ratio", "seconds_per_query"}
 
 
 # ---------------------------------------------------------------- normalising
@@ -200,6 +202,10 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
     check(f"{prefix}/tables.json", _tables_clean(json.loads(clean((run / "tables.json").read_text(encoding="utf-8")))))
     check(f"{prefix}/leaderboard.md", markdown_clean(clean((run / "leaderboard.md").read_text(encoding="utf-8"))))
     check(f"{prefix}/report.txt", html_clean(clean((run / "report.html").read_text(encoding="utf-8"))))
+    if (run / "protocol.md").is_file():
+        check(f"{prefix}/protocol.md", markdown_clean(clean((run / "protocol.md").read_text(encoding="utf-8"))))
+    if not (run / "manifest.json").is_file():  # another first stage's folder (first-stages/<name>/): the run's manifest
+        return
     manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
     manifest["benchmark"]["parts"].pop("systems")
     check(f"{prefix}/manifest.json", manifest)
@@ -249,6 +255,15 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}], "subset": 3,
         "featured": "ce", "labels": "tr", "confidence": 0.9, "holm": True, "bootstrap_resamples": 500, "seed": 7,
         "out_dir": str(out), "cache_dir": str(cache), "run_name": "tiny", "offline": True})
+    terazi.evaluate({  # the protocol: two first stages, each reranked at depths 3, 5 and 8 from one scoring
+        "benchmark": "golden-protocol", "datasets": [{"path": str(tiny), "name": "tiny"}],
+        "encoder": {"model": minilm_path}, "first_stages": [{"name": "dense", "kind": "dense"},
+                                                            {"name": "bm25", "kind": "bm25"}],
+        "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "ce", "kind": "cross-encoder", "model": ce,
+                                                         "max_length": 64}],
+        "conditions": ["clean", "upper", "ascii_full"], "robustness": "end-to-end", "corruption": {"samples": 1},
+        "depth": 8, "rerank_depth": 5, "rerank_depths": [3, 5, 8], "bootstrap_resamples": 200, "seed": 7,
+        "out_dir": str(out), "cache_dir": str(cache), "run_name": "protocol", "offline": True})
 
     # runs made elsewhere: the demo's TREC files, and a copy in which one system's clean ranking is the first stage's
     terazi.analyze(out / "demo", out=out / "analyzed", bootstrap_resamples=1000)
@@ -282,7 +297,7 @@ def _tiny_cross_encoder(folder: Path, tokenizer_from: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run", ["demo", "tiny", "analyzed", "changed-run"])
+@pytest.mark.parametrize("run", ["demo", "tiny", "protocol", "protocol/first-stages/bm25", "analyzed", "changed-run"])
 def test_results_folders(golden_runs, run):
     out, clean, _ = golden_runs
     check_results(run, out / run, clean)

@@ -41,6 +41,7 @@ class Comparison:
     removed: list[str]
     confidence: float
     correction: str
+    depths: pl.DataFrame | None = None  # two folders that both swept rerank depths: `compare_depths`
 
     def changed(self) -> pl.DataFrame:
         """Cells where anything moved: a significant verdict or a non-zero delta."""
@@ -56,7 +57,8 @@ class Comparison:
     def to_json(self) -> str:
         return json.dumps({"title": self.title, "measure": self.measure, "confidence": self.confidence,
                            "correction": self.correction, "added": self.added, "removed": self.removed,
-                           "overall": self.overall.to_dicts(), "cells": self.cells.to_dicts()}, indent=2,
+                           "overall": self.overall.to_dicts(), "cells": self.cells.to_dicts(),
+                           **({"depths": self.depths.to_dicts()} if self.depths is not None else {})}, indent=2,
                           ensure_ascii=False)
 
 
@@ -134,7 +136,20 @@ def compare_runs(before: Path, after: Path, measure: str | None = None, resample
     cells, overall = compare_tables(new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, holm)
     return Comparison(f"{Path(before).name} → {Path(after).name}", measure, cells, overall,
                       [s for s in new_s if s not in old_s], [s for s in old_s if s not in new_s], confidence,
-                      "Holm across each system's cells" if holm else "none")
+                      "Holm across each system's cells" if holm else "none", compare_depths(before, after))
+
+
+def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
+    """When both folders swept rerank depths (depths.csv): per reranker and depth both have, each run's headline,
+    after − before, and whether the depth is each run's enough depth; None otherwise."""
+    paths = [RunLayout(p).depths_csv for p in (before, after)]
+    if not all(p.is_file() for p in paths):
+        return None
+    old, new = (pl.read_csv(p).select("system", "depth", "mean", "enough") for p in paths)
+    return (old.join(new, on=["system", "depth"], how="inner", suffix="_after", maintain_order="right")
+            .select("system", "depth", pl.col("mean").alias("before"), pl.col("mean_after").alias("after"),
+                    (pl.col("mean_after") - pl.col("mean")).alias("delta"), pl.col("enough").alias("enough_before"),
+                    "enough_after"))
 
 
 def compare_systems(run: Path, a: str, b: str, measure: str | None = None, resamples: int = 2000, seed: int = 0,

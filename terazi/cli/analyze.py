@@ -29,6 +29,9 @@ def analyze(
     retention: Optional[str] = typer.Option(None, help="retention across datasets: macro (default, as the Kalbur "
                                                        "card) or pooled"),
     featured: Optional[str] = typer.Option(None, help="system whose significant cells are listed (default: the top)"),
+    first_stage: list[str] = typer.Option([], "--first-stage", help="runs of several first stages (files named "
+                                          "<first stage>~<system>.trec): their order, the first one's results in the "
+                                          "folder (repeatable; default: sorted)"),
     labels: Optional[str] = typer.Option(None, help="display labels: en (default) or tr"),
     exclude: Optional[str] = typer.Option(None, help="leakage output folder (`terazi leakage --out`): every headline "
                                                       "also without the queries it lists"),
@@ -47,7 +50,8 @@ def analyze(
         for key, value in (("metrics", metric or None), ("headline", headline), ("conditions", condition or None),
                            ("benchmark", benchmark), ("seed", seed), ("bootstrap_resamples", resamples),
                            ("confidence", confidence), ("borda", borda), ("retention", retention),
-                           ("featured", featured), ("labels", labels), ("exclude", exclude),
+                           ("featured", featured), ("first_stages", first_stage or None), ("labels", labels),
+                           ("exclude", exclude),
                            ("exclude_by", exclude_by)):
             if value is not None:
                 raw[key] = value

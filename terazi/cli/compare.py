@@ -66,3 +66,7 @@ def show(cmp, everything: bool) -> None:
     for label, names in (("only after", cmp.added), ("only before", cmp.removed)):
         if names:
             console.print(f"{label}: {', '.join(names)}", highlight=False)
+    if cmp.depths is not None:
+        from terazi.present.comparison import DEPTHS_CAPTION, depth_table
+
+        console.print(depth_table(cmp.depths).rich(DEPTHS_CAPTION))

@@ -10,6 +10,10 @@ Layout (every part a safe name):
                                                   file: none); without it every query of a non-clean condition counts
     datasets.yaml                                 optional: per dataset `in_ranking`, `reason`, `task_type`
 
+Runs of several first stages: every run file named `<first stage>~<system>.trec` (each part a safe name), e.g.
+`runs/<dataset>/clean/bm25~ce.trec` (the cross-encoder reranking BM25's candidates) and `bm25~first-stage.trec` (BM25's
+own ranking); each first stage is then analysed as a folder of its runs alone would be, and compared (protocol.md).
+
 terazi writes the fifth column of its run files as `depth + 1 − rank` (depth: the deepest rank in the file), a
 strictly decreasing integer, so that any TREC reader (trec_eval, ranx, pytrec_eval), which ranks by score, gets
 exactly terazi's ranking, ties included (terazi keeps ties in first-stage order). The models' own scores stay in
@@ -31,6 +35,7 @@ from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
 SAMPLE = re.compile(r"^sample-(\d+)$")
+STAGE_MARK = "~"  # `<first stage>~<system>.trec`
 
 
 def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system: str,
@@ -77,10 +82,37 @@ class DatasetRuns:
     def systems(self) -> list[str]:
         return sorted({s for by_sample in self.runs.values() for files in by_sample.values() for s in files})
 
+    def of_stage(self, stage: str) -> DatasetRuns:
+        """The runs of one first stage (`<stage>~<system>.trec`), named by their system alone."""
+        mark = stage + STAGE_MARK
+        runs = {c: {k: {s.removeprefix(mark): f for s, f in files.items() if s.startswith(mark)}
+                    for k, files in by_sample.items()} for c, by_sample in self.runs.items()}
+        return DatasetRuns(self.name, self.qrels, runs, self.changed)
+
+
+def first_stages(datasets: list[DatasetRuns], order: list[str] | None) -> list[str] | None:
+    """The first stages of a folder whose run files are all named `<first stage>~<system>.trec`, in `order` (the
+    first one fills the results folder) or sorted; None when no file is. A mix, or an `order` naming other first
+    stages than the files, is an error naming a file or the stages."""
+    names = {s: d for d in datasets for s in d.systems}
+    marked = {s.split(STAGE_MARK)[0] for s in names if STAGE_MARK in s}
+    if not marked and order is None:
+        return None
+    plain = next((s for s in names if STAGE_MARK not in s), None)
+    if plain is not None:
+        raise DatasetError(names[plain].qrels.parents[1] / "runs" / names[plain].name, None,
+                           f"system {plain!r} has no first stage: with several first stages every run file is "
+                           "named <first stage>~<system>.trec")
+    if order is not None and sorted(order) != sorted(marked):
+        raise DatasetError(datasets[0].qrels.parents[1] / "runs", None, f"first_stages {order} do not match the run "
+                                                                        f"files' first stages {sorted(marked)}")
+    return list(order) if order is not None else sorted(marked)
+
 
 def _slug(path: Path, what: str) -> str:
     name = path.stem if path.is_file() else path.name
-    if not is_slug(name):
+    parts = name.split(STAGE_MARK, 1) if what == "system" else [name]  # `<first stage>~<system>`
+    if not all(is_slug(x) for x in parts):
         raise DatasetError(path, None, f"{what} name {name!r} is not a safe name (letters, digits, '.', '_', '-')")
     return name
 

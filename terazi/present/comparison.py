@@ -21,6 +21,8 @@ def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
         lines += [f"Unchanged in every cell: {', '.join(same)}.", ""]
     lines += [f"Only {side}: {', '.join(names)}." for side, names in (("after", cmp.added), ("before", cmp.removed))
               if names]
+    if cmp.depths is not None:
+        lines += ["", f"**{DEPTHS_CAPTION}**", "", depth_table(cmp.depths).markdown()]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -50,3 +52,16 @@ def _md_table(df: pl.DataFrame, caption: str) -> list[str]:
     if df.height == 0:
         return [f"No {caption}.", ""]
     return [f"**{caption}**", "", comparison_table(df).markdown(), ""]
+
+
+DEPTHS_CAPTION = "rerank depth (both runs swept it: clean queries, each run's headline)"
+
+
+def depth_table(depths: pl.DataFrame) -> Table:
+    """Per reranker and depth both runs swept: the two headlines, after − before, and each run's enough depth."""
+    return Table(["system", "depth", "before", "after", "delta", "enough before", "enough after"],
+                 [[r["system"], str(r["depth"]), _cell("before", r["before"]), _cell("after", r["after"]),
+                   _cell("delta", r["delta"]), "✓" if r["enough_before"] else "", "✓" if r["enough_after"] else ""]
+                  for r in depths.iter_rows(named=True)],
+                 ["Enough: the smallest depth not significantly below that run's deepest (depths.csv)."],
+                 align=["left", *["right"] * 4, "left", "left"])

@@ -156,6 +156,13 @@ class Inventory:
     settings: dict[str, dict]
     conditions: list[str]
     systems: list[str]
+    stages: list[str] | None = None  # runs of several first stages (`<first stage>~<system>.trec`)
+
+    def of_stage(self, stage: str) -> Inventory:
+        """One first stage's runs, named by their systems alone: what a folder of its runs alone holds."""
+        mark = stage + runfolder.STAGE_MARK
+        return Inventory(self.folder, [d.of_stage(stage) for d in self.datasets], self.settings, self.conditions,
+                         [s.removeprefix(mark) for s in self.systems if s.startswith(mark)])
 
 
 def inventory(config: AnalyzeConfig) -> Inventory:
@@ -173,16 +180,18 @@ def inventory(config: AnalyzeConfig) -> Inventory:
                                            "document, `qid Q0 docid rank score tag`")
     settings = dataset_settings(folder, [d.name for d in found])
     conditions = order_conditions(sorted({c for d in found for c in d.runs}), config.conditions)
-    systems = sorted({s for d in found for s in d.systems}, key=lambda s: (s != FIRST_STAGE, s))
+    stages = runfolder.first_stages(found, config.first_stages)
+    parts = {s: s.rpartition(runfolder.STAGE_MARK) for d in found for s in d.systems}  # (first stage, ~, system)
+    systems = sorted(parts, key=lambda s: (parts[s][0], parts[s][2] != FIRST_STAGE, s))
     for d in found:
         if d.systems != sorted(systems):
             raise DatasetError(folder / "runs" / d.name, None, f"systems {sorted(set(systems) - set(d.systems))} "
                                                               "have no runs for this dataset")
-    if config.featured and config.featured not in systems:
+    if config.featured and config.featured not in {p[2] for p in parts.values()}:
         raise ConfigError(f"featured system {config.featured!r} has no runs (systems: {', '.join(systems)})")
     if config.exclude:  # the leakage check's lists, read before the results folder exists
         read_exclusions(config.exclude, config.exclude_by, [d.name for d in found])
-    return Inventory(folder, found, settings, conditions, systems)
+    return Inventory(folder, found, settings, conditions, systems, stages)
 
 
 def copy_inputs(folder: Path, run_dir: Path) -> None:

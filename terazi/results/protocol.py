@@ -1,6 +1,7 @@
 """The protocol table of a run with several first stages: for each pair of first stages, Kendall's τ between the
 rerankers' orders (clean headline, ranked datasets) with its bootstrap interval, the pairwise verdicts that flip,
-and one sentence (protocol.csv, protocol.md); read from each first stage's results folder, as written."""
+and one sentence (protocol.csv, protocol.md); read from each first stage's results folder, as written. protocol.md
+also counts the pairs the first stages share (scored once), from the run's manifest."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from terazi.analysis.protocol import flips, tau_interval
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.labels import interval, score
 from terazi.present.table import Table
-from terazi.schemas import FIRST_STAGE, DatasetManifest, EvalConfig
+from terazi.schemas import FIRST_STAGE, DatasetManifest, EvalConfig, SharedPairs
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
@@ -29,9 +30,50 @@ def _matrices(per_query: pl.DataFrame, systems: list[str], datasets: list[str]) 
                           ["value"].to_numpy() for s in systems]) for d in datasets}
 
 
-def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], config: EvalConfig, out_dir: str) -> str:
-    """protocol.csv and protocol.md from the first stages' results folders (`roots`: name → folder); returns the
-    page's text."""
+def shared_table(shared: list[SharedPairs], stages: list[str]) -> Table:
+    """Per dataset and model row: the pairs of each first stage, those they share and the pairs scored in all."""
+    return Table(["Dataset", "System", *[f"Pairs: {n}" for n in stages], "Shared", "Scored in all"],
+                 [[r.dataset, r.system, *[f"{r.pairs[n]:,}" for n in stages], f"{r.shared:,}", f"{r.unique:,}"]
+                  for r in shared],
+                 ["Distinct (query text, document) pairs each model row rescores on each first stage's candidates; "
+                  "Shared: held by two or more first stages, scored once (the score store is keyed by the pair); "
+                  "Scored in all: the union, what the row's scores cost."])
+
+
+def retention_part(roots: dict[str, str]) -> list[str]:
+    """protocol.md's retention section: each first stage's decomposition (robustness.csv: end to end, reranker
+    only, first-stage recall) side by side, and per condition one sentence on how the first stages' recall held."""
+    parts = [pl.read_csv(RunLayout(r).robustness_csv, infer_schema_length=None).with_columns(first_stage=pl.lit(n))
+             for n, r in roots.items() if RunLayout(r).robustness_csv.is_file()]
+    if len(parts) < 2:
+        return []
+    frame = pl.concat(parts, how="diagonal_relaxed")
+
+    def cell(r: dict, col: str) -> str:
+        return f"{score(r[col], 3)} {interval(r[f'{col}_low'], r[f'{col}_high'], lambda v: score(v, 3))}" \
+            if r[col] is not None else "–"
+
+    table = Table(["First stage", "System", "Condition", "End to end", "Reranker only", "First-stage recall"],
+                  [[r["first_stage"], r["system"], r["condition"], cell(r, "end_to_end"), cell(r, "reranker_only"),
+                    cell(r, "first_stage_recall")] for r in frame.iter_rows(named=True)],
+                  ["Each first stage's robustness.csv: corrupted over clean, end to end (the whole pipeline), "
+                   "reranker only (the same candidates) and the first stage's recall, with their intervals."])
+    lines = []
+    for (cond,), part in frame.group_by("condition", maintain_order=True):
+        recall = part.group_by("first_stage", maintain_order=True).agg(pl.col("first_stage_recall").first())
+        ends = part.filter(pl.col("system") != FIRST_STAGE).group_by("first_stage", maintain_order=True).agg(
+            pl.col("end_to_end").min().alias("low"), pl.col("end_to_end").max().alias("high"))
+        lines.append(f"{cond}: the first stages keep " + ", ".join(
+            f"{score(v, 3)} ({n})" for n, v in recall.iter_rows()) + " of their clean recall; end to end the "
+            "rerankers keep " + ", ".join(f"{score(lo, 3)}–{score(hi, 3)} ({n})" for n, lo, hi in ends.iter_rows())
+            + ".")
+    return ["## Retention per first stage", "", *[f"- {x}" for x in lines], "", table.markdown(), ""]
+
+
+def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], config: EvalConfig, out_dir: str,
+                   shared: list[SharedPairs]) -> str:
+    """protocol.csv and protocol.md from the first stages' results folders (`roots`: name → folder) and the pairs
+    they share; returns the page's text."""
     ranked = ranked_datasets(datasets)
     clean = {n: pl.read_parquet(RunLayout(r).per_query).filter(
         (pl.col("measure") == config.headline) & (pl.col("condition") == CLEAN) & pl.col("dataset").is_in(ranked)
@@ -73,7 +115,10 @@ def protocol_table(roots: dict[str, str], datasets: list[DatasetManifest], confi
                    "Verdict flips: pairwise verdicts (better / no difference / worse, clean queries, per dataset) "
                    "that differ."])
     text = "\n".join(["# Does the rerankers' order hold across first stages?", "", *[f"- {x}" for x in lines], "",
-                      table.markdown(), "", "Each first stage's own results: "
+                      table.markdown(), "", *(["## Pairs shared between first stages", "",
+                                               shared_table(shared, list(roots)).markdown(), ""] if shared else []),
+                      *retention_part(roots),
+                      "Each first stage's own results: "
                       + ", ".join(f"{n}: `{Path(r).relative_to(layout.root) if r != out_dir else '.'}`"
                                   for n, r in roots.items()) + "."]) + "\n"
     layout.protocol_md.write_text(text, encoding="utf-8")
