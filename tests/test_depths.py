@@ -73,13 +73,16 @@ def test_every_depth_equals_a_run_at_that_depth(tmp_path, tiny_dataset, tiny_cro
 
 def test_oracle_and_recall_by_hand(tmp_path, tiny_dataset):
     """q1 (d1: 2, d2: 1, d3: 0) with candidates d3, d4 (unjudged for q1), d2, d1: the oracle of the top 3 puts d2
-    first, so nDCG@10 = 1 / (2 + 1/log2 3); of the top 4, 1; of the top 2, 0. Recall: 0, ½, 1."""
+    first and leaves d1 fourth, as a reranker at depth 3 must, so nDCG@10 = (1 + 2/log2 5) / (2 + 1/log2 3); of the
+    top 4, 1; of the top 2, the first stage's own order (1/log2 4 + 2/log2 5) / (2 + 1/log2 3). Recall: 0, ½, 1."""
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"), announce=False)
     cands = pl.DataFrame([("clean", 0, "q1", r, d, 1.0 / r) for r, d in enumerate(["d3", "d4", "d2", "d1"], 1)],
                          schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row")
     got = pl.read_parquet(ceiling_values(ds, candidate_set(ds, cands, tmp_path), [2, 3, 4], "nDCG@10",
                                          str(tmp_path / "out")).path).filter(pl.col("query_id") == "q1").sort("depth")
-    assert got["oracle"].to_list() == pytest.approx([0.0, 1 / (2 + 1 / math.log2(3)), 1.0], abs=1e-12)
+    ideal = 2 + 1 / math.log2(3)
+    assert got["oracle"].to_list() == pytest.approx([(1 / 2 + 2 / math.log2(5)) / ideal, (1 + 2 / math.log2(5)) / ideal,
+                                                     1.0], abs=1e-12)
     assert got["recall"].to_list() == pytest.approx([0.0, 0.5, 1.0], abs=1e-12)
 
 

@@ -1,6 +1,6 @@
 """The ceiling of a first stage on one dataset's clean queries at every depth of a sweep: recall@depth, and the
 oracle's headline, the judged candidates of the top `depth` in their ideal order (grade descending, first-stage
-rank breaking ties), so a reranker's figure reads as a share of what its candidates allow."""
+rank breaking ties) above the rest in first-stage order, so a reranker's figure reads as a share of what its candidates allow."""
 
 from __future__ import annotations
 
@@ -23,12 +23,15 @@ def clean_candidates(candidates: CandidateSet) -> pl.DataFrame:
 
 
 def oracle_ranking(candidates: pl.DataFrame, grades: pl.DataFrame, depth: int) -> pl.DataFrame:
-    """The top `depth` candidates of every variant in their ideal order: grade descending (unjudged: 0), then
-    first-stage rank; the score is the grade."""
+    """The best ranking a reranker at `depth` can give: the top `depth` candidates of every variant in their ideal
+    order (grade descending, unjudged 0, then first-stage rank), the candidates below them in first-stage order, as
+    a reranker at that depth leaves them (they still count in nDCG@10 when the depth is under 10)."""
     top = candidates.filter(pl.col("rank") <= depth).join(grades, on=["query_id", "doc_id"], how="left")
     top = top.with_columns(pl.col("grade").fill_null(0).cast(pl.Float64).alias("score"))
-    return top.sort([*VARIANT, "score", "rank"], descending=[False, False, False, True, False]).with_columns(
+    top = top.sort([*VARIANT, "score", "rank"], descending=[False, False, False, True, False]).with_columns(
         pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank")).drop("grade")
+    rest = candidates.filter(pl.col("rank") > depth).with_columns(pl.col("score").cast(pl.Float64))
+    return pl.concat([top, rest.select(top.columns)]).sort([*VARIANT, "rank"])
 
 
 def ceiling_values(dataset: DatasetManifest, candidates: CandidateSet, depths: list[int], measure: str,
