@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
-import threading
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -27,36 +31,74 @@ def check_api() -> None:
 
 @contextmanager
 def temporary_server() -> Iterator[Callable[[], None]]:
-    """Without a Prefect API, start the temporary server Prefect would start for the flow now, in a thread, so that
-    its start-up (a process importing Prefect's server and opening its database: seconds) overlaps terazi's checks
-    and imports; yields the wait for it, called just before the flow, which finds it running (Prefect keeps one such
-    server per process). When the block fails before the flow, the server started here is stopped. Whether an API is
-    set is read here, in the caller's context: Prefect's settings may live in a context variable (a test harness,
-    `temporary_settings`) that a new thread does not see, and that server is not ours to start or stop."""
-    from prefect.settings import PREFECT_API_URL
+    """Without a Prefect API, start the temporary server Prefect would start for the flow now, so that its start-up
+    (a process importing Prefect's server and opening its database: seconds) overlaps terazi's checks and imports;
+    yields the wait for it, called just before the flow. The server is started here with Prefect's own command line
+    (`uvicorn prefect.server.api.server:create_app`, UI off, ephemeral) rather than through Prefect's
+    SubprocessASGIServer, because importing that class loads Prefect's whole server (FastAPI, SQLAlchemy, the API)
+    into this process too: ~2-4 s of CPU per run for a process that only talks HTTP to it. This process then reaches
+    it through PREFECT_API_URL (set in its environment and Prefect's global settings), so the flow, its logs and
+    events go to that server as they would to Prefect's. It is stopped when the process exits (after Prefect's
+    workers have drained, as they register later), or at once when the block fails before the flow. Whether an API
+    is set is read in the caller's context: Prefect's settings may live in a context variable (a test harness,
+    `temporary_settings`), and that server is not ours to start or stop."""
+    import prefect
+    from prefect.context import refresh_global_settings_context
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
 
     if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
         yield lambda: None
         return
-    started, cancelled = [], threading.Event()
+    with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
+           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+                               "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+                               "--log-level", "error", "--lifespan", "on"], env=env)
 
-    def start() -> None:
-        from prefect.server.api.server import SubprocessASGIServer
+    def stop() -> None:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
-        if not cancelled.is_set():  # a check failed while Prefect's server module was imported: no server at all
-            server = SubprocessASGIServer()
-            server.start()
-            started.append(server)
+    def ready() -> None:
+        import httpx
 
-    thread = threading.Thread(target=start, name="terazi-prefect-server", daemon=True)
-    thread.start()
+        deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        while time.monotonic() < deadline:
+            if server.poll() is not None:
+                raise TeraziError(f"the temporary Prefect server on port {port} exited with code {server.returncode} "
+                                  "before answering (see the lines above)")
+            try:
+                if httpx.get(url + "/health", timeout=5.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TeraziError(f"the temporary Prefect server did not answer at {url} within "
+                          f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value():.0f} s "
+                          "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
+
+    atexit.register(stop)
+    old = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    refresh_global_settings_context()
     try:
-        yield thread.join
+        yield ready
     except BaseException:
-        cancelled.set()
-        thread.join()
-        for server in started:
-            server.stop()
+        stop()
+        if old is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = old
+        refresh_global_settings_context()
         raise
 
 
