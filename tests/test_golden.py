@@ -257,7 +257,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         "out_dir": str(out), "cache_dir": str(cache), "run_name": "tiny", "offline": True})
     terazi.evaluate({  # the protocol: two first stages, each reranked at depths 3, 5 and 8 from one scoring
         "benchmark": "golden-protocol", "datasets": [{"path": str(tiny), "name": "tiny"}],
-        "encoder": {"model": minilm_path}, "first_stages": [{"name": "dense", "kind": "dense"},
+        "encoder": {"model": "bundled:all-MiniLM-L6-v2"}, "first_stages": [{"name": "dense", "kind": "dense"},
                                                             {"name": "bm25", "kind": "bm25"}],
         "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "ce", "kind": "cross-encoder", "model": ce,
                                                          "max_length": 64}],
