@@ -258,16 +258,6 @@ class LeakageLayout:
         return inside(self.root, "report.md")
 
     @property
-    def depths_csv(self) -> Path:
-        """Only with `rerank_depths`: each reranker's headline, cost and share of the ceiling at each depth."""
-        return self.file("depths.csv")
-
-    @property
-    def ceiling_csv(self) -> Path:
-        """Only with `rerank_depths`: the first stage's recall@depth and oracle headline at each depth."""
-        return self.file("ceiling.csv")
-
-    @property
     def report_html(self) -> Path:
         return inside(self.root, "report.html")
 
