@@ -327,6 +327,8 @@ class EvalConfig(StrictModel):
     def models(self) -> list[tuple[str, str, str | None, bool]]:
         """(where in the config, model, revision, trust_remote_code) of every model the run loads."""
         out = [("encoder", self.encoder.model, self.encoder.revision, self.encoder.trust_remote_code)]
+        out += [(f"first_stages.{f.name}.encoder", f.encoder.model, f.encoder.revision, f.encoder.trust_remote_code)
+                for f in self.first_stages or [] if f.encoder]
         out += [(f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
                 for r in self.rerankers if r.kind in MODEL_KINDS]
         return out

@@ -32,6 +32,9 @@ def test_remote_code_needs_the_server_to_allow_it(tmp_path, tiny_dataset, tiny_c
     enc = form(tmp_path, tiny_dataset, encoder={"trust_remote_code": True})
     with pytest.raises(PolicyError, match=r"^encoder\.trust_remote_code"):
         strict.apply(enc)
+    stage = form(tmp_path, tiny_dataset, first_stages=[{"name": "own", "encoder": {"trust_remote_code": True}}])
+    with pytest.raises(PolicyError, match=r"^first_stages\.own\.encoder\.trust_remote_code"):
+        strict.apply(stage)  # a first stage's own encoder is a model the run loads like any other
 
 
 def test_models_come_from_the_allow_list(tmp_path, tiny_dataset, tiny_cross_encoder, served):
@@ -42,6 +45,9 @@ def test_models_come_from_the_allow_list(tmp_path, tiny_dataset, tiny_cross_enco
     for model in ("evil/remote-model", "/etc", str(Path(tiny_cross_encoder).parent.parent)):
         bad = form(tmp_path, tiny_dataset, rerankers=[{"name": "x", "kind": "bi-encoder", "model": model}])
         with pytest.raises(PolicyError, match=r"rerankers\.x\.model .*not allowed by the service policy"):
+            policy.apply(bad)
+        bad = form(tmp_path, tiny_dataset, first_stages=[{"name": "own", "encoder": {"model": model}}])
+        with pytest.raises(PolicyError, match=r"first_stages\.own\.encoder\.model .*not allowed by the service"):
             policy.apply(bad)
 
 
