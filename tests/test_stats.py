@@ -64,3 +64,26 @@ def test_thousands_of_resamples_of_thousands_of_queries_is_vectorised():
     values = {"d1": rng.random(3000), "d2": rng.random(2000)}
     boot = balanced_bootstrap(values, n_resamples=2000, seed=0)
     assert boot.shape == (2000,) and abs(boot.mean() - np.mean([v.mean() for v in values.values()])) < 0.005
+
+
+def test_shared_draws_are_the_queries_a_generator_of_the_seed_draws():
+    """The counts are the resamples an interval drawing its own indexes would draw (the same generator calls, in the
+    same chunks), so every mean is the gathered mean to rounding; drawn once per seed and sizes, reused after."""
+    from terazi.analysis.stats import draws, resampled_means
+
+    rng_values = np.random.default_rng(3)
+    values = {"a": rng_values.random(700), "b": rng_values.random(45)}
+    chunk = 50_000  # several chunks per dataset
+    counts = draws((700, 45), 300, 11, chunk)
+    assert draws((700, 45), 300, 11, chunk) is counts
+    rng = np.random.default_rng(11)
+    for (name, v), c in zip(sorted(values.items()), counts):
+        step = max(1, chunk // v.size)
+        gathered = np.concatenate([v[rng.integers(0, v.size, size=(min(300, s + step) - s, v.size))].mean(axis=1)
+                                   for s in range(0, 300, step)])
+        assert c.shape == (300, v.size) and (c.sum(axis=1) == v.size).all()
+        np.testing.assert_allclose(resampled_means([v], c, chunk)[0], gathered, rtol=1e-13, atol=0)
+    boot = balanced_bootstrap(values, 300, 11, chunk)
+    assert np.allclose(boot, (resampled_means([values["a"]], counts[0])[0] + resampled_means([values["b"]], counts[1])[0]) / 2)
+    with pytest.raises(ValueError, match="finite"):
+        resampled_means([np.array([0.5, np.nan])], draws((2,), 10, 0, chunk)[0])

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping
 import numpy as np
 import polars as pl
 
-from terazi.analysis.stats import resampled_means
+from terazi.analysis.stats import draws, resampled_means
 from terazi.schemas.tables import CLEAN
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks draw the same queries as the headline's interval
@@ -31,11 +31,11 @@ def resampled_pair(values: Mapping[str, np.ndarray], keep: Mapping[str, np.ndarr
                    seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Per resample, the dataset-balanced mean over all queries and over the kept ones (NaN where a dataset drew none
     of its kept queries), on one set of draws: the headline interval's."""
-    rng = np.random.default_rng(seed)
     full, kept = np.zeros(resamples), np.zeros(resamples)
-    for name in sorted(values):
+    names = sorted(values)
+    for name, counts in zip(names, draws(tuple(values[d].size for d in names), resamples, seed, CHUNK_CELLS)):
         v, m = values[name], keep[name].astype(np.float64)
-        mean_v, mean_vm, mean_m = resampled_means([v, v * m, m], resamples, rng, CHUNK_CELLS)
+        mean_v, mean_vm, mean_m = resampled_means([v, v * m, m], counts, CHUNK_CELLS)
         full += mean_v
         with np.errstate(divide="ignore", invalid="ignore"):
             kept += np.where(mean_m > 0, mean_vm / np.where(mean_m > 0, mean_m, 1.0), np.nan)

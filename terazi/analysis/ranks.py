@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from terazi.analysis.stats import resampled_means
+from terazi.analysis.stats import draws, resampled_means
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks mean the same draws
 RANK_SCHEMA = {"system": pl.Utf8, "mean_task": pl.Float64, "rank_mean": pl.Int64, "rank_mean_low": pl.Int64,
@@ -115,12 +115,12 @@ def rank_draws(frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, 
     """The balanced means and Borda votes of every system in each of `resamples` paired resamples (stats'
     draws, see the module docstring). Memory: resamples × systems per array, whatever the query count."""
     systems, names, mats = aligned(frame, datasets)
-    rng = np.random.default_rng(seed)
     n = len(systems)
     total, votes = np.zeros((resamples, n)), np.zeros((resamples, n))
     point_total, point_votes = np.zeros(n), np.zeros(n)
-    for mat in mats:  # sorted datasets: the order balanced_bootstrap draws them in
-        means = np.stack(resampled_means([mat[:, j] for j in range(n)], resamples, rng, chunk_cells), axis=1)
+    counts = draws(tuple(mat.shape[0] for mat in mats), resamples, seed, chunk_cells)
+    for mat, c in zip(mats, counts):  # sorted datasets: the order balanced_bootstrap draws them in
+        means = np.stack(resampled_means([mat[:, j] for j in range(n)], c, chunk_cells), axis=1)
         total += means
         votes += borda_points(means)
         point = mat.mean(axis=0)

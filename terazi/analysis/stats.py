@@ -8,6 +8,8 @@ which removes the between-query variance that dominates IR scores.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
@@ -37,31 +39,83 @@ class Interval:
         return "better" if self.estimate > 0 else "worse"
 
 
-def resampled_means(arrays: Sequence[np.ndarray], n_resamples: int, rng: np.random.Generator,
-                     chunk_cells: int) -> list[np.ndarray]:
-    """The mean of each of one dataset's aligned `arrays` in `n_resamples` resamples of its queries (the same
-    queries for every array: paired), drawn in chunks of about `chunk_cells` indexes to bound memory."""
-    size = arrays[0].size
-    out = [np.empty(n_resamples) for _ in arrays]
-    step = max(1, chunk_cells // size)
-    for start in range(0, n_resamples, step):
+class _Draws:
+    """The resamples of a run, drawn once per (seed, resamples, dataset sizes) and shared by every interval.
+
+    Every interval of a run resamples the same datasets with the same seed, so it draws the same queries: drawing them
+    once and keeping each dataset's draws as counts (how often each query is in each resample, the smallest unsigned
+    type that holds them: 2000 × 10,000 queries is 20 MB) turns an interval into one matrix product per dataset instead
+    of drawing and gathering resamples × queries values again. The generator is called exactly as an interval drawing
+    its own would (seeded with `seed`, datasets in the caller's order, chunks of about `chunk_cells` indexes), so the
+    resamples are the same queries as before. Kept up to `budget` bytes, least recently used first out.
+    """
+
+    def __init__(self, budget: int = 256 * 2**20):
+        self.budget, self.kept, self.lock = budget, OrderedDict(), threading.Lock()
+
+    def __call__(self, sizes: tuple[int, ...], n_resamples: int, seed: int, chunk_cells: int) -> list[np.ndarray]:
+        key = (sizes, n_resamples, seed, chunk_cells)
+        with self.lock:
+            if key in self.kept:
+                self.kept.move_to_end(key)
+                return self.kept[key]
+        rng = np.random.default_rng(seed)
+        counts = [self._counts(rng, size, n_resamples, chunk_cells) for size in sizes]
+        with self.lock:
+            self.kept[key] = counts
+            while len(self.kept) > 1 and sum(c.nbytes for v in self.kept.values() for c in v) > self.budget:
+                self.kept.popitem(last=False)
+        return counts
+
+    @staticmethod
+    def _counts(rng: np.random.Generator, size: int, n_resamples: int, chunk_cells: int) -> np.ndarray:
+        if size == 0:
+            raise ValueError("a dataset has no queries to resample")
+        step = max(1, chunk_cells // size)
+        parts = []
+        for start in range(0, n_resamples, step):
+            check()
+            rows = min(n_resamples, start + step) - start
+            idx = rng.integers(0, size, size=(rows, size))
+            idx += np.arange(rows)[:, None] * size  # row r's queries counted in r's own block of `size` bins
+            c = np.bincount(idx.ravel(), minlength=rows * size).reshape(rows, size)
+            parts.append(c.astype(np.min_scalar_type(size)))
+        return np.concatenate(parts)
+
+
+draws = _Draws()
+
+
+def resampled_means(arrays: Sequence[np.ndarray], counts: np.ndarray, chunk_cells: int = 4_000_000) -> list[np.ndarray]:
+    """The mean of each of one dataset's aligned `arrays` in each resample of `counts` (resamples × queries: how
+    often each query was drawn; the same queries for every array: paired), in blocks of rows of about `chunk_cells`
+    cells so that memory stays bounded whatever the query count."""
+    values = np.column_stack([np.asarray(a, dtype=np.float64) for a in arrays])
+    if values.shape[0] != counts.shape[1]:
+        raise ValueError(f"{values.shape[0]} values for resamples of {counts.shape[1]} queries")
+    if not np.isfinite(values).all():  # 0 × NaN would spoil every resample, not only those that drew it
+        raise ValueError("per-query values to resample must be finite")
+    out = np.empty((counts.shape[0], values.shape[1]))
+    step = max(1, chunk_cells // max(1, counts.shape[1]))
+    for start in range(0, counts.shape[0], step):
         check()
-        stop = min(n_resamples, start + step)
-        idx = rng.integers(0, size, size=(stop - start, size))
-        for o, a in zip(out, arrays):
-            o[start:stop] = a[idx].mean(axis=1)
-    return out
+        block = counts[start:start + step].astype(np.float64)
+        for j in range(values.shape[1]):  # one product per array: its means do not depend on what it is paired with
+            out[start:start + step, j] = block @ values[:, j]
+    out /= counts.shape[1]
+    return list(out.T)
 
 
 def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000) -> np.ndarray:
     """`n_resamples` dataset-balanced means of `values` (per-query numbers, e.g. paired differences)."""
-    rng = np.random.default_rng(seed)
-    total = np.zeros(n_resamples)
-    for name in sorted(values):
-        v = np.asarray(values[name], dtype=np.float64)
+    names = sorted(values)
+    arrays = [np.asarray(values[name], dtype=np.float64) for name in names]
+    for name, v in zip(names, arrays):
         if v.size == 0:
             raise ValueError(f"dataset {name!r} has no queries to resample")
-        total += resampled_means([v], n_resamples, rng, chunk_cells)[0]
+    total = np.zeros(n_resamples)
+    for v, counts in zip(arrays, draws(tuple(v.size for v in arrays), n_resamples, seed, chunk_cells)):
+        total += resampled_means([v], counts, chunk_cells)[0]
     return total / len(values)
 
 
@@ -132,15 +186,16 @@ def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int 
     names = sorted(num)
     if not names:
         return Ratio(None, None, None, 0)
-    rng = np.random.default_rng(seed)
     boot_num, boot_den = np.zeros((n_resamples, len(names))), np.zeros((n_resamples, len(names)))
     point_num, point_den = np.zeros((1, len(names))), np.zeros((1, len(names)))
-    for j, name in enumerate(names):
-        x, y = np.asarray(num[name], dtype=np.float64), np.asarray(den[name], dtype=np.float64)
+    pairs = [(np.asarray(num[name], dtype=np.float64), np.asarray(den[name], dtype=np.float64)) for name in names]
+    for name, (x, y) in zip(names, pairs):
         if x.shape != y.shape or x.size == 0:
             raise ValueError(f"dataset {name!r}: {x.size} corrupted vs {y.size} clean values; need the same, non-empty")
+    for j, ((x, y), counts) in enumerate(zip(pairs, draws(tuple(x.size for x, _ in pairs), n_resamples, seed,
+                                                          chunk_cells))):
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
-        boot_num[:, j], boot_den[:, j] = resampled_means([x, y], n_resamples, rng, chunk_cells)
+        boot_num[:, j], boot_den[:, j] = resampled_means([x, y], counts, chunk_cells)
     estimate = float(_ratio(point_num, point_den, aggregation)[0])
     used = int((point_den > 0).sum()) if aggregation == "macro" else len(names)
     if not np.isfinite(estimate):
