@@ -78,7 +78,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         with model_runner(config) as submit:
             for ds in datasets:
                 # 1. the query variants of every condition
-                conditions = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out)
+                conditions = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out, cache)
                               for c in config.conditions]
                 ds_variants = [f.result() for f in conditions]
                 variants += ds_variants

@@ -13,12 +13,15 @@ for the same inputs, so that objects of the old format are not reused.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Callable
+
+import polars as pl
 
 from terazi import fingerprint
 from terazi.paths import inside
@@ -44,6 +47,19 @@ def key(stage: str, *parts: Any) -> str:
     """The key of a stage's output: its name, `FORMAT` and every input (JSON-able values; Paths by content). The
     parts must name everything the output's content and its paths in the results folder (dataset, system) depend on."""
     return f"{stage}-{fingerprint.of_json([FORMAT, stage, *[_part(p) for p in parts]])}"
+
+
+def code(*modules: str) -> str:
+    """SHA-256 of the source files of `modules` (a package: every .py below it), for the key of an output that the
+    code itself makes (the corruptions): editing that code makes new outputs without anyone bumping `FORMAT`."""
+    files = []
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"no module {name!r}")
+        origin = Path(spec.origin)
+        files += sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
+    return fingerprint.of_json([[f.name, digest(f)] for f in files])
 
 
 def _part(value: Any) -> Any:
@@ -83,6 +99,22 @@ def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], 
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return text
+
+
+def table(cache_dir: str | Path | None, stage_key: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    """A frame made once per key and kept among the stored outputs (an intermediate no results folder shows, e.g.
+    the first stage's per-query recall); made each time without a cache."""
+    if cache_dir is None:
+        return make()
+    path = inside(cache_dir, FOLDER, f"{stage_key}.parquet")
+    if path.is_file():
+        return pl.read_parquet(path)
+    frame = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    frame.write_parquet(tmp)
+    tmp.replace(path)
+    return frame
 
 
 def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, make: Callable[[Path], dict]) -> dict:

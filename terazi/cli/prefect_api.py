@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from terazi.cli import kept_server
 from terazi.errors import TeraziError
 
 
@@ -41,7 +42,8 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     events go to that server as they would to Prefect's. It is stopped when the process exits (after Prefect's
     workers have drained, as they register later), or at once when the block fails before the flow. Whether an API
     is set is read in the caller's context: Prefect's settings may live in a context variable (a test harness,
-    `temporary_settings`), and that server is not ours to start or stop."""
+    `temporary_settings`), and that server is not ours to start or stop. With TERAZI_KEEP_SERVER=1 the server is kept
+    between runs instead (terazi/cli/kept_server.py): started detached by the first run, reused by the next ones."""
     import prefect
     from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
@@ -52,39 +54,50 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
            "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
-                               "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
-                               "--log-level", "error", "--lifespan", "on"], env=env)
+    if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
+        url, answering = kept_server.kept(env, port)
+        exited, where = (lambda: None), f" (see {kept_server.state_path().with_name('terazi-server.log')})"
 
-    def stop() -> None:
-        if server.poll() is None:
-            server.terminate()
+        def stop() -> None:
+            return None
+    else:
+        url = f"http://127.0.0.1:{port}/api"
+        server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+                                   "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
+                                   str(port), "--log-level", "error", "--lifespan", "on"], env=env)
+        exited, where = server.poll, " (see the lines above)"
+
+        def answering() -> bool:
+            import httpx
+
             try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+                return httpx.get(url + "/health", timeout=5.0).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        def stop() -> None:
+            if server.poll() is None:
+                server.terminate()
+                try:
+                    server.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
 
     def ready() -> None:
-        import httpx
-
         deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
         while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise TeraziError(f"the temporary Prefect server on port {port} exited with code {server.returncode} "
-                                  "before answering (see the lines above)")
-            try:
-                if httpx.get(url + "/health", timeout=5.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            if (code := exited()) is not None:
+                raise TeraziError(f"the temporary Prefect server on port {port} exited with code {code} "
+                                  f"before answering{where}")
+            if answering():
+                return
             time.sleep(0.1)
         raise TeraziError(f"the temporary Prefect server did not answer at {url} within "
                           f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value():.0f} s "
-                          "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
+                          f"(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS){where}")
 
     atexit.register(stop)
     old = os.environ.get("PREFECT_API_URL")

@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import polars as pl
 
+from terazi import memo
 from terazi.corrupt.conditions import changed, condition_params, corrupt, edit_rate, samples_for
 from terazi.data.loading import open_dataset
 from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
@@ -19,28 +21,39 @@ from terazi.shutdown import check
 log = logging.getLogger("terazi.corrupt")
 
 
-def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str) -> VariantSet:
-    """Every variant of every judged query; each part of a composed condition gets its settings from `spec`."""
-    ds = open_dataset(dataset)
+def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str,
+                    cache_dir: str | None = None) -> VariantSet:
+    """Every variant of every judged query; each part of a composed condition gets its settings from `spec`. Linked
+    from the cache's stored outputs when the same dataset content, condition, settings, seed and corruption code made
+    them before (terazi.memo): a warm run corrupts nothing."""
     k = samples_for(condition, spec.samples, spec)
-    rows = []
-    for qid in ds.judged_query_ids:
-        check()
-        original = ds.queries[qid].text
-        for s in range(k):
-            text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, spec=spec)
-            rows.append((condition, s, qid, text, original, changed(original, text)))
-    df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
-    df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
     path = RunLayout(out_dir).variants(dataset.name, condition)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.write_parquet(path)
-    n_changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
-    rate = edit_rate(list(zip(df["original"], df["text"])))
+
+    def make(root: Path) -> dict:
+        ds = open_dataset(dataset)
+        rows = []
+        for qid in ds.judged_query_ids:
+            check()
+            original = ds.queries[qid].text
+            for s in range(k):
+                text = corrupt(original, condition, seed=seed, query_id=qid, sample=s, spec=spec)
+                rows.append((condition, s, qid, text, original, changed(original, text)))
+        df = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row")
+        df = df.with_columns(pl.col("sample").cast(pl.Int64), pl.lit(seed).alias("seed"))
+        target = RunLayout(root).variants(dataset.name, condition)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        df.write_parquet(target)
+        n_changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
+        return {"queries": len(ds.judged_query_ids), "changed": int(n_changed),
+                "rate": edit_rate(list(zip(df["original"], df["text"])))}
+
+    key = memo.key("variants", dataset.name, dataset.fingerprint, condition, spec.model_dump(mode="json"), seed, k,
+                   memo.code("terazi.corrupt", "terazi.turkish"))
+    meta = memo.reuse(cache_dir, key, out_dir, make)
     vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
-                    samples=k, path=str(path), n_queries=len(ds.judged_query_ids), n_changed=int(n_changed),
-                    edit_rate=rate)
+                    samples=k, path=str(path), n_queries=meta["queries"], n_changed=meta["changed"],
+                    edit_rate=meta["rate"])
     if condition != CLEAN:
         log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
-                 vs.n_changed, vs.n_queries, 100 * vs.share_changed, rate)
+                 vs.n_changed, vs.n_queries, 100 * vs.share_changed, vs.edit_rate)
     return vs

@@ -63,10 +63,11 @@ log = logging.getLogger("terazi.aggregate")
 
 def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], candidates: list[CandidateSet],
               per_query: pl.DataFrame, contracts: list[MetricContract], config: EvalConfig, variants: pl.DataFrame,
-              reranks: list[RerankResult], depths: list[DepthSet] | None = None) -> tuple[Aggregates, pl.DataFrame]:
+              reranks: list[RerankResult], depths: list[DepthSet] | None = None,
+              cache_dir: str | None = None) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline); also the per-dataset
     retention (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
-    rerankers' and the first stage's ceiling)."""
+    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo)."""
     conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed,
                                 "edit_rate": v.edit_rate}
@@ -81,7 +82,7 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
     not_first_iso = ~((pl.col("system") == FIRST_STAGE) & (pl.col("setting") == ISOLATED))
     retention = retention_intervals(headline, ranked, settings, *stats_args, config.retention).filter(not_first_iso)
     by_dataset = retention_by_dataset(headline, names, settings).filter(not_first_iso)
-    recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth)
+    recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth, variant_sets, cache_dir)
     recall = None if recall_pq is None else retention_intervals(recall_pq, ranked, config.conditions, *stats_args,
                                                                 config.retention)
     decomp = decomposition(retention, recall)
@@ -142,7 +143,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     cell_means(per_query).write_csv(layout.scores_csv)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
-                                variants, reranks, depths)
+                                variants, reranks, depths, cache_dir)
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
     by_dataset.write_csv(layout.retention_datasets_csv)
@@ -205,17 +206,26 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
 
 
 def first_stage_recall(datasets: list[DatasetManifest], candidates: list[CandidateSet], variants: pl.DataFrame,
-                       k: int) -> pl.DataFrame | None:
+                       k: int, variant_sets: list[VariantSet] = (), cache_dir: str | None = None) -> pl.DataFrame | None:
     """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end;
-    `variants`: the query variants of every dataset (`variant_texts`)."""
+    `variants`: the query variants of every dataset (`variant_texts`), read from `variant_sets`. Kept in the cache's
+    stored outputs per candidate set, dataset and variant files (reading every candidate of a large benchmark is
+    most of the statistics' memory)."""
     by_name = {c.dataset: c for c in candidates}
     frames = []
     for d in datasets:
         if d.name not in by_name:
             continue
-        changed = changed_flags(variants.filter(pl.col("dataset") == d.name))
-        values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path), changed, [f"R@{k}"])
-        frames.append(values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all()))
+        mine = variants.filter(pl.col("dataset") == d.name)
+
+        def make() -> pl.DataFrame:
+            values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path),
+                                      changed_flags(mine), [f"R@{k}"])
+            return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
+
+        key = memo.key("first-stage-recall", d.name, d.fingerprint, k, Path(by_name[d.name].path),
+                       sorted(Path(v.path) for v in variant_sets if v.dataset == d.name))
+        frames.append(memo.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
 
 

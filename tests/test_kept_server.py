@@ -1,0 +1,66 @@
+"""TERAZI_KEEP_SERVER=1: the temporary Prefect server started once, reused by the next run, stopped on request or
+when no run has used it for a while."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from terazi.cli import kept_server
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    from prefect.settings import PREFECT_HOME, temporary_settings
+
+    with temporary_settings({PREFECT_HOME: str(tmp_path)}):
+        yield tmp_path
+
+
+def test_started_once_reused_then_stopped(home):
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
+    url, answering = kept_server.kept(env, _free_port())
+    deadline = time.monotonic() + 120
+    while not answering():
+        assert time.monotonic() < deadline, (home / "terazi-server.log").read_text()
+        time.sleep(0.2)
+    state = kept_server.status()
+    assert state["url"] == url and state["users"] == [os.getpid()]
+    again, answering_again = kept_server.kept(env, _free_port())  # another port offered: the running one is used
+    assert again == url and answering_again() and kept_server.status()["pid"] == state["pid"]
+    assert kept_server.stop() == state["pid"]
+    assert kept_server.status() is None and not (home / kept_server.STATE).exists()
+    assert not kept_server._alive(state["pid"])
+    assert kept_server.stop() is None
+
+
+class _Server:
+    should_exit = False
+
+
+def test_stops_when_idle_with_no_run_alive_or_when_no_longer_named(home, monkeypatch):
+    monkeypatch.setattr(kept_server, "WATCH_SECONDS", 0.01)
+    path = home / kept_server.STATE
+    app = kept_server._Activity(None)
+    kept_server._write(path, {"pid": os.getpid(), "url": "u", "users": [os.getpid()]})  # a live user: kept
+    server = _Server()
+    watcher = kept_server.threading.Thread(target=kept_server._watch, args=(server, app, path, 0.05), daemon=True)
+    watcher.start()
+    time.sleep(0.3)
+    assert not server.should_exit
+    kept_server._write(path, {"pid": os.getpid(), "url": "u", "users": [2 ** 22 + 12345]})  # its runs are gone
+    watcher.join(timeout=5)
+    assert server.should_exit
+    server, path_gone = _Server(), home / "other.json"  # the state names another server (or was removed): it stops
+    kept_server._watch(server, kept_server._Activity(None), path_gone, 3600)
+    assert server.should_exit
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
