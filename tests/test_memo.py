@@ -52,3 +52,33 @@ def test_reuse_makes_once_per_key_and_in_place_without_a_cache(tmp_path):
     assert len(made) == 1 and os.path.samefile(one, two)
     assert memo.reuse(None, key, tmp_path / "three", make) == {"files": 1} and made[-1] == tmp_path / "three"
     assert (tmp_path / "three" / "runs" / "a.trec").read_text() == "q 0 d 1 1.0 s2\n"
+
+
+def test_warm_variants_are_linked_and_new_corruption_code_makes_them_anew(tmp_path, tiny_dataset, monkeypatch):
+    """The query variants are the same file in the second run (nothing corrupted), and a changed corruption
+    code, setting or seed is a new key."""
+    from terazi.corrupt import variants as module
+    from terazi.data.loading import load_dataset
+    from terazi.schemas import CorruptionSpec, DatasetSpec
+
+    ds = load_dataset(DatasetSpec(path=str(tiny_dataset)), str(tmp_path / "cache"), announce=False)
+    calls = []
+    real = module.corrupt
+    monkeypatch.setattr(module, "corrupt", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cache = str(tmp_path / "cache")
+    first = module.corrupt_queries(ds, "typo", CorruptionSpec(), 13, str(tmp_path / "a"), cache)
+    made = len(calls)
+    again = module.corrupt_queries(ds, "typo", CorruptionSpec(), 13, str(tmp_path / "b"), cache)
+    assert made > 0 and len(calls) == made and os.path.samefile(first.path, again.path)
+    assert again.model_dump(exclude={"path"}) == first.model_dump(exclude={"path"})
+    other = module.corrupt_queries(ds, "typo", CorruptionSpec(), 14, str(tmp_path / "c"), cache)
+    assert len(calls) == 2 * made and not os.path.samefile(first.path, other.path)
+    code = memo.code("terazi.corrupt", "terazi.turkish")
+    source = tmp_path / "pkg"
+    (source / "m").mkdir(parents=True)
+    (source / "m" / "__init__.py").write_text("")
+    (source / "m" / "rules.py").write_text("A = 1\n")
+    monkeypatch.syspath_prepend(str(source))
+    before = memo.code("m")
+    (source / "m" / "rules.py").write_text("A = 2\n")
+    assert memo.code("m") != before and memo.code("terazi.corrupt", "terazi.turkish") == code
