@@ -14,6 +14,7 @@ and the ratio (b)/(a) (≤ 2 wanted), and whether the stage's scores equal the f
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -86,6 +87,7 @@ def main() -> None:
     print(f"xquad-tr×{args.replicas}: {ds.n_docs} passages, {ds.n_queries} queries, {len(vs)} conditions "
           f"({', '.join(args.conditions)}), rerank depth {args.rerank_depth}", flush=True)
 
+    gc.freeze()  # as a terazi command does before its flow (terazi.shutdown.graceful): floor and stage alike
     floor_s, want = floor(corpus, cands, variants, args.rerank_depth)
     spec = BM25Spec(name="bm25-tr", kind="bm25")
     parts = {}

@@ -157,6 +157,9 @@ class RerankPlan(_Manifest):
     started: float
     output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
+    in_store: bool = Field(True, description="the scores go through the score store; False for a scorer cheaper to "
+                                             "run than the store is to read and write (BM25): each chunk's scores "
+                                             "are kept in the work folder for the ranking only")
 
 
 class ChunkResult(_Manifest):

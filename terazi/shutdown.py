@@ -115,7 +115,11 @@ def relaying(previous):
 
 @contextmanager
 def graceful() -> Iterator[None]:
-    """Within this block (a command), SIGTERM behaves like Ctrl-C, and both stop worker loops too."""
+    """Within this block (a command), SIGTERM behaves like Ctrl-C, and both stop worker loops too. What is alive when
+    it starts (the imports: Prefect's, polars', torch's objects) lives as long as the process: frozen out of the
+    garbage collector, so that the collections a stage's allocations trigger scan only what the run makes (BM25
+    over half a million pairs spent 1.5 s of its 3.7 s in collections over the imports' objects)."""
+    gc.freeze()
     ENDING.set()
     try:
         with _handlers(_raise_interrupt):

@@ -39,7 +39,7 @@ from terazi.rerank.keys import (
 )
 from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores
-from terazi.rerank.work import chunk_bounds, score_rows, work_list
+from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, work_list
 from terazi.schemas import (
     FIRST_STAGE,
     CandidateSet,
@@ -104,7 +104,9 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
                                      .collect()["doc_id"]))
     pairs = pair_ids(cands, var, docs, rerank_depth, sweep_depth)
     unique = pairs.unique(maintain_order=True)
-    known = run_ids(Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)), var, docs)
+    in_store = getattr(scorer, "in_store", True)
+    found = Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store else None
+    known = run_ids(found, var, docs) if in_store else pl.DataFrame(schema={"pid": pl.Int64, "score": pl.Float64})
     todo = work_list(unique, known, var, docs)
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
@@ -115,7 +117,7 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
              dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
     return RerankPlan(**common, work=str(work), chunks=chunks, needed=pairs.len(), unique=unique.len(),
-                      cached=known.height)
+                      cached=known.height, in_store=in_store)
 
 
 def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
@@ -129,15 +131,23 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
         raise ModelError(f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
                          f"{scorer.identity}); start the run again")
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
-    scores = Scores.for_worker(plan.cache_dir, plan.score_store)
     meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/costs.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
-        scored, _ = score_rows(rows, corpus, scorer, scores, plan.block, lock, on_progress)
+        if plan.in_store:
+            scores = Scores.for_worker(plan.cache_dir, plan.score_store)
+            scored, _ = score_rows(rows, corpus, scorer, scores, plan.block, lock, on_progress)
+        else:
+            scored = score_unstored(rows, scorer, plan.block, _chunk_scores(plan, chunk), lock, on_progress)
     if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
         with lock:
             costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
     return ChunkResult(system=plan.system, dataset=plan.dataset, chunk=chunk, pairs=rows.height, scored=scored,
                        seconds=round(time.perf_counter() - start, 3), cost=meter.result())
+
+
+def _chunk_scores(plan: RerankPlan, chunk: int) -> Path:
+    """Where a chunk of a scorer that bypasses the score store keeps its scores (q, d, score) for the ranking."""
+    return Path(plan.work) / f"scores-{chunk}.parquet"
 
 
 def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
@@ -148,7 +158,9 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     def write(root: Path) -> dict:
         model = ModelKey(plan.identity, plan.max_length)
         todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
-        new = todo.join(Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")), on=["q", "d"])
+        scored = (Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")) if plan.in_store
+                  else pl.concat([pl.read_parquet(_chunk_scores(plan, i)) for i in range(len(plan.chunks))]))
+        new = todo.join(scored, on=["q", "d"])
         found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
         path = RunLayout(root).ranking(plan.dataset, plan.system)
         path.parent.mkdir(parents=True, exist_ok=True)

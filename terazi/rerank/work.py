@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Callable, ContextManager
 
 import numpy as np
@@ -84,3 +85,23 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
         time.sleep(poll)
         need = need.join(scores.get_many(model, need.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
     return scored, need
+
+
+def score_unstored(rows: pl.DataFrame, scorer: PairScorer, block: int, out: Path,
+                   lock: ContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None) -> int:
+    """Score every pair of `rows` (pos, q, d, text, doc_id) block by block and write (q, d, score) to `out`: the path
+    of a scorer that needs no document text and bypasses the score store (`in_store = False`: BM25, whose pairs cost
+    less to score than to store). Written whole at the end (a retried chunk scores again: cheap by definition)."""
+    texts, doc_ids = rows["text"].to_list(), rows["doc_id"].to_list()
+    blocks = rows["pos"].to_numpy() // block
+    cuts = [0, *(np.flatnonzero(np.diff(blocks)) + 1).tolist(), rows.height]
+    values = np.zeros(rows.height)
+    with lock:
+        for a, z in zip(cuts[:-1], cuts[1:]):
+            values[a:z] = scorer.score([Pair(t, d, "") for t, d in zip(texts[a:z], doc_ids[a:z])])
+            if on_progress:
+                on_progress(z, rows.height)
+    tmp = out.with_name(f".{out.name}.tmp")
+    rows.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)).write_parquet(tmp)
+    tmp.replace(out)
+    return rows.height

@@ -21,6 +21,9 @@ class BM25Scorer:
     the sums are the ones `bm25s.BM25.get_scores` forms (float32, in query-token order): the scores are the same."""
 
     batch_size = 4096
+    # Scoring a pair (a few array lookups) costs less than claiming, writing and reading it in the score store, so
+    # BM25's scores bypass it (terazi.rerank.work.score_unstored); a stored ranking still makes a warm run free.
+    in_store = False
 
     @classmethod
     def create(cls, spec, *, corpus: Corpus, corpus_fingerprint: str, **_) -> BM25Scorer:
