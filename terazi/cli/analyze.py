@@ -42,7 +42,7 @@ def analyze(
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
     setup(verbose)
     with errors_as_lines():
-        from terazi.cli.prefect_api import check_api, quiet_console
+        from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
         from terazi.results.imported import inventory
         from terazi.schemas import AnalyzeConfig
 
@@ -63,6 +63,7 @@ def analyze(
         from terazi.flows.analyze import analyze as analyze_flow
 
         t0 = time.perf_counter()
-        manifest = analyze_flow(config)
+        with no_heartbeats():
+            manifest = analyze_flow(config)
     print_leaderboard(Path(manifest.run_dir))
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")

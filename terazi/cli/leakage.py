@@ -85,7 +85,7 @@ def leakage(
         from terazi.data.leakage.folder import check_inputs
 
         check_inputs(checked)  # a bad dataset, source or output folder fails here, in one line, before Prefect
-        from terazi.cli.prefect_api import check_api, quiet_console
+        from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
 
         check_api()
         err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
@@ -93,7 +93,8 @@ def leakage(
         from terazi.flows.leakage import leakage as leakage_flow
 
         t0 = time.perf_counter()
-        manifest = leakage_flow(checked)
+        with no_heartbeats():
+            manifest = leakage_flow(checked)
     print_summary(Path(manifest.out))
     err.print(f"results: {manifest.out}  ({time.perf_counter() - t0:.1f}s)")
 

@@ -115,6 +115,25 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         raise
 
 
+HEARTBEAT = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
+
+
+@contextmanager
+def no_heartbeats() -> Iterator[None]:
+    """A flow started by a command sends no Prefect heartbeats unless PREFECT_FLOWS_HEARTBEAT_FREQUENCY is set.
+    Prefect's heartbeat thread sleeps in 1 s steps and the flow's end joins it: up to a second added to every run,
+    most of a warm rerun's flow. What heartbeats are for, telling a crashed run from a running one, terazi does
+    itself: a run whose process died is marked crashed by the next run on its results folder (docs/reliability.md);
+    deployments served by `terazi serve` keep Prefect's setting."""
+    if os.environ.get(HEARTBEAT):
+        yield
+        return
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
 class _OnlyWarningsOutsidePrefect(logging.Filter):
     """Keep Prefect's own run chatter (and failure tracebacks, which terazi prints as one line) off the
     terminal; the Prefect UI still receives every line."""

@@ -35,7 +35,7 @@ def parse_reranker(text: str) -> dict:
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
-    from terazi.cli.prefect_api import check_api, quiet_console, temporary_server
+    from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console, temporary_server
     from terazi.schemas import EvalConfig
 
     with errors_as_lines():
@@ -54,7 +54,7 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
 
             server_ready()
         t0 = time.perf_counter()
-        with shutdown.graceful():
+        with shutdown.graceful(), no_heartbeats():
             manifest = evaluate(config)
     print_leaderboard(Path(manifest.run_dir))
     for cs in manifest.candidates:
