@@ -47,13 +47,13 @@ def run_with(tmp_path, data, monkeypatch, where: str, fail):  # noqa: F811
     return str(raised.value)
 
 
-def test_a_full_cache_disk_while_scores_are_stored(prefect_server, tmp_path, data, monkeypatch):  # noqa: F811
-    def full(*args, **kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
+def test_a_full_cache_disk_while_scores_are_written(prefect_server, tmp_path, data, monkeypatch):  # noqa: F811
+    def full(*args, **kwargs):  # BM25's chunk scores go to the plan's work folder in the cache (it bypasses the store)
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     cache = tmp_path / "cache"
     monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
-    message = run_with(tmp_path, data, monkeypatch, "terazi.rerank.store.scores.Scores.put_many", full)
+    message = run_with(tmp_path, data, monkeypatch, "terazi.rerank.stage.score_unstored", full)
     assert message.startswith(f"disk full under the cache folder {cache} (0 KiB free)")
 
 
