@@ -4,6 +4,7 @@ when no run has used it for a while."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import pytest
@@ -19,8 +20,23 @@ def home(tmp_path, monkeypatch):
         yield tmp_path
 
 
-def test_started_once_reused_then_stopped(home):
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
+HEALTH = """
+import http.server, sys
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/api/health" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+"""
+
+
+def test_started_once_reused_then_stopped(home, monkeypatch):
+    """The state file's protocol with a stand-in server (a process answering /api/health: Prefect's own takes ~10 s
+    to start, and `serve` is Prefect's app behind uvicorn; benchmarks/bench_warm.py runs the real one)."""
+    monkeypatch.setattr(kept_server, "_command", lambda port: [sys.executable, "-c", HEALTH, str(port)])
+    env = {**os.environ, "PREFECT_HOME": str(home)}
     url, answering = kept_server.kept(env, _free_port())
     deadline = time.monotonic() + 120
     while not answering():

@@ -76,7 +76,8 @@ def served(tmp_path, config: dict, *options: str):
     """`terazi serve --config …` in a subprocess until the block ends."""
     cfg_file = tmp_path / f"serve-{time.monotonic_ns()}.yaml"
     cfg_file.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PREFECT_API_URL": api_url(), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "PREFECT_API_URL": api_url(), "HF_HUB_OFFLINE": "1",
+           "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # a triggered run starts within a second, not Prefect's 10
     log = open(tmp_path / "serve.log", "w+")
     server = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve", "--config", str(cfg_file), "--limit", "2",
                                *options], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)

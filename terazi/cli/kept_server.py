@@ -125,11 +125,16 @@ def kept(env: dict[str, str], port: int) -> tuple[str, Callable[[], bool]]:
             _terminate(state["pid"])  # not answering, or another Prefect version: replaced
         url = f"http://127.0.0.1:{port}/api"
         with open(path.with_name("terazi-server.log"), "ab") as log:
-            server = subprocess.Popen([sys.executable, "-m", "terazi.cli.kept_server", "--port", str(port)], env=env,
-                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            server = subprocess.Popen(_command(port), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      start_new_session=True)
         _write(path, {"pid": server.pid, "url": url, "version": prefect.__version__, "users": [os.getpid()],
                       "started": time.time()})
     return url, lambda: server.poll() is None and _healthy(url)
+
+
+def _command(port: int) -> list[str]:
+    """The kept server's process: this module's `serve`, detached from the run that starts it."""
+    return [sys.executable, "-m", "terazi.cli.kept_server", "--port", str(port)]
 
 
 def status() -> dict | None:
