@@ -86,35 +86,33 @@ def stored(cache_dir: str | Path, stage_key: str) -> dict | None:
     return json.loads(meta.read_text()) if meta.is_file() else None
 
 
-def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
-    """A text made once per key and kept among the stored outputs (a rendered plot); made each time without a cache."""
+def _kept(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
+          write: Callable[[Any, Path], None]) -> Any:
+    """A value made once per name and kept as one file among the stored outputs (written aside, then renamed); made
+    each time without a cache."""
     if cache_dir is None:
         return make()
-    path = inside(cache_dir, FOLDER, f"{stage_key}.txt")
+    path = inside(cache_dir, FOLDER, name)
     if path.is_file():
-        return path.read_text(encoding="utf-8")
-    text = make()
+        return read(path)
+    value = make()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    tmp.write_text(text, encoding="utf-8")
+    write(value, tmp)
     tmp.replace(path)
-    return text
+    return value
+
+
+def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
+    """A text made once per key and kept among the stored outputs (a rendered plot)."""
+    return _kept(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
+                 lambda text, p: p.write_text(text, encoding="utf-8"))
 
 
 def table(cache_dir: str | Path | None, stage_key: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """A frame made once per key and kept among the stored outputs (an intermediate no results folder shows, e.g.
-    the first stage's per-query recall); made each time without a cache."""
-    if cache_dir is None:
-        return make()
-    path = inside(cache_dir, FOLDER, f"{stage_key}.parquet")
-    if path.is_file():
-        return pl.read_parquet(path)
-    frame = make()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    frame.write_parquet(tmp)
-    tmp.replace(path)
-    return frame
+    the first stage's per-query recall)."""
+    return _kept(cache_dir, f"{stage_key}.parquet", make, pl.read_parquet, lambda frame, p: frame.write_parquet(p))
 
 
 def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, make: Callable[[Path], dict]) -> dict:

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+import psutil
 import pytest
 
 from terazi.cli import kept_server
@@ -37,18 +38,19 @@ def test_started_once_reused_then_stopped(home, monkeypatch):
     to start, and `serve` is Prefect's app behind uvicorn; benchmarks/bench_warm.py runs the real one)."""
     monkeypatch.setattr(kept_server, "_command", lambda port: [sys.executable, "-c", HEALTH, str(port)])
     env = {**os.environ, "PREFECT_HOME": str(home)}
-    url, answering = kept_server.kept(env, _free_port())
+    url, answering, exited = kept_server.kept(env, _free_port())
     deadline = time.monotonic() + 120
     while not answering():
+        assert exited() is None, (home / "terazi-server.log").read_text()
         assert time.monotonic() < deadline, (home / "terazi-server.log").read_text()
         time.sleep(0.2)
     state = kept_server.status()
     assert state["url"] == url and state["users"] == [os.getpid()]
-    again, answering_again = kept_server.kept(env, _free_port())  # another port offered: the running one is used
+    again, answering_again, _ = kept_server.kept(env, _free_port())  # another port offered: the running one is used
     assert again == url and answering_again() and kept_server.status()["pid"] == state["pid"]
     assert kept_server.stop() == state["pid"]
     assert kept_server.status() is None and not (home / kept_server.STATE).exists()
-    assert not kept_server._alive(state["pid"])
+    assert not psutil.pid_exists(state["pid"])
     assert kept_server.stop() is None
 
 
@@ -80,3 +82,13 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_bad_idle_time_is_one_line_in_the_run_that_would_start_the_server(home, monkeypatch):
+    from terazi.errors import TeraziError
+
+    for bad in ("soon", "0", "-5", "nan"):
+        monkeypatch.setenv(kept_server.IDLE, bad)
+        with pytest.raises(TeraziError, match="TERAZI_KEEP_SERVER_IDLE"):
+            kept_server.kept(dict(os.environ), 1)
+    assert not (home / kept_server.STATE).exists()  # nothing started

@@ -18,7 +18,6 @@ import argparse
 import fcntl
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +25,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
+
+from terazi.errors import TeraziError
 
 KEEP = "TERAZI_KEEP_SERVER"
 IDLE = "TERAZI_KEEP_SERVER_IDLE"
@@ -41,16 +44,6 @@ def state_path() -> Path:
     from prefect.settings import PREFECT_HOME
 
     return Path(PREFECT_HOME.value()).expanduser() / STATE
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read(path: Path) -> dict | None:
@@ -89,39 +82,47 @@ def _healthy(url: str) -> bool:
 
 
 def _terminate(pid: int) -> None:
+    """Stop a server process (SIGTERM, then SIGKILL after 5 s); reaped when it is this process's child."""
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 5
-    while _alive(pid) and not _reaped(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _alive(pid) and not _reaped(pid):
-        os.kill(pid, signal.SIGKILL)
-        _reaped(pid, wait=True)
+        server = psutil.Process(pid)
+        server.terminate()
+        try:
+            server.wait(timeout=5)
+        except psutil.TimeoutExpired:
+            server.kill()
+            server.wait()
+    except psutil.NoSuchProcess:
+        pass
 
 
-def _reaped(pid: int, wait: bool = False) -> bool:
-    """Whether `pid`, a child of this process (the run that started the server stops it), has exited and is reaped."""
+def idle_seconds() -> float:
+    """TERAZI_KEEP_SERVER_IDLE, checked by the run that starts the server (a bad value is one line there, not a server
+    that dies where nobody sees it)."""
+    raw = os.environ.get(IDLE) or "1800"
     try:
-        return os.waitpid(pid, 0 if wait else os.WNOHANG)[0] == pid
-    except ChildProcessError:  # not our child: its parent reaps it
-        return False
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise TeraziError(f"{IDLE}={raw!r}: give the idle time in seconds, a number above 0")
+    return value
 
 
-def kept(env: dict[str, str], port: int) -> tuple[str, Callable[[], bool]]:
+def kept(env: dict[str, str], port: int) -> tuple[str, Callable[[], bool], Callable[[], int | None]]:
     """The kept server's API URL, this process registered as one of its users; started on `port` (with `env`) when
-    none answers. Returns the URL and a poll that is True once it answers (at once for a server already running)."""
+    none answers. Returns the URL, a poll that is True once it answers (at once for a server already running) and
+    one that is its exit code once it has exited (None while it runs)."""
     import prefect
 
+    idle_seconds()
     path = state_path()
     with _locked(path):
         state = _read(path)
-        if state and _alive(state["pid"]) and state.get("version") == prefect.__version__ and _healthy(state["url"]):
-            state["users"] = [p for p in state.get("users", []) if _alive(p)] + [os.getpid()]
+        if state and psutil.pid_exists(state["pid"]) and state.get("version") == prefect.__version__ and _healthy(state["url"]):
+            state["users"] = [p for p in state.get("users", []) if psutil.pid_exists(p)] + [os.getpid()]
             _write(path, state)
-            return state["url"], lambda: True
-        if state and _alive(state["pid"]):
+            return state["url"], lambda: True, lambda: None
+        if state and psutil.pid_exists(state["pid"]):
             _terminate(state["pid"])  # not answering, or another Prefect version: replaced
         url = f"http://127.0.0.1:{port}/api"
         with open(path.with_name("terazi-server.log"), "ab") as log:
@@ -129,7 +130,7 @@ def kept(env: dict[str, str], port: int) -> tuple[str, Callable[[], bool]]:
                                       start_new_session=True)
         _write(path, {"pid": server.pid, "url": url, "version": prefect.__version__, "users": [os.getpid()],
                       "started": time.time()})
-    return url, lambda: server.poll() is None and _healthy(url)
+    return url, lambda: server.poll() is None and _healthy(url), server.poll
 
 
 def _command(port: int) -> list[str]:
@@ -140,9 +141,9 @@ def _command(port: int) -> list[str]:
 def status() -> dict | None:
     """The kept server's state when it is alive (pid, url, version, users alive), else None."""
     state = _read(state_path())
-    if not state or not _alive(state["pid"]):
+    if not state or not psutil.pid_exists(state["pid"]):
         return None
-    return {**state, "users": [p for p in state.get("users", []) if _alive(p)]}
+    return {**state, "users": [p for p in state.get("users", []) if psutil.pid_exists(p)]}
 
 
 def stop() -> int | None:
@@ -151,7 +152,7 @@ def stop() -> int | None:
     with _locked(path):
         state = _read(path)
         path.unlink(missing_ok=True)
-    if not state or not _alive(state["pid"]):
+    if not state or not psutil.pid_exists(state["pid"]):
         return None
     _terminate(state["pid"])
     return state["pid"]
@@ -177,7 +178,7 @@ def _watch(server, app: _Activity, path: Path, idle: float) -> None:
         state = _read(path)
         if state is None or state["pid"] != os.getpid():
             server.should_exit = True
-        elif any(_alive(p) for p in state.get("users", [])):
+        elif any(psutil.pid_exists(p) for p in state.get("users", [])):
             app.last = time.monotonic()
         elif time.monotonic() - app.last > idle:
             server.should_exit = True
@@ -188,7 +189,7 @@ def serve(port: int) -> None:
     import uvicorn
     from prefect.server.api.server import create_app
 
-    idle = float(os.environ.get(IDLE) or 1800)
+    idle = idle_seconds()
     app = _Activity(create_app())
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on"))
     path = state_path()

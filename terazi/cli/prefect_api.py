@@ -57,8 +57,8 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
            "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
     if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
-        url, answering = kept_server.kept(env, port)
-        exited, where = (lambda: None), f" (see {kept_server.state_path().with_name('terazi-server.log')})"
+        url, answering, exited = kept_server.kept(env, port)
+        where = f" (see {kept_server.state_path().with_name('terazi-server.log')})"
 
         def stop() -> None:
             return None

@@ -38,7 +38,7 @@ from terazi.rerank.keys import (
     variant_keys,
 )
 from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking, write_sweep
-from terazi.rerank.store import ModelKey, Scores
+from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, work_list
 from terazi.schemas import (
     FIRST_STAGE,
@@ -105,8 +105,9 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     pairs = pair_ids(cands, var, docs, rerank_depth, sweep_depth)
     unique = pairs.unique(maintain_order=True)
     in_store = getattr(scorer, "in_store", True)
-    found = Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store else None
-    known = run_ids(found, var, docs) if in_store else pl.DataFrame(schema={"pid": pl.Int64, "score": pl.Float64})
+    found = (Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store
+             else empty_scores())
+    known = run_ids(found, var, docs)
     todo = work_list(unique, known, var, docs)
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)

@@ -32,6 +32,7 @@ from typing import Iterator
 
 import numpy as np
 import polars as pl
+import psutil
 
 from terazi import fingerprint
 from terazi.errors import CacheError
@@ -66,16 +67,6 @@ def is_damage(e: sqlite3.Error) -> bool:
 def damaged(path: Path, e: BaseException) -> CacheError:
     return CacheError(f"score cache {path} is damaged ({e}): run `terazi cache repair --cache {path.parent}` (it keeps "
                       "the damaged file, salvages every readable score and rebuilds the cache)")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class SQLiteStore:
@@ -212,7 +203,7 @@ class SQLiteStore:
         now = time.time()
         with self._write() as con:
             dead = [i for i, host, pid, expires in con.execute("SELECT id, host, pid, expires FROM leases")
-                    if i != lease and (expires < now or (host == HOST and not _alive(pid)))]
+                    if i != lease and (expires < now or (host == HOST and not psutil.pid_exists(pid)))]
             for i in dead:
                 con.execute("DELETE FROM claims WHERE lease=?", (i,))
                 con.execute("DELETE FROM leases WHERE id=?", (i,))
