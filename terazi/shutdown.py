@@ -47,18 +47,36 @@ def kill_children(timeout: float = 5.0) -> None:
     """Terminate every child process (then kill what is left after `timeout`)."""
     import psutil
 
-    children = psutil.Process().children(recursive=True)
-    for c in children:
+    end(psutil.Process().children(recursive=True), timeout)
+
+
+def end_process(pid: int, timeout: float = 5.0) -> None:
+    """`end` one process by pid (nothing when it is gone already)."""
+    import psutil
+
+    try:
+        end([psutil.Process(pid)], timeout)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def end(processes: list, timeout: float = 5.0) -> None:
+    """Terminate `processes` (psutil.Process), kill those still alive after `timeout`, and wait for them (which reaps
+    this process's children)."""
+    import psutil
+
+    for p in processes:
         try:
-            c.terminate()
+            p.terminate()
         except psutil.NoSuchProcess:
             pass
-    _, alive = psutil.wait_procs(children, timeout=timeout)
-    for c in alive:
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    for p in alive:
         try:
-            c.kill()
+            p.kill()
         except psutil.NoSuchProcess:
             pass
+    psutil.wait_procs(alive, timeout=timeout)
 
 
 def _watchdog(code: int) -> None:

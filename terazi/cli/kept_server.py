@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from terazi import shutdown
 from terazi.errors import TeraziError
 
 KEEP = "TERAZI_KEEP_SERVER"
@@ -81,20 +82,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _terminate(pid: int) -> None:
-    """Stop a server process (SIGTERM, then SIGKILL after 5 s); reaped when it is this process's child."""
-    try:
-        server = psutil.Process(pid)
-        server.terminate()
-        try:
-            server.wait(timeout=5)
-        except psutil.TimeoutExpired:
-            server.kill()
-            server.wait()
-    except psutil.NoSuchProcess:
-        pass
-
-
 def idle_seconds() -> float:
     """TERAZI_KEEP_SERVER_IDLE, checked by the run that starts the server (a bad value is one line there, not a server
     that dies where nobody sees it)."""
@@ -123,7 +110,7 @@ def kept(env: dict[str, str], port: int) -> tuple[str, Callable[[], bool], Calla
             _write(path, state)
             return state["url"], lambda: True, lambda: None
         if state and psutil.pid_exists(state["pid"]):
-            _terminate(state["pid"])  # not answering, or another Prefect version: replaced
+            shutdown.end_process(state["pid"])  # not answering, or another Prefect version: replaced
         url = f"http://127.0.0.1:{port}/api"
         with open(path.with_name("terazi-server.log"), "ab") as log:
             server = subprocess.Popen(_command(port), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -154,7 +141,7 @@ def stop() -> int | None:
         path.unlink(missing_ok=True)
     if not state or not psutil.pid_exists(state["pid"]):
         return None
-    _terminate(state["pid"])
+    shutdown.end_process(state["pid"])
     return state["pid"]
 
 

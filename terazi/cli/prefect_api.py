@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from terazi import shutdown
 from terazi.cli import kept_server
 from terazi.errors import TeraziError
 
@@ -79,12 +80,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
 
         def stop() -> None:
             if server.poll() is None:
-                server.terminate()
-                try:
-                    server.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+                shutdown.end_process(server.pid)
 
     def ready() -> None:
         deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
