@@ -62,13 +62,13 @@ def test_stops_when_idle_with_no_run_alive_or_when_no_longer_named(home, monkeyp
     monkeypatch.setattr(kept_server, "WATCH_SECONDS", 0.01)
     path = home / kept_server.STATE
     app = kept_server._Activity(None)
-    kept_server._write(path, {"pid": os.getpid(), "url": "u", "users": [os.getpid()]})  # a live user: kept
+    kept_server._write(path, {"pid": os.getpid(), "url": "http://127.0.0.1:1/api", "users": [os.getpid()]})  # a live user: kept
     server = _Server()
     watcher = kept_server.threading.Thread(target=kept_server._watch, args=(server, app, path, 0.05), daemon=True)
     watcher.start()
     time.sleep(0.3)
     assert not server.should_exit
-    kept_server._write(path, {"pid": os.getpid(), "url": "u", "users": [2 ** 22 + 12345]})  # its runs are gone
+    kept_server._write(path, {"pid": os.getpid(), "url": "http://127.0.0.1:1/api", "users": [2 ** 22 + 12345]})  # its runs are gone
     watcher.join(timeout=5)
     assert server.should_exit
     server, path_gone = _Server(), home / "other.json"  # the state names another server (or was removed): it stops
@@ -92,3 +92,9 @@ def test_a_bad_idle_time_is_one_line_in_the_run_that_would_start_the_server(home
         with pytest.raises(TeraziError, match="TERAZI_KEEP_SERVER_IDLE"):
             kept_server.kept(dict(os.environ), 1)
     assert not (home / kept_server.STATE).exists()  # nothing started
+
+
+def test_a_state_naming_another_url_is_not_followed(home):
+    kept_server._write(home / kept_server.STATE, {"pid": os.getpid(), "url": "http://attacker.example:80/api",
+                                                  "users": []})
+    assert kept_server.status() is None and kept_server._read(home / kept_server.STATE) is None

@@ -18,6 +18,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -52,7 +53,9 @@ def _read(path: Path) -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) and isinstance(state.get("pid"), int) else None
+    ok = (isinstance(state, dict) and isinstance(state.get("pid"), int)
+          and re.fullmatch(r"http://127\.0\.0\.1:\d+/api", str(state.get("url"))))
+    return state if ok else None  # a state naming any other URL is not ours: runs never follow it off this machine
 
 
 def _write(path: Path, state: dict) -> None:
