@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from contextvars import ContextVar
 
+from terazi.policy import served_deployment
 from terazi.results import folder as results
 from terazi.schemas import EvalConfig
 
@@ -15,9 +16,7 @@ CALLER: ContextVar[str] = ContextVar("terazi_caller", default="cli")  # the Pyth
 
 def run_kind() -> str:
     """'ad-hoc' for a deployment's run, else who called: 'cli' or 'python'."""
-    from prefect.runtime import deployment
-
-    return "ad-hoc" if deployment.id else CALLER.get()
+    return "ad-hoc" if served_deployment() else CALLER.get()
 
 
 def current_flow_run_id() -> str | None:

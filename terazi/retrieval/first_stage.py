@@ -22,7 +22,6 @@ import time
 import uuid
 from pathlib import Path
 
-import faiss
 import numpy as np
 import polars as pl
 
@@ -244,6 +243,8 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
            cost: ModelCost | None = None) -> CandidateSet:
     """Write the candidate set (parquet, TREC runs, manifest) into a new folder and move it into place at once;
     when a concurrent run froze the same set first, theirs is kept (it is the same)."""
+    import faiss
+
     folder, depth = Path(plan.folder), plan.depth
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.mkdir(parents=True)
