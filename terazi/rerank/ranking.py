@@ -7,6 +7,7 @@ variants at a time, never whole.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
@@ -43,15 +44,24 @@ _NEW_VARIANT = pl.any_horizontal([pl.col(c) != pl.col(c).shift(1) for c in VARIA
 
 
 def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int) -> pl.DataFrame:
-    """`_reorder` for whole variants sorted by (condition, sample, query_id, rank), with integer variant ids in
-    place of the string keys (same order, far cheaper to sort)."""
-    frame = part.with_columns(_NEW_VARIANT.cum_sum().alias("vid"))
-    head = frame.filter(pl.col("rank") <= rerank_depth).with_columns(pl.Series("score", head_scores, dtype=pl.Float64))
-    head = head.sort(["vid", "score", "rank"], descending=[False, True, False]).with_columns(
-        pl.int_range(1, pl.len() + 1).over("vid").cast(pl.Int64).alias("rank"))
-    tail = frame.filter(pl.col("rank") > rerank_depth).with_columns(pl.col("rank").cast(pl.Int64))
-    cols = [*VARIANT, "rank", "doc_id", "score"]
-    return pl.concat([head.select("vid", *cols), tail.select("vid", *cols)]).sort("vid", "rank").select(cols)
+    """`_reorder` for whole variants sorted by (condition, sample, query_id, rank). Ranks increase within a variant,
+    so its rescored head is its first rows and the tail stays where it is: the rows keep their places and the head's
+    documents and scores are permuted within each variant (sorted by score, ties by first-stage rank, as `_reorder`
+    sorts them), its ranks renumbered 1..n: no sort of the whole batch."""
+    n = part.height
+    starts = part.select(pl.arg_where(_NEW_VARIANT)).to_series().to_numpy()
+    vid = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
+    rank = part["rank"].to_numpy().astype(np.int64)
+    head = np.flatnonzero(rank <= rerank_depth)
+    score = part["score"].cast(pl.Float64).to_numpy().copy()
+    score[head] = head_scores
+    order = pl.DataFrame({"vid": vid[head], "score": score[head], "rank": rank[head]}).select(
+        pl.arg_sort_by(["vid", "score", "rank"], descending=[False, True, False])).to_series().to_numpy()
+    take = np.arange(n)
+    take[head] = head[order]
+    rank[head] = head - starts[vid[head]] + 1
+    return part.select(*VARIANT).with_columns(pl.Series("rank", rank), part["doc_id"].gather(take),
+                                               pl.Series("score", score[take]))
 
 
 class Unsorted(Exception):
@@ -71,47 +81,57 @@ def _check_sorted(part: pl.DataFrame, last: tuple | None) -> tuple:
 
 
 BATCH_ROWS = 131_072
+DICTIONARY = ["condition", "query_id"]  # few distinct values a batch; the documents' ids are mostly distinct (a
+# dictionary tried and dropped on every page: a quarter of the writer's time)
 
 
 def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_depth: int) -> None:
     """The rankings of every variant, written a batch of whole variants at a time (the candidates are read in one
     pass, never whole). `head_scores` are the new scores of the candidates ranked ≤ `rerank_depth`, in file order.
     Rows come out in (condition, sample, query_id, rank) order, exactly as `_reorder` orders them; a candidate
-    file in another order is ranked in memory instead."""
+    file in another order is ranked in memory instead. A batch is encoded and compressed by a writer thread while
+    the next one is ranked (pyarrow releases the GIL there): one batch in flight, the order kept."""
     tmp = path.with_name(f".{path.name}.tmp")
-    writer, carry, last, used = None, None, None, 0
+    writer, carry, last, used, pending = None, None, None, 0, None
     cols = [*VARIANT, "rank", "doc_id", "score"]
 
     def emit(part: pl.DataFrame) -> None:
-        nonlocal writer, used, last
+        nonlocal writer, used, last, pending
         last = _check_sorted(part, last)
         n = part.select((pl.col("rank") <= rerank_depth).sum()).item()
         table = _rerank_sorted(part, head_scores[used: used + n], rerank_depth).to_arrow()
         used += n
-        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
-        writer.write_table(table.cast(writer.schema))
+        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd", use_dictionary=DICTIONARY)
+        if pending is not None:
+            pending.result()
+        pending = pool.submit(writer.write_table, table.cast(writer.schema))
 
-    try:
-        for batch in pq.ParquetFile(candidates).iter_batches(batch_size=BATCH_ROWS, columns=cols):
-            frame = pl.from_arrow(batch) if carry is None else pl.concat([carry, pl.from_arrow(batch)])
-            cut = frame.select(pl.arg_where(_NEW_VARIANT).max()).item()  # where the last variant starts
-            carry = frame.slice(cut)  # it may go on in the next batch
-            if cut:
-                emit(frame.slice(0, cut))
-        if carry is not None and carry.height:
-            emit(carry)
-        if writer is None:
-            pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
-                                 "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
-    except Unsorted:
-        if writer is not None:
-            writer.close()
-            writer = None
-        log.info("%s is not sorted by variant and rank: ranking it in memory", candidates)
-        rank_part(pl.read_parquet(candidates), head_scores, rerank_depth).write_parquet(tmp)
-    finally:
-        if writer is not None:
-            writer.close()
+    with ThreadPoolExecutor(1, thread_name_prefix="terazi-ranking") as pool:
+        try:
+            for batch in pq.ParquetFile(candidates).iter_batches(batch_size=BATCH_ROWS, columns=cols):
+                frame = pl.from_arrow(batch) if carry is None else pl.concat([carry, pl.from_arrow(batch)])
+                cut = frame.select(pl.arg_where(_NEW_VARIANT).max()).item()  # where the last variant starts
+                carry = frame.slice(cut)  # it may go on in the next batch
+                if cut:
+                    emit(frame.slice(0, cut))
+            if carry is not None and carry.height:
+                emit(carry)
+            if pending is not None:
+                pending.result()
+            if writer is None:
+                pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
+                                     "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
+        except Unsorted:
+            wait([pending] if pending else [])
+            if writer is not None:
+                writer.close()
+                writer = None
+            log.info("%s is not sorted by variant and rank: ranking it in memory", candidates)
+            rank_part(pl.read_parquet(candidates), head_scores, rerank_depth).write_parquet(tmp)
+        finally:
+            wait([pending] if pending else [])
+            if writer is not None:
+                writer.close()
     tmp.replace(path)
 
 
