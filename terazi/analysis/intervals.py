@@ -24,28 +24,35 @@ from terazi.analysis.stats import (
 )
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
 
-Cells = dict[tuple[str, str], pl.DataFrame]
+Cells = dict[tuple[str, str], dict[str, tuple[pl.Series, np.ndarray]]]
+Subset = dict[str, pl.Series]
 
 
 def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
-    """(system, condition) -> its rows on `datasets` (dataset, query_id, value), sorted by dataset and query id: the
-    table is filtered and sorted once, not once per comparison."""
+    """(system, condition) -> dataset -> its query ids and values, sorted by query id, datasets in sorted order: the
+    table is filtered, sorted and split once, and every comparison after that takes arrays (a warm demo's statistics
+    made a thousand small polars queries here, one group-by per comparison)."""
     rows = pq.filter(pl.col("dataset").is_in(datasets)).select("system", "condition", "dataset", "query_id", "value")
-    return rows.sort("dataset", "query_id").partition_by("system", "condition", as_dict=True, include_key=False,
-                                                         maintain_order=True)
+    cells: Cells = {}
+    for (s, c, d), part in rows.sort("dataset", "query_id").partition_by(
+            "system", "condition", "dataset", as_dict=True, include_key=False, maintain_order=True).items():
+        cells.setdefault((s, c), {})[d] = (part["query_id"], part["value"].to_numpy())
+    return cells
 
 
 def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | None = None,
-             only: pl.DataFrame | None = None) -> dict[str, np.ndarray]:
-    """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset)."""
-    rows = cells.get((system, condition))
-    if rows is None:
-        return {}
-    if datasets is not None:
-        rows = rows.filter(pl.col("dataset").is_in(datasets))
-    if only is not None:
-        rows = rows.join(only, on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
-    return {d: part["value"].to_numpy() for (d,), part in rows.group_by("dataset", maintain_order=True)}
+             only: Subset | None = None) -> dict[str, np.ndarray]:
+    """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset:
+    `_subset`); a dataset with no value left is left out."""
+    out = {}
+    for d, (ids, values) in cells.get((system, condition), {}).items():
+        if datasets is not None and d not in datasets:
+            continue
+        if only is not None:
+            values = values[ids.is_in(only[d]).to_numpy()] if d in only else values[:0]
+        if values.size:
+            out[d] = values
+    return out
 
 
 def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
@@ -118,9 +125,12 @@ AGGREGATION_LABELS = {
 }
 
 
-def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> pl.DataFrame:
-    return pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
+def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> tuple[int, Subset]:
+    """How many (dataset, query) pairs `condition` changed, and dataset -> their query ids."""
+    rows = pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
         .select("dataset", "query_id").unique()
+    return rows.height, {d: part["query_id"] for (d,), part in rows.partition_by("dataset", as_dict=True,
+                                                                              include_key=False).items()}
 
 
 RETENTION_SCHEMA = {"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "aggregation": pl.Utf8,
@@ -146,7 +156,7 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
         if c == CLEAN:
             continue
         base, setting = setting_of(c)
-        changed = _changed(pq, c, datasets)
+        n_changed, changed = _changed(pq, c, datasets)
         n_all = pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets)).select("dataset", "query_id").unique().height
         for s in systems:
             corrupted = _aligned(cells, s, c, only=changed)
@@ -156,8 +166,8 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
             clean = _aligned(cells, s, CLEAN, only=changed)
             ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
             ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
-            rows.append((s, base, setting, aggregation, ratio.datasets, changed.height,
-                         changed.height / n_all if n_all else 0.0, balanced_mean(clean), balanced_mean(corrupted),
+            rows.append((s, base, setting, aggregation, ratio.datasets, n_changed,
+                         n_changed / n_all if n_all else 0.0, balanced_mean(clean), balanced_mean(corrupted),
                          ratio.estimate, ratio.low, ratio.high, ci.estimate, ci.low, ci.high))
     return pl.DataFrame(rows, schema=RETENTION_SCHEMA, orient="row")
 
@@ -170,7 +180,7 @@ def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list
         if c == CLEAN:
             continue
         base, setting = setting_of(c)
-        changed = _changed(pq, c, datasets)
+        _, changed = _changed(pq, c, datasets)
         for s in pq["system"].unique(maintain_order=True).to_list():
             corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, CLEAN, only=changed)
             for d in datasets:
