@@ -5,8 +5,9 @@ What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen
 query and reranker vectors `part-*.npy`), `corpus/<fingerprint>.parquet` (corpus
 tables), `costs/<identity hash>.json` (measured cost per score identity, `terazi.models.costs`), `onnx/<key>/`
 (ONNX exports and int8 copies), `outputs/<key>/` (stage outputs linked into results folders, `terazi.memo`),
-`work/` (a running run's plans; removed when it finishes) and `quarantine/` (what repair set aside). Everything
-but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
+`work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside) and `stamps.json`
+(hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash every byte
+instead). Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def check(cache: Path) -> list[Finding]:
             out.append(Finding(str(db), str(e).split(": run")[0], "quarantine it, salvage the readable scores"))
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False) is None:
+            if load_frozen(folder, rebuild=False, remembered=False) is None:
                 what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
                     "candidates.parquet missing or damaged"
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
@@ -108,11 +109,11 @@ def repair(cache: Path) -> list[str]:
                         "their pairs are scored again when needed)")
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False) is None:
+            if load_frozen(folder, rebuild=False, remembered=False) is None:
                 quarantine_folder(folder)
                 done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
         except CacheError:
-            load_frozen(folder, rebuild=True)
+            load_frozen(folder, rebuild=True, remembered=False)
             done.append(f"{folder}: TREC files written again from candidates.parquet")
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):

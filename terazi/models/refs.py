@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from terazi import stamps
 from terazi.errors import TeraziError
 from terazi.schemas import BUNDLED_ENCODER
 
@@ -31,25 +32,29 @@ class ModelRef:
     location: str
     local: bool
     revision: str | None = None
+    book: Path | None = field(default=None, compare=False)  # where the folder's hash is remembered (terazi.stamps)
 
     @property
     def identity(self) -> str:
         """Stable identity for caches: local files' hash, or hub id @ revision."""
         if self.local:
-            return f"{Path(self.location).name}#{_folder_hash(self.location)}"
+            return f"{Path(self.location).name}#{_folder_hash(self.location, self.book)}"
         return f"{self.location}@{self.revision or 'unpinned'}"
 
 
-def resolve(name: str, revision: str | None = None, offline: bool = False) -> ModelRef:
-    """Turn a config's model string into a ModelRef; enforce offline mode."""
+def resolve(name: str, revision: str | None = None, offline: bool = False,
+            cache_dir: str | Path | None = None) -> ModelRef:
+    """Turn a config's model string into a ModelRef; enforce offline mode. A local folder's hash is remembered in
+    `cache_dir`'s book (terazi.stamps) while its files are unchanged."""
+    book = stamps.book_in(cache_dir)
     if name in _BUNDLED:
         module = __import__(_BUNDLED[name])
-        return ModelRef(name, str(Path(module.get_model_path()).resolve()), True)
+        return ModelRef(name, str(Path(module.get_model_path()).resolve()), True, book=book)
     path = Path(name).expanduser()
     if path.exists():
         if not path.is_dir():
             raise ModelError(f"model path {path} is not a folder")
-        return ModelRef(name, str(path.resolve()), True)
+        return ModelRef(name, str(path.resolve()), True, book=book)
     if name.startswith((".", "/", "~")) or os.sep in name and name.count("/") > 1:
         raise ModelError(f"model folder {name!r} not found")
     if offline or os.environ.get("HF_HUB_OFFLINE") == "1":
@@ -70,16 +75,22 @@ def prepare_environment(refs: list[ModelRef], offline: bool) -> None:
 
 
 @lru_cache(maxsize=32)
-def _folder_hash(folder: str) -> str:
-    """Hash of a model folder's files (names, sizes and contents), computed once per process."""
-    h = hashlib.sha256()
+def _folder_hash(folder: str, book: Path | None = None) -> str:
+    """Hash of a model folder's files (names and contents), computed once per process, and remembered across runs in
+    `book` while no file changes (a 2 GB cross-encoder took seconds of every warm run to hash)."""
     root = Path(folder)
-    for p in sorted(x for x in root.rglob("*") if x.is_file() and ".cache" not in x.parts):
-        h.update(str(p.relative_to(root)).encode() + b"\0")
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:12]
+    files = sorted(x for x in root.rglob("*") if x.is_file() and ".cache" not in x.parts)
+
+    def compute() -> str:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(str(p.relative_to(root)).encode() + b"\0")
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        return h.hexdigest()[:12]
+
+    return stamps.folder_digest(root, files, book, compute)
 
 
 def pick_device(device: str) -> str:

@@ -135,7 +135,7 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
                              frozen=cs, encoder=encoder, depth=depth, offline=offline)
     variants = read_variants(variant_sets).sort(VARIANT)
-    ref = resolve(encoder.model, encoder.revision, offline)
+    ref = resolve(encoder.model, encoder.revision, offline, cache_dir)
     prepare_environment([ref], offline)
     lookup_key = _lookup_key(dataset, variants, ref, encoder, depth)
     folder = inside(cache_dir, "candidates", lookup_key)

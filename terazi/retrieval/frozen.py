@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi import fingerprint, stamps
 from terazi.data.trec import write_run
 from terazi.errors import CacheError
 from terazi.metrics.engine import evaluate
@@ -86,9 +86,12 @@ def write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> 
             write_run(part, runs / name, "terazi-first-stage")
 
 
-def load_frozen(folder: Path, rebuild: bool = True) -> CandidateSet | None:
+def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> CandidateSet | None:
     """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
-    written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again."""
+    written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
+    A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
+    (terazi.stamps); with `remembered=False` (`terazi cache check`, `repair`) every byte is hashed."""
+    book = stamps.book_in(folder.parent.parent) if remembered and folder.parent.name == "candidates" else None
     try:
         body = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -98,7 +101,7 @@ def load_frozen(folder: Path, rebuild: bool = True) -> CandidateSet | None:
     if "candidates.parquet" not in files:
         return None
     bad = [name for name, digest in files.items()
-           if not (folder / name).is_file() or fingerprint.of_file(folder / name) != digest]
+           if not (folder / name).is_file() or stamps.file_digest(folder / name, book) != digest]
     if "candidates.parquet" in bad:
         log.warning("frozen candidates %s: candidates.parquet is missing or damaged", folder)
         return None

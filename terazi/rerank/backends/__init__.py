@@ -45,7 +45,7 @@ def backend_class(kind: str, backend: str = "torch") -> type:
 def make_scorer(spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool,
                 cache_dir: str = ".terazi-cache") -> Metered:
     """The row's scorer, metered (`cost()`); `cache_dir` holds ONNX exports and int8 copies."""
-    ref = resolve(spec.model, spec.revision, offline) if getattr(spec, "model", None) else None
+    ref = resolve(spec.model, spec.revision, offline, cache_dir) if getattr(spec, "model", None) else None
     cls = backend_class(spec.kind, backend_of(spec))
     return Metered(cls.create(spec, ref=ref, cache_dir=cache_dir, corpus=corpus, corpus_fingerprint=corpus_fingerprint))
 

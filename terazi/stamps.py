@@ -1,0 +1,96 @@
+"""Hashes of big inputs remembered across runs by their files' stat stamps, in the cache folder (`stamps.json`).
+
+A warm run reads a model folder (a cross-encoder: 0.5-2 GB) and a frozen candidate set's files (TREC runs: hundreds
+of MB) only to hash them: the model's hash is its identity, which keys every cache, and a frozen file is checked
+against the hash recorded when it was frozen. A file whose stamp (device, inode, size, mtime, ctime) is the one it had
+when it was last hashed has not been written since: any write moves mtime and ctime, and a file replaced, copied,
+synced or unpacked in its place is another inode or a new ctime (nothing but the kernel sets ctime). So its hash is
+taken from the book instead of its bytes, as git's index and make decide what changed. `terazi cache check` and
+`repair` hash every byte again: they never read the book.
+
+The book is a small JSON file written atomically; two runs adding to it at once may lose one's entries, which only
+costs a hash next time. Entries whose file is gone are dropped when it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from terazi import fingerprint
+
+BOOK = "stamps.json"
+_lock = threading.Lock()
+
+
+def stamp(path: Path) -> list[int]:
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+SETTLED_NS = 2_000_000_000  # a file written in the last 2 s may be written again within its mtime's tick: not recorded
+
+
+def remembered(key: str, stamps: list, book: Path | None, compute) -> str:
+    """The hash of what `stamps` describe (`key`: an absolute path, and what is hashed), from `book` when the stamps
+    are the ones it recorded, else `compute()`, recorded (unless a file is too new to trust its stamp). Without a
+    book: `compute()`."""
+    if book is None:
+        return compute()
+    with _lock:
+        entries = _read(book)
+    if (hit := entries.get(key)) and hit[0] == stamps:
+        return hit[1]
+    value = compute()
+    if any(time.time_ns() - s[-2] < SETTLED_NS for s in (stamps if stamps and isinstance(stamps[0], list) else [stamps])):
+        return value
+    with _lock:
+        entries = _read(book)
+        entries[key] = [stamps, value]
+        _write(book, entries)
+    return value
+
+
+def file_digest(path: str | Path, book: Path | None) -> str:
+    """SHA-256 of one file's bytes (`fingerprint.of_file`), through the book."""
+    path = Path(path).resolve()
+    return remembered(f"file:{path}", stamp(path), book, lambda: fingerprint.of_file(path))
+
+
+def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -> str:
+    """`compute()` of a folder's `files` (their names and bytes), through the book: remembered while no file was
+    added, removed or written."""
+    folder = Path(folder).resolve()
+    stamps = [[str(p.relative_to(folder)), *stamp(p)] for p in files]
+    return remembered(f"folder:{folder}", stamps, book, compute)
+
+
+def book_in(cache_dir: str | Path | None) -> Path | None:
+    """The book of a cache folder (None without one, or where it cannot be written: then everything is hashed)."""
+    if cache_dir is None:
+        return None
+    folder = Path(cache_dir)
+    return folder / BOOK if folder.is_dir() and os.access(folder, os.W_OK) else None
+
+
+def _read(book: Path) -> dict:
+    try:
+        entries = json.loads(book.read_text(encoding="utf-8"))
+        return entries if isinstance(entries, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(book: Path, entries: dict) -> None:
+    alive = {k: v for k, v in entries.items() if os.path.exists(k.split(":", 1)[1])}
+    tmp = book.with_name(f".{book.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_text(json.dumps(alive, separators=(",", ":")), encoding="utf-8")
+        tmp.replace(book)
+    except OSError:  # a full or read-only disk: the hash is still right, only not remembered
+        tmp.unlink(missing_ok=True)
+
