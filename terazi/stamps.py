@@ -77,10 +77,19 @@ def book_in(cache_dir: str | Path | None) -> Path | None:
     return folder / BOOK if folder.is_dir() and os.access(folder, os.W_OK) else None
 
 
+_parsed: dict[Path, tuple[list[int], dict]] = {}  # the book as last read, by its own stamp: parsed once per change
+
+
 def _read(book: Path) -> dict:
     try:
+        mark = stamp(book)
+        if (seen := _parsed.get(book)) and seen[0] == mark:
+            return dict(seen[1])
         entries = json.loads(book.read_text(encoding="utf-8"))
-        return entries if isinstance(entries, dict) else {}
+        entries = entries if isinstance(entries, dict) else {}
+        if time.time_ns() - mark[3] >= SETTLED_NS:  # a book written just now may be written again within its tick
+            _parsed[book] = (mark, entries)
+        return dict(entries)
     except (OSError, ValueError):
         return {}
 
