@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from terazi import shutdown
-from terazi.cli import kept_server
+from terazi.cli import kept_server, prefect_db
 from terazi.errors import TeraziError
 
 
@@ -31,6 +31,10 @@ def check_api() -> None:
                           "`prefect server start`, or unset PREFECT_API_URL to run on a temporary local server") from None
 
 
+TEMPORARY_LOG = "terazi-temporary-server.log"  # in PREFECT_HOME, beside the kept server's
+LOG_LIMIT = 5 * 2**20  # started again from empty past this size
+
+
 @contextmanager
 def temporary_server() -> Iterator[Callable[[], None]]:
     """Without a Prefect API, start the temporary server Prefect would start for the flow now, so that its start-up
@@ -40,7 +44,9 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     SubprocessASGIServer, because importing that class loads Prefect's whole server (FastAPI, SQLAlchemy, the API)
     into this process too: ~2-4 s of CPU per run for a process that only talks HTTP to it. This process then reaches
     it through PREFECT_API_URL (set in its environment and Prefect's global settings), so the flow, its logs and
-    events go to that server as they would to Prefect's. It is stopped when the process exits (after Prefect's
+    events go to that server as they would to Prefect's. The server's own output goes to
+    `$PREFECT_HOME/terazi-temporary-server.log`, named by the one line that says it failed to start (its services
+    logged tracebacks on the terminal when stopped at the end of a successful run). It is stopped when the process exits (after Prefect's
     workers have drained, as they register later), or at once when the block fails before the flow. Whether an API
     is set is read in the caller's context: Prefect's settings may live in a context variable (a test harness,
     `temporary_settings`), and that server is not ours to start or stop. With TERAZI_KEEP_SERVER=1 the server is kept
@@ -56,7 +62,8 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
-           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+           **prefect_db.start_settings()}  # a database this Prefect version migrated already is not migrated again
     if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
         url, answering, exited = kept_server.kept(env, port)
         where = f" (see {kept_server.state_path().with_name('terazi-server.log')})"
@@ -65,10 +72,15 @@ def temporary_server() -> Iterator[Callable[[], None]]:
             return None
     else:
         url = f"http://127.0.0.1:{port}/api"
-        server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
-                                   "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
-                                   str(port), "--log-level", "error", "--lifespan", "on"], env=env)
-        exited, where = server.poll, " (see the lines above)"
+        log = kept_server.state_path().with_name(TEMPORARY_LOG)  # its shutdown's chatter off the terminal
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb" if log.is_file() and log.stat().st_size > LOG_LIMIT else "ab") as out:
+            server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir",
+                                       str(prefect.__module_path__.parent), "--factory",
+                                       "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
+                                       str(port), "--log-level", "error", "--lifespan", "on"], env=env,
+                                      stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        exited, where = server.poll, f" (see {log})"
 
         def answering() -> bool:
             import httpx
@@ -89,6 +101,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
                 raise TeraziError(f"the temporary Prefect server on port {port} exited with code {code} "
                                   f"before answering{where}")
             if answering():
+                prefect_db.remember()
                 return
             time.sleep(0.1)
         raise TeraziError(f"the temporary Prefect server did not answer at {url} within "

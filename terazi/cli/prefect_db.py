@@ -1,0 +1,86 @@
+"""The temporary Prefect server's database, migrated once and reused.
+
+Every start of Prefect's server runs its database migrations (`PREFECT_API_DATABASE_MIGRATE_ON_START`): Alembic
+loads Prefect's whole migration history to find nothing to do, most of a second of each run's temporary server. Once
+a server of this Prefect version has started on the database (so it is at the revision this version migrates to),
+terazi records that revision beside the database; a later temporary server on the same SQLite file, still at that
+revision, with the same Prefect version, starts with migrations off. Anything else (another Prefect version, a
+database another version moved on, a new file, a database that is not terazi's default SQLite file, the setting given
+by the user) starts as Prefect would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+SETTING = "PREFECT_API_DATABASE_MIGRATE_ON_START"
+
+
+def _database() -> Path | None:
+    """The SQLite file of Prefect's database (None for another database)."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().server.database.connection_url
+    url = url.get_secret_value() if url is not None else ""
+    prefix = "sqlite+aiosqlite:///"
+    if not url.startswith(prefix) or ":memory:" in url:
+        return None
+    return Path(url.removeprefix(prefix))
+
+
+def _revision(db: Path) -> str | None:
+    """The Alembic revision the database is at (None when it cannot be read)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+        try:
+            rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return rows[0][0] if len(rows) == 1 else None
+
+
+def _marker(db: Path) -> Path:
+    return db.with_name(f"{db.name}.terazi-migrated.json")
+
+
+def _record(db: Path) -> dict | None:
+    import prefect
+
+    revision = _revision(db)
+    return {"prefect": prefect.__version__, "revision": revision} if revision else None
+
+
+def start_settings() -> dict[str, str]:
+    """Settings for a server about to start: migrations off when the database is known to be current."""
+    if SETTING in os.environ:
+        return {}
+    db = _database()
+    if db is None or not db.is_file():
+        return {}
+    try:
+        known = json.loads(_marker(db).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    record = _record(db)
+    return {SETTING: "false"} if record is not None and known == record else {}
+
+
+def remember() -> None:
+    """Call once a server of this Prefect version answers: its database is at this version's revision."""
+    db = _database()
+    if db is None or (record := _record(db)) is None:
+        return
+    marker = _marker(db)
+    try:
+        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == record:
+            return
+        tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        tmp.replace(marker)
+    except (OSError, ValueError):
+        pass  # not remembered: the next server migrates, as Prefect's own would

@@ -1,0 +1,76 @@
+"""The temporary server's database is migrated once: a later server on the same file, at the revision this Prefect
+version left it at, starts with migrations off; anything else migrates as Prefect would."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import prefect
+import pytest
+from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, temporary_settings
+
+from terazi.cli import prefect_db
+
+
+def database(path, revision: str | None) -> None:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE IF NOT EXISTS alembic_version (version_num TEXT)")
+    con.execute("DELETE FROM alembic_version")
+    if revision:
+        con.execute("INSERT INTO alembic_version VALUES (?)", (revision,))
+    con.commit()
+    con.close()
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    monkeypatch.delenv(prefect_db.SETTING, raising=False)
+    path = tmp_path / "prefect.db"
+    with temporary_settings({PREFECT_API_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{path}"}):
+        yield path
+
+
+def test_a_database_this_version_migrated_is_not_migrated_again(db, monkeypatch):
+    assert prefect_db.start_settings() == {}  # no database yet: Prefect creates and migrates it
+    database(db, "27d8f4e1a6c9")
+    assert prefect_db.start_settings() == {}  # never seen by a server of this version
+    prefect_db.remember()  # a server answered on it
+    assert prefect_db.start_settings() == {prefect_db.SETTING: "false"}
+
+    database(db, "ffffffffffff")  # another Prefect version moved it on
+    assert prefect_db.start_settings() == {}
+    database(db, "27d8f4e1a6c9")
+    monkeypatch.setattr(prefect, "__version__", "0.0.0")  # this is another version than the one that recorded it
+    assert prefect_db.start_settings() == {}
+
+
+def test_the_users_own_setting_and_other_databases_are_left_alone(db, monkeypatch):
+    database(db, "27d8f4e1a6c9")
+    prefect_db.remember()
+    monkeypatch.setenv(prefect_db.SETTING, "true")
+    assert prefect_db.start_settings() == {}
+    monkeypatch.delenv(prefect_db.SETTING)
+    db.unlink()
+    assert prefect_db.start_settings() == {}  # a new file must be created and migrated
+    with temporary_settings({PREFECT_API_DATABASE_CONNECTION_URL: "postgresql+asyncpg://u:p@db/prefect"}):
+        assert prefect_db.start_settings() == {}
+        prefect_db.remember()  # nothing to record
+
+
+def test_a_temporary_server_that_cannot_start_says_so_in_one_line_naming_its_log(tmp_path, monkeypatch):
+    """Its output goes to $PREFECT_HOME/terazi-temporary-server.log (not the terminal), and the error names that."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME
+
+    from terazi.cli.prefect_api import TEMPORARY_LOG, temporary_server
+    from terazi.errors import TeraziError
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    bad = f"sqlite+aiosqlite:///{tmp_path / 'no-such-folder' / 'deeper' / 'prefect.db'}"
+    (tmp_path / "no-such-folder").write_text("a file where the database's folder should be")
+    with temporary_settings({PREFECT_HOME: str(tmp_path), PREFECT_API_URL: None,
+                             PREFECT_API_DATABASE_CONNECTION_URL: bad}):
+        with pytest.raises(TeraziError, match=r"exited with code \d+ before answering \(see .*"
+                                              + TEMPORARY_LOG.replace(".", r"\.") + r"\)"):
+            with temporary_server() as ready:
+                ready()
+    assert (tmp_path / TEMPORARY_LOG).is_file()  # what the server printed (tests set Prefect's server logging quiet)
