@@ -49,7 +49,7 @@ def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | No
         if datasets is not None and d not in datasets:
             continue
         if only is not None:
-            values = values[ids.is_in(only[d]).to_numpy()] if d in only else values[:0]
+            values = values[ids.is_in(only[d].implode()).to_numpy()] if d in only else values[:0]
         if values.size:
             out[d] = values
     return out
