@@ -23,24 +23,16 @@ from typing import Any, Callable
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi import fingerprint, stamps
 from terazi.paths import inside
 
 FORMAT = 1
 FOLDER = "outputs"
 META = ".meta.json"
 
-_digests: dict[tuple[int, int, int, int], str] = {}
-
-
 def digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes; remembered for this process by (device, inode, size, mtime), so a file several
-    stages read (a ranking that is scored and exported) is hashed once."""
-    st = os.stat(path)
-    stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if stamp not in _digests:
-        _digests[stamp] = fingerprint.of_file(path)
-    return _digests[stamp]
+    """SHA-256 of a file's bytes, hashed once per process while its stamp is unchanged (`terazi.stamps`)."""
+    return stamps.file_digest(path)
 
 
 def key(stage: str, *parts: Any) -> str:

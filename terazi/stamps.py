@@ -35,30 +35,36 @@ def stamp(path: Path) -> list[int]:
 SETTLED_NS = 2_000_000_000  # a file written in the last 2 s may be written again within its mtime's tick: not recorded
 
 
-def remembered(key: str, stamps: list, book: Path | None, compute) -> str:
-    """The hash of what `stamps` describe (`key`: an absolute path, and what is hashed), from `book` when the stamps
-    are the ones it recorded, else `compute()`, recorded (unless a file is too new to trust its stamp). Without a
-    book: `compute()`."""
-    if book is None:
-        return compute()
-    with _lock:
-        entries = _read(book)
-    if (hit := entries.get(key)) and hit[0] == stamps:
-        return hit[1]
-    value = compute()
-    if any(time.time_ns() - s[-2] < SETTLED_NS for s in (stamps if stamps and isinstance(stamps[0], list) else [stamps])):
-        return value
-    with _lock:
-        entries = _read(book)
-        entries[key] = [stamps, value]
-        _write(book, entries)
+_seen: dict[tuple, str] = {}  # this process's hashes, by what was hashed and its stamps
+
+
+def remembered(key: str, stamps: list[list], book: Path | None, compute) -> str:
+    """The hash of what `stamps` describe (`key`: what is hashed, by absolute path; one stamp per file, its mtime
+    second to last): remembered for this process, and across runs in `book` when the stamps are the ones it recorded,
+    else `compute()`, recorded (unless a file is too new to trust its stamp)."""
+    seen = (key, json.dumps(stamps))
+    if seen in _seen:
+        return _seen[seen]
+    if book is not None:
+        with _lock:
+            hit = _read(book).get(key)
+        if hit and hit[0] == stamps:
+            _seen[seen] = hit[1]
+            return hit[1]
+    value = _seen[seen] = compute()
+    if book is not None and all(time.time_ns() - s[-2] >= SETTLED_NS for s in stamps):
+        with _lock:
+            entries = _read(book)
+            entries[key] = [stamps, value]
+            _write(book, entries)
     return value
 
 
-def file_digest(path: str | Path, book: Path | None) -> str:
-    """SHA-256 of one file's bytes (`fingerprint.of_file`), through the book."""
+def file_digest(path: str | Path, book: Path | None = None) -> str:
+    """SHA-256 of one file's bytes (`fingerprint.of_file`), through the book (without one, remembered for this
+    process only: a ranking that is scored and exported is hashed once)."""
     path = Path(path).resolve()
-    return remembered(f"file:{path}", stamp(path), book, lambda: fingerprint.of_file(path))
+    return remembered(f"file:{path}", [stamp(path)], book, lambda: fingerprint.of_file(path))
 
 
 def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -> str:

@@ -42,6 +42,7 @@ def by_hand(folder: Path) -> str:
 
 def identity(folder: Path, cache: Path) -> str:
     refs._folder_hash.cache_clear()  # a new process, as the next run is
+    stamps._seen.clear()
     return refs.resolve(str(folder), cache_dir=cache).identity
 
 
@@ -93,7 +94,7 @@ def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_
     run = (folder / "runs" / "clean.trec").resolve()
     run.write_text(run.read_text().replace("d1", "d9"))  # damaged in place, and the book told it still has its hash
     settled(run)
-    book[f"file:{run}"] = [stamps.stamp(run), files["runs/clean.trec"]]
+    book[f"file:{run}"] = [[stamps.stamp(run)], files["runs/clean.trec"]]
     (cache / stamps.BOOK).write_text(json.dumps(book))
     assert load_frozen(folder) is not None and "d9" in run.read_text()  # a run takes the book's word: not rebuilt
     [finding] = check(cache)  # check hashes every byte

@@ -106,6 +106,13 @@ def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_
             pending.result()
         pending = pool.submit(writer.write_table, table.cast(writer.schema))
 
+    def close() -> None:
+        nonlocal writer
+        wait([pending] if pending else [])
+        if writer is not None:
+            writer.close()
+            writer = None
+
     with ThreadPoolExecutor(1, thread_name_prefix="terazi-ranking") as pool:
         try:
             for batch in pq.ParquetFile(candidates).iter_batches(batch_size=BATCH_ROWS, columns=cols):
@@ -122,16 +129,11 @@ def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_
                 pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
                                      "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
         except Unsorted:
-            wait([pending] if pending else [])
-            if writer is not None:
-                writer.close()
-                writer = None
+            close()
             log.info("%s is not sorted by variant and rank: ranking it in memory", candidates)
             rank_part(pl.read_parquet(candidates), head_scores, rerank_depth).write_parquet(tmp)
         finally:
-            wait([pending] if pending else [])
-            if writer is not None:
-                writer.close()
+            close()
     tmp.replace(path)
 
 

@@ -91,7 +91,8 @@ def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> 
     written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
     A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
     (terazi.stamps); with `remembered=False` (`terazi cache check`, `repair`) every byte is hashed."""
-    book = stamps.book_in(folder.parent.parent) if remembered and folder.parent.name == "candidates" else None
+    book = stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
+    hashed = (lambda p: stamps.file_digest(p, book)) if remembered else fingerprint.of_file
     try:
         body = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -101,7 +102,7 @@ def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> 
     if "candidates.parquet" not in files:
         return None
     bad = [name for name, digest in files.items()
-           if not (folder / name).is_file() or stamps.file_digest(folder / name, book) != digest]
+           if not (folder / name).is_file() or hashed(folder / name) != digest]
     if "candidates.parquet" in bad:
         log.warning("frozen candidates %s: candidates.parquet is missing or damaged", folder)
         return None
