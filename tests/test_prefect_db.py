@@ -1,5 +1,6 @@
 """The temporary server's database is migrated once: a later server on the same file, at the revision this Prefect
-version left it at, starts with migrations off; anything else migrates as Prefect would."""
+version left it at and with the same Prefect collections installed, starts with migrations and block registration
+off; anything else starts as Prefect would."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def database(path, revision: str | None) -> None:
 
 @pytest.fixture
 def db(tmp_path, monkeypatch):
-    monkeypatch.delenv(prefect_db.SETTING, raising=False)
+    for name in (prefect_db.SETTING, *prefect_db.BLOCKS):
+        monkeypatch.delenv(name, raising=False)
     path = tmp_path / "prefect.db"
     with temporary_settings({PREFECT_API_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{path}"}):
         yield path
@@ -35,7 +37,15 @@ def test_a_database_this_version_migrated_is_not_migrated_again(db, monkeypatch)
     database(db, "27d8f4e1a6c9")
     assert prefect_db.start_settings() == {}  # never seen by a server of this version
     prefect_db.remember()  # a server answered on it
-    assert prefect_db.start_settings() == {prefect_db.SETTING: "false"}
+    off = {prefect_db.SETTING: "false", "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+           "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
+    assert prefect_db.start_settings() == off
+
+    installed = prefect_db._collections()
+    monkeypatch.setattr(prefect_db, "_collections", lambda: [*installed, ["prefect_aws", "prefect_aws", "0.5.0"]])
+    assert prefect_db.start_settings() == {}  # a collection installed since: its block types are registered
+    monkeypatch.setattr(prefect_db, "_collections", lambda: installed)
+    assert prefect_db.start_settings() == off
 
     database(db, "ffffffffffff")  # another Prefect version moved it on
     assert prefect_db.start_settings() == {}
@@ -47,9 +57,11 @@ def test_a_database_this_version_migrated_is_not_migrated_again(db, monkeypatch)
 def test_the_users_own_setting_and_other_databases_are_left_alone(db, monkeypatch):
     database(db, "27d8f4e1a6c9")
     prefect_db.remember()
-    monkeypatch.setenv(prefect_db.SETTING, "true")
-    assert prefect_db.start_settings() == {}
-    monkeypatch.delenv(prefect_db.SETTING)
+    for name in (prefect_db.SETTING, *prefect_db.BLOCKS):
+        monkeypatch.setenv(name, "true")
+        assert prefect_db.start_settings() == {}
+        monkeypatch.delenv(name)
+    assert prefect_db.start_settings() != {}
     db.unlink()
     assert prefect_db.start_settings() == {}  # a new file must be created and migrated
     with temporary_settings({PREFECT_API_DATABASE_CONNECTION_URL: "postgresql+asyncpg://u:p@db/prefect"}):

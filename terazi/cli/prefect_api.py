@@ -6,14 +6,12 @@ import atexit
 import logging
 import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from terazi import shutdown
-from terazi.cli import kept_server, prefect_db
+from terazi.cli import kept_server, prefect_db, spare_server
 from terazi.errors import TeraziError
 
 
@@ -39,31 +37,45 @@ LOG_LIMIT = 5 * 2**20  # started again from empty past this size
 def temporary_server() -> Iterator[Callable[[], None]]:
     """Without a Prefect API, start the temporary server Prefect would start for the flow now, so that its start-up
     (a process importing Prefect's server and opening its database: seconds) overlaps terazi's checks and imports;
-    yields the wait for it, called just before the flow. The server is started here with Prefect's own command line
-    (`uvicorn prefect.server.api.server:create_app`, UI off, ephemeral) rather than through Prefect's
+    yields the wait for it, called just before the flow. Its process is started before this one imports Prefect
+    (terazi/cli/spare_server.py): it imports the server while this process learns the settings, then runs
+    Prefect's own app (`prefect.server.api.server:create_app`, UI off, ephemeral) with them. Not through Prefect's
     SubprocessASGIServer, because importing that class loads Prefect's whole server (FastAPI, SQLAlchemy, the API)
     into this process too: ~2-4 s of CPU per run for a process that only talks HTTP to it. This process then reaches
     it through PREFECT_API_URL (set in its environment and Prefect's global settings), so the flow, its logs and
     events go to that server as they would to Prefect's. The server's own output goes to
     `$PREFECT_HOME/terazi-temporary-server.log`, named by the one line that says it failed to start (its services
-    logged tracebacks on the terminal when stopped at the end of a successful run). It is stopped when the process exits (after Prefect's
-    workers have drained, as they register later), or at once when the block fails before the flow. Whether an API
-    is set is read in the caller's context: Prefect's settings may live in a context variable (a test harness,
-    `temporary_settings`), and that server is not ours to start or stop. With TERAZI_KEEP_SERVER=1 the server is kept
-    between runs instead (terazi/cli/kept_server.py): started detached by the first run, reused by the next ones."""
-    import prefect
-    from prefect.context import refresh_global_settings_context
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
+    logged tracebacks on the terminal when stopped at the end of a successful run). It is stopped when the process
+    exits (after Prefect's workers have drained, as they register later), or at once when the block fails before
+    the flow. Whether an API is set is read in the caller's context: Prefect's settings may live in a context
+    variable (a test harness, `temporary_settings`) or a profile, and that server is not ours to start or stop (a
+    process started early is then ended unused). With TERAZI_KEEP_SERVER=1 the server is kept between runs instead
+    (terazi/cli/kept_server.py): started detached by the first run, reused by the next ones."""
+    spare = None if os.environ.get("PREFECT_API_URL") or kept_server.wanted() else spare_server.Spare()
+    try:
+        import prefect  # noqa: F401
+        from prefect.context import refresh_global_settings_context
+        from prefect.settings import (
+            PREFECT_API_URL,
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+            get_current_settings,
+        )
 
-    if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
-        yield lambda: None
-        return
-    with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
-           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-           **prefect_db.start_settings()}  # a database this Prefect version migrated already is not migrated again
+        if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
+            if spare:
+                spare.close()
+            yield lambda: None
+            return
+        with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
+               "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+               **prefect_db.start_settings()}  # a database this Prefect version migrated already is not migrated again
+    except BaseException:
+        if spare:
+            spare.close()
+        raise
     if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
         url, answering, exited = kept_server.kept(env, port)
         where = f" (see {kept_server.state_path().with_name('terazi-server.log')})"
@@ -74,13 +86,9 @@ def temporary_server() -> Iterator[Callable[[], None]]:
         url = f"http://127.0.0.1:{port}/api"
         log = kept_server.state_path().with_name(TEMPORARY_LOG)  # its shutdown's chatter off the terminal
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb" if log.is_file() and log.stat().st_size > LOG_LIMIT else "ab") as out:
-            server = subprocess.Popen([sys.executable, "-m", "uvicorn", "--app-dir",
-                                       str(prefect.__module_path__.parent), "--factory",
-                                       "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port",
-                                       str(port), "--log-level", "error", "--lifespan", "on"], env=env,
-                                      stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-        exited, where = server.poll, f" (see {log})"
+        server = spare or spare_server.Spare()  # an API URL the environment sets and the caller's settings clear: started only now
+        server.serve(env, port, log, truncate=log.is_file() and log.stat().st_size > LOG_LIMIT)
+        exited, where = server.process.poll, f" (see {log})"
 
         def answering() -> bool:
             import httpx
@@ -91,8 +99,8 @@ def temporary_server() -> Iterator[Callable[[], None]]:
                 return False
 
         def stop() -> None:
-            if server.poll() is None:
-                shutdown.end_process(server.pid)
+            if server.process.poll() is None:
+                shutdown.end_process(server.process.pid)
 
     def ready() -> None:
         deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()

@@ -1,12 +1,15 @@
 """The temporary Prefect server's database, migrated once and reused.
 
 Every start of Prefect's server runs its database migrations (`PREFECT_API_DATABASE_MIGRATE_ON_START`): Alembic
-loads Prefect's whole migration history to find nothing to do, most of a second of each run's temporary server. Once
-a server of this Prefect version has started on the database (so it is at the revision this version migrates to),
-terazi records that revision beside the database; a later temporary server on the same SQLite file, still at that
-revision, with the same Prefect version, starts with migrations off. Anything else (another Prefect version, a
-database another version moved on, a new file, a database that is not terazi's default SQLite file, the setting given
-by the user) starts as Prefect would.
+loads Prefect's whole migration history to find nothing to do, most of a second of each run's temporary server. It
+then checks whether its block types are registered in the database (`PREFECT_API_BLOCKS_REGISTER_ON_START`), by
+hashing every block class and collection it can load: another half second. Once a server of this Prefect version has
+started on the database (so it is at the revision this version migrates to, with the block types of the Prefect
+collections installed now), terazi records that revision and those collections beside the database; a later
+temporary server on the same SQLite file, still at that revision, with the same Prefect version and collections,
+starts with both off. Anything else (another Prefect version, a collection installed or removed, a database another
+version moved on, a new file, a database that is not terazi's default SQLite file, either setting given by the user)
+starts as Prefect would.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sqlite3
 from pathlib import Path
 
 SETTING = "PREFECT_API_DATABASE_MIGRATE_ON_START"
+BLOCKS = ("PREFECT_API_BLOCKS_REGISTER_ON_START", "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION")
 
 
 def _database() -> Path | None:
@@ -48,16 +52,24 @@ def _marker(db: Path) -> Path:
     return db.with_name(f"{db.name}.terazi-migrated.json")
 
 
+def _collections() -> list[list[str]]:
+    """The Prefect collections installed (what the server loads block types from): name, module, version."""
+    from importlib.metadata import entry_points
+
+    return sorted([e.name, e.value, e.dist.version if e.dist else ""] for e in entry_points(group="prefect.collections"))
+
+
 def _record(db: Path) -> dict | None:
     import prefect
 
     revision = _revision(db)
-    return {"prefect": prefect.__version__, "revision": revision} if revision else None
+    return {"prefect": prefect.__version__, "revision": revision, "collections": _collections()} if revision else None
 
 
 def start_settings() -> dict[str, str]:
-    """Settings for a server about to start: migrations off when the database is known to be current."""
-    if SETTING in os.environ:
+    """Settings for a server about to start: migrations and block registration off when the database is known to be
+    current."""
+    if any(name in os.environ for name in (SETTING, *BLOCKS)):
         return {}
     db = _database()
     if db is None or not db.is_file():
@@ -67,7 +79,7 @@ def start_settings() -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     record = _record(db)
-    return {SETTING: "false"} if record is not None and known == record else {}
+    return {name: "false" for name in (SETTING, *BLOCKS)} if record is not None and known == record else {}
 
 
 def remember() -> None:
