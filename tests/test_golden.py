@@ -146,9 +146,9 @@ def tree_digest(folder: Path, columns: slice = slice(None)) -> dict[str, str]:
 # ---------------------------------------------------------------- comparing
 
 
-def _close(a, b) -> bool:
+def _close(a, b, rel: float = 1e-12) -> bool:
     if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a), abs(b))
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= rel * max(1.0, abs(a), abs(b))
     return a == b
 
 
@@ -160,23 +160,24 @@ def same_frame(got: pl.DataFrame, want: pl.DataFrame, where: str) -> None:
             assert _close(a, b), f"{where}: column {c!r}, row {i}: {a!r} != golden {b!r}"
 
 
-def same_json(got, want, where: str) -> None:
+def same_json(got, want, where: str, rel: float = 1e-12) -> None:
     if isinstance(want, dict):
         assert isinstance(got, dict) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
-            same_json(got[k], want[k], f"{where}.{k}")
+            same_json(got[k], want[k], f"{where}.{k}", rel)
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r:.200} != golden {want!r:.200}"
         for i, (a, b) in enumerate(zip(got, want)):
-            same_json(a, b, f"{where}[{i}]")
+            same_json(a, b, f"{where}[{i}]", rel)
     else:
         if isinstance(want, float) or isinstance(got, float):
             got, want = float(got), float(want)
-        assert _close(got, want), f"{where}: {got!r} != golden {want!r}"
+        assert _close(got, want, rel), f"{where}: {got!r} != golden {want!r}"
 
 
-def check(name: str, value) -> None:
-    """Compare `value` (a frame, JSON-able data or text) with golden/<name>, or write it there when updating."""
+def check(name: str, value, rel: float = 1e-12) -> None:
+    """Compare `value` (a frame, JSON-able data or text) with golden/<name>, or write it there when updating;
+    JSON numbers to `rel`."""
     path = GOLDEN / name
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +201,21 @@ def check(name: str, value) -> None:
             raise AssertionError(f"{name}, line {diff + 1}:\n  got    {value.splitlines()[diff:diff + 1]}\n"
                                  f"  golden {want.splitlines()[diff:diff + 1]}")
     else:
-        same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name)
+        same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name, rel)
+
+
+def first_stage_scores(manifest: dict) -> dict:
+    """The frozen first stage's scores, per run file: records, sum and sum of squares. A model's scores move in their
+    last printed digit (1e-6) with the machine's float kernels (this CPU's AVX2 against another's AVX-512, a torch
+    build), so they are compared to 1e-5 here, not as the bytes the manifest's digests name; ids and ranks are pinned
+    exactly (files.json)."""
+    out = {}
+    for cs in manifest["candidates"]:
+        for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec")):
+            scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+            out[f"{cs['dataset']}/{p.name}"] = {"records": len(scores), "sum": math.fsum(scores),
+                                                "sum_sq": math.fsum(x * x for x in scores)}
+    return out
 
 
 def check_results(prefix: str, run: Path, clean: Paths) -> None:
@@ -219,8 +234,13 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
         check(f"{prefix}/protocol.md", markdown_clean(clean((run / "protocol.md").read_text(encoding="utf-8"))))
     if not (run / "manifest.json").is_file():  # another first stage's folder (first-stages/<name>/): the run's manifest
         return
+    raw = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    if raw.get("candidates"):
+        check(f"{prefix}/first-stage-scores.json", first_stage_scores(raw), rel=1e-5)
     manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
     manifest["benchmark"]["parts"].pop("systems")
+    for cs in manifest.get("candidates", []):  # the frozen files' names; their bytes hold scores (above)
+        cs["files"] = sorted(cs["files"])
     check(f"{prefix}/manifest.json", manifest)
     files = {part: tree_digest(run / part) for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
     if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (its scores are in the manifest's recall)
