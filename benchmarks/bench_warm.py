@@ -11,9 +11,11 @@ start to last end of its Prefect task runs) and the peak RSS of the flow process
 /proc/self/status every 50 ms); then the bytes the warm run added to the disk (its results folder's files not
 hard-linked to a file that existed before it, plus the cache's growth).
 
-Part 2. `terazi demo` as a user types it, three times in a row (the first is cold, the next are warm reruns): wall
-time of the command with the temporary Prefect server terazi starts, with that server kept between runs
-(TERAZI_KEEP_SERVER=1: the first run starts it), then with a running server (PREFECT_API_URL).
+Part 2. `terazi demo` as a user types it, warm (a cold run first fills its cache): wall time of the command with the
+temporary Prefect server terazi starts, with that server kept between runs (TERAZI_KEEP_SERVER=1: a first run
+starts it), then with a running server (PREFECT_API_URL); `--repeats` runs each. After each run, its floor: Prefect's
+own flow of one task on the same kind of server (without an API, the temporary server Prefect starts itself), so
+that a machine's speed, which moves by half over a day here, is read off the same minute for both.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,33 +210,65 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
     return rows
 
 
-def demo_part(work: Path, env: dict) -> dict:
-    """`terazi demo` three times on the temporary server, three times keeping it, three times on a running one."""
+FLOOR = """
+from prefect import flow, task
+
+
+@task
+def one(x: int) -> int:
+    return x + 1
+
+
+@flow
+def floor() -> int:
+    return one(1)
+
+
+floor()
+"""  # Prefect alone: a flow of one task, as a user's own script would run it
+
+
+def demo_part(work: Path, env: dict, repeats: int) -> dict:
+    """`terazi demo` on the temporary server, keeping it, and on a running one; each run followed by the floor
+    beside it: Prefect's own one-task flow on the same kind of server (without an API, Prefect's own temporary
+    server), so that the two are read at the same machine speed."""
     from prefect.server.api.server import SubprocessASGIServer
 
     terazi = str(Path(sys.executable).with_name("terazi"))
     env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     os.environ.pop("PREFECT_API_URL", None)
 
-    def demo(tag: str, run_env: dict) -> tuple[float, float]:
+    def timed(command: list[str], run_env: dict) -> tuple[float, float]:
         t, cpu = time.perf_counter(), cpu_of_children()
-        out = subprocess.run([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
-                             env=run_env, capture_output=True, text=True)
+        out = subprocess.run(command, env=run_env, capture_output=True, text=True)
         if out.returncode:
-            raise SystemExit(f"terazi demo ({tag}) failed:\n{out.stderr[-3000:]}")
+            raise SystemExit(f"{' '.join(command[:2])} failed:\n{out.stderr[-3000:]}")
         return time.perf_counter() - t, cpu_of_children() - cpu
 
-    out = {"temporary server": [demo("temporary", env) for _ in range(3)]}
+    def demo(tag: str, run_env: dict) -> tuple[float, float]:
+        return timed([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
+                     run_env)
+
+    def pairs(tag: str, run_env: dict, floor_env: dict) -> tuple[list, list]:
+        walls, floors = [], []
+        for _ in range(repeats):
+            walls.append(demo(tag, run_env))
+            floors.append(timed([sys.executable, "-c", FLOOR], floor_env))
+        return walls, floors
+
+    out = {"temporary server": pairs("temporary", env, env)}  # the floor: Prefect starting its own server
     kept = {**env, "TERAZI_KEEP_SERVER": "1"}  # the first starts the kept server, the next ones reuse it
     try:
-        out["temporary server kept (TERAZI_KEEP_SERVER=1)"] = [demo("kept", kept) for _ in range(3)]
+        demo("kept", kept)  # the kept server's first run starts it
+        url = json.loads((Path(env["PREFECT_HOME"]) / "terazi-server.json").read_text())["url"]
+        out["temporary server kept (TERAZI_KEEP_SERVER=1)"] = pairs("kept", kept, {**env, "PREFECT_API_URL": url})
     finally:
         subprocess.run([terazi, "server", "stop"], env=kept, capture_output=True)
     server = SubprocessASGIServer()
     server.start(timeout=180)
     try:
         running = {**env, "PREFECT_API_URL": server.api_url}
-        out["running server"] = [demo("running", running) for _ in range(3)]
+        out["running server"] = pairs("running", running, running)
     finally:
         server.stop()
     return out
@@ -257,6 +292,20 @@ def table(rows: dict) -> None:
           f"{w['new_cache'] / 2**20:.2f} MB")
 
 
+def demo_table(work: Path, env: dict, repeats: int) -> None:
+    """Part 2's table: each warm demo run beside the floor run that followed it."""
+    subprocess.run([str(Path(sys.executable).with_name("terazi")), "demo", "--out", str(work / "demo-cold"),
+                    "--cache", str(work / "demo-cache")], env={k: v for k, v in env.items() if k != "PREFECT_API_URL"},
+                   capture_output=True, check=True)  # cold: computes the demo's cache, not measured
+    print(f"\n{'terazi demo, warm':<46} {'wall s':>28} {'floor s':>28} {'median - floor':>15}")
+    for where, (walls, floors) in demo_part(work, env, repeats).items():
+        w, f = [x for x, _ in walls], [x for x, _ in floors]
+        print(f"{where:<46} {', '.join(f'{x:.1f}' for x in w):>28} {', '.join(f'{x:.1f}' for x in f):>28} "
+              f"{statistics.median(w) - statistics.median(f):>+14.1f}s")
+    print("(floor: Prefect's own flow of one task on the same kind of server, run after each demo run: without an API"
+          " Prefect starts its own temporary server; wall times include the server a run starts)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", choices=("xquad", "demo"), default="xquad")
@@ -264,6 +313,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, help="kept between invocations: a second invocation measures warm only")
     ap.add_argument("--skip-demo", action="store_true")
     ap.add_argument("--skip-flow", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3, help="warm demo runs (each with its floor) per kind of server")
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.run:
@@ -278,10 +328,7 @@ def main() -> None:
     if not args.skip_flow:
         table(flow_part(args, work, env))
     if not args.skip_demo:
-        for where, walls in demo_part(work, env).items():
-            print(f"terazi demo, {where}: " + ", ".join(f"{w:.1f}s ({c:.1f}s CPU)" for w, c in walls)
-                  + " (wall, and CPU of the command and the server it started; the first run on the temporary server"
-                  " is cold, every other is warm; a kept server's first run starts it)")
+        demo_table(work, env, args.repeats)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
