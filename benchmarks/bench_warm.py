@@ -238,14 +238,14 @@ def demo_part(work: Path, env: dict, repeats: int) -> dict:
     env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     os.environ.pop("PREFECT_API_URL", None)
 
-    def timed(command: list[str], run_env: dict) -> tuple[float, float]:
-        t, cpu = time.perf_counter(), cpu_of_children()
+    def timed(command: list[str], run_env: dict) -> float:
+        t = time.perf_counter()
         out = subprocess.run(command, env=run_env, capture_output=True, text=True)
         if out.returncode:
             raise SystemExit(f"{' '.join(command[:2])} failed:\n{out.stderr[-3000:]}")
-        return time.perf_counter() - t, cpu_of_children() - cpu
+        return time.perf_counter() - t
 
-    def demo(tag: str, run_env: dict) -> tuple[float, float]:
+    def demo(tag: str, run_env: dict) -> float:
         return timed([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
                      run_env)
 
@@ -298,8 +298,7 @@ def demo_table(work: Path, env: dict, repeats: int) -> None:
                     "--cache", str(work / "demo-cache")], env={k: v for k, v in env.items() if k != "PREFECT_API_URL"},
                    capture_output=True, check=True)  # cold: computes the demo's cache, not measured
     print(f"\n{'terazi demo, warm':<46} {'wall s':>28} {'floor s':>28} {'median - floor':>15}")
-    for where, (walls, floors) in demo_part(work, env, repeats).items():
-        w, f = [x for x, _ in walls], [x for x, _ in floors]
+    for where, (w, f) in demo_part(work, env, repeats).items():
         print(f"{where:<46} {', '.join(f'{x:.1f}' for x in w):>28} {', '.join(f'{x:.1f}' for x in f):>28} "
               f"{statistics.median(w) - statistics.median(f):>+14.1f}s")
     print("(floor: Prefect's own flow of one task on the same kind of server, run after each demo run: without an API"

@@ -146,9 +146,9 @@ def tree_digest(folder: Path, columns: slice = slice(None)) -> dict[str, str]:
 # ---------------------------------------------------------------- comparing
 
 
-def _close(a, b, rel: float = 1e-12) -> bool:
+def _close(a, b) -> bool:
     if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a), abs(b))
     return a == b
 
 
@@ -160,24 +160,23 @@ def same_frame(got: pl.DataFrame, want: pl.DataFrame, where: str) -> None:
             assert _close(a, b), f"{where}: column {c!r}, row {i}: {a!r} != golden {b!r}"
 
 
-def same_json(got, want, where: str, rel: float = 1e-12) -> None:
+def same_json(got, want, where: str) -> None:
     if isinstance(want, dict):
         assert isinstance(got, dict) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
-            same_json(got[k], want[k], f"{where}.{k}", rel)
+            same_json(got[k], want[k], f"{where}.{k}")
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r:.200} != golden {want!r:.200}"
         for i, (a, b) in enumerate(zip(got, want)):
-            same_json(a, b, f"{where}[{i}]", rel)
+            same_json(a, b, f"{where}[{i}]")
     else:
         if isinstance(want, float) or isinstance(got, float):
             got, want = float(got), float(want)
-        assert _close(got, want, rel), f"{where}: {got!r} != golden {want!r}"
+        assert _close(got, want), f"{where}: {got!r} != golden {want!r}"
 
 
-def check(name: str, value, rel: float = 1e-12) -> None:
-    """Compare `value` (a frame, JSON-able data or text) with golden/<name>, or write it there when updating;
-    JSON numbers to `rel`."""
+def check(name: str, value) -> None:
+    """Compare `value` (a frame, JSON-able data or text) with golden/<name>, or write it there when updating."""
     path = GOLDEN / name
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,14 +200,29 @@ def check(name: str, value, rel: float = 1e-12) -> None:
             raise AssertionError(f"{name}, line {diff + 1}:\n  got    {value.splitlines()[diff:diff + 1]}\n"
                                  f"  golden {want.splitlines()[diff:diff + 1]}")
     else:
-        same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name, rel)
+        same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name)
+
+
+def same_scores(name: str, got: dict) -> None:
+    """`first_stage_scores` against golden/<name>: the same files and records, each sum within 2e-6 per record (one
+    unit of the printed 6th decimal, rounded either way), each sum of squares within 4e-6 per record (scores ≤ 1)."""
+    if UPDATE:
+        check(name, got)
+        return
+    want = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+    assert list(got) == list(want), f"{name}: files {list(got)} != golden {list(want)}"
+    for f, g in got.items():
+        w, n = want[f], want[f]["records"]
+        assert g["records"] == n, f"{name}: {f} has {g['records']} records, golden {n}"
+        assert abs(g["sum"] - w["sum"]) <= 2e-6 * n, f"{name}: {f} sum {g['sum']} != golden {w['sum']}"
+        assert abs(g["sum_sq"] - w["sum_sq"]) <= 4e-6 * n, f"{name}: {f} sum of squares {g['sum_sq']} != golden {w['sum_sq']}"
 
 
 def first_stage_scores(manifest: dict) -> dict:
     """The frozen first stage's scores, per run file: records, sum and sum of squares. A model's scores move in their
     last printed digit (1e-6) with the machine's float kernels (this CPU's AVX2 against another's AVX-512, a torch
-    build), so they are compared to 1e-5 here, not as the bytes the manifest's digests name; ids and ranks are pinned
-    exactly (files.json)."""
+    build), so they are compared to that (`same_scores`), not as the bytes the manifest's digests name; ids and ranks
+    are pinned exactly (files.json)."""
     out = {}
     for cs in manifest["candidates"]:
         for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec")):
@@ -236,7 +250,7 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
         return
     raw = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     if raw.get("candidates"):
-        check(f"{prefix}/first-stage-scores.json", first_stage_scores(raw), rel=1e-5)
+        same_scores(f"{prefix}/first-stage-scores.json", first_stage_scores(raw))
     manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
     manifest["benchmark"]["parts"].pop("systems")
     for cs in manifest.get("candidates", []):  # the frozen files' names; their bytes hold scores (above)

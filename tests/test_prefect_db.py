@@ -13,8 +13,11 @@ from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, temporary_sett
 from terazi.cli import prefect_db
 
 
-def database(path, revision: str | None) -> None:
+def database(path, revision: str | None, block_types: int = 3) -> None:
     con = sqlite3.connect(path)
+    con.execute("CREATE TABLE IF NOT EXISTS block_type (name TEXT)")
+    con.execute("DELETE FROM block_type")
+    con.executemany("INSERT INTO block_type VALUES (?)", [(f"b{i}",) for i in range(block_types)])
     con.execute("CREATE TABLE IF NOT EXISTS alembic_version (version_num TEXT)")
     con.execute("DELETE FROM alembic_version")
     if revision:
@@ -25,8 +28,9 @@ def database(path, revision: str | None) -> None:
 
 @pytest.fixture
 def db(tmp_path, monkeypatch):
-    for name in (prefect_db.SETTING, *prefect_db.BLOCKS):
-        monkeypatch.delenv(name, raising=False)
+    for pair in prefect_db.SETTINGS.items():
+        for name in pair:
+            monkeypatch.delenv(name, raising=False)
     path = tmp_path / "prefect.db"
     with temporary_settings({PREFECT_API_DATABASE_CONNECTION_URL: f"sqlite+aiosqlite:///{path}"}):
         yield path
@@ -37,9 +41,12 @@ def test_a_database_this_version_migrated_is_not_migrated_again(db, monkeypatch)
     database(db, "27d8f4e1a6c9")
     assert prefect_db.start_settings() == {}  # never seen by a server of this version
     prefect_db.remember()  # a server answered on it
-    off = {prefect_db.SETTING: "false", "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
-           "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
+    off = {"PREFECT_SERVER_DATABASE_MIGRATE_ON_START": "false", "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+           "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
     assert prefect_db.start_settings() == off
+    database(db, "27d8f4e1a6c9", block_types=0)  # `prefect server database reset` since: register them again
+    assert prefect_db.start_settings() == {}
+    database(db, "27d8f4e1a6c9")
 
     installed = prefect_db._collections()
     monkeypatch.setattr(prefect_db, "_collections", lambda: [*installed, ["prefect_aws", "prefect_aws", "0.5.0"]])
@@ -57,7 +64,7 @@ def test_a_database_this_version_migrated_is_not_migrated_again(db, monkeypatch)
 def test_the_users_own_setting_and_other_databases_are_left_alone(db, monkeypatch):
     database(db, "27d8f4e1a6c9")
     prefect_db.remember()
-    for name in (prefect_db.SETTING, *prefect_db.BLOCKS):
+    for name in (n for pair in prefect_db.SETTINGS.items() for n in pair):
         monkeypatch.setenv(name, "true")
         assert prefect_db.start_settings() == {}
         monkeypatch.delenv(name)

@@ -21,6 +21,7 @@ def test_an_api_configured_outside_the_environment_ends_the_early_server_unused(
     monkeypatch.setattr(spare_server, "Spare", Recorded)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv("TERAZI_KEEP_SERVER", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))  # what the early process would write under, had it the line
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api", PREFECT_HOME: str(tmp_path)}):
         t = time.monotonic()
         with prefect_api.temporary_server() as ready:
@@ -28,6 +29,17 @@ def test_an_api_configured_outside_the_environment_ends_the_early_server_unused(
             assert len(started) == 1 and started[0].process.poll() is not None  # ended, not left importing
         assert time.monotonic() - t < 10
     assert list(tmp_path.iterdir()) == []  # no log, no database: it never had its settings
+
+
+def test_an_api_in_the_active_profile_starts_no_early_server(tmp_path, monkeypatch):
+    (tmp_path / "profiles.toml").write_text('active = "work"\n[profiles.work]\n'
+                                            'PREFECT_API_URL = "http://127.0.0.1:9/api"\n', encoding="utf-8")
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_PROFILES_PATH", raising=False)
+    monkeypatch.delenv("PREFECT_PROFILE", raising=False)
+    assert prefect_api._api_in_profile()
+    monkeypatch.setenv("PREFECT_PROFILE", "ephemeral")  # another profile active: no API there
+    assert not prefect_api._api_in_profile()
 
 
 def test_an_api_in_the_environment_starts_no_early_server(monkeypatch):

@@ -7,8 +7,10 @@ import logging
 import os
 import socket
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from terazi import shutdown
 from terazi.cli import kept_server, prefect_db, spare_server
@@ -33,6 +35,64 @@ TEMPORARY_LOG = "terazi-temporary-server.log"  # in PREFECT_HOME, beside the kep
 LOG_LIMIT = 5 * 2**20  # started again from empty past this size
 
 
+def _api_in_profile() -> bool:
+    """A hint, read without importing Prefect: does the active Prefect profile set PREFECT_API_URL? Then no server
+    process is started before Prefect's settings are known (they decide, either way)."""
+    home = Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml").expanduser()
+    try:
+        profiles = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active") or "ephemeral"
+    return bool(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL"))
+
+
+def _start(early: spare_server.Spare | None, processes: list[spare_server.Spare]):
+    """The server this run uses, as (url, answering, exited, where, stop); None when a Prefect API is configured.
+    Every server process it starts is added to `processes`, for the caller to end should anything fail."""
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL, get_current_settings
+
+    if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
+        if early:
+            early.close()
+        return None
+    with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
+           "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+           **prefect_db.start_settings()}  # a database this Prefect version migrated already is not migrated again
+    if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
+        url, answering, exited = kept_server.kept(env, port)
+        return url, answering, exited, f" (see {kept_server.state_path().with_name('terazi-server.log')})", lambda: None
+    if early and prefect.context.SettingsContext.get() is not prefect.context.GLOBAL_SETTINGS_CONTEXT:
+        early.close()  # settings from the caller's context, which the early process imported Prefect without
+        early = None
+    url = f"http://127.0.0.1:{port}/api"
+    log = kept_server.state_path().with_name(TEMPORARY_LOG)  # its shutdown's chatter off the terminal
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if early is None:
+        processes.append(early := spare_server.Spare(env))
+    server = early
+    server.serve(env, port, log, truncate=log.is_file() and log.stat().st_size > LOG_LIMIT)
+
+    def answering() -> bool:
+        import httpx
+
+        try:
+            return httpx.get(url + "/health", timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop() -> None:
+        if server.process.poll() is None:
+            shutdown.end_process(server.process.pid)
+
+    return url, answering, server.process.poll, f" (see {log})", stop
+
+
 @contextmanager
 def temporary_server() -> Iterator[Callable[[], None]]:
     """Without a Prefect API, start the temporary server Prefect would start for the flow now, so that its start-up
@@ -41,7 +101,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     (terazi/cli/spare_server.py): it imports the server while this process learns the settings, then runs
     Prefect's own app (`prefect.server.api.server:create_app`, UI off, ephemeral) with them. Not through Prefect's
     SubprocessASGIServer, because importing that class loads Prefect's whole server (FastAPI, SQLAlchemy, the API)
-    into this process too: ~2-4 s of CPU per run for a process that only talks HTTP to it. This process then reaches
+    into this process too: 3-6 s of CPU per run, by the machine's speed, for a process that only talks HTTP to it. This process then reaches
     it through PREFECT_API_URL (set in its environment and Prefect's global settings), so the flow, its logs and
     events go to that server as they would to Prefect's. The server's own output goes to
     `$PREFECT_HOME/terazi-temporary-server.log`, named by the one line that says it failed to start (its services
@@ -51,62 +111,27 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     variable (a test harness, `temporary_settings`) or a profile, and that server is not ours to start or stop (a
     process started early is then ended unused). With TERAZI_KEEP_SERVER=1 the server is kept between runs instead
     (terazi/cli/kept_server.py): started detached by the first run, reused by the next ones."""
-    spare = None if os.environ.get("PREFECT_API_URL") or kept_server.wanted() else spare_server.Spare()
+    early = None if os.environ.get("PREFECT_API_URL") or kept_server.wanted() or _api_in_profile() \
+        else spare_server.Spare()
+    processes = [early] if early else []
     try:
-        import prefect  # noqa: F401
-        from prefect.context import refresh_global_settings_context
-        from prefect.settings import (
-            PREFECT_API_URL,
-            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
-            get_current_settings,
-        )
-
-        if PREFECT_API_URL.value():  # in the environment, the Prefect profile or the caller's settings context
-            if spare:
-                spare.close()
-            yield lambda: None
-            return
-        with socket.socket() as s:  # a free port (the one race left, a port taken meanwhile, fails in one line below)
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True),
-               "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-               **prefect_db.start_settings()}  # a database this Prefect version migrated already is not migrated again
-    except BaseException:
-        if spare:
-            spare.close()
+        started = _start(early, processes)
+    except BaseException:  # nothing started here outlives a failure before the flow
+        for process in processes:
+            process.close()
         raise
-    if kept_server.wanted():  # started once, reused by later runs (terazi/cli/kept_server.py)
-        url, answering, exited = kept_server.kept(env, port)
-        where = f" (see {kept_server.state_path().with_name('terazi-server.log')})"
-
-        def stop() -> None:
-            return None
-    else:
-        url = f"http://127.0.0.1:{port}/api"
-        log = kept_server.state_path().with_name(TEMPORARY_LOG)  # its shutdown's chatter off the terminal
-        log.parent.mkdir(parents=True, exist_ok=True)
-        server = spare or spare_server.Spare()  # an API URL the environment sets and the caller's settings clear: started only now
-        server.serve(env, port, log, truncate=log.is_file() and log.stat().st_size > LOG_LIMIT)
-        exited, where = server.process.poll, f" (see {log})"
-
-        def answering() -> bool:
-            import httpx
-
-            try:
-                return httpx.get(url + "/health", timeout=5.0).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        def stop() -> None:
-            if server.process.poll() is None:
-                shutdown.end_process(server.process.pid)
+    if started is None:
+        yield lambda: None
+        return
+    url, answering, exited, where, stop = started
+    from prefect.context import refresh_global_settings_context
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     def ready() -> None:
         deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
         while time.monotonic() < deadline:
             if (code := exited()) is not None:
-                raise TeraziError(f"the temporary Prefect server on port {port} exited with code {code} "
+                raise TeraziError(f"the temporary Prefect server at {url} exited with code {code} "
                                   f"before answering{where}")
             if answering():
                 prefect_db.remember()

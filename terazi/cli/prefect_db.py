@@ -1,15 +1,15 @@
 """The temporary Prefect server's database, migrated once and reused.
 
-Every start of Prefect's server runs its database migrations (`PREFECT_API_DATABASE_MIGRATE_ON_START`): Alembic
+Every start of Prefect's server runs its database migrations (`PREFECT_SERVER_DATABASE_MIGRATE_ON_START`): Alembic
 loads Prefect's whole migration history to find nothing to do, most of a second of each run's temporary server. It
-then checks whether its block types are registered in the database (`PREFECT_API_BLOCKS_REGISTER_ON_START`), by
+then checks whether its block types are registered in the database (`PREFECT_SERVER_REGISTER_BLOCKS_ON_START`), by
 hashing every block class and collection it can load: another half second. Once a server of this Prefect version has
 started on the database (so it is at the revision this version migrates to, with the block types of the Prefect
 collections installed now), terazi records that revision and those collections beside the database; a later
 temporary server on the same SQLite file, still at that revision, with the same Prefect version and collections,
 starts with both off. Anything else (another Prefect version, a collection installed or removed, a database another
-version moved on, a new file, a database that is not terazi's default SQLite file, either setting given by the user)
-starts as Prefect would.
+version moved on or reset since, a new file, a database that is not terazi's default SQLite file, any of these
+settings given by the user in the environment) starts as Prefect would.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ import os
 import sqlite3
 from pathlib import Path
 
-SETTING = "PREFECT_API_DATABASE_MIGRATE_ON_START"
-BLOCKS = ("PREFECT_API_BLOCKS_REGISTER_ON_START", "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION")
+SETTINGS = {  # what terazi turns off for a database known current: each setting's name, then the alias Prefect also reads
+    "PREFECT_SERVER_DATABASE_MIGRATE_ON_START": "PREFECT_API_DATABASE_MIGRATE_ON_START",
+    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "PREFECT_API_BLOCKS_REGISTER_ON_START",
+    "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION",
+}
 
 
 def _database() -> Path | None:
@@ -36,16 +39,18 @@ def _database() -> Path | None:
 
 
 def _revision(db: Path) -> str | None:
-    """The Alembic revision the database is at (None when it cannot be read)."""
+    """The Alembic revision the database is at (None when it cannot be read, or holds no block types: a database
+    reset since, whose block types a server must register again)."""
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
         try:
             rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+            blocks = con.execute("SELECT count(*) FROM block_type").fetchone()[0]
         finally:
             con.close()
     except sqlite3.Error:
         return None
-    return rows[0][0] if len(rows) == 1 else None
+    return rows[0][0] if len(rows) == 1 and blocks else None
 
 
 def _marker(db: Path) -> Path:
@@ -69,7 +74,7 @@ def _record(db: Path) -> dict | None:
 def start_settings() -> dict[str, str]:
     """Settings for a server about to start: migrations and block registration off when the database is known to be
     current."""
-    if any(name in os.environ for name in (SETTING, *BLOCKS)):
+    if any(name in os.environ for pair in SETTINGS.items() for name in pair):  # the user's own choice stands
         return {}
     db = _database()
     if db is None or not db.is_file():
@@ -79,7 +84,7 @@ def start_settings() -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     record = _record(db)
-    return {name: "false" for name in (SETTING, *BLOCKS)} if record is not None and known == record else {}
+    return {name: "false" for name in SETTINGS} if record is not None and known == record else {}
 
 
 def remember() -> None:

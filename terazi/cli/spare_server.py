@@ -4,14 +4,18 @@ Most of a temporary server's start-up is its process importing Prefect's server 
 seconds of CPU), and that does not depend on anything the run decides. So a run without a Prefect API in its
 environment starts this process first, while it is still importing Prefect itself (seconds more) to learn the
 settings; the process imports the server on the other core, then waits for one line on its stdin: the environment
-to run in (terazi's settings for the temporary server, and any Prefect settings the run's context holds), the port,
-and the log file its output goes to. Only then does it read Prefect's settings and start Prefect's own app
-(`prefect.server.api.server:create_app`, as `uvicorn --factory` would). An end of input instead of that line (the
-run learned that a Prefect API is configured after all, or failed first) ends it having done nothing; so does
-being killed before it has the line.
+to run in (the process's own plus terazi's settings for the temporary server), the port, and the log file its output
+goes to. Then it starts Prefect's own app (`prefect.server.api.server:create_app`, as `uvicorn --factory` would),
+which reads the database, logging and service settings as it starts. A few of Prefect's settings are read when its
+server is imported (its services' intervals, queue sizes, PREFECT_HOME's creation): from the same environment and
+profile as the run's, so the same values; a run whose Prefect settings come from its caller's context (a test
+harness, `temporary_settings`) starts this process only once it knows them, importing under them. Being killed
+before the line (the run learned that a Prefect API is configured after all, or failed first) ends it having
+written nothing.
 
-Run as `python -P -m terazi.cli.spare_server`: `-P` keeps the working directory off the import path, so a folder
-of the user's named like a module cannot stand in for Prefect's.
+Run as `python -P <this file>`: it imports nothing of terazi, only uvicorn and Prefect, and `-P` keeps both the
+working directory and this file's folder off the import path, so no folder of the user's named like a module can
+stand in for Prefect's.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from typing import IO
 class Spare:
     """The parent's handle: `serve()` once with the settings, or `close()` to end it unused."""
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, "-P", "-m", "terazi.cli.spare_server"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen([sys.executable, "-P", __file__], env=env, stdin=subprocess.PIPE,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def serve(self, env: dict[str, str], port: int, log: Path, truncate: bool) -> None:
         """Hand the process its settings: from here it is Prefect's server on 127.0.0.1:`port`."""
@@ -52,7 +56,7 @@ class Spare:
 
 def _main() -> int:
     failure = None
-    try:  # the costly part, done while the run decides
+    try:  # the costly part, done while the run decides (a failure is written to the log once it is known)
         import uvicorn
 
         import prefect.server.api.server  # noqa: F401
