@@ -30,10 +30,6 @@ FORMAT = 1
 FOLDER = "outputs"
 META = ".meta.json"
 
-def digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes, hashed once per process while its stamp is unchanged (`terazi.stamps`)."""
-    return stamps.file_digest(path)
-
 
 def key(stage: str, *parts: Any) -> str:
     """The key of a stage's output: its name, `FORMAT` and every input (JSON-able values; Paths by content). The
@@ -51,12 +47,12 @@ def code(*modules: str) -> str:
             raise ValueError(f"no module {name!r}")
         origin = Path(spec.origin)
         files += sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
-    return fingerprint.of_json([[f.name, digest(f)] for f in files])
+    return fingerprint.of_json([[f.name, stamps.file_digest(f)] for f in files])
 
 
 def _part(value: Any) -> Any:
     if isinstance(value, Path):
-        return digest(value)
+        return stamps.file_digest(value)  # hashed once per process while its stamp is unchanged
     if isinstance(value, (list, tuple)):
         return [_part(v) for v in value]
     return value

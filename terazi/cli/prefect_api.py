@@ -73,9 +73,9 @@ def _start(early: spare_server.Spare | None, processes: list[spare_server.Spare]
     url = f"http://127.0.0.1:{port}/api"
     log = kept_server.state_path().with_name(TEMPORARY_LOG)  # its shutdown's chatter off the terminal
     log.parent.mkdir(parents=True, exist_ok=True)
-    if early is None:
-        processes.append(early := spare_server.Spare(env))
-    server = early
+    server = early or spare_server.Spare(env)
+    if server is not early:
+        processes.append(server)
     server.serve(env, port, log, truncate=log.is_file() and log.stat().st_size > LOG_LIMIT)
 
     def answering() -> bool:
