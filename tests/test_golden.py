@@ -44,7 +44,6 @@ class Paths:
     """Absolute paths of this test's run, replaced by placeholders wherever they appear."""
 
     def __init__(self, tokens: dict[str, str] | None = None, **named: Path):
-        """`tokens`: other strings of this machine's run to replace (a generated model's hash)."""
         self.named = sorted([*((str(Path(p).resolve()), f"<{k}>") for k, p in named.items()), *(tokens or {}).items()],
                             key=lambda x: -len(x[0]))
 
@@ -328,9 +327,8 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb",
            "NO_COLOR": "1"}
-    # the tiny cross-encoder is written by this machine's transformers (its config.json names the version): the
-    # hash in its identity is this install's, not the golden one (in braces: html_clean drops <tags>); what it
-    # scores is compared as before
+    # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
+    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
     clean = Paths({tiny_ce_hash: "{tiny-ce-hash}"}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
                   models=root / "models", minilm=minilm_path, root=root, golden=GOLDEN)
