@@ -58,6 +58,37 @@ def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
     assert not (run / "manifest.json").exists()
 
 
+def test_a_signal_landing_in_a_callback_prints_no_traceback(monkeypatch, capsys):
+    """A SIGTERM that arrives while the main thread runs a weakref's callback raises its KeyboardInterrupt there, where
+    Python can only print it (seen under load: a traceback on a stopped run's terminal); `STOP` carries the stop. Any
+    other exception a callback raises is still printed."""
+    import weakref
+
+    from terazi import shutdown
+
+    class Thing:
+        pass
+
+    def landed(_):
+        raise KeyboardInterrupt("stopped by signal 15")
+
+    def failed(_):
+        raise RuntimeError("a real bug")
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)  # Python's own, printing to sys.stderr
+    try:
+        with shutdown.graceful():
+            shutdown.STOP.set()  # what the signal handler sets (without arming the watchdog)
+            a, b = Thing(), Thing()
+            refs = [weakref.ref(a, landed), weakref.ref(b, failed)]
+            del a, b
+    finally:
+        shutdown.STOP.clear()
+    assert all(r() is None for r in refs) and sys.unraisablehook is sys.__unraisablehook__
+    printed = capsys.readouterr().err
+    assert "KeyboardInterrupt" not in printed and "RuntimeError: a real bug" in printed
+
+
 def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path):
     import asyncio
 
