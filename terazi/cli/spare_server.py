@@ -20,6 +20,7 @@ stand in for Prefect's.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -55,6 +56,7 @@ class Spare:
 
 
 def _main() -> int:
+    gc.set_threshold(50_000)  # as terazi.cli.GC_THRESHOLD (not imported: this file imports nothing of terazi)
     failure = None
     try:  # the costly part, done while the run decides (a failure is written to the log once it is known)
         import uvicorn
