@@ -46,6 +46,19 @@ def identity(folder: Path, cache: Path) -> str:
     return refs.resolve(str(folder), cache_dir=cache).identity
 
 
+def frozen_set(cache: Path) -> Path:
+    """A frozen candidate set of one query (dataset x), its files older than the book's doubt."""
+    folder = cache / "candidates" / "k"
+    cand = pl.DataFrame({"condition": ["clean"] * 2, "sample": [0, 0], "query_id": ["q1", "q1"], "rank": [1, 2],
+                         "doc_id": ["d1", "d2"], "score": [2.0, 1.0]})
+    store_candidates(folder, cand, {"lookup_key": "k", "dataset": "x", "dataset_fingerprint": "y", "encoder": "e",
+                                    "encoder_identity": "e", "index": {}, "depth": 2, "queries_encoded": 1,
+                                    "docs_encoded": 2, "faiss_version": ""}, {"q1": {"d1": 1}}, time.perf_counter())
+    for p in folder.rglob("*"):
+        settled(p)
+    return folder
+
+
 def test_a_model_folder_hash_is_remembered_until_a_file_changes(tmp_path):
     folder, cache = model_folder(tmp_path), tmp_path / "cache"
     cache.mkdir()
@@ -78,14 +91,7 @@ def test_a_file_written_just_now_is_hashed_but_not_recorded(tmp_path):
 
 def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_byte(tmp_path):
     cache = tmp_path / "cache"
-    folder = cache / "candidates" / "k"
-    cand = pl.DataFrame({"condition": ["clean"] * 2, "sample": [0, 0], "query_id": ["q1", "q1"], "rank": [1, 2],
-                         "doc_id": ["d1", "d2"], "score": [2.0, 1.0]})
-    store_candidates(folder, cand, {"lookup_key": "k", "dataset": "x", "dataset_fingerprint": "y", "encoder": "e",
-                                    "encoder_identity": "e", "index": {}, "depth": 2, "queries_encoded": 1,
-                                    "docs_encoded": 2, "faiss_version": ""}, {"q1": {"d1": 1}}, time.perf_counter())
-    for p in folder.rglob("*"):
-        settled(p)
+    folder = frozen_set(cache)
     files = set_files(folder)
     assert load_frozen(folder) is not None
     book = json.loads((cache / stamps.BOOK).read_text())
@@ -99,3 +105,38 @@ def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_
     assert load_frozen(folder) is not None and "d9" in run.read_text()  # a run takes the book's word: not rebuilt
     [finding] = check(cache)  # check hashes every byte
     assert finding.path == str(folder) and "clean.trec" in finding.problem
+
+
+def test_linking_a_frozen_file_into_a_results_folder_keeps_it_remembered(tmp_path, monkeypatch):
+    """A hard link moves a file's ctime: without the book following terazi's own links, every warm run hashed the
+    frozen TREC files the run before had linked into its results folder. A write by anyone else is still seen."""
+    from terazi import fingerprint
+    from terazi.retrieval.frozen import publish_candidates
+
+    cache = tmp_path / "cache"
+    folder = frozen_set(cache)
+    hashed = []
+    real = fingerprint.of_file
+    monkeypatch.setattr(fingerprint, "of_file", lambda p: hashed.append(Path(p).name) or real(p))
+
+    def next_run():  # a new process: only the book remembers
+        stamps._seen.clear()
+        hashed.clear()
+        return load_frozen(folder)
+
+    cs = next_run()
+    assert sorted(hashed) == ["candidates.parquet", "clean.trec"]  # first sight: hashed, then recorded
+    run = (folder / "runs" / "clean.trec").resolve()
+    ctime = run.stat().st_ctime_ns
+    for name in ("a", "b"):  # two runs' results folders, each linking the frozen run file
+        time.sleep(0.01)
+        publish_candidates(cs, tmp_path / name)
+        assert (tmp_path / name / "candidates" / "x" / "clean.trec").samefile(run)
+        assert next_run() is not None and hashed == []  # the link moved its ctime; the book followed
+    assert run.stat().st_ctime_ns != ctime and run.stat().st_nlink == 3
+    ctime = run.stat().st_ctime_ns
+    publish_candidates(cs, tmp_path / "a")  # a rerun into the same results folder: its link is already there
+    assert run.stat().st_ctime_ns == ctime and next_run() is not None and hashed == []
+
+    os.chmod(run, 0o644)  # anyone else's change moves ctime too, and is not followed
+    assert next_run() is not None and hashed == ["clean.trec"]
