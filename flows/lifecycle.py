@@ -20,6 +20,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
 from terazi import shutdown
+from terazi.analysis import known
 from terazi.flows.runtime import current_flow_run_id
 from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
@@ -72,7 +73,8 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
             if full:
                 raise full from e
             raise
-    publish(run.path, artifact_prefix)
+    with known.kept(cache_dir):  # the card's intervals are the statistics' own: found, not drawn again
+        publish(run.path, artifact_prefix)
 
 
 def publish(run_dir: Path, prefix: str) -> None:

@@ -7,7 +7,7 @@ tables), `costs/<identity hash>.json` (measured cost per score identity, `terazi
 (ONNX exports and int8 copies), `outputs/<key>/` (stage outputs linked into results folders, `terazi.memo`),
 `work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside) and `stamps.json`
 (hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash every byte
-instead). Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
+instead) and `intervals.sqlite` (bootstrap results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from terazi.analysis import known
 from terazi.errors import CacheError
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
@@ -69,6 +70,9 @@ def check(cache: Path) -> list[Finding]:
             pq.ParquetFile(table).metadata
         except Exception:  # noqa: BLE001 - any read failure means damaged
             out.append(Finding(str(table), "unreadable", "delete it; the next run rebuilds it from the dataset"))
+    intervals = cache / known.FILE
+    if intervals.exists() and (problem := known.check(intervals)):
+        out.append(Finding(str(intervals), problem, "delete it; the next run computes its intervals again"))
     return out
 
 
@@ -125,6 +129,10 @@ def repair(cache: Path) -> list[str]:
         except Exception:  # noqa: BLE001
             table.unlink()
             done.append(f"{table}: deleted; the next run rebuilds it")
+    intervals = cache / known.FILE
+    if intervals.exists() and known.check(intervals):
+        intervals.unlink()
+        done.append(f"{intervals}: deleted; the next run computes its intervals again")
     for work in sorted((cache / "work").glob("*")):
         if time.time() - work.stat().st_mtime > STALE_WORK_SECONDS:
             shutil.rmtree(work, ignore_errors=True)

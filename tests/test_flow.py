@@ -28,7 +28,7 @@ def config(tmp_path, tiny_dataset, tiny_cross_encoder):
     })
 
 
-def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path):
+def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path, monkeypatch):
 
     from terazi.flows.evaluate import evaluate
 
@@ -74,8 +74,15 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     ce = next(r for r in m1.reranks if r.system == "tiny-ce")
     assert not m1.candidates[0].reused and ce.pairs_scored > 0
 
-    # second run: frozen candidates and score cache are reused, nothing is encoded or scored
-    m2 = evaluate(config.model_copy(update={"run_name": "r2"}))
+    # second run: frozen candidates and score cache are reused, nothing is encoded or scored, and every interval of
+    # the statistics and the card is found in the cache folder (terazi.analysis.known), none drawn again
+    from terazi.analysis import stats
+
+    drawn, draws = [], stats.draws
+    with monkeypatch.context() as mp:
+        mp.setattr(stats, "draws", lambda *a: drawn.append(a) or draws(*a))
+        m2 = evaluate(config.model_copy(update={"run_name": "r2"}))
+    assert drawn == []
     assert m2.candidates[0].reused and m2.candidates[0].fingerprint == m1.candidates[0].fingerprint
     assert all(r.pairs_scored == 0 for r in m2.reranks)
     assert pl.read_csv(tmp_path / "results" / "r2" / "leaderboard.csv").equals(board)

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from terazi import memo
+from terazi.analysis import known
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
@@ -142,8 +143,9 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets]), run_dir, write)
     cell_means(per_query).write_csv(layout.scores_csv)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
-    agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
-                                variants, reranks, depths, cache_dir)
+    with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
+        agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
+                                    variants, reranks, depths, cache_dir)
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
     by_dataset.write_csv(layout.retention_datasets_csv)
