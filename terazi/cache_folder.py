@@ -7,7 +7,8 @@ tables), `costs/<identity hash>.json` (measured cost per score identity, `terazi
 (ONNX exports and int8 copies), `outputs/<key>/` (stage outputs linked into results folders, `terazi.memo`),
 `work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside) and `stamps.json`
 (hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash every byte
-instead) and `intervals.sqlite` (bootstrap results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
+instead) and `intervals.sqlite` (bootstrap results by the content of their inputs, `terazi.analysis.known`).
+Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
 """
 
 from __future__ import annotations

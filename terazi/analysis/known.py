@@ -40,7 +40,7 @@ class _Store:
     """One cache folder's results: looked up one by one, the new ones written together when the block ends."""
 
     def __init__(self, path: Path):
-        self.path, self.new = path, {}
+        self.new: dict[str, list] = {}
         self.db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
         self.db.execute("CREATE TABLE IF NOT EXISTS known (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
