@@ -2,13 +2,14 @@
 
 A warm run reads a model folder (a cross-encoder: 0.5-2 GB) and a frozen candidate set's files (TREC runs: hundreds
 of MB) only to hash them: the model's hash is its identity, which keys every cache, and a frozen file is checked
-against the hash recorded when it was frozen. A file whose stamp (device, inode, size, mtime, ctime) is the one it had
-when it was last hashed has not been written since: any write moves mtime and ctime, and a file replaced, copied,
-synced or unpacked in its place is another inode or a new ctime (nothing but the kernel sets ctime). So its hash is
-taken from the book instead of its bytes, as git's index and make decide what changed. A hard link or an unlink moves
-ctime too (the link count is the inode's): terazi's own links of a frozen file into a results folder carry its entry
-over (`link`), and anyone else's costs one hash. `terazi cache check` and
-`repair` hash every byte again: they never read the book.
+against the hash recorded when it was frozen. A file whose stamp (device, inode, size, mtime) is the one it had when
+it was last hashed has not been written since: any write moves mtime, and a file replaced, copied, synced or unpacked
+in its place is another inode (or, copied with its times, at least another mtime to the nanosecond). So its hash is
+taken from the book instead of its bytes, as make decides what changed (and git with `core.trustctime` off). ctime is
+not trusted: a hard link or an unlink moves it, and every results folder links the frozen files of its run (with
+ctime in the stamp, each warm run hashed again the 330 MB of TREC files the run before had linked, at XQuAD-tr ×8).
+What a stamp cannot see, bytes changed behind an mtime set back to the nanosecond or a disk flipping bits, is what
+`terazi cache check` and `repair` are for: they hash every byte and never read the book.
 
 The book is a small JSON file written atomically; two runs adding to it at once may lose one's entries, which only
 costs a hash next time. Entries whose file is gone are dropped when it is written.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 import uuid
@@ -32,7 +32,7 @@ _lock = threading.Lock()
 
 def stamp(path: Path) -> list[int]:
     st = os.stat(path)
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 SETTLED_NS = 2_000_000_000  # a file written in the last 2 s may be written again within its mtime's tick: not recorded
@@ -43,7 +43,7 @@ _seen: dict[tuple, str] = {}  # this process's hashes, by what was hashed and it
 
 def remembered(key: str, stamps: list[list], book: Path | None, compute) -> str:
     """The hash of what `stamps` describe (`key`: what is hashed, by absolute path; one stamp per file, its mtime
-    second to last): remembered for this process, and across runs in `book` when the stamps are the ones it recorded,
+    last): remembered for this process, and across runs in `book` when the stamps are the ones it recorded,
     else `compute()`, recorded (unless a file is too new to trust its stamp)."""
     seen = (key, json.dumps(stamps))
     if seen in _seen:
@@ -55,7 +55,7 @@ def remembered(key: str, stamps: list[list], book: Path | None, compute) -> str:
             _seen[seen] = hit[1]
             return hit[1]
     value = _seen[seen] = compute()
-    if book is not None and all(time.time_ns() - s[-2] >= SETTLED_NS for s in stamps):
+    if book is not None and all(time.time_ns() - s[-1] >= SETTLED_NS for s in stamps):
         with _lock:
             entries = _read(book)
             entries[key] = [stamps, value]
@@ -68,31 +68,6 @@ def file_digest(path: str | Path, book: Path | None = None) -> str:
     process only: a ranking that is scored and exported is hashed once)."""
     path = Path(path).resolve()
     return remembered(f"file:{path}", [stamp(path)], book, lambda: fingerprint.of_file(path))
-
-
-def link(src: Path, dst: Path, book: Path | None) -> None:
-    """`dst` becomes a hard link to `src` (a copy where the file system has none). A link moves `src`'s ctime (its
-    link count changed, not its bytes), so a run that links a frozen file into its results folder would have the next
-    run hash it again (330 MB of TREC files in a warm run on XQuAD-tr ×8): the book's hash of `src` as it was just
-    before is recorded again under its stamp after, as only this link came between."""
-    src, dst = Path(src).resolve(), Path(dst)
-    if dst.is_file() and os.path.samefile(src, dst):  # linked by the run before into the same folder: nothing moves
-        return
-    before = stamp(src)
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
-        return
-    if book is None:
-        return
-    key = f"file:{src}"
-    with _lock:
-        entries = _read(book)
-        if (hit := entries.get(key)) and hit[0] == [before]:
-            entries[key] = [[stamp(src)], hit[1]]
-            _write(book, entries)
 
 
 def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -107,9 +108,9 @@ def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_
     assert finding.path == str(folder) and "clean.trec" in finding.problem
 
 
-def test_linking_a_frozen_file_into_a_results_folder_keeps_it_remembered(tmp_path, monkeypatch):
-    """A hard link moves a file's ctime: without the book following terazi's own links, every warm run hashed the
-    frozen TREC files the run before had linked into its results folder. A write by anyone else is still seen."""
+def test_links_to_a_frozen_file_cost_no_hash_but_a_write_does(tmp_path, monkeypatch):
+    """Every results folder links (and a rerun or a cleanup unlinks) the frozen files of its run, which moves their
+    ctime: with ctime in the stamp, every warm run hashed the frozen TREC files again. A write is still seen."""
     from terazi import fingerprint
     from terazi.retrieval.frozen import publish_candidates
 
@@ -128,15 +129,17 @@ def test_linking_a_frozen_file_into_a_results_folder_keeps_it_remembered(tmp_pat
     assert sorted(hashed) == ["candidates.parquet", "clean.trec"]  # first sight: hashed, then recorded
     run = (folder / "runs" / "clean.trec").resolve()
     ctime = run.stat().st_ctime_ns
-    for name in ("a", "b"):  # two runs' results folders, each linking the frozen run file
+    for name in ("a", "b", "a"):  # results folders linking the frozen run file, one of them rerun
         time.sleep(0.01)
         publish_candidates(cs, tmp_path / name)
         assert (tmp_path / name / "candidates" / "x" / "clean.trec").samefile(run)
-        assert next_run() is not None and hashed == []  # the link moved its ctime; the book followed
-    assert run.stat().st_ctime_ns != ctime and run.stat().st_nlink == 3
-    ctime = run.stat().st_ctime_ns
-    publish_candidates(cs, tmp_path / "a")  # a rerun into the same results folder: its link is already there
-    assert run.stat().st_ctime_ns == ctime and next_run() is not None and hashed == []
+        assert next_run() is not None and hashed == []
+    shutil.rmtree(tmp_path / "b")  # an old results folder deleted
+    assert next_run() is not None and hashed == []
+    assert run.stat().st_ctime_ns != ctime and run.stat().st_nlink == 2
 
-    os.chmod(run, 0o644)  # anyone else's change moves ctime too, and is not followed
-    assert next_run() is not None and hashed == ["clean.trec"]
+    text = run.read_text()
+    run.write_text(text.replace("d1", "d9"))  # a write (same size) moves mtime
+    settled(run)
+    assert next_run() is not None and hashed == ["clean.trec"] * 2  # seen, written again from the parquet, checked
+    assert run.read_text() == text

@@ -86,17 +86,12 @@ def write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> 
             write_run(part, runs / name, "terazi-first-stage")
 
 
-def _book(folder: Path) -> Path | None:
-    """The book (terazi.stamps) of the cache folder a set lives in, as `<cache>/candidates/<key>/`."""
-    return stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
-
-
 def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> CandidateSet | None:
     """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
     written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
     A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
     (terazi.stamps); with `remembered=False` (`terazi cache check`, `repair`) every byte is hashed."""
-    book = _book(folder)
+    book = stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
     hashed = (lambda p: stamps.file_digest(p, book)) if remembered else fingerprint.of_file
     try:
         body = json.loads((folder / MANIFEST).read_text())
@@ -143,9 +138,12 @@ def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
         raise CacheError(f"frozen candidates {folder} list no TREC files; run `terazi cache repair`")
     for stale in set(p.name for p in target.glob("*.trec")) - set(runs):
         (target / stale).unlink()
-    book = _book(folder)
     for name, digest in runs.items():
         src, dst = folder / "runs" / name, target / name
-        stamps.link(src, dst, book)
+        dst.unlink(missing_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
         if not (dst.is_file() and (os.path.samefile(src, dst) or fingerprint.of_file(dst) == digest)):
             raise CacheError(f"{dst} does not match the frozen candidates ({src}); run `terazi cache repair`")
