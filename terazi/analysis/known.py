@@ -79,7 +79,7 @@ def check(path: Path) -> str | None:
 
 @contextmanager
 def kept(cache_dir: str | Path | None) -> Iterator[None]:
-    """Within the block, `remembered` functions look their results up in `cache_dir`'s intervals file first."""
+    """Within the block, `by_content` functions look their results up in `cache_dir`'s intervals file first."""
     if cache_dir is None or not Path(cache_dir).is_dir():
         yield
         return
@@ -125,7 +125,7 @@ def _digest(h: "hashlib._Hash", value: Any) -> None:
         h.update(json.dumps(value).encode() + b"\0")
 
 
-def remembered(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
+def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """A function returning `kind` (a dataclass of numbers) looked up by the content of its arguments within `kept`."""
 
     def wrap(fn: Callable[..., T]) -> Callable[..., T]:

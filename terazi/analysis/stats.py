@@ -15,7 +15,7 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
-from terazi.analysis.known import remembered
+from terazi.analysis.known import by_content
 from terazi.shutdown import check
 
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems
@@ -124,7 +124,7 @@ def balanced_mean(values: Scores) -> float:
     return float(np.mean([np.mean(v) for v in values.values()]))
 
 
-@remembered(Interval)
+@by_content(Interval)
 def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
     """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0."""
     boot = balanced_bootstrap(values, n_resamples, seed)
@@ -174,7 +174,7 @@ def _ratio(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.nda
         return np.where(ok > 0, np.nansum(r, axis=1) / np.maximum(ok, 1), np.nan)
 
 
-@remembered(Ratio)
+@by_content(Ratio)
 def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
                    aggregation: Aggregation = "macro", chunk_cells: int = 4_000_000) -> Ratio:
     """Retention = corrupted (`num`) over clean (`den`) on the same queries, with a paired percentile interval.
