@@ -57,3 +57,23 @@ def test_a_damaged_file_is_set_aside_and_reported(tmp_path, counted):
     with known.kept(tmp_path):
         assert statistics(a, b) == drawn
     assert check(tmp_path) == []
+
+
+def test_a_file_another_run_holds_is_waited_for_then_left_alone(tmp_path, counted, monkeypatch):
+    import sqlite3
+
+    a, b = values(1), values(2)
+    with known.kept(tmp_path):
+        drawn = statistics(a, b)
+    monkeypatch.setattr(known, "TIMEOUT", 0.05)
+    other = sqlite3.connect(tmp_path / known.FILE, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another run writing its intervals, for longer than this one waits
+    try:
+        with known.kept(tmp_path):
+            assert statistics(a, b) == drawn  # computed, as without the file
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(counted) == 8 and not (tmp_path / f"{known.FILE}.damaged").exists()
+    with known.kept(tmp_path):  # the file was left as it was: everything found again
+        assert statistics(a, b) == drawn and len(counted) == 8

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 FILE = "intervals.sqlite"
+TIMEOUT = 10.0  # seconds to wait for another run's writes
 log = logging.getLogger("terazi.known")
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ class _Store:
 
     def __init__(self, path: Path):
         self.new: dict[str, list] = {}
-        self.db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(path, timeout=TIMEOUT, isolation_level=None, check_same_thread=False)
         self.db.execute("CREATE TABLE IF NOT EXISTS known (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def get(self, key: str) -> list | None:
@@ -86,7 +87,11 @@ def kept(cache_dir: str | Path | None) -> Iterator[None]:
     path = Path(cache_dir) / FILE
     try:
         store = _Store(path)
-    except sqlite3.Error as e:  # damaged: set aside (it is derived), this run computes everything
+    except sqlite3.OperationalError as e:  # held by another run past TIMEOUT, or a read-only folder: not damaged
+        log.warning("%s: %s; computing every interval", path, e)
+        yield
+        return
+    except sqlite3.DatabaseError as e:  # damaged: set aside (it is derived), this run computes everything
         log.warning("%s: %s; computing every interval (the file is set aside)", path, e)
         try:
             path.replace(path.with_name(f"{FILE}.damaged"))
