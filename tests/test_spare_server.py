@@ -51,3 +51,32 @@ def test_an_api_in_the_environment_starts_no_early_server(monkeypatch):
     with temporary_settings({PREFECT_API_URL: "http://127.0.0.1:9/api"}):  # as a process started so reads it
         with prefect_api.temporary_server() as ready:
             ready()
+
+
+def test_a_command_that_fails_before_its_run_ends_the_process_it_started_first(tmp_path):
+    """`terazi run` starts the temporary server's process before it reads its arguments; a command that ends before
+    its run (here an invalid configuration) ends it at exit, having written nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import psutil
+
+    def spares(parent: int | None = None) -> set[int]:  # the command's own (other tests may start theirs meanwhile)
+        return {p.pid for p in psutil.process_iter(["cmdline", "ppid"]) if any(
+            "spare_server.py" in a for a in p.info["cmdline"] or []) and parent in (None, p.info["ppid"])}
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "TERAZI_KEEP_SERVER")}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
+    seen: set[int] = set()
+    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(tmp_path), "--depth", "0",
+                             "--out", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    while proc.poll() is None:
+        seen |= spares(proc.pid)
+        time.sleep(0.05)
+    out = proc.stdout.read()
+    assert proc.returncode == 2 and "field 'depth'" in out and "Traceback" not in out
+    assert seen, "no early server process was started"
+    assert not seen & spares()  # ended by the command itself, not left to finish importing Prefect's server
+    assert not (tmp_path / "prefect-home").exists() or list((tmp_path / "prefect-home").iterdir()) == []

@@ -20,6 +20,10 @@ GC_THRESHOLD = 50_000
 def main() -> None:
     """Console entry point (`terazi`, `python -m terazi.cli`): every known failure is one line."""
     gc.set_threshold(GC_THRESHOLD)
+    if sys.argv[1:2] in (["run"], ["demo"]) and "--help" not in sys.argv:
+        from terazi.cli.prefect_api import start_early
+
+        start_early()  # a temporary Prefect server's process, which the run waits for: started before anything else
     if sys.argv[1:2] == ["score"]:
         from terazi.cli.score import main as score_main
 

@@ -48,6 +48,24 @@ def _api_in_profile() -> bool:
     return bool(profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL"))
 
 
+def _spare_wanted() -> bool:
+    """Whether to start the temporary server's process before Prefect's settings are known: not when the environment,
+    the kept server or the active profile says where the API is."""
+    return not (os.environ.get("PREFECT_API_URL") or kept_server.wanted() or _api_in_profile())
+
+
+_early: list[spare_server.Spare] = []  # started by the command line before it read its arguments (`start_early`)
+
+
+def start_early() -> None:
+    """Start the temporary server's process first thing in `terazi run` and `terazi demo`, before the command imports
+    typer, pydantic and its own modules: that server's start is what a run on it waits for (0.2 s sooner). A command
+    that ends before its run takes it (a bad argument, --help) ends it at exit, unused."""
+    if not _early and _spare_wanted():
+        _early.append(spare_server.Spare())
+        atexit.register(_early[-1].close)  # after the run's own stop (registered later, run earlier): a no-op then
+
+
 def _start(early: spare_server.Spare | None, processes: list[spare_server.Spare]):
     """The server this run uses, as (url, answering, exited, where, stop); None when a Prefect API is configured.
     Every server process it starts is added to `processes`, for the caller to end should anything fail."""
@@ -111,8 +129,7 @@ def temporary_server() -> Iterator[Callable[[], None]]:
     variable (a test harness, `temporary_settings`) or a profile, and that server is not ours to start or stop (a
     process started early is then ended unused). With TERAZI_KEEP_SERVER=1 the server is kept between runs instead
     (terazi/cli/kept_server.py): started detached by the first run, reused by the next ones."""
-    early = None if os.environ.get("PREFECT_API_URL") or kept_server.wanted() or _api_in_profile() \
-        else spare_server.Spare()
+    early = _early.pop() if _early else spare_server.Spare() if _spare_wanted() else None
     processes = [early] if early else []
     try:
         started = _start(early, processes)
