@@ -71,10 +71,10 @@ def dask_cluster(prefect_server):
 
     old = os.environ.get("PREFECT_API_URL")
     os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
-    os.environ["TERAZI_LATENCY_QUERIES"] = "0"  # the workers' models see the run's pairs only (no latency probe)
+    # the workers' models see the run's pairs only (no latency probe): set by each nanny, so that a worker it starts
+    # again after the killed-worker test's kill has it too (one inheriting this process's environment then probed)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           resources={"GPU": 1})
-    del os.environ["TERAZI_LATENCY_QUERIES"]
+                           resources={"GPU": 1}, env={"TERAZI_LATENCY_QUERIES": "0"})
     yield cluster
     cluster.close()
     if old is None:
