@@ -64,11 +64,16 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
                 raise RuntimeError("the run ended without its manifest")
             folder.finish(run.path, run.manifest.model_dump_json(indent=2))
         except BaseException as e:
-            signum = getattr(e, "signal", None)  # Prefect's TerminationSignal (SIGTERM)
             full = disk_full(e, {"results folder": (run.path, "--out"),
                                  **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {})})
-            reason = f"stopped by signal {signum}" if signum else \
-                str(full or f"{type(e).__name__}: {e}".removesuffix(": "))
+            error = str(full or f"{type(e).__name__}: {e}".removesuffix(": "))
+            signum = getattr(e, "signal", None) or shutdown.stopped_by()  # Prefect's TerminationSignal names it
+            if not signum:
+                reason = error
+            elif hasattr(e, "signal") or isinstance(e, KeyboardInterrupt):
+                reason = f"stopped by signal {signum}"
+            else:  # the stop surfaced as whatever the signal interrupted (seen: Prefect's "Task run is not set")
+                reason = f"stopped by signal {signum} ({error})"
             folder.mark_stopped(run.path, reason)
             if full:
                 raise full from e

@@ -86,10 +86,19 @@ def _watchdog(code: int) -> None:
     os._exit(code)
 
 
+_stopped_by: list[int] = []  # the signal of the run's stop request, whatever exception the stop surfaced as
+
+
+def stopped_by() -> int | None:
+    """The signal that stopped the current (or the last) run, if one did."""
+    return _stopped_by[0] if _stopped_by else None
+
+
 def request_stop(signum: int) -> None:
     """Stop every loop at its next `check()`; in a command, the first request also arms the watchdog."""
     if not STOP.is_set():
         STOP.set()
+        _stopped_by[:] = [signum]
         if ENDING.is_set():
             threading.Thread(target=_watchdog, args=(128 + signum,), daemon=True).start()
 
@@ -171,6 +180,8 @@ def _quiet_once_stopping(hook):
 def relayed() -> Iterator[None]:
     """Within a flow: whatever handles SIGTERM and SIGINT now (Prefect's handler) still does, after `STOP` is set;
     outside a command, `STOP` is cleared when the flow has ended (its worker threads are done by then)."""
+    if not STOP.is_set():
+        _stopped_by.clear()  # a new run: an earlier run's stop is not this one's
     try:
         with _handlers(relaying):
             yield

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import make_tiny
 
@@ -87,6 +88,26 @@ def test_a_signal_landing_in_a_callback_prints_no_traceback(monkeypatch, capsys)
     assert all(r() is None for r in refs) and sys.unraisablehook is sys.__unraisablehook__
     printed = capsys.readouterr().err
     assert "KeyboardInterrupt" not in printed and "RuntimeError: a real bug" in printed
+
+
+def test_a_stop_that_surfaces_as_another_error_is_recorded_as_the_stop(tmp_path):
+    """A signal can land where Prefect turns it into an error of its own (seen under load: "ValueError: Task run is
+    not set" as a SIGTERMed run's reason); the folder still says which signal stopped it. The next run's own error is
+    recorded as it is."""
+    from terazi import shutdown
+    from terazi.flows.lifecycle import results_folder
+
+    def reason(name: str, error: Exception, signum: int | None) -> str:
+        with pytest.raises(type(error)):
+            with results_folder(str(tmp_path), name, "cli", "x"):
+                if signum:
+                    shutdown.request_stop(signum)  # what the handler does first (outside a command: no watchdog)
+                raise error
+        return json.loads((tmp_path / name / ".terazi-incomplete").read_text())["reason"]
+
+    assert reason("a", ValueError("Task run is not set"), 15) == "stopped by signal 15 (ValueError: Task run is not set)"
+    assert reason("b", shutdown.Stopped("stop requested"), 2) == "stopped by signal 2"
+    assert reason("c", ValueError("boom"), None) == "ValueError: boom" and not shutdown.STOP.is_set()
 
 
 def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path):
