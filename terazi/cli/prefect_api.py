@@ -60,7 +60,7 @@ _early: list[spare_server.Spare] = []  # started by the command line before it r
 def start_early() -> None:
     """Start the temporary server's process first thing in `terazi run` and `terazi demo`, before the command imports
     typer, pydantic and its own modules: that server's start is what a run on it waits for (0.2 s sooner). A command
-    that ends before its run takes it (a bad argument, --help) ends it at exit, unused."""
+    that ends before its run takes it (a bad argument) ends it at exit, unused; `--help` starts none."""
     if not _early and _spare_wanted():
         _early.append(spare_server.Spare())
         atexit.register(_early[-1].close)  # after the run's own stop (registered later, run earlier): a no-op then
