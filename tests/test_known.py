@@ -41,8 +41,9 @@ def test_found_again_equal_to_drawn_and_only_what_changed_is_drawn(tmp_path, cou
         changed = {**a, "en": a["en"] + 1e-9}  # one value of one dataset moved
         again = statistics(changed, b)
     assert len(counted) == 12 and again[0].estimate != drawn[0].estimate
-    with known.kept(tmp_path):  # other parameters are other results
+    with known.kept(tmp_path):  # other parameters are other results; numpy's numbers are the numbers they equal
         assert stats.interval(a, 500, 4, 0.9) != drawn[0] and len(counted) == 13
+        assert stats.interval(a, np.int64(500), np.int64(3), np.float64(0.9)) == drawn[0] and len(counted) == 13
 
 
 def test_a_damaged_file_is_set_aside_and_reported(tmp_path, counted):

@@ -126,8 +126,8 @@ def _digest(h: "hashlib._Hash", value: Any) -> None:
             values = np.ascontiguousarray(np.asarray(value[name], dtype=np.float64))
             h.update(b"%s\0%d\0" % (str(name).encode(), values.size))
             h.update(values.tobytes())
-    else:
-        h.update(json.dumps(value).encode() + b"\0")
+    else:  # a parameter: numpy's scalars (a resample count read from an array) as the Python numbers they equal
+        h.update(json.dumps(value.item() if isinstance(value, np.generic) else value).encode() + b"\0")
 
 
 def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
