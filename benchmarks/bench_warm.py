@@ -230,8 +230,9 @@ floor()
 """  # Prefect alone: a flow of one task, as a user's own script would run it
 
 
-def running_server(env: dict) -> tuple[subprocess.Popen, str]:
-    """`prefect server start` on a free port of 127.0.0.1, as docs/service.md starts it; its API URL once it answers."""
+def running_server(env: dict, home: Path) -> tuple[subprocess.Popen, str]:
+    """`prefect server start` on a free port of 127.0.0.1, as docs/service.md starts it, with its database in `home`
+    (not the one the temporary servers open meanwhile); its API URL once it answers."""
     import socket
 
     import httpx
@@ -240,7 +241,7 @@ def running_server(env: dict) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--port", str(port)],
-                              env={**env, "PREFECT_SERVER_API_PORT": str(port)}, stdout=subprocess.DEVNULL,
+                              env={**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_API_PORT": str(port)}, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     url, deadline = f"http://127.0.0.1:{port}/api", time.monotonic() + 300
     while time.monotonic() < deadline and server.poll() is None:
@@ -269,13 +270,15 @@ def demo_part(work: Path, env: dict, repeats: int, commands: dict[str, str]) -> 
         return time.perf_counter() - t
 
     def demo(name: str, run_env: dict) -> float:
-        home = {"PREFECT_HOME": str(work / f"prefect-{name}")} if name != "this" else {}
+        if name != "this":  # its own Prefect home, and its own code (not this checkout's, on PYTHONPATH)
+            run_env = {**{k: v for k, v in run_env.items() if k != "PYTHONPATH"},
+                       "PREFECT_HOME": str(work / f"prefect-{name}")}
         return timed([commands[name], "demo", "--out", str(work / f"demo-{name}"), "--cache",
-                      str(work / f"demo-cache-{name}")], {**run_env, **home})
+                      str(work / f"demo-cache-{name}")], run_env)
 
     for name in commands:  # cold: computes each command's demo cache, not measured
         demo(name, env)
-    server, url = running_server(env)
+    server, url = running_server(env, work / "prefect-server")
     kinds = {"temporary server, started per run": env, "running server (PREFECT_API_URL)": {**env, "PREFECT_API_URL": url}}
     out = {(kind, name): [] for kind in kinds for name in [*commands, "floor"]}
     try:
