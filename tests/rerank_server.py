@@ -25,6 +25,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_TIMEOUT_S = 900
+KEY_ENV = "TERAZI_TEST_RERANK_KEY"
+
+
+def http_spec(url: str, **kw):
+    """A `kind: http` row asking `url` for the tiny test cross-encoder, 4 documents a request, 2 requests at once."""
+    from terazi.schemas import HttpRerankerSpec
+
+    return HttpRerankerSpec(**{"name": "served", "kind": "http", "url": url, "model": "tiny-ce",
+                               "api_key_env": KEY_ENV, "batch_size": 4, "concurrency": 2, "timeout": 10, **kw})
 
 
 def free_port() -> int:
