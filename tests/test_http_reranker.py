@@ -49,19 +49,24 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def log_file(work):
-    """Every log record of terazi, httpx and httpcore (which see the requests and their headers) in the module's
-    tests, DEBUG and up, in one file (their own levels: pytest resets the root logger's after each phase)."""
+    """Every log record of terazi (INFO and up) and of httpx and httpcore (DEBUG and up: they see the requests and
+    their headers) in the module's tests, in one file. Their own levels (pytest resets the root logger's after each
+    phase); httpx's and httpcore's records go to this file only, not to the console handlers of other tests."""
     handler = logging.FileHandler(work / "logs.txt", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-    loggers = [logging.getLogger(n) for n in ("terazi", "httpx", "httpcore")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.DEBUG)
+    wanted = {"terazi": (logging.INFO, True), "httpx": (logging.DEBUG, False), "httpcore": (logging.DEBUG, False)}
+    saved = {n: (logging.getLogger(n).level, logging.getLogger(n).propagate) for n in wanted}
+    for name, (level, propagate) in wanted.items():
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
     yield work / "logs.txt"
-    for lg, level in zip(loggers, levels):
-        lg.removeHandler(handler)
-        lg.setLevel(level)
+    for name, (level, propagate) in saved.items():
+        logger = logging.getLogger(name)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
     handler.close()
 
 
@@ -226,7 +231,7 @@ def test_a_refusal_fails_at_once_with_one_line_and_the_key_blotted(prefect_serve
         del os.environ["TERAZI_API_KEY"]
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in result.output
+    assert len(errors) == 1 and "ServiceError" not in result.output  # no traceback of it
     assert f"served ({proxy.url}/rerank) answered 400 Bad Request: unknown model; you sent Bearer ***" in \
         result.output.replace("\n", "")
     bodies = [r["body"] for r in proxy.seen]
