@@ -40,8 +40,8 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
     for spec in config.datasets:
-        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
-            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
+        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().exists():
+            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs of dataset {spec.label} not found")
     writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
     if limits:

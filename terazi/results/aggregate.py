@@ -41,6 +41,7 @@ from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
 from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
+from terazi.present.notes import dropped_line
 from terazi.present.tables import system_kinds
 from terazi.results.costs import costs_frame, system_costs
 from terazi.schemas import (
@@ -103,6 +104,8 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
                 "robustness": "end to end and isolated (reranker only)"
                               if decomp["reranker_only"].is_not_null().any() else "end to end"}
+    if (dropped := dropped_line(datasets)) is not None:
+        contract["left out of every ranking"] = dropped
     pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm), order)
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
