@@ -41,6 +41,8 @@ class DatasetSpec(StrictModel):
                                                     "default: the folder's name, made safe and unique")
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
+    language: str = Field("tur-Latn", pattern=r"^[a-z]{3}-[A-Z][a-z]{3}$", description="the queries' language and "
+                          "script, as MTEB names them (ISO 639-3 and 15924): written in the MTEB result files")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
     reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (in_ranking: "
                                                                   "false), printed beside its '*' in every table")

@@ -25,6 +25,7 @@ class DatasetManifest(_Manifest):
     task_type: str
     in_ranking: bool
     reason: str | None = Field(None, description="why the dataset is out of the ranking")
+    language: str = Field("tur-Latn", description="the queries' language and script, as MTEB names them")
     source: str | None = Field(None, description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
                                                  "its revision); `path` is then terazi's BEIR copy of it")
     fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments, "

@@ -55,6 +55,7 @@ def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: 
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
+        language=spec.language,
         reason=spec.reason, source=sources.described(root) if source else None,
         fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=ds.n_docs,
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),

@@ -43,6 +43,7 @@ from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
 from terazi.present.notes import dropped_line
 from terazi.present.tables import system_kinds
+from terazi.results.as_mteb import write_mteb_results
 from terazi.results.costs import costs_frame, system_costs
 from terazi.schemas import (
     FIRST_STAGE,
@@ -145,6 +146,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
 
     memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets]), run_dir, write)
     cell_means(per_query).write_csv(layout.scores_csv)
+    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
