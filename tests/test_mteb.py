@@ -142,3 +142,34 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     compared, worst = disagreements(run)
     assert worst <= 1e-12 and compared["pytrec nDCG@10"] == 3 * len(qrels) and compared["ranx RR@10"] > 0
     assert json.loads((run / "manifest.json").read_text())["datasets"][0]["ignore_identical_ids"] is False
+
+
+def test_mteb_predictions_files_are_read_or_refused_by_file(tmp_path):
+    from terazi.data.mteb_predictions import predictions_file, read_predictions
+    from terazi.errors import DatasetError
+
+    meta = {"mteb_model_meta": {"model_name": "m", "revision": "r"}}
+    path = tmp_path / "T_predictions.json"
+    path.write_text(json.dumps({**meta, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.25}}}}))
+    run, model = read_predictions(predictions_file(tmp_path), "test")
+    assert model == "m@r" and run.rows() == [("q1", "d1", 0.5), ("q1", "d2", 0.25)]
+    for body, problem in (({**meta, "a": {"test": {}}, "b": {"test": {}}}, "holds subsets a, b"),
+                          ({**meta, "default": {"dev": {}}}, "has no split 'test' \\(it has: dev\\)"),
+                          ({**meta, "default": {"test": {"q1": {"d1": "x"}}}}, "is not a number"),
+                          ({"default": {}}, "no mteb_model_meta")):
+        path.write_text(json.dumps(body))
+        with pytest.raises(DatasetError, match=problem):
+            read_predictions(path, "test")
+    (tmp_path / "U_predictions.json").write_text("{}")
+    with pytest.raises(DatasetError, match="MTEB predictions of 2 tasks"):
+        predictions_file(tmp_path)
+    from terazi.retrieval.external import read_candidates
+
+    path.write_text(json.dumps({**meta, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.5, "d3": 0.75}}}}))
+    variants = pl.DataFrame({"condition": ["clean", "upper"], "sample": [0, 0], "query_id": ["q1", "q1"]})
+    none = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8})
+    docs = pl.Series(["d1", "d2", "d3"])
+    cand, _ = read_candidates(path, variants.head(1), docs, 2, none)
+    assert cand["doc_id"].to_list() == ["d3", "d2"]  # d2 and d1 tie: the larger id makes the cut
+    with pytest.raises(DatasetError, match="MTEB predictions hold the clean queries only for condition 'upper'"):
+        read_candidates(path, variants, docs, 2, none)
