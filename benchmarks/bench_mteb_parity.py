@@ -101,7 +101,7 @@ def main() -> None:
             [(q, d, i + 1, s) for q, r in ascending.items() for i, (d, s) in enumerate(r.items())],
             schema=["query_id", "doc_id", "rank", "score"], orient="row"), ["nDCG@10"], order="rank")
 
-    nd, rr = ours.per_query_dict("nDCG@10"), ours.per_query_dict("RR@10")
+    nd = ours.per_query_dict("nDCG@10")
     differ = sum(abs(nd[q] - theirs[q][0]) > 1e-6 for q in qrels)
     print(f"XQuAD-tr with {args.copies:.0%} of its paragraphs copied: {len(texts)} passages ({tied_pairs} copies), "
           f"{len(qrels)} questions")
