@@ -90,8 +90,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
                     ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, o)
-                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache)
-                                 for r in ranked]
+                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache,
+                                                   ties=config.ties) for r in ranked]
                     sweeps = depth_sweep(ds, pool, ranked, config, o)
                     done.scores += [f.result() for f in per_query]
                     done.depths += [f.result() for f in sweeps]
@@ -171,7 +171,7 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline, config.sweep_depth)
+                                     config.offline, config.sweep_depth, config.ties)
              for spec in config.rerankers if spec.kind != "rrf"]
     chunks = {}
     for plan in (p.result() for p in plans):
@@ -183,7 +183,7 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     for spec in config.rerankers:
         if spec.kind == "rrf":
             ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
-                                       cache)
+                                          cache, config.ties)
     return list(ranked.values())
 
 
@@ -194,6 +194,6 @@ def depth_sweep(ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResu
     if not config.rerank_depths:
         return []
     models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
-    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out),
-            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out)
+    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
+            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
               for r in ranked if r.system in models)]

@@ -41,12 +41,21 @@ class DatasetSpec(StrictModel):
                                                     "default: the folder's name, made safe and unique")
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
+    language: str = Field("tur-Latn", pattern=r"^[a-z]{3}-[A-Z][a-z]{3}$", description="the queries' language and "
+                          "script, as MTEB names them (ISO 639-3 and 15924): written in the MTEB result files")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
     reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (in_ranking: "
                                                                   "false), printed beside its '*' in every table")
     first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
                                                           "dataset's first stage instead of the encoder: one per "
-                                                          "condition, <condition>.trec or <condition>-<sample>.trec")
+                                                          "condition, <condition>.trec or <condition>-<sample>.trec; "
+                                                          "or MTEB's saved predictions (a prediction_folder, or its "
+                                                          "<task>_predictions.json) for the clean queries")
+    ignore_identical_ids: bool = Field(False, description="leave a document whose id equals the query's id out of "
+                                                          "every ranking (BEIR's and MTEB's ignore_identical_ids, set "
+                                                          "for ArguAna- and Quora-style sets where a query is also a "
+                                                          "document); a query's excluded_ids (BRIGHT's) in "
+                                                          "queries.jsonl are always left out")
 
     @model_validator(mode="after")
     def _reason_only_out_of_ranking(self) -> DatasetSpec:
@@ -152,6 +161,12 @@ EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repe
               "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
 
 
+TIES = ("how a ranking made from scores orders tied documents, part of the metric contract printed with every table: "
+        "trec = score, then document id descending, as trec_eval, pytrec_eval, BEIR and MTEB do (every first stage "
+        "ranks so); first-stage = a reranked head keeps tied documents in first-stage order (trec tools reading its "
+        "run files then break those ties by document id instead)")
+
+
 RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
                  "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
                  "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
@@ -199,6 +214,7 @@ class EvalConfig(StrictModel):
                                                     "depth")
     rerank_depths: list[int] | None = Field(None, min_length=1, description=RERANK_DEPTHS)
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
+    ties: Literal["trec", "first-stage"] = Field("trec", description=TIES)
     headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
         "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "

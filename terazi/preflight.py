@@ -45,8 +45,8 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
         if spec.kind == "http":
             api_key(spec)  # the variable holding the key is set (its value is never shown)
     for spec in config.datasets:
-        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
-            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
+        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().exists():
+            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs of dataset {spec.label} not found")
     writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
     if limits:

@@ -77,21 +77,22 @@ def _prepare(spec: RerankerSpec, offline: bool) -> None:
 
 def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
                 rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
-                sweep_depth: int | None = None) -> RerankPlan:
+                sweep_depth: int | None = None, ties: str = "trec") -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
-    at all when the ranking of the same candidates, variants, corpus, model and depths is stored (terazi.memo).
-    `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`)."""
+    at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
+    (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
+    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
     output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
-                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets],
+                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets], ties,
                       maker=__name__)
     common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                   max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, ties=ties, corpus=str(corpus.path),
                   corpus_fingerprint=dataset.corpus_fingerprint,
                   cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline,
                   variants=[v.path for v in variant_sets], block=block_size(scorer), started=started, output=output)
@@ -172,7 +173,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
             sweep = RunLayout(root).sweep_scores(plan.dataset, plan.system)
             sweep.parent.mkdir(parents=True, exist_ok=True)
             head = write_sweep(sweep, Path(plan.candidates_path), head, plan.rerank_depth, plan.sweep_depth)
-        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
+        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth, plan.ties)
         return {"needed": plan.needed, "unique": plan.unique}
 
     memo.reuse(plan.cache_dir, plan.output, out_dir, write)
@@ -182,7 +183,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
                         lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
                                               plan.offline, plan.cache_dir)[0])
     result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,
-                          path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
+                          path=str(path), rerank_depth=plan.rerank_depth, pairs_needed=plan.needed, pairs_unique=plan.unique,
                           pairs_cached=plan.unique - scored, pairs_scored=scored,
                           seconds=round(time.time() - plan.started, 3), cost=cost)
     if not plan.stored:
@@ -194,20 +195,22 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
-                 out_dir: str, cache_dir: str | None = None) -> RerankResult:
+                 out_dir: str, cache_dir: str | None = None, ties: str = "trec") -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
     rankings were fused before (terazi.memo)."""
     by_name = {p.system: p for p in parts}
 
     def write(root: Path) -> dict:
-        fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k)
+        fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k,
+                                       ties)
         path = RunLayout(root).ranking(dataset.name, spec.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         fused.write_parquet(path)
         return {}
 
     key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,
-                   [Path(by_name[n].path) for n in spec.fuse], maker=__name__)
+                   [Path(by_name[n].path) for n in spec.fuse], ties, maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
-                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)))
+                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)),
+                        rerank_depth=rerank_depth)

@@ -41,6 +41,24 @@ def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
     return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
 
 
+RULE = "trec"  # the tie rule every first stage ranks by (`terazi.metrics.contracts.TIES`), in its lookup key and manifest
+
+
+def allowed(cand: pl.DataFrame, dropped: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """A candidate table (in variant and rank order) less the (query_id, doc_id) pairs its dataset leaves out of every
+    ranking (`Dataset.dropped`), ranked again from 1 and cut to `depth`: a first stage searches as many documents
+    past `depth` as a query can lose, so each keeps its `depth` best allowed ones."""
+    if dropped.height:
+        cand = cand.join(dropped, on=["query_id", "doc_id"], how="anti", maintain_order="left").with_columns(
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("condition", "sample", "query_id").alias("rank"))
+    return cand.filter(pl.col("rank") <= depth)
+
+
+def most_dropped(dropped: pl.DataFrame) -> int:
+    """The most documents one query loses (`allowed`): how far past `depth` a first stage searches."""
+    return int(dropped.group_by("query_id").len()["len"].max() or 0) if dropped.height else 0
+
+
 def recall_by_condition(qrels: dict[str, dict[str, int]], cand: pl.DataFrame, depth: int) -> dict[str, float]:
     """Recall@depth of each condition's candidates (its first sample), as the manifest records it."""
     recall = {}
