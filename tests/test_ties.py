@@ -15,7 +15,8 @@ import pytrec_eval
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.data.runfolder import run_scores
-from terazi.data.trec import read_run, write_run
+from terazi.data.trec import read_run
+from terazi.data.trec_writer import write_run
 from terazi.metrics.ceiling import oracle_ranking
 from terazi.metrics.engine import evaluate
 from terazi.present.notes import dropped_line

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.data.trec import trec_id, write_run
+from terazi.data.trec_writer import trec_id, write_run
 from terazi.errors import DatasetError
 from terazi.paths import is_slug
 from terazi.schemas.layout import RunLayout

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from terazi import fingerprint, stamps
-from terazi.data.trec import write_run
+from terazi.data.trec_writer import write_run
 from terazi.errors import CacheError
 from terazi.metrics.engine import evaluate
 from terazi.paths import inside, mark_used
