@@ -68,6 +68,11 @@ class ServicePolicy(BaseModel):
             limits=limits,
         )
 
+    def places(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(what served runs write, the folders they may read) for `terazi.paths.disjoint`."""
+        return ([("results root", self.results_root), ("cache root", self.cache_root)],
+                [("data root", r) for r in self.data_roots if Path(r).is_absolute()])
+
     @classmethod
     def strictest(cls) -> ServicePolicy:
         here = Path.cwd()

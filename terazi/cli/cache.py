@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli.common import console, errors_as_lines, fail
+from terazi.cli.common import VERBOSE, console, errors_as_lines, fail
+from terazi.cli.places import Place, declares
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair and merge terazi's cache folder.")
 CACHE = typer.Option(Path(".terazi-cache"), "--cache", help="the cache folder (a run's --cache / cache_dir)")
@@ -21,7 +22,8 @@ def _folder(cache: Path) -> Path:
 
 
 @cache_app.command("check")
-def check_cmd(cache: Path = CACHE) -> None:
+@declares(reads=(Place("cache", "cache folder"),))
+def check_cmd(cache: Path = CACHE, verbose: bool = VERBOSE) -> None:
     """Check the score cache (SQLite's integrity check), every frozen candidate set (file hashes), the embedding
     shards and corpus tables. Exit 0 when all is sound, 2 when `terazi cache repair` has work to do."""
     from terazi.cache_folder import check
@@ -41,7 +43,8 @@ def check_cmd(cache: Path = CACHE) -> None:
 
 
 @cache_app.command("repair")
-def repair_cmd(cache: Path = CACHE) -> None:
+@declares(writes=(Place("cache", "cache folder"),))
+def repair_cmd(cache: Path = CACHE, verbose: bool = VERBOSE) -> None:
     """Quarantine a damaged score cache (kept under quarantine/), salvage every readable score into a new one,
     write damaged TREC files again from their parquet, set aside candidate sets that cannot be trusted and
     delete damaged derived files (embeddings, corpus tables): the next run rebuilds what is missing."""
@@ -54,12 +57,16 @@ def repair_cmd(cache: Path = CACHE) -> None:
 
 
 @cache_app.command("merge")
+@declares(reads=(Place("sources", "score cache to merge"),),
+          writes=(Place("cache", "cache folder", when=lambda kw: not kw.get("into")),
+                  Place("into", "shared score store")))
 def merge_cmd(
     sources: list[str] = typer.Argument(..., help="cache folders, scores.sqlite files or shared score stores "
                                                   "(folders or fsspec URLs such as s3://bucket/terazi-scores)"),
     cache: Path = CACHE,
     into: Optional[str] = typer.Option(None, "--into", help="merge into this shared score store instead of the "
                                                             "cache folder's scores.sqlite"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""

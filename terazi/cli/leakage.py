@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import VERBOSE, console, err, errors_as_lines, fail, setup
+from terazi.cli.common import VERBOSE, console, err, errors_as_lines, fail
+from terazi.cli.places import Place, dataset_path, declares, training_path
 from terazi.configs import read_config_file
 
 EXACT_ONLY = ("none", "off", "exact")
@@ -26,6 +27,14 @@ def near_threshold_value(text: str) -> float | None:
         fail(f"--near-threshold {text!r}: expected a rapidfuzz ratio (50 to 100) or none")
 
 
+def _named(kwargs: dict) -> bool:
+    """Whether a dataset of the call is a named one (copied into the cache folder): only then is the cache written."""
+    return any(dataset_path(d) is None for d in kwargs.get("dataset") or [])
+
+
+@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
+                 Place("train", "training source", training_path)),
+          writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)))
 def leakage(
     train: list[str] = typer.Option([], "--train", "-t", help="training source (repeatable): a .jsonl/.ndjson/"
                                     ".parquet/.txt file (.gz too), a folder of them, a BEIR folder, a `datasets` "
@@ -55,7 +64,6 @@ def leakage(
 ) -> None:
     """Check benchmark datasets against training data: the training records to drop, the contaminated queries and
     passages (for scores without them: `terazi run --exclude DIR`), repeated queries, examples."""
-    setup(verbose)
     with errors_as_lines():
         from terazi.schemas.leakage import LeakageConfig, TrainSource
 
@@ -84,7 +92,8 @@ def leakage(
         checked = LeakageConfig.model_validate(raw)
         from terazi.data.leakage.folder import check_inputs
 
-        check_inputs(checked)  # a bad dataset, source or output folder fails here, in one line, before Prefect
+        # a bad dataset, source or output folder fails here, in one line, before Prefect
+        check_inputs(checked, [("config file", str(config))] if config else [])
         from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
 
         check_api()

@@ -9,12 +9,15 @@ from typing import Optional
 import typer
 
 from terazi import shutdown
-from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines
+from terazi.cli.places import Place, declares
 from terazi.schemas.config import Limits
 
 LIMITS = Limits()
 
 
+@declares(reads=(Place("config", "config file"), Place("data_root", "data root")),
+          writes=(Place("results_root", "results root"), Place("cache_root", "cache root")))
 def serve(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="benchmark config for both deployments' defaults (default: the demo)"),
@@ -43,10 +46,10 @@ def serve(
     Anyone who reaches the Prefect UI can fill the ad-hoc form; what its runs may do is decided here
     (see docs/service.md, "Security").
     """
-    setup(verbose)
     with errors_as_lines():
         from terazi.cli.prefect_api import check_api
         from terazi.deployments.evaluate import load_config, serve_all
+        from terazi.paths import disjoint
         from terazi.policy import ServicePolicy
 
         cfg = load_config(config)
@@ -54,6 +57,7 @@ def serve(
                         cells=max_cells)
         policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root,
                                            limits)
+        disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
         if print_policy:
             print(policy.model_dump_json())
             return
