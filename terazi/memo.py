@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Callable
 import polars as pl
 
 from terazi import fingerprint, stamps
-from terazi.paths import inside
+from terazi.paths import inside, link
 
 FORMAT = 1
 FOLDER = "outputs"
@@ -56,16 +55,6 @@ def _part(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_part(v) for v in value]
     return value
-
-
-def link(src: Path, dst: Path) -> None:
-    """`dst` becomes `src`'s file: a hard link (a copy across file systems); never a write into an existing `dst`."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def stored(cache_dir: str | Path, stage_key: str) -> dict | None:

@@ -11,7 +11,6 @@ the plan's file paths.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -23,7 +22,7 @@ from terazi import memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import inside
+from terazi.paths import inside, link
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
@@ -59,12 +58,7 @@ log = logging.getLogger("terazi.rerank")
 def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
     """The first stage alone, as a leaderboard row ("no rerank")."""
     path = RunLayout(out_dir).ranking(dataset.name, FIRST_STAGE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    try:
-        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
-    except OSError:
-        shutil.copyfile(candidates.path, path)
+    link(candidates.path, path)  # the candidates as they are: linked, not copied
     return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
                         candidates=candidates.fingerprint, path=str(path))
 
