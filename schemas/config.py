@@ -131,8 +131,10 @@ class Limits(StrictModel):
     resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
     samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
     workers: int = Field(64, ge=1, description="most task_runner_workers")
+    depths: int = Field(100, ge=1, description="most rerank_depths (each depth ranks every reranker's candidates again)")
     pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
-                                                      "samples of every condition) × depth, over all datasets")
+                                                      "samples of every condition) × depth × first stages, over all "
+                                                      "datasets")
     cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
                                                          "over all datasets")
 

@@ -137,3 +137,91 @@ def test_3_a_per_query_nan_is_named(run, tmp_path):
         .write_parquet(copy / "per_query.parquet")
     with pytest.raises(DatasetError, match=r"per_query.parquet: row 4, column 'value': nan is not a finite number"):
         build_card(copy, "kalbur")
+
+
+# ---------------------------------------------------------------- 5: depths and first stages are bounded work
+
+def test_5_the_number_of_depths_is_bounded_and_first_stages_multiply_the_pairs(tmp_path, tiny_dataset, monkeypatch):
+    from terazi.data.loading import load_dataset
+    from terazi.errors import LimitError
+    from terazi.policy import NO_LIMITS, ServicePolicy
+    from terazi.preflight import preflight, within_limits
+    from terazi.schemas import EvalConfig, Limits
+
+    monkeypatch.delenv(NO_LIMITS, raising=False)
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
+    base = {"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "r"), "cache_dir": str(tmp_path / "c"),
+            "offline": True, "depth": 20_000, "rerank_depth": 10}
+    many = EvalConfig.model_validate({**base, "rerank_depths": list(range(1, 1001))})
+    with pytest.raises(LimitError, match=r"^rerank_depths \(depths in the sweep\): 1,000 is over the limit of 100; "
+                                         r"lower it, or allow more with `terazi run --no-limits`"):
+        preflight(many, announce=False)
+    assert not (tmp_path / "c").exists()  # refused before anything was read or written
+    # a served run: the server's limit (terazi serve --max-depths), which the form cannot lift
+    monkeypatch.setenv(NO_LIMITS, "1")
+    served = ServicePolicy(results_root=str(tmp_path), cache_root=str(tmp_path), limits=Limits(depths=5))
+    monkeypatch.setenv("TERAZI_SERVICE_POLICY", served.model_dump_json())
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    six = EvalConfig.model_validate({**base, "depth": 100, "rerank_depths": [1, 2, 3, 4, 5]})  # 10 is added: 6
+    with pytest.raises(LimitError, match=r"rerank_depths \(depths in the sweep\): 6 is over the limit of 5; lower it, "
+                                         r"or ask whoever serves it \(set by `terazi serve --max-depths`\)"):
+        preflight(six, announce=False)
+    # two first stages rank every variant twice: 4 judged queries × 2 variants (clean, upper) × depth 10 × 2
+    two = EvalConfig.model_validate({**base, "depth": 10, "conditions": ["clean", "upper"],
+                                     "first_stages": [{"name": "dense"}, {"name": "bm25", "kind": "bm25"}]})
+    datasets = [load_dataset(two.datasets[0], two.cache_dir, announce=False)]
+    within_limits(two, Limits(pairs=160), "", datasets)
+    with pytest.raises(LimitError, match=r"^first-stage pairs \(4 judged queries × 2 variants × depth 10 × 2 first "
+                                         r"stages\): 160 is over the limit of 159"):
+        within_limits(two, Limits(pairs=159), "", datasets)
+
+
+# ---------------------------------------------------------------- 6: a first stage that tells nothing apart
+
+def test_6_a_first_stage_whose_scores_all_tie_is_warned_about(tmp_path, caplog):
+    import logging
+
+    import polars as pl
+
+    from terazi.rerank.stage import first_stage_ranking
+    from terazi.schemas import CandidateSet, DatasetManifest
+
+    rows = [(cond, 0, q, r + 1, f"d{r}", 0.0 if cond == "upper" else float(-r))
+            for cond in ("clean", "upper") for q in ("q1", "q2") for r in range(5)]
+    rows[0] = ("clean", 0, "q1", 1, "d0", 0.0)  # clean: q2 tells its candidates apart, so clean is not all tied
+    path = tmp_path / "candidates.parquet"
+    pl.DataFrame(rows, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row") \
+        .write_parquet(path)
+    cs = CandidateSet(fingerprint="f" * 16, lookup_key="0" * 16, dataset="empty", dataset_fingerprint="x", encoder="bm25",
+                      encoder_identity="bm25", index={}, depth=5, faiss_version="", path=str(path),
+                      trec_dir=str(tmp_path), recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0)
+    ds = DatasetManifest(name="empty", path=str(tmp_path), split="test", task_type="retrieval", in_ranking=True,
+                         fingerprint="x", corpus_fingerprint="x", n_docs=5, n_queries=2, n_judgments=2,
+                         n_queries_without_relevant=0)
+    log = logging.getLogger("terazi.rerank")
+    log.addHandler(caplog.handler)  # whether or not a command made the terazi logger stop propagating
+    try:
+        first_stage_ranking(ds, cs, str(tmp_path / "run"))
+    finally:
+        log.removeHandler(caplog.handler)
+    warned = sorted({r.getMessage() for r in caplog.records if r.levelno == logging.WARNING})
+    assert len(warned) == 1 and "first stage bm25 on empty: every query's candidates have one score under upper:" \
+        in warned[0] and "tie order of the document ids" in warned[0], warned
+
+
+# ---------------------------------------------------------------- 7: letters as people see them, NFD included
+
+@pytest.mark.parametrize("args", [["--condition", "ascii_partial", "--rate", "1"],
+                                  ["--condition", "mobile", "--mobile", "ascii_letter=1", "--mobile", "lowercase=0",
+                                   "--mobile", "ascii_query=0", "--slip-rate", "0"]])
+def test_7_the_lower_case_of_dotted_capital_i_is_folded(tmp_path, args):
+    import json
+    import unicodedata
+
+    text = unicodedata.normalize("NFD", "İyi akşamlar".lower())  # 'i̇yi akşamlar': i + U+0307 stays so in NFC too
+    assert "i\u0307" in unicodedata.normalize("NFC", text)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"_id": "q1", "text": text}, ensure_ascii=False) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["corrupt", str(queries), *args])
+    out = json.loads(res.output.splitlines()[0])
+    assert out["text"].startswith("iyi ") and "\u0307" not in out["text"] and out["changed"], out

@@ -35,7 +35,9 @@ def serve(
     max_resamples: int = typer.Option(LIMITS.resamples, min=1, help="most bootstrap_resamples a form run may ask for"),
     max_samples: int = typer.Option(LIMITS.samples, min=1, help="most corruption.samples"),
     max_workers: int = typer.Option(LIMITS.workers, min=1, help="most task_runner_workers"),
-    max_pairs: int = typer.Option(LIMITS.pairs, min=1, help="most first-stage pairs (query variants × depth)"),
+    max_depths: int = typer.Option(LIMITS.depths, min=1, help="most rerank_depths (depths in a sweep)"),
+    max_pairs: int = typer.Option(LIMITS.pairs, min=1, help="most first-stage pairs (query variants × depth × first "
+                                                           "stages)"),
     max_cells: int = typer.Option(LIMITS.cells, min=1, help="most bootstrap cells (resamples × judged queries)"),
     print_policy: bool = typer.Option(False, "--print-policy", help="print the policy as JSON (for a work-pool "
                                       "worker's TERAZI_SERVICE_POLICY) and exit"),
@@ -53,8 +55,8 @@ def serve(
         from terazi.policy import ServicePolicy
 
         cfg = load_config(config)
-        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, pairs=max_pairs,
-                        cells=max_cells)
+        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, depths=max_depths,
+                        pairs=max_pairs, cells=max_cells)
         policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root,
                                            limits)
         disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
