@@ -105,6 +105,7 @@ def test_8_the_hub_reads_the_front_matter_and_the_eval_results_files_apart(run, 
     assert res.exit_code == 0, res.output
     card = build_card(run, "kalbur", model_name="kalbur-reranker")
     want = {(c.dataset, c.condition): round(c.value, 3) for c in card.cells}
+    ranked = {k: v for k, v in want.items() if k[0] != "msmarco-tr"}  # out of the ranking: left out of both
     front = (tmp_path / "repo" / "kalbur.yaml").read_text(encoding="utf-8")
     # the README a user makes of it: the file between `---` fences, the card's markdown below
     readme = tmp_path / "repo" / "README.md"
@@ -113,9 +114,10 @@ def test_8_the_hub_reads_the_front_matter_and_the_eval_results_files_apart(run, 
     results = ModelCard.load(readme).data.eval_results
     assert ModelCardData(**yaml.safe_load(front)).model_name == "kalbur-reranker"
     assert {(r.dataset_type, r.metric_name): r.metric_value for r in results} == \
-           {(d, f"nDCG@10 ({'Temiz' if c == 'clean' else 'Mobil'})"): v for (d, c), v in want.items() if d != "msmarco-tr"}
-    entries = parse_eval_result_entries(yaml.safe_load((tmp_path / "repo" / ".eval_results" / "kalbur.yaml").read_text()))
-    assert {(e.dataset_id, e.task_id): e.value for e in entries} == {k: v for k, v in want.items() if k[0] != "msmarco-tr"}
+           {(d, f"nDCG@10 ({'Temiz' if c == 'clean' else 'Mobil'})"): v for (d, c), v in ranked.items()}
+    entries = parse_eval_result_entries(yaml.safe_load((tmp_path / "repo" / ".eval_results" / "kalbur.yaml")
+                                                       .read_text(encoding="utf-8")))
+    assert {(e.dataset_id, e.task_id): e.value for e in entries} == ranked
     assert all(e.source_url is None and "terazi (pusula)" in e.notes for e in entries)
     # --format yaml alone is the front matter (one document), --format eval-results alone the entries
     single = CliRunner().invoke(app, ["card", str(run), "-s", "kalbur", "--format", "yaml"]).output
@@ -192,8 +194,8 @@ def test_6_a_first_stage_whose_scores_all_tie_is_warned_about(tmp_path, caplog):
     path = tmp_path / "candidates.parquet"
     pl.DataFrame(rows, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row") \
         .write_parquet(path)
-    cs = CandidateSet(fingerprint="f" * 16, lookup_key="0" * 16, dataset="empty", dataset_fingerprint="x", encoder="bm25",
-                      encoder_identity="bm25", index={}, depth=5, faiss_version="", path=str(path),
+    cs = CandidateSet(fingerprint="f" * 16, lookup_key="0" * 16, dataset="empty", dataset_fingerprint="x",
+                      encoder="bm25", encoder_identity="bm25", index={}, depth=5, faiss_version="", path=str(path),
                       trec_dir=str(tmp_path), recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0)
     ds = DatasetManifest(name="empty", path=str(tmp_path), split="test", task_type="retrieval", in_ranking=True,
                          fingerprint="x", corpus_fingerprint="x", n_docs=5, n_queries=2, n_judgments=2,
@@ -225,3 +227,27 @@ def test_7_the_lower_case_of_dotted_capital_i_is_folded(tmp_path, args):
     res = CliRunner().invoke(app, ["corrupt", str(queries), *args])
     out = json.loads(res.output.splitlines()[0])
     assert out["text"].startswith("iyi ") and "\u0307" not in out["text"] and out["changed"], out
+
+
+# ---------------------------------------------------------------- 9: leakage finds the copies training data holds
+
+def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from terazi.data.leakage import TrainSource, check
+    from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, window
+
+    bench = bench_dataset(tmp_path)
+    copy = window(8).upper()  # as a non-Turkish tool upper-cases it: i → I, read ı by Turkish rules
+    mixed = jsonl(tmp_path / "mixed.jsonl", [{"id": "r1", "query": "elma nerede"},   # a query record
+                                             {"_id": 7, "text": f"x {copy} y"},   # a passage record, numeric id
+                                             {"text": PLANTED}])                  # no id: named by its line
+    r = check([bench], [TrainSource(path=str(mixed), fields=("text", "query"))])
+    assert r.train_hits == [f"{mixed}:2 (id 7)", f"{mixed}:3"] and r.datasets[0].passage_hits == ["d1"]
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["yok", copy]}), table)  # no `query` column: skipped
+    assert check([bench], [TrainSource(path=str(table), fields=("text", "query"))]).train_hits == [f"{table}:2 (id b)"]
+    bad = jsonl(tmp_path / "bad.jsonl", [{"text": "yok"}, {"body": copy, "id": "r9"}])
+    with pytest.raises(DatasetError, match=r"bad.jsonl, line 2: no field 'text' or 'query' \(fields: body, id\)"):
+        check([bench], [TrainSource(path=str(bad), fields=("text", "query"))])

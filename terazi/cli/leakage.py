@@ -53,7 +53,8 @@ def leakage(
                                                    "judged, for the relevant-passage share"),
     ngram: Optional[int] = typer.Option(None, help="words in a shared sequence (default 8, the Kalbur card's rule; "
                                                    "lm-evaluation-harness uses 13)"),
-    fold_ascii: bool = typer.Option(False, "--fold-ascii", help="also match copies typed without Turkish letters"),
+    fold_ascii: Optional[bool] = typer.Option(None, "--fold-ascii/--no-fold-ascii",
+                                              help="match copies typed without Turkish letters (default: on)"),
     near_threshold: Optional[str] = typer.Option(None, "--near-threshold", metavar="RATIO",
                                                  help="rapidfuzz ratio of a near repeat (default 90); none: exact "
                                                       "repeats only"),
@@ -77,7 +78,7 @@ def leakage(
             fields = {"fields": tuple(field) or None, "queries": tuple(query_field) or None}
             raw["train"] = [TrainSource.of(t, **fields).model_dump() for t in train]
         options = raw.setdefault("options", {})
-        for key, value in (("ngram", ngram), ("fold_ascii", fold_ascii or None)):
+        for key, value in (("ngram", ngram), ("fold_ascii", fold_ascii)):
             if value is not None:
                 options[key] = value
         if near_threshold is not None:
