@@ -251,3 +251,21 @@ def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_ref
     bad = jsonl(tmp_path / "bad.jsonl", [{"text": "yok"}, {"body": copy, "id": "r9"}])
     with pytest.raises(DatasetError, match=r"bad.jsonl, line 2: no field 'text' or 'query' \(fields: body, id\)"):
         check([bench], [TrainSource(path=str(bad), fields=("text", "query"))])
+
+
+# ---------------------------------------------------------------- 10: the form's defaults pass the server's policy
+
+def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypatch, tiny_dataset):
+    from terazi.deployments.evaluate import form_defaults
+    from terazi.policy import ServicePolicy
+    from terazi.schemas import EvalConfig
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    served = EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset), "first_stage_runs": "runs"}],
+                                        "out_dir": "results", "cache_dir": "cache", "exclude": "leak"})
+    for roots in ({}, {"results_root": str(tmp_path / "R")}, {"cache_root": "/srv/cache", "results_root": "R2"}):
+        policy = ServicePolicy.for_service(served, **roots)
+        params = form_defaults(served, policy)["config"]
+        applied = policy.apply(EvalConfig.model_validate(params))  # pressing Run with the defaults: never refused
+        assert applied.out_dir == policy.results_root and applied.cache_dir == policy.cache_root, roots
