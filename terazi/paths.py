@@ -133,21 +133,24 @@ def failed_file(exc: BaseException) -> str | None:
 
 def disk_full(exc: BaseException, folders: dict[str, tuple[Path, str]]) -> DiskFullError | None:
     """For a full disk, the error that names which of `folders` (what → (folder, the option that moves it)) is on
-    it: the one holding the file that failed, else the one with the least free space (a write names no file);
-    None for any other error. Every writer's full disk reaches the user through here (a run's folder, a command's
-    outputs), whatever library wrote."""
-    if not is_disk_full(exc) or not folders:
+    it: the one holding the file that failed (a file none holds: its own folder), else the one with the least free
+    space (a write names no file); None for any other error. Every writer's full disk reaches the user through here
+    (a run's folder, a command's outputs), whatever library wrote."""
+    if not is_disk_full(exc) or not (folders or failed_file(exc)):
         return None
     failed = failed_file(exc)
     held = [w for w, (f, _) in folders.items() if failed and within(failed, f)]
     if held:
         what = max(held, key=lambda w: len(str(folders[w][0])))  # the innermost, when one holds the other
+        folder, option = folders[what]
+    elif failed:
+        what, folder, option = "folder", Path(failed).parent, None
     else:
         what = min(folders, key=lambda w: _free_bytes(folders[w][0]))
-    folder, option = folders[what]
+        folder, option = folders[what]
     return DiskFullError(f"disk full under the {what} {folder} ({free_text(folder)} free"
-                         + (f", writing {failed}" if failed else "") + f"): free space on that disk or point "
-                         f"{option} at another one")
+                         + (f", writing {failed}" if failed else "") + "): free space on that disk"
+                         + (f" or point {option} at another one" if option else ""))
 
 
 def link(src: str | Path, dst: str | Path) -> None:

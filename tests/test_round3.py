@@ -269,3 +269,20 @@ def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypa
         params = form_defaults(served, policy)["config"]
         applied = policy.apply(EvalConfig.model_validate(params))  # pressing Run with the defaults: never refused
         assert applied.out_dir == policy.results_root and applied.cache_dir == policy.cache_root, roots
+
+
+# ---------------------------------------------------------------- 11, 12: a full disk under any command's output
+
+def test_12_a_full_disk_under_a_commands_declared_output_is_named(run, tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    def full(self, *a, **k):  # a buffered write's ENOSPC: no file named
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0)
+    out = tmp_path / "cards" / "kalbur.md"
+    refused(["card", str(run), "-s", "kalbur", "--out", str(out)],
+            rf"error: disk full under the folder of the card file {out.parent} \(0 KiB free\): free space on that "
+            r"disk or point --out at another one")

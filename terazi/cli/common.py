@@ -53,12 +53,11 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """A known failure as (one line, exit code); None for a bug (which keeps its traceback)."""
-    from terazi.paths import disk_full, failed_file, is_disk_full
+    from terazi.paths import disk_full, is_disk_full
 
     if isinstance(exc, TeraziError):
         return str(exc), 2
-    failed = failed_file(exc)  # a full disk outside any declared output: the folder of the file written
-    if full := disk_full(exc, OUTPUTS.get() or ({"folder": (Path(failed).parent, "the output")} if failed else {})):
+    if full := disk_full(exc, OUTPUTS.get()):  # the command's declared outputs, else the failed file's folder
         return str(full), 2
     if is_disk_full(exc):
         return "disk full (the writer named no file): free space on the disk of the command's outputs", 2
