@@ -64,6 +64,7 @@ def test_3_every_command_has_verbose_and_the_hint_names_it(run, tmp_path, monkey
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("terazi.present.card.build_card", bug)
+    monkeypatch.setenv("TERAZI_VERBOSE", "0")  # --verbose sets it for the process: undone after this test
     res = CliRunner().invoke(app, ["card", str(run), "-s", "kalbur"])
     assert res.exit_code == 1 and "RuntimeError: a bug  (run with --verbose for the traceback)" in res.output
     assert "Traceback" not in res.output
