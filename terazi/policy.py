@@ -127,9 +127,11 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"exclude {config.exclude!r}: outside the service's data roots and results root")
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not within(out, Path(self.results_root)):
-            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
+            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}; "
+                              "choose a folder inside it")
         if not within(cache, Path(self.cache_root)):
-            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
+            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}; "
+                              "choose a folder inside it")
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
