@@ -75,6 +75,15 @@ def inside(root: str | Path, *parts: str) -> Path:
     return target
 
 
+def mark_used(path: str | Path) -> None:
+    """Set a cache entry's mtime to now: `terazi cache prune` removes entries by when a run last used them. A
+    read-only cache is used as it is."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
 def writable_folder(path: str | Path, what: str) -> Path:
     """Create `path` if needed and prove it is a writable folder, with a message that says what to fix."""
     p = Path(path).expanduser().resolve()

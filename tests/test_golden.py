@@ -1,15 +1,14 @@
 """Golden files: what terazi writes and prints, pinned file by file, so that moving code cannot change it unseen.
 
-Three runs through the Python API (the demo benchmark as `terazi demo` runs it, a tiny benchmark with a
-cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm and a 90% level, and the tiny benchmark again with
-two first stages and a depth sweep: depths, ceiling, protocol table, first-stages/bm25/), `terazi analyze` on the
-demo's runs (and on a copy with one system's clean run replaced), then `terazi score`, `compare` and
-`leaderboard` on those folders as a user runs them (a subprocess each). Every output is normalised first:
-timings, time stamps and absolute paths out, floats compared to 1e-12, TREC files by their lines.
+Three runs through the Python API (the demo benchmark as `terazi demo` runs it, a tiny benchmark with a cross-encoder,
+a bi-encoder, judged variants, Turkish labels, Holm and a 90% level, and the tiny benchmark again with two first
+stages and a depth sweep: depths, ceiling, protocol table, first-stages/bm25/), `terazi analyze` on the demo's runs
+(and on a copy with one system's clean run replaced), then `terazi score`, `compare` and `leaderboard` on those
+folders as a user runs them (a subprocess each). Every output is normalised first: timings, time stamps and absolute
+paths out, floats compared to 1e-12, TREC files by their lines.
 
-To write the golden files anew after a deliberate change of an output (then review `git diff tests/golden`):
-
-    TERAZI_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+To write the golden files anew after a deliberate change of an output, run `TERAZI_UPDATE_GOLDEN=1 .venv/bin/python
+-m pytest tests/test_golden.py` and review `git diff tests/golden`.
 """
 
 from __future__ import annotations
@@ -325,12 +324,13 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         "terazi-first-stage", "hybrid-rrf").replace("first-stage", "hybrid-rrf"))
     terazi.analyze(other, out=out / "changed-run", bootstrap_resamples=1000, labels="tr", holm=True)
 
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb",
-           "NO_COLOR": "1"}
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
     # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
-    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before
+    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before.
+    # A frozen set's lookup key holds the code that made it (terazi.codehash): it moves with each commit
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
-    clean = Paths({tiny_ce_hash: "{tiny-ce-hash}"}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
+    keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
+    clean = Paths({tiny_ce_hash: "{tiny-ce-hash}", **keys}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
                   models=root / "models", minilm=minilm_path, root=root, golden=GOLDEN)
     return out, clean, env
 

@@ -54,7 +54,7 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
         return {}
 
     key = memo.key("per-query", dataset.name, dataset.fingerprint, ranking.system, measures, asdict(policies),
-                   Path(ranking.path), [Path(v.path) for v in variant_sets])
+                   Path(ranking.path), [Path(v.path) for v in variant_sets], maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(RunLayout(out_dir).per_query_part(
         dataset.name, ranking.system)), contracts=metric_contracts(measures, policies))

@@ -95,7 +95,8 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
     output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
-                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets])
+                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets],
+                      maker=__name__)
     common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                   max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
                   rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
@@ -214,7 +215,7 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
         return {}
 
     key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,
-                   [Path(by_name[n].path) for n in spec.fuse])
+                   [Path(by_name[n].path) for n in spec.fuse], maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
                         candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)))

@@ -140,7 +140,7 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
         per_query.write_parquet(RunLayout(root).per_query)
         return {}
 
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets]), run_dir, write)
+    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
     cell_means(per_query).write_csv(layout.scores_csv)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
@@ -226,7 +226,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
         key = memo.key("first-stage-recall", d.name, d.fingerprint, k, Path(by_name[d.name].path),
-                       sorted(Path(v.path) for v in variant_sets if v.dataset == d.name))
+                       sorted(Path(v.path) for v in variant_sets if v.dataset == d.name), maker=__name__)
         frames.append(memo.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
 

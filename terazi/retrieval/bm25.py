@@ -12,7 +12,7 @@ import time
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi import codehash, fingerprint
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.paths import inside
 from terazi.retrieval.frozen import MANIFEST, load_frozen, store_candidates
@@ -47,7 +47,8 @@ def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int
     variants = variants.sort(VARIANT)
     identity = bm25_identity(language, k1, b, dataset.corpus_fingerprint)
     lookup_key = fingerprint.of_json({"dataset": dataset.fingerprint, "first_stage": identity, "depth": depth,
-                                      "variants": fingerprint.of_rows(variants.select(*VARIANT, "text"))})
+                                      "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
+                                      "code": codehash.of_module(__name__)})
     target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file() and (cs := load_frozen(target)) is not None:
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi import codehash, fingerprint
 from terazi.data.beir import Dataset
 from terazi.data.trec import read_run
 from terazi.errors import DatasetError
@@ -73,7 +73,8 @@ def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path,
     runs_hash = fingerprint.of_files(files)
     lookup_key = fingerprint.of_json({
         "dataset": dataset.fingerprint, "external": runs_hash, "depth": depth,
-        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text"))})
+        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+        "code": codehash.of_module(__name__)})
     target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file():
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi import codehash, fingerprint
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.errors import CacheError, ConfigError
-from terazi.models.costs import TimedEncoder, combine
+from terazi.models.costs import CostStore, TimedEncoder, combine
 from terazi.models.loading import seq_length, shared_bi_encoder
 from terazi.models.refs import ModelRef, pick_device, prepare_environment, resolve
 from terazi.models.vectors import VectorStore, save_atomic, store_key, vector_identity
@@ -101,12 +101,14 @@ INDEX_PARAMS = {"flat": (), "hnsw": ("hnsw_m", "hnsw_ef_search"), "auto": ("hnsw
 
 
 def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
-    """Hash of everything that decides the candidates (an index's parameters only when that index is used)."""
+    """Hash of everything that decides the candidates (an index's parameters only when that index is used) and the
+    files of the set (the code that searches, orders and writes them)."""
     enc_params = encoder.model_dump(include={"max_length", "query_prefix", "document_prefix", "index",
                                              *INDEX_PARAMS[encoder.index]})
     return fingerprint.of_json({
         "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+        "code": codehash.of_module(__name__),
     })
 
 
@@ -172,13 +174,16 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     if load_shard(path, z - a) is not None:
         return None
     enc = plan.encoder
-    ref = resolve(enc.model, enc.revision, plan.offline)
-    prepare_environment([ref], plan.offline)
-    model, lock = shared_bi_encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
     if part == "corpus":
         texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
+        if plan.query_vectors and (kept := _kept_vectors(plan.query_vectors, texts)) is not None:
+            save_atomic(path, kept)  # every text was encoded by this very encoding before (another set, a rerun)
+            return None
+    ref = resolve(enc.model, enc.revision, plan.offline)
+    prepare_environment([ref], plan.offline)
+    model, lock = shared_bi_encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
     with lock:
         if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
             return None
@@ -190,6 +195,23 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     if part == "queries" and plan.query_vectors:  # kept for a bi-encoder reranker of this very encoding
         VectorStore(plan.query_vectors).put(fingerprint.text_keys(texts), emb)
     return timed.cost()
+
+
+def _remembered_cost(cache_dir: Path, identity: str, cost: ModelCost | None) -> ModelCost | None:
+    """This freeze's encoding figures, kept for the encoder; when every text's vector was already kept (nothing
+    encoded), the figures of the encodings that made them, marked cached."""
+    store, key = CostStore(cache_dir), f"first stage:{identity}"
+    if cost is not None and cost.items:
+        store.add(key, cost)
+        return cost
+    kept = store.get(key)
+    return kept.model_copy(update={"cached": True}) if kept else cost
+
+
+def _kept_vectors(store: str, texts: list[str]) -> np.ndarray | None:
+    """The vectors of `texts` in their order when the store has every one of them, else None."""
+    found, vectors = VectorStore(store).get(fingerprint.text_keys(texts))
+    return np.ascontiguousarray(vectors, dtype=np.float32) if len(texts) and found.all() else None
 
 
 def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],
@@ -234,18 +256,20 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
         "score": s.ravel()[keep].astype(np.float64),
     })
     docs_encoded = sum(c.items for c in corpus_costs if c)
-    return freeze(plan, dataset, cand, index_params, index_recall, sample, texts.len(), docs_encoded,
+    queries_encoded = sum(c.items for c in query_costs if c)
+    return freeze(plan, dataset, cand, index_params, index_recall, sample, queries_encoded, docs_encoded,
                   combine([c for c in [*corpus_costs, *query_costs] if c]))
 
 
 def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, index_params: dict,
-           index_recall: float | None, sample: int, n_texts: int, docs_encoded: int,
+           index_recall: float | None, sample: int, queries_encoded: int, docs_encoded: int,
            cost: ModelCost | None = None) -> CandidateSet:
     """Write the candidate set (parquet, TREC runs, manifest) into a new folder and move it into place at once;
     when a concurrent run froze the same set first, theirs is kept (it is the same)."""
     import faiss
 
     folder, depth = Path(plan.folder), plan.depth
+    cost = _remembered_cost(folder.parent.parent, plan.encoder_identity, cost)
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.mkdir(parents=True)
     cand.write_parquet(tmp / "candidates.parquet")
@@ -255,7 +279,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
         "faiss_version": faiss.__version__, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
-        "queries_encoded": n_texts, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
+        "queries_encoded": queries_encoded, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
         "cost": cost.model_dump() if cost else None,
     }
     fp = candidate_fingerprint(body, cand)

@@ -24,13 +24,14 @@ from terazi import fingerprint, stamps
 from terazi.data.trec import write_run
 from terazi.errors import CacheError
 from terazi.metrics.engine import evaluate
-from terazi.paths import inside, link
+from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet
 
 log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"
-# manifest fields that describe where and how fast a set was made, not which candidates it holds
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
+# manifest fields that describe where and how fast a set was made, not which candidates it holds (the lookup key
+# holds the code that made the set: the same candidates made by a newer terazi keep their fingerprint)
+NOT_IN_FINGERPRINT = ("lookup_key", "path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
                       "index_recall_queries", "shards", "cost")
 
 
@@ -116,6 +117,8 @@ def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> 
         if still:
             raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
                              "hash; run `terazi cache repair`")
+    if remembered:
+        mark_used(folder / MANIFEST)
     return CandidateSet.model_validate(body | {"files": files})
 
 
