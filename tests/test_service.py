@@ -154,7 +154,10 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
             message = refused.state.message
             assert message.startswith(words[0].split(":")[0]) and "\n" not in message and "Error" not in message
             assert all(w in message for w in words), message
-            logs = "\n".join(r.message for r in asyncio.run(_on_run(refused.id))[1])
+            deadline, logs = time.monotonic() + 20, ""
+            while message not in logs and time.monotonic() < deadline:  # log lines reach the API in batches
+                time.sleep(1)
+                logs = "\n".join(r.message for r in asyncio.run(_on_run(refused.id))[1])
             assert message in logs and "Traceback" not in logs, logs
         assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "results" / "refused").exists()
 
