@@ -55,6 +55,17 @@ class VariantSet(_Manifest):
         return self.n_changed / self.n_queries if self.n_queries else 0.0
 
 
+class RequestCost(_Manifest):
+    """What a row served over HTTP took in requests (`kind: http`): how many, how many were sent again, how long each
+    answered one took."""
+
+    requests: int = Field(0, description="requests answered with scores")
+    retries: int = Field(0, description="requests sent again after a 429 or 5xx answer, a time-out or a dropped "
+                                        "connection")
+    p50_ms: float | None = Field(None, description="median time from sending a request to its answer")
+    p95_ms: float | None = Field(None, description="95th percentile of the same")
+
+
 class ModelCost(_Manifest):
     """What a row costs to run: the model's size, and its warm speed measured inside the scoring calls (model loaded
     and warmed up first, score-cache reads and writes outside the timer)."""
@@ -73,6 +84,15 @@ class ModelCost(_Manifest):
     latency_queries: int = Field(0, description="queries timed one at a time for the latency")
     cached: bool = Field(False, description="nothing was scored in this run: the figures are those of the runs that "
                                             "scored the pairs")
+    requests: RequestCost | None = Field(None, description="a reranker served over HTTP: its requests")
+
+    @model_serializer(mode="wrap")
+    def _requests_only_when_served(self, handler):
+        """A row that runs in-process is written as before the field existed."""
+        body = handler(self)
+        if isinstance(body, dict) and self.requests is None:
+            body.pop("requests", None)
+        return body
 
     @property
     def per_second(self) -> float | None:

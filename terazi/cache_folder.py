@@ -1,15 +1,16 @@
 """The cache folder as a whole: check it, repair it, merge score caches into it.
 
-What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets),
-`embeddings/<key>/` (vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and
-reranker vectors `part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json`
-(measured cost per score identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies),
-`outputs/<key>/` (stage outputs linked into results folders, each with the stamps and hashes of its files,
-`terazi.memo`), `work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside),
-`stamps.json` (hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash
-every byte instead) and `intervals.sqlite` (bootstrap results by the content of their inputs,
-`terazi.analysis.known`). Everything but the score cache, the candidate sets and the cost figures is derived and is
-simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run used.
+What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets), `embeddings/<key>/`
+(vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and reranker vectors
+`part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json` (measured cost per score
+identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies), `http/<endpoint hash>/` (the lock files
+that bound a rerank API's requests in flight, `terazi.rerank.backends.service`), `outputs/<key>/` (stage outputs linked
+into results folders, each with the stamps and hashes of its files, `terazi.memo`), `work/` (a running run's plans;
+removed when it finishes), `quarantine/` (what repair set aside), `stamps.json` (hashes of model folders and frozen
+files by their stat stamps, `terazi.stamps`; check and repair hash every byte instead) and `intervals.sqlite` (bootstrap
+results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and
+the cost figures is derived and is simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run
+used.
 """
 
 from __future__ import annotations

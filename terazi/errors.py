@@ -54,6 +54,12 @@ class IncompleteRunError(TeraziError):
     """A results folder whose run has not finished (stopped, or still writing): never read as a result."""
 
 
+class ServiceError(TeraziError):
+    """A reranker served over HTTP that refused a request (a 4xx other than 429), answered something that is not a
+    set of scores, or kept failing after its retries: one line naming the endpoint, the status and the server's
+    message; never the API key."""
+
+
 class CacheError(TeraziError):
     """A damaged cache file; the message names it and the command that repairs it."""
 

@@ -11,6 +11,8 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
 - datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
   names); results and cache folders inside the server's roots;
 - a Dask/Ray address and a shared score store must be the server's own;
+- a reranker served over HTTP must be one the served config names, with the same address and key variable (else
+  the form could send the corpus anywhere, with any of the server's environment variables as the "key");
 - the work a run asks for stays within the server's limits (`terazi serve --max-resamples …`, `Limits`).
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
@@ -49,6 +51,7 @@ class ServicePolicy(BaseModel):
     cache_root: str = Field(description="folder the cache must be in")
     task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
     score_stores: list[str] = Field(default_factory=list, description="shared score stores allowed")
+    endpoints: list[str] = Field(default_factory=list, description="rerank APIs allowed: `url key-variable`")
     limits: Limits = Field(default_factory=Limits, description="the most work a run may ask for")
 
     @classmethod
@@ -68,6 +71,7 @@ class ServicePolicy(BaseModel):
             cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
+            endpoints=sorted({endpoint(r) for r in config.rerankers if r.kind == "http"}),
             limits=limits,
         )
 
@@ -136,6 +140,10 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
+        for r in config.rerankers:
+            if r.kind == "http" and endpoint(r) not in self.endpoints:
+                raise PolicyError(f"rerankers.{r.name}: {r.url} with key variable {r.api_key_env or '(none)'} is not a "
+                                  "rerank API of the served benchmark; the service policy allows only those")
         return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache),
                                          "exclude": exclude or None})
 
@@ -160,6 +168,11 @@ def read_folders(config: EvalConfig) -> list[str]:
     are data roots (an exclude folder inside the results root needs none), so its defaults pass its own policy."""
     runs = [d.first_stage_runs for d in config.datasets if d.first_stage_runs]
     return runs + ([config.exclude] if config.exclude else [])
+
+
+def endpoint(spec) -> str:
+    """A rerank API as the policy names it: its address and the variable its key is read from."""
+    return f"{spec.url} {spec.api_key_env or ''}".strip()
 
 
 def absolute(path: str, here: Path | None = None) -> Path:

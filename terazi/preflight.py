@@ -5,8 +5,9 @@ The work asked for is within the limits in force (`schemas.config.Limits`: the d
 policy's for a served run, none after `terazi run --no-limits`), output and cache folders are
 writable, the score cache opens (a damaged one is named, with the
 command that repairs it), every model reference resolves (a hub id while offline, a
-missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
-encoded corpus; its error names the file, field or model, and is never retried.
+missing local folder), the API key of every reranker served over HTTP is in its variable, every dataset loads
+and validates. A mistake here costs seconds, not an encoded corpus; its error names the file, field or model, and
+is never retried.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from terazi.errors import DatasetError, LimitError
 from terazi.models.refs import ModelError, resolve
 from terazi.paths import writable_folder
 from terazi.policy import limits_in_force
+from terazi.rerank.backends.http import api_key
 from terazi.rerank.store.scores import check_opens
 from terazi.schemas import DatasetManifest, EvalConfig, Limits
 
@@ -39,6 +41,9 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
+    for spec in config.rerankers:
+        if spec.kind == "http":
+            api_key(spec)  # the variable holding the key is set (its value is never shown)
     for spec in config.datasets:
         if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
             raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")

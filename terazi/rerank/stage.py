@@ -41,6 +41,7 @@ from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, work_list
 from terazi.schemas import (
     FIRST_STAGE,
+    MODEL_KINDS,
     CandidateSet,
     ChunkResult,
     DatasetManifest,
@@ -79,7 +80,7 @@ def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_
 
 
 def _prepare(spec: RerankerSpec, offline: bool) -> None:
-    if getattr(spec, "model", None):
+    if spec.kind in MODEL_KINDS:
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
 
 
@@ -118,7 +119,7 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     found = (Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store
              else empty_scores())
     known = run_ids(found, var, docs)
-    todo = work_list(unique, known, var, docs)
+    todo = work_list(unique, known, var, docs, by_query=getattr(scorer, "remote", False))
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
     pairs.to_frame().write_parquet(work / "pairs.parquet")
