@@ -17,7 +17,7 @@ from prefect.futures import PrefectFuture
 from terazi.analysis.identity import identity as benchmark_identity
 from terazi.flows.lifecycle import results_folder
 from terazi.flows.runners import Submit, model_runner
-from terazi.flows.runtime import artifact_prefix, crash_stale_runs, run_kind
+from terazi.flows.runtime import artifact_prefix, crash_stale_runs, refusals_as_failed, run_kind
 from terazi.paths import writable_folder
 from terazi.policy import enforce_if_served
 from terazi.results.folder import check_outputs
@@ -145,7 +145,7 @@ def evaluate(config: EvalConfig) -> RunManifest:
 
     Served as the ad-hoc deployment; the CLI and `terazi.evaluate()` run it too.
     """
-    return evaluation(enforce_if_served(config), run_kind())
+    return refusals_as_failed(lambda: evaluation(enforce_if_served(config), run_kind()))
 
 
 def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
+from terazi.errors import FieldsError, MetricError
 from terazi.paths import slugify, unique
 from terazi.schemas.corruption import CorruptionSpec
 from terazi.schemas.fields import (
@@ -60,7 +61,8 @@ class DatasetSpec(StrictModel):
     @model_validator(mode="after")
     def _reason_only_out_of_ranking(self) -> DatasetSpec:
         if self.reason is not None and self.in_ranking:
-            raise ValueError("reason is for a dataset out of the ranking: set in_ranking: false, or drop the reason")
+            raise FieldsError(("reason", "in_ranking"), "reason is for a dataset out of the ranking: set in_ranking: "
+                                                        "false, or drop the reason")
         return self
 
     @property
@@ -138,8 +140,10 @@ class Limits(StrictModel):
     resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
     samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
     workers: int = Field(64, ge=1, description="most task_runner_workers")
+    depths: int = Field(100, ge=1, description="most rerank_depths (each depth ranks every reranker's candidates again)")
     pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
-                                                      "samples of every condition) × depth, over all datasets")
+                                                      "samples of every condition) × depth × first stages, over all "
+                                                      "datasets")
     cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
                                                          "over all datasets")
 
@@ -176,6 +180,22 @@ FIRST_STAGES = ("named first stages, e.g. [{name: dense, kind: dense}, {name: bm
                 "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
                 "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
                 "default: the dense `encoder:` alone")
+
+
+def measures(config: object) -> None:
+    """Every measure of `config` (EvalConfig, AnalyzeConfig) read, its bad one named by its field; the headline added
+    to the metrics."""
+    for i, m in enumerate(config.metrics):
+        try:
+            parse_measure(m)
+        except MetricError as e:
+            raise FieldsError(f"metrics.{i}", str(e)) from None
+    try:
+        parse_measure(config.headline)
+    except MetricError as e:
+        raise FieldsError("headline", str(e)) from None
+    if config.headline not in config.metrics:
+        config.metrics = [config.headline, *config.metrics]
 
 
 def omit_unset_exclude(model: object, body: object) -> object:
@@ -273,52 +293,55 @@ class EvalConfig(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalConfig:
-        for m in [*self.metrics, self.headline]:
-            parse_measure(m)
-        if self.headline not in self.metrics:
-            self.metrics = [self.headline, *self.metrics]
+        measures(self)
         if self.rerank_depth > self.depth:
-            raise ValueError(f"rerank_depth ({self.rerank_depth}) exceeds depth ({self.depth})")
+            raise FieldsError(("rerank_depth", "depth"), f"rerank_depth ({self.rerank_depth}) exceeds depth "
+                                                         f"({self.depth})")
         if self.rerank_depths is not None:
             if min(self.rerank_depths) < 1 or max(self.rerank_depths) > self.depth:
-                raise ValueError(f"rerank_depths {self.rerank_depths} must lie in 1..depth ({self.depth})")
+                raise FieldsError(("rerank_depths", "depth"), f"rerank_depths {self.rerank_depths} must lie in "
+                                                              f"1..depth ({self.depth})")
             self.rerank_depths = sorted({*self.rerank_depths, self.rerank_depth})
         given = [d.name for d in self.datasets if d.name]
         if len({n.lower() for n in given}) != len(given):
-            raise ValueError(f"dataset names must be unique, got {given}")
+            raise FieldsError("datasets", f"dataset names must be unique, got {given}")
         derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given):]
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         labels = [d.label for d in self.datasets]
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
-            raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
+            raise FieldsError(("candidates", "datasets"), f"dataset(s) {both} have both frozen candidates and "
+                                                          "first_stage_runs: choose one")
         stages = [s.name for s in self.first_stages or []]
         if len({n.lower() for n in stages}) != len(stages):
-            raise ValueError(f"first stage names must be unique, got {stages}")
+            raise FieldsError("first_stages", f"first stage names must be unique, got {stages}")
         lexical = any(s.kind == "bm25" for s in self.first_stages or [])
         if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
-            raise ValueError("first_stages: a bm25 first stage retrieves its own candidates; drop `candidates` and "
-                             "the datasets' first_stage_runs, or the bm25 first stage")
+            raise FieldsError(("first_stages", "candidates" if self.candidates else "datasets"),
+                              "a bm25 first stage retrieves its own candidates; drop `candidates` and the datasets' "
+                              "first_stage_runs, or the bm25 first stage")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
-            raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
+            raise FieldsError("candidates", f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
         names = [r.name for r in self.rerankers]
         if len({n.lower() for n in names}) != len(names):
-            raise ValueError(f"reranker names must be unique, got {names}")
+            raise FieldsError("rerankers", f"reranker names must be unique, got {names}")
         earlier = {FIRST_STAGE}  # a fusion can only use rows listed before it
-        for r in self.rerankers:
+        for i, r in enumerate(self.rerankers):
             missing = [f for f in getattr(r, "fuse", []) if f not in earlier]
             if missing:
-                raise ValueError(f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it")
+                raise FieldsError(f"rerankers.{i}.fuse", f"reranker {r.name!r} fuses {missing}: fuse only first-stage "
+                                                         "or rows listed above it")
             earlier.add(r.name)
-        for v in self.variants:
+        for i, v in enumerate(self.variants):
             unknown = [n for n in (v.base, v.variant) if n not in earlier]
             if unknown or v.base == v.variant:
-                raise ValueError(f"variants: {v.variant!r} vs {v.base!r} must name two different rows; rows: "
-                                 f"{sorted(earlier)}")
+                raise FieldsError(f"variants.{i}", f"{v.variant!r} vs {v.base!r} must name two different rows; rows: "
+                                                   f"{sorted(earlier)}")
         if self.featured is not None and self.featured not in earlier:
-            raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
+            raise FieldsError("featured", f"featured system {self.featured!r} is not a row of the leaderboard; rows: "
+                                          f"{sorted(earlier)}")
         return self
 
     @property

@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from terazi.errors import FieldsError
 from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
 
 
@@ -62,11 +63,12 @@ class _EncoderReranker(_ModelReranker):
         if self.backend != "onnx":
             used = [f for f in ("file_name", "quantization") if getattr(self, f) not in (None, "none")]
             if used:
-                raise ValueError(f"{' and '.join(used)} only apply with backend: onnx")
+                raise FieldsError((*used, "backend"), f"{' and '.join(used)} only apply with backend: onnx")
         elif self.precision in ("fp16", "bf16"):
-            raise ValueError(f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}")
+            raise FieldsError(("precision", "backend"), f"backend onnx runs fp32 (or int8 with quantization: int8), "
+                                                        f"not {self.precision}")
         if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
-            raise ValueError(f"file_name {self.file_name!r} must be a path inside the model folder")
+            raise FieldsError("file_name", f"file_name {self.file_name!r} must be a path inside the model folder")
         return self
 
 

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import polars as pl
 
 from terazi import codehash, fingerprint, stamps
-from terazi.paths import inside, mark_used
+from terazi.paths import inside, link, mark_used
 
 FOLDER = "outputs"
 META = ".meta.json"
@@ -51,16 +51,6 @@ def _part(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_part(v) for v in value]
     return value
-
-
-def link(src: Path, dst: Path) -> None:
-    """`dst` becomes `src`'s file: a hard link (a copy across file systems); never a write into an existing `dst`."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def _stamp(path: Path) -> list[int]:

@@ -65,12 +65,14 @@ def within_limits(config: EvalConfig, limits: Limits, allow_more: str,
     the limit's `terazi serve --max-…` option): the config's own numbers, and with `datasets` the work estimates."""
     asked = [("resamples", "bootstrap_resamples", config.bootstrap_resamples),
              ("samples", "corruption.samples", config.corruption.samples),
-             ("workers", "task_runner_workers", config.task_runner_workers)]
+             ("workers", "task_runner_workers", config.task_runner_workers),
+             ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or []))]
     if datasets is not None:
         variants = sum(samples_for(c, config.corruption.samples, config.corruption) for c in config.conditions)
-        queries = sum(d.n_queries for d in datasets)
+        queries, stages = sum(d.n_queries for d in datasets), len(config.stages)
+        times = f" × {stages} first stages" if stages > 1 else ""
         asked = [("pairs", f"first-stage pairs ({queries:,} judged queries × {variants} variants × depth "
-                           f"{config.depth})", queries * variants * config.depth),
+                           f"{config.depth}{times})", queries * variants * config.depth * stages),
                  ("cells", f"bootstrap cells (bootstrap_resamples × {queries:,} judged queries)",
                   config.bootstrap_resamples * queries)]
     for key, field, value in asked:

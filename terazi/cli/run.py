@@ -9,7 +9,8 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import VERBOSE, err, errors_as_lines, fail, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines, fail
+from terazi.cli.places import Place, dataset_path, declares
 from terazi.cli.show import print_leaderboard
 from terazi.configs import demo_config, read_config_file
 
@@ -91,6 +92,7 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
 
 
+@declares(writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def demo(
     out: str = typer.Option("results", help="results folder"),
     cache: str = typer.Option(".terazi-cache", help="frozen candidates, embeddings and score cache"),
@@ -98,10 +100,12 @@ def demo(
     verbose: bool = VERBOSE,
 ) -> None:
     """Full evaluation on the bundled Turkish demo dataset, offline; prints the leaderboard."""
-    setup(verbose)
     evaluate_and_print(demo_config(out, cache, run_name))
 
 
+@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
+                 Place("exclude", "exclude folder")),
+          writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="YAML, JSON or TOML file with an EvalConfig"),
@@ -130,7 +134,6 @@ def run(
     verbose: bool = VERBOSE,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
-    setup(verbose)
     if no_limits:
         from terazi.policy import NO_LIMITS
 

@@ -30,7 +30,7 @@ from rapidfuzz.distance import OSA
 
 from terazi.schemas import CorruptionSpec, MobileSpec
 from terazi.schemas.tables import CLEAN
-from terazi.turkish import TURKISH_LETTERS, to_ascii, tr_lower, tr_upper
+from terazi.turkish import seen_letters, to_ascii, tr_lower, tr_upper
 
 # Turkish Q layout, letter keys only; each row is offset like a real keyboard.
 _ROWS = ("qwertyuıopğü", "asdfghjklşi", "zxcvbnmöç")
@@ -46,7 +46,6 @@ def _neighbours() -> dict[str, str]:
 
 
 KEY_NEIGHBOURS = _neighbours()
-_TURKISH = set(TURKISH_LETTERS + "âîûÂÎÛ")
 
 
 def _is_upper(ch: str) -> bool:
@@ -73,8 +72,9 @@ def ascii_full(text: str, rng: random.Random | None = None) -> str:
 
 
 def ascii_partial(text: str, rng: random.Random, rate: float = 0.5) -> str:
-    # letter by letter, so composed (NFC) letters: an NFD ş is s plus a combining cedilla, which no letter rule sees
-    return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in unicodedata.normalize("NFC", text))
+    # letter by letter, as people see letters (terazi.turkish.seen_letters): an NFD ş is s plus a combining cedilla, which
+    # no letter rule sees, and the lower case of İ is i plus a combining dot even in NFC
+    return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in seen_letters(text))
 
 
 # ---------------------------------------------------------------- colloquial rules (mobile's word layer)
@@ -201,7 +201,8 @@ def mobile(text: str, rng: random.Random, spec: MobileSpec | None = None) -> str
     if ascii_query:
         out = to_ascii(out)
     else:
-        out = "".join(to_ascii(ch) if ch in _TURKISH and rng.random() < spec.ascii_letter else ch for ch in out)
+        out = "".join(to_ascii(ch) if to_ascii(ch) != ch and rng.random() < spec.ascii_letter else ch
+                      for ch in seen_letters(out))
     words = out.split(" ")
     for k, w in enumerate(words):
         if len(w) >= 3 and w.isalpha() and rng.random() < spec.slip:

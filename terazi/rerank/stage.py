@@ -11,7 +11,6 @@ the plan's file paths.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -23,7 +22,7 @@ from terazi import memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import inside
+from terazi.paths import inside, link
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
@@ -57,15 +56,25 @@ from terazi.schemas.layout import RunLayout
 log = logging.getLogger("terazi.rerank")
 
 
+def tied_conditions(path: str | Path) -> list[str]:
+    """The conditions (query sets) under which every query's candidates all have one score: the first stage told
+    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order."""
+    cand = pl.scan_parquet(path).select("condition", "query_id", "score")
+    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").n_unique() == 1)
+    flat = per_query.group_by("condition", maintain_order=True).agg(pl.col("tied").all()).collect()
+    return sorted(flat.filter(pl.col("tied"))["condition"].to_list())
+
+
 def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
-    """The first stage alone, as a leaderboard row ("no rerank")."""
+    """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
+    under some query set (its row would score only the tie order of the document ids)."""
+    tied = tied_conditions(candidates.path)
+    if tied:
+        log.warning("first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
+                    "first-stage row, and what the rerankers are given) is only the tie order of the document ids; "
+                    "are the texts empty?", candidates.encoder, dataset.name, ", ".join(tied))
     path = RunLayout(out_dir).ranking(dataset.name, FIRST_STAGE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    try:
-        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
-    except OSError:
-        shutil.copyfile(candidates.path, path)
+    link(candidates.path, path)  # the candidates as they are: linked, not copied
     return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
                         candidates=candidates.fingerprint, path=str(path))
 

@@ -24,7 +24,7 @@ from terazi import fingerprint, stamps
 from terazi.data.trec_writer import write_run
 from terazi.errors import CacheError
 from terazi.metrics.engine import evaluate
-from terazi.paths import inside, mark_used
+from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet
 
 log = logging.getLogger("terazi.frozen")
@@ -161,10 +161,6 @@ def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
         (target / stale).unlink()
     for name, digest in runs.items():
         src, dst = folder / "runs" / name, target / name
-        dst.unlink(missing_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copyfile(src, dst)
+        link(src, dst)
         if not (dst.is_file() and (os.path.samefile(src, dst) or fingerprint.of_file(dst) == digest)):
             raise CacheError(f"{dst} does not match the frozen candidates ({src}); run `terazi cache repair`")

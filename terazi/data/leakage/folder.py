@@ -22,10 +22,11 @@ from terazi.schemas.sources import parse as parse_source
 from terazi.version import __version__
 
 
-def check_inputs(config: LeakageConfig) -> list[DatasetManifest]:
-    """Check the folders (outputs never overlap inputs), load every dataset, open every training source, before any
-    work: a bad input is one line naming its file, line or field."""
-    disjoint(*config.folders())  # before anything is written, a named dataset's copy in the cache included
+def check_inputs(config: LeakageConfig, files: list[tuple[str, str]] = ()) -> list[DatasetManifest]:
+    """Check the folders (outputs never overlap inputs, nor input `files` such as the config file), load every
+    dataset, open every training source, before any work: a bad input is one line naming its file, line or field."""
+    outputs, inputs = config.folders()
+    disjoint(outputs, [*inputs, *files])  # before anything is written, a named dataset's copy in the cache included
     if any(parse_source(d.path) for d in config.datasets):
         writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce=False) for spec in config.datasets]
