@@ -176,14 +176,17 @@ def test_a_run_through_429s_and_500s_ends_as_a_clean_one_and_counts_its_retries(
 @pytest.mark.parametrize("fault", [
     ("status", 429, {"Retry-After": "1"}, {"message": "rate limited"}),
     ("status", 500, {}, {"message": "internal error"}),
-    ("pause", 3.0),  # longer than the client's 1 s timeout
+    ("pause", 20.0),  # longer than the client's timeout
     ("drop",),
 ], ids=["429-retry-after", "500", "timeout", "dropped-connection"])
 def test_each_passing_fault_is_retried_and_the_scores_are_the_servers(server, proxy, tmp_path, fault):
     pairs = [Pair(q, f"d{i}", f"belge {i} {q}") for q in ("çay", "dağ") for i in range(4)]
     direct = make_scorer(http_spec(f"{server.url}/rerank"), None, "x", True, str(tmp_path)).score(pairs)
     proxy.inject(fault)
-    scorer = make_scorer(http_spec(f"{proxy.url}/rerank", timeout=1.0, concurrency=1), None, "x", True, str(tmp_path))
+    # a timeout the server's real answers meet even on a loaded machine (1 s did not, under two test workers)
+    timeout = 6.0
+    scorer = make_scorer(http_spec(f"{proxy.url}/rerank", timeout=timeout, concurrency=1), None, "x", True,
+                         str(tmp_path))
     got = scorer.score(pairs)
     assert np.array_equal(got, direct)
     assert scorer.request_log.since().retries == 1 and len(proxy.seen) == 3  # 2 requests, one of them twice
@@ -191,7 +194,7 @@ def test_each_passing_fault_is_retried_and_the_scores_are_the_servers(server, pr
     if fault[0] == "status" and fault[1] == 429:
         assert gap >= 1.0  # Retry-After honoured
     if fault[0] == "pause":
-        assert 1.0 <= gap < 3.0  # gave up waiting after the timeout, not after the pause
+        assert timeout <= gap < 20.0  # gave up waiting after the timeout, not after the pause
 
 
 def test_a_request_that_fails_for_good_fails_its_chunk_and_keeps_what_was_answered(server, proxy, tmp_path,
