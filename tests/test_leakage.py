@@ -1,4 +1,4 @@
-"""terazi.data.leakage: planted overlaps are found however they were typed, 7 shared words are not 8, disjoint texts give
+"""terazi.contamination (the leakage check): planted overlaps are found however they were typed, 7 shared words are not 8, disjoint texts give
 nothing, repeats carry rapidfuzz's own score, bad sources are one line; the vectorised matcher, the normaliser and
 the banded near-repeat search are cross-checked against plain-Python implementations on random texts."""
 
@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 from rapidfuzz import fuzz
 
-from terazi.data.leakage import LeakageOptions, TrainSource, check
-from terazi.data.leakage.normalize import tokens
-from terazi.data.leakage.repeats import RepeatFinder
+from terazi.contamination import LeakageOptions, TrainSource, check
+from terazi.contamination.normalize import tokens
+from terazi.contamination.repeats import RepeatFinder
 from terazi.turkish import to_ascii, tr_upper
 from tests.leakage_inputs import (
     FILLER,

@@ -236,7 +236,7 @@ def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_ref
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from terazi.data.leakage import TrainSource, check
+    from terazi.contamination import TrainSource, check
     from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, window
 
     bench = bench_dataset(tmp_path)

@@ -91,7 +91,7 @@ def leakage(
         if not raw.get("train"):
             fail("no training source: give --train PATH or a --config file with train")
         checked = LeakageConfig.model_validate(raw)
-        from terazi.data.leakage.folder import check_inputs
+        from terazi.contamination.folder import check_inputs
 
         # a bad dataset, source or output folder fails here, in one line, before Prefect
         check_inputs(checked, [("config file", str(config))] if config else [])

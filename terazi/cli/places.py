@@ -10,7 +10,7 @@ writes, the folders a results folder's run read) come from the declaration's `mo
 every command's path options and proves that none can write onto an input of the same call.
 
 Commands whose config file names more folders (`run`, `analyze`, `leakage`) check those with the same function once
-the config is read (`terazi.results.folder.check_outputs`, `terazi.data.leakage.folder.check_inputs`).
+the config is read (`terazi.results.folder.check_outputs`, `terazi.contamination.folder.check_inputs`).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from terazi.data.leakage.core import check
-from terazi.data.leakage.report import folders, write
-from terazi.data.leakage.sources import Reader
+from terazi.contamination.core import check
+from terazi.contamination.report import folders, write
+from terazi.contamination.sources import Reader
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.paths import disjoint, writable_folder
 from terazi.schemas import DatasetManifest

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from terazi.data.beir import Dataset
-from terazi.data.leakage.sources import Chunk, Reader, nonblank_lines
+from terazi.contamination.sources import Chunk, Reader, nonblank_lines
 
 
 def _passage(raw: bytes) -> str:
