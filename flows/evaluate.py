@@ -74,7 +74,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
         roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
-        variants, stages = [], {s.name: Stage() for s in config.stages}
+        variants, stages = [], {s.name: FirstStageResults() for s in config.stages}
         with model_runner(config) as submit:
             for ds in datasets:
                 # 1. the query variants of every condition
@@ -115,7 +115,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
 
 
 @dataclass
-class Stage:
+class FirstStageResults:
     """What one first stage produced, dataset by dataset."""
 
     candidates: list[CandidateSet] = field(default_factory=list)
@@ -125,7 +125,7 @@ class Stage:
     pools: list[tuple[CandidateSet, list[VariantSet]]] = field(default_factory=list)  # what the rows reordered
 
 
-def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: Stage, config: EvalConfig,
+def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: FirstStageResults, config: EvalConfig,
             out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
     """One first stage's results in `out`: runs/ for every TREC tool, the statistics and every table, the frozen
     candidates."""

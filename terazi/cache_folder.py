@@ -60,7 +60,7 @@ def check(cache: Path) -> list[Finding]:
             out.append(Finding(str(db), str(e).split(": run")[0], "quarantine it, salvage the readable scores"))
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
                     "candidates.parquet missing or damaged"
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
@@ -142,11 +142,11 @@ def repair(cache: Path) -> list[str]:
                         "their pairs are scored again when needed)")
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 quarantine_folder(folder)
                 done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
         except CacheError:
-            load_frozen(folder, rebuild=True, remembered=False)
+            load_frozen(folder, rebuild=True, trust_stamps=False)
             done.append(f"{folder}: TREC files written again from candidates.parquet")
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):

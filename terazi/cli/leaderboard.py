@@ -58,7 +58,7 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     A terazi results folder's `leaderboard.csv` is shown as its run aggregated it (with significance groups
     and intervals), so `borda` and `out_of_ranking` do not apply to it.
     """
-    from terazi.analysis.leaderboard import aggregate, describe, read_long_table
+    from terazi.analysis.leaderboard import board_of_scores, describe, read_long_table
     from terazi.data.mteb_results import read_mteb_results
     from terazi.readback import read_csv
     from terazi.schemas.layout import RunLayout
@@ -77,4 +77,4 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     else:
         long = read_long_table(source)
         what = f"{source.name}"
-    return aggregate(long, out_of_ranking, borda), f"{what}. {describe(borda)}"
+    return board_of_scores(long, out_of_ranking, borda), f"{what}. {describe(borda)}"

@@ -29,7 +29,7 @@ from terazi.analysis.intervals import (
     system_intervals,
 )
 from terazi.analysis.judged import Judgement, judge
-from terazi.analysis.leaderboard import aggregate as borda_board
+from terazi.analysis.leaderboard import board_of_scores
 from terazi.analysis.leaderboard import describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
@@ -197,7 +197,7 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     clean = cell_means(per_query.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == headline)))
     long = clean.select("system", pl.col("dataset").alias("task"),
                         pl.col("dataset").replace_strict(types).alias("task_type"), pl.col("mean").alias("score"))
-    board = borda_board(long, out_of_ranking={d.name for d in datasets if not d.in_ranking}, borda=borda)
+    board = board_of_scores(long, out_of_ranking={d.name for d in datasets if not d.in_ranking}, borda=borda)
     wide = clean.pivot(on="dataset", index="system", values="mean")
     board = board.join(wide, on="system", how="left")
     conds = condition_means(per_query, headline, ranked).filter(

@@ -105,13 +105,13 @@ def write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> 
             write_run(part, runs / name, "terazi-first-stage")
 
 
-def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> CandidateSet | None:
+def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -> CandidateSet | None:
     """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
     written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
     A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
-    (terazi.stamps); with `remembered=False` (`terazi cache check`, `repair`) every byte is hashed."""
+    (terazi.stamps); with `trust_stamps=False` (`terazi cache check`, `repair`) every byte is hashed."""
     book = stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
-    hashed = (lambda p: stamps.file_digest(p, book)) if remembered else fingerprint.of_file
+    hashed = (lambda p: stamps.file_digest(p, book)) if trust_stamps else fingerprint.of_file
     try:
         body = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -135,7 +135,7 @@ def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> 
         if still:
             raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
                              "hash; run `terazi cache repair`")
-    if remembered:
+    if trust_stamps:
         mark_used(folder / MANIFEST)
     return CandidateSet.model_validate(body | {"files": files})
 

@@ -25,7 +25,7 @@ REQUIRED = ("manifest.json", "leaderboard.csv", "per_query.parquet", "comparison
 
 @dataclass(frozen=True)
 class Settings:
-    """The run's statistics and protocol settings, whichever flow wrote the folder."""
+    """The run's statistics and method settings, whichever flow wrote the folder."""
 
     benchmark: str
     headline: str
