@@ -1,15 +1,16 @@
 """The cache folder as a whole: check it, repair it, merge score caches into it.
 
-What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets),
-`embeddings/<key>/` (vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and
-reranker vectors `part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json`
-(measured cost per score identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies),
-`outputs/<key>/` (stage outputs linked into results folders, each with the stamps and hashes of its files,
-`terazi.memo`), `work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside),
-`stamps.json` (hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash
-every byte instead) and `intervals.sqlite` (bootstrap results by the content of their inputs,
-`terazi.analysis.known`). Everything but the score cache, the candidate sets and the cost figures is derived and is
-simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run used.
+What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets), `embeddings/<key>/`
+(vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and reranker vectors
+`part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json` (measured cost per score
+identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies), `http/<endpoint hash>/` (the lock files
+that bound a rerank API's requests in flight, `terazi.rerank.backends.service`), `outputs/<key>/` (stage outputs linked
+into results folders, each with the stamps and hashes of its files, `terazi.memo`), `work/` (a running run's plans;
+removed when it finishes), `quarantine/` (what repair set aside), `stamps.json` (hashes of model folders and frozen
+files by their stat stamps, `terazi.stamps`; check and repair hash every byte instead) and `intervals.sqlite` (bootstrap
+results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and
+the cost figures is derived and is simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run
+used.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def check(cache: Path) -> list[Finding]:
             out.append(Finding(str(db), str(e).split(": run")[0], "quarantine it, salvage the readable scores"))
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
                     "candidates.parquet missing or damaged"
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
@@ -141,11 +142,11 @@ def repair(cache: Path) -> list[str]:
                         "their pairs are scored again when needed)")
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 quarantine_folder(folder)
                 done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
         except CacheError:
-            load_frozen(folder, rebuild=True, remembered=False)
+            load_frozen(folder, rebuild=True, trust_stamps=False)
             done.append(f"{folder}: TREC files written again from candidates.parquet")
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import polars as pl
 
 from terazi import codehash, fingerprint, stamps
-from terazi.paths import inside, mark_used
+from terazi.paths import inside, link, mark_used
 
 FOLDER = "outputs"
 META = ".meta.json"
@@ -51,16 +51,6 @@ def _part(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_part(v) for v in value]
     return value
-
-
-def link(src: Path, dst: Path) -> None:
-    """`dst` becomes `src`'s file: a hard link (a copy across file systems); never a write into an existing `dst`."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.unlink(missing_ok=True)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def _stamp(path: Path) -> list[int]:
@@ -149,7 +139,7 @@ def stored(cache_dir: str | Path | None, stage_key: str) -> dict | None:
     return None if record is None else record["meta"]
 
 
-def _kept(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
+def _one_file(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
           write: Callable[[Any, Path], None]) -> Any:
     """A value made once per name and kept as one file among the stored outputs (written aside, then renamed); made
     each time without a cache. Read back, never linked, so nothing outside the cache can write into it."""
@@ -171,16 +161,16 @@ def _kept(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read
     return value
 
 
-def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
+def text(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
     """A text made once per key and kept among the stored outputs (a rendered plot)."""
-    return _kept(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
+    return _one_file(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
                  lambda text, p: p.write_text(text, encoding="utf-8"))
 
 
 def table(cache_dir: str | Path | None, stage_key: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """A frame made once per key and kept among the stored outputs (an intermediate no results folder shows, e.g.
     the first stage's per-query recall)."""
-    return _kept(cache_dir, f"{stage_key}.parquet", make, pl.read_parquet, lambda frame, p: frame.write_parquet(p))
+    return _one_file(cache_dir, f"{stage_key}.parquet", make, pl.read_parquet, lambda frame, p: frame.write_parquet(p))
 
 
 def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, make: Callable[[Path], dict]) -> dict:

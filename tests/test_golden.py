@@ -204,31 +204,30 @@ def check(name: str, value) -> None:
 
 
 def same_scores(name: str, got: dict) -> None:
-    """`first_stage_scores` against golden/<name>: the same files and records, each sum within 2e-6 per record (one
-    unit of the printed 6th decimal, rounded either way), each sum of squares within 4e-6 per record (scores ≤ 1)."""
+    """`trec_scores` against golden/<name>: the same files and records, each sum within 2e-6 per record (one unit of
+    the 6th decimal, either way) and each sum of squares within 4e-6 per record, both times max(1, largest |score|)."""
     if UPDATE:
         check(name, got)
         return
     want = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
     assert list(got) == list(want), f"{name}: files {list(got)} != golden {list(want)}"
     for f, g in got.items():
-        w, n = want[f], want[f]["records"]
+        w, n, m = want[f], want[f]["records"], max(1.0, want[f]["max_abs"])
         assert g["records"] == n, f"{name}: {f} has {g['records']} records, golden {n}"
-        assert abs(g["sum"] - w["sum"]) <= 2e-6 * n, f"{name}: {f} sum {g['sum']} != golden {w['sum']}"
-        assert abs(g["sum_sq"] - w["sum_sq"]) <= 4e-6 * n, f"{name}: {f} sum of squares {g['sum_sq']} != golden {w['sum_sq']}"
+        assert abs(g["sum"] - w["sum"]) <= 2e-6 * n * m, f"{name}: {f} sum {g['sum']} != golden {w['sum']}"
+        assert abs(g["sum_sq"] - w["sum_sq"]) <= 4e-6 * n * m * m, f"{name}: {f} sum of squares {g['sum_sq']} != {w}"
 
 
-def first_stage_scores(manifest: dict) -> dict:
-    """The frozen first stage's scores, per run file: records, sum and sum of squares. A model's scores move in their
-    last printed digit (1e-6) with the machine's float kernels (this CPU's AVX2 against another's AVX-512, a torch
-    build), so they are compared to that (`same_scores`), not as the bytes the manifest's digests name; ids and ranks
-    are pinned exactly (files.json)."""
-    out = {}
-    for cs in manifest["candidates"]:
-        for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec")):
-            scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-            out[f"{cs['dataset']}/{p.name}"] = {"records": len(scores), "sum": math.fsum(scores),
-                                                "sum_sq": math.fsum(x * x for x in scores)}
+def trec_scores(manifest: dict, run: Path) -> dict:
+    """The frozen first stage's and runs/' scores (the systems' own), per file: records, sum, sum of squares, largest
+    |score|. Models' scores move in their last digits with the machine's float kernels (AVX2 against AVX-512, a torch
+    build): compared to that (`same_scores`), not as bytes; ids and ranks are pinned exactly (files.json)."""
+    out, files = {}, [(f"{cs['dataset']}/{p.name}", p) for cs in manifest["candidates"]
+                      for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec"))]
+    for name, p in files + [(str(p.relative_to(run)), p) for p in sorted((run / "runs").rglob("*.trec"))]:
+        scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out[name] = {"records": len(scores), "sum": math.fsum(scores), "sum_sq": math.fsum(x * x for x in scores),
+                     "max_abs": max(map(abs, scores), default=0.0)}
     return out
 
 
@@ -250,14 +249,15 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
         return
     raw = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     if raw.get("candidates"):
-        same_scores(f"{prefix}/first-stage-scores.json", first_stage_scores(raw))
+        same_scores(f"{prefix}/trec-scores.json", trec_scores(raw, run))
     manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
     manifest["benchmark"]["parts"].pop("systems")
     for cs in manifest.get("candidates", []):  # the frozen files' names; their bytes hold scores (above)
         cs["files"] = dict.fromkeys(cs["files"], "<digest>")
     check(f"{prefix}/manifest.json", manifest)
-    files = {part: tree_digest(run / part) for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
-    if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (its scores are in the manifest's recall)
+    files = {part: tree_digest(run / part, slice(0, 4) if part == "runs" else slice(None))  # runs' scores: above
+             for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
+    if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (their scores: trec-scores.json)
         files["candidates"] = tree_digest(run / "candidates", slice(0, 4))
     files["datasets.yaml"] = (run / "datasets.yaml").read_text(encoding="utf-8")
     check(f"{prefix}/files.json", files)

@@ -20,6 +20,7 @@ from terazi.cli import (
     run,
     serve,
 )
+from terazi.cli.places import Declared, Place
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Weigh text rerankers and retrievers honestly.")
@@ -49,6 +50,9 @@ def score(ctx: typer.Context) -> None:
 
     raise typer.Exit(main(ctx.args))
 
+
+# parsed by argparse (terazi/cli/score.py), so declared here: it reads its two files and writes nothing
+score.declared = Declared(reads=(Place("qrels", "qrels file"), Place("run_file", "run file")))
 
 app.command()(analyze.analyze)
 app.command()(card.card)

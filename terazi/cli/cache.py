@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from terazi.cli.common import console, errors_as_lines, fail
+from terazi.cli.common import VERBOSE, console, errors_as_lines, fail
+from terazi.cli.places import Place, declares
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair, weigh, prune and merge terazi's cache folder.")
 CACHE = typer.Option(Path(".terazi-cache"), "--cache", help="the cache folder (a run's --cache / cache_dir)")
@@ -22,7 +23,8 @@ def _folder(cache: Path) -> Path:
 
 
 @cache_app.command("check")
-def check_cmd(cache: Path = CACHE) -> None:
+@declares(reads=(Place("cache", "cache folder"),))
+def check_cmd(cache: Path = CACHE, verbose: bool = VERBOSE) -> None:
     """Check the score cache (SQLite's integrity check), every frozen candidate set and stored output (every byte
     against its recorded hash), the vector stores, corpus tables and intervals file. Exit 0 when all is sound, 2 when
     `terazi cache repair` has work to do."""
@@ -43,7 +45,8 @@ def check_cmd(cache: Path = CACHE) -> None:
 
 
 @cache_app.command("repair")
-def repair_cmd(cache: Path = CACHE) -> None:
+@declares(writes=(Place("cache", "cache folder"),))
+def repair_cmd(cache: Path = CACHE, verbose: bool = VERBOSE) -> None:
     """Quarantine a damaged score cache (kept under quarantine/), salvage every readable score into a new one,
     write damaged TREC files again from their parquet, set aside candidate sets that cannot be trusted and
     delete damaged derived files (embeddings, corpus tables): the next run rebuilds what is missing."""
@@ -56,7 +59,8 @@ def repair_cmd(cache: Path = CACHE) -> None:
 
 
 @cache_app.command("du")
-def du_cmd(cache: Path = CACHE) -> None:
+@declares(reads=(Place("cache", "cache folder"),))
+def du_cmd(cache: Path = CACHE, verbose: bool = VERBOSE) -> None:
     """What each part of the cache weighs on disk, and what removing it would give back (stored outputs that a
     results folder still links free nothing)."""
     from terazi.cache_usage import human, usage
@@ -72,6 +76,7 @@ def du_cmd(cache: Path = CACHE) -> None:
 
 
 @cache_app.command("prune")
+@declares(writes=(Place("cache", "cache folder"),))
 def prune_cmd(
     cache: Path = CACHE,
     older_than: Optional[str] = typer.Option(None, "--older-than", help="remove entries no run used for this long "
@@ -79,6 +84,7 @@ def prune_cmd(
     max_size: Optional[str] = typer.Option(None, "--max-size", help="then remove the least recently used entries "
                                                                      "until the cache fits (20G, 500M)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed; remove nothing"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Remove stored outputs, frozen candidate sets, vector stores, corpus tables, ONNX exports, the intervals file
     and quarantined items that no run used recently. The score store is never pruned; a warm run afterwards makes
@@ -108,12 +114,16 @@ def prune_cmd(
 
 
 @cache_app.command("merge")
+@declares(reads=(Place("sources", "score cache to merge"),),
+          writes=(Place("cache", "cache folder", when=lambda kw: not kw.get("into")),
+                  Place("into", "shared score store")))
 def merge_cmd(
     sources: list[str] = typer.Argument(..., help="cache folders, scores.sqlite files or shared score stores "
                                                   "(folders or fsspec URLs such as s3://bucket/terazi-scores)"),
     cache: Path = CACHE,
     into: Optional[str] = typer.Option(None, "--into", help="merge into this shared score store instead of the "
                                                             "cache folder's scores.sqlite"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""

@@ -19,16 +19,18 @@ import numpy as np
 import polars as pl
 
 from terazi.rerank.keys import model_key
-from terazi.rerank.pairs import Corpus, Pair, PairScorer
+from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
 
 log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0
 
 
-def work_list(unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
+def work_list(unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame,
+              by_query: bool = False) -> pl.DataFrame:
     """The unique pairs (pids in first-occurrence order) without a score, with their keys and texts, sorted by
-    length (stable: ties keep first-occurrence order), numbered `pos`."""
+    length (stable: ties keep first-occurrence order), numbered `pos`; `by_query`: by query text first, so that a
+    scorer served elsewhere sends each query's documents in as few requests as it can."""
     todo = unique.to_frame("pid").join(known.select("pid"), on="pid", how="anti", maintain_order="left")
     n = docs.height
     texts = var.unique("qi").sort("qi")
@@ -36,7 +38,8 @@ def work_list(unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: p
     todo = (todo.join(texts.select("qi", "q", "text"), on="qi", how="left", maintain_order="left")
             .join(docs.select("di", "d", "doc_id", "chars"), on="di", how="left", maintain_order="left"))
     todo = todo.with_columns((pl.col("text").str.len_chars() + pl.col("chars")).alias("length"))
-    return todo.sort("length", maintain_order=True).select("pid", "q", "d", "text", "doc_id").with_row_index("pos")
+    return (todo.sort(["qi", "length"] if by_query else "length", maintain_order=True)
+            .select("pid", "q", "d", "text", "doc_id").with_row_index("pos"))
 
 
 def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
@@ -69,7 +72,13 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
             with holding(pairs) if holding else nullcontext():
                 for a, z in zip(cuts[:-1], cuts[1:]):
                     part = mine.slice(a, z - a)
-                    values = scorer.score(pairs[a:z])
+                    try:
+                        values = scorer.score(pairs[a:z])
+                    except PartlyScored as e:  # keep what was paid for, then fail the chunk
+                        done = ~np.isnan(e.scores)
+                        scores.put_many(model, part.select("q", "d").filter(pl.Series(done)).with_columns(
+                            pl.Series("score", e.scores[done], dtype=pl.Float64)))
+                        raise e.error from None
                     scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values,
                                                                                         dtype=pl.Float64)))
                     lease.renew()

@@ -38,9 +38,10 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
 
             def write(root: Path, r: RerankResult = r) -> dict:
                 ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
-                return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples))}
+                return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples,
+                                                              r.rerank_depth))}
 
-            key = memo.key("runs", Path(r.path), ds.name, r.system, samples, maker=__name__)
+            key = memo.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
             n += memo.reuse(cache_dir, key, out_dir, write)["files"]
         runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
         changed = read_variants(vs).filter(pl.col("condition") != CLEAN) \

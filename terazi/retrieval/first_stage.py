@@ -1,7 +1,8 @@
 """The first stage: dense retrieval over all variants of one dataset, frozen under a fingerprint.
 
 The frozen set lives in the cache folder under a lookup key built from everything that decides
-the candidates (dataset, encoder identity, index, depth, the variant texts). A later run with the
+the candidates (dataset, encoder identity, index, depth, the variant texts, the tie rule the lists are ranked by and
+the documents the dataset leaves out). A later run with the
 same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
 manifest including the candidate ids, so anyone can check they rank the same lists.
 
@@ -51,8 +52,11 @@ from terazi.retrieval.dense import (
 )
 from terazi.retrieval.frozen import (
     MANIFEST,
+    RULE,
+    allowed,
     candidate_fingerprint,
     load_frozen,
+    most_dropped,
     quarantine_folder,
     recall_by_condition,
     set_files,
@@ -68,6 +72,7 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.tables import CLEAN, VARIANT
+from terazi.ties import id_order
 
 log = logging.getLogger("terazi.retrieve")
 
@@ -86,6 +91,10 @@ def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> Candid
                 raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
                                  f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
             cs = load_frozen(path.parent)
+            if cs is not None and cs.ties != RULE:
+                raise ConfigError(f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
+                                  "by score, then document id descending (trec_eval's rule): run without "
+                                  "`candidates` to retrieve them afresh under the rule")
             if cs is None:
                 raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
                                  "or damaged, and a set named by fingerprint cannot be computed again; run without "
@@ -108,6 +117,7 @@ def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef,
     return fingerprint.of_json({
         "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+        "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
         "code": codehash.of_module(__name__),
     })
 
@@ -216,11 +226,15 @@ def _kept_vectors(store: str, texts: list[str]) -> np.ndarray | None:
 
 def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],
            corpus_costs: list[ModelCost | None] = (), query_costs: list[ModelCost | None] = ()) -> CandidateSet:
-    """Search every variant's text against the corpus shards; freeze and return the candidates."""
+    """Search every variant's text against the corpus shards, each list ranked by the tie rule and less the documents
+    the dataset leaves out (searched that much deeper); freeze and return the candidates."""
     if plan.frozen:
         return plan.frozen
     variants = read_variants(variant_sets).sort(VARIANT)
-    enc, depth = plan.encoder, plan.depth
+    dropped = open_dataset(dataset).dropped(dataset.ignore_identical_ids)
+    enc, depth = plan.encoder, plan.depth + most_dropped(dropped)
+    doc_ids = CorpusTable(Path(plan.corpus)).ids()
+    order = id_order(doc_ids)
     n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
     texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
     q_emb = stack(Path(plan.queries), plan.query_shards)
@@ -228,15 +242,15 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
     kind = choose_index(enc.index, n_docs)
     index_recall, sample = None, 0
     if kind == "flat":
-        scores, rows = exact_search(corpus(), q_emb, depth)
+        scores, rows = exact_search(corpus(), q_emb, depth, order)
         index_params: dict = {"type": "IndexFlatIP"}
     else:
         dim = q_emb.shape[1]
         index, index_params = build_index(corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist,
                                           enc.ivf_nprobe)
-        scores, rows = search_index(index, q_emb, depth)
+        scores, rows = search_index(index, q_emb, depth, order)
         pick = sample_rows(len(q_emb))
-        _, exact_rows = exact_search(corpus(), q_emb[pick], depth)
+        _, exact_rows = exact_search(corpus(), q_emb[pick], depth, order)
         index_recall, sample = round(recall_against_exact(rows[pick], exact_rows), 6), len(pick)
         log.info("%s: %s recall@%d against exact search %.4f (%d query texts)", plan.dataset, index_params["type"],
                  depth, index_recall, sample)
@@ -246,7 +260,6 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
     k = rows.shape[1]
     r, s = rows[vi], scores[vi]
     keep = (r >= 0).ravel()
-    doc_ids = CorpusTable(Path(plan.corpus)).ids()
     cand = pl.DataFrame({
         "condition": np.repeat(variants["condition"].to_numpy(), k)[keep],
         "sample": np.repeat(variants["sample"].to_numpy(), k)[keep],
@@ -255,6 +268,7 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
         "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
         "score": s.ravel()[keep].astype(np.float64),
     })
+    cand = allowed(cand, dropped, plan.depth)
     docs_encoded = sum(c.items for c in corpus_costs if c)
     queries_encoded = sum(c.items for c in query_costs if c)
     return freeze(plan, dataset, cand, index_params, index_recall, sample, queries_encoded, docs_encoded,
@@ -280,7 +294,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
         "faiss_version": faiss.__version__, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
         "queries_encoded": queries_encoded, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
-        "cost": cost.model_dump() if cost else None,
+        "cost": cost.model_dump() if cost else None, "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
     }
     fp = candidate_fingerprint(body, cand)
     stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
