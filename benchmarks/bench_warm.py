@@ -1,6 +1,7 @@
 """The rerun a user makes every day: the default configuration cold, then warm, and the demo's warm rerun.
 
     .venv/bin/python benchmarks/bench_warm.py [--data xquad|demo] [--replicas 8] [--work FOLDER] [--skip-demo]
+        [--skip-flow] [--repeats 3] [--against OTHER/.venv/bin/terazi]
 
 Part 1. The default configuration (MiniLM first stage, BM25 and its fusion, five conditions, robustness both,
 2000 bootstrap resamples) on XQuAD-tr replicated N× under new ids (N=8: 9,520 queries; `--data demo`: the bundled
@@ -11,11 +12,12 @@ start to last end of its Prefect task runs) and the peak RSS of the flow process
 /proc/self/status every 50 ms); then the bytes the warm run added to the disk (its results folder's files not
 hard-linked to a file that existed before it, plus the cache's growth).
 
-Part 2. `terazi demo` as a user types it, warm (a cold run first fills its cache): wall time of the command with the
-temporary Prefect server terazi starts, with that server kept between runs (TERAZI_KEEP_SERVER=1: a first run
-starts it), then with a running server (PREFECT_API_URL); `--repeats` runs each. After each run, its floor: Prefect's
-own flow of one task on the same kind of server (without an API, the temporary server Prefect starts itself), so
-that a machine's speed, which moves by half over a day here, is read off the same minute for both.
+Part 2. `terazi demo` as a user types it, warm (a cold run first fills its cache): wall time of the command on
+Prefect's temporary server (no PREFECT_API_URL: the flow call starts it), then against a running server (`prefect
+server start`, PREFECT_API_URL); `--repeats` rounds, each running both kinds in turn. After each run, its floor:
+Prefect's own flow of one task on the same kind of server, so that a machine's speed, which moves by half over a day
+here, is read off the same minute for both. `--against OTHER/terazi` times another installation's command (main's,
+with its own cache and Prefect home) right after this one's, for an interleaved before/after.
 """
 
 from __future__ import annotations
@@ -228,49 +230,66 @@ floor()
 """  # Prefect alone: a flow of one task, as a user's own script would run it
 
 
-def demo_part(work: Path, env: dict, repeats: int) -> dict:
-    """`terazi demo` on the temporary server, keeping it, and on a running one; each run followed by the floor
-    beside it: Prefect's own one-task flow on the same kind of server (without an API, Prefect's own temporary
-    server), so that the two are read at the same machine speed."""
-    from prefect.server.api.server import SubprocessASGIServer
+def running_server(env: dict, home: Path) -> tuple[subprocess.Popen, str]:
+    """`prefect server start` on a free port of 127.0.0.1, as docs/service.md starts it, with its database in `home`
+    (not the one the temporary servers open meanwhile); its API URL once it answers."""
+    import socket
 
-    terazi = str(Path(sys.executable).with_name("terazi"))
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--port", str(port)],
+                              env={**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_API_PORT": str(port)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url, deadline = f"http://127.0.0.1:{port}/api", time.monotonic() + 300
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.kill()
+    raise SystemExit("prefect server start did not answer")
+
+
+def demo_part(work: Path, env: dict, repeats: int, commands: dict[str, str]) -> dict:
+    """Each round: `terazi demo` (each of `commands`: name → executable, each with its own cache and Prefect home) on
+    Prefect's temporary server and on a running one, each run followed by the floor beside it: Prefect's own
+    one-task flow on the same kind of server, so that the two are read at the same machine speed."""
     env = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
     os.environ.pop("PREFECT_API_URL", None)
 
     def timed(command: list[str], run_env: dict) -> float:
         t = time.perf_counter()
-        out = subprocess.run(command, env=run_env, capture_output=True, text=True)
+        out = subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)
         if out.returncode:
             raise SystemExit(f"{' '.join(command[:2])} failed:\n{out.stderr[-3000:]}")
         return time.perf_counter() - t
 
-    def demo(tag: str, run_env: dict) -> float:
-        return timed([terazi, "demo", "--out", str(work / f"demo-{tag}"), "--cache", str(work / "demo-cache")],
-                     run_env)
+    def demo(name: str, run_env: dict) -> float:
+        if name != "this":  # its own Prefect home, and its own code (not this checkout's, on PYTHONPATH)
+            run_env = {**{k: v for k, v in run_env.items() if k != "PYTHONPATH"},
+                       "PREFECT_HOME": str(work / f"prefect-{name}")}
+        return timed([commands[name], "demo", "--out", str(work / f"demo-{name}"), "--cache",
+                      str(work / f"demo-cache-{name}")], run_env)
 
-    def pairs(tag: str, run_env: dict, floor_env: dict) -> tuple[list, list]:
-        walls, floors = [], []
+    for name in commands:  # cold: computes each command's demo cache, not measured
+        demo(name, env)
+    server, url = running_server(env, work / "prefect-server")
+    kinds = {"temporary server, started per run": env, "running server (PREFECT_API_URL)": {**env, "PREFECT_API_URL": url}}
+    out = {(kind, name): [] for kind in kinds for name in [*commands, "floor"]}
+    try:
         for _ in range(repeats):
-            walls.append(demo(tag, run_env))
-            floors.append(timed([sys.executable, "-c", FLOOR], floor_env))
-        return walls, floors
-
-    out = {"temporary server": pairs("temporary", env, env)}  # the floor: Prefect starting its own server
-    kept = {**env, "TERAZI_KEEP_SERVER": "1"}  # the first starts the kept server, the next ones reuse it
-    try:
-        demo("kept", kept)  # the kept server's first run starts it
-        url = json.loads((Path(env["PREFECT_HOME"]) / "terazi-server.json").read_text())["url"]
-        out["temporary server kept (TERAZI_KEEP_SERVER=1)"] = pairs("kept", kept, {**env, "PREFECT_API_URL": url})
+            for kind, run_env in kinds.items():
+                for name in commands:
+                    out[kind, name].append(demo(name, run_env))
+                out[kind, "floor"].append(timed([sys.executable, "-c", FLOOR], run_env))
     finally:
-        subprocess.run([terazi, "server", "stop"], env=kept, capture_output=True)
-    server = SubprocessASGIServer()
-    server.start(timeout=180)
-    try:
-        running = {**env, "PREFECT_API_URL": server.api_url}
-        out["running server"] = pairs("running", running, running)
-    finally:
-        server.stop()
+        server.terminate()
+        server.wait(timeout=30)
     return out
 
 
@@ -292,17 +311,17 @@ def table(rows: dict) -> None:
           f"{w['new_cache'] / 2**20:.2f} MB")
 
 
-def demo_table(work: Path, env: dict, repeats: int) -> None:
-    """Part 2's table: each warm demo run beside the floor run that followed it."""
-    subprocess.run([str(Path(sys.executable).with_name("terazi")), "demo", "--out", str(work / "demo-cold"),
-                    "--cache", str(work / "demo-cache")], env={k: v for k, v in env.items() if k != "PREFECT_API_URL"},
-                   capture_output=True, check=True)  # cold: computes the demo's cache, not measured
-    print(f"\n{'terazi demo, warm':<46} {'wall s':>28} {'floor s':>28} {'median - floor':>15}")
-    for where, (w, f) in demo_part(work, env, repeats).items():
-        print(f"{where:<46} {', '.join(f'{x:.1f}' for x in w):>28} {', '.join(f'{x:.1f}' for x in f):>28} "
-              f"{statistics.median(w) - statistics.median(f):>+14.1f}s")
-    print("(floor: Prefect's own flow of one task on the same kind of server, run after each demo run: without an API"
-          " Prefect starts its own temporary server; wall times include the server a run starts)")
+def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None:
+    """Part 2's table: per kind of server, each command's warm demo runs and the floor runs interleaved with them."""
+    commands = {"this": str(Path(sys.executable).with_name("terazi")), **({"against": against} if against else {})}
+    rows = demo_part(work, env, repeats, commands)
+    print(f"\n{'terazi demo, warm':<34} {'command':<8} {'wall s':>34} {'median':>7} {'median / floor':>15}")
+    for (kind, name), walls in rows.items():
+        floor = statistics.median(rows[kind, "floor"])
+        print(f"{kind:<34} {name:<8} {', '.join(f'{x:.1f}' for x in walls):>34} {statistics.median(walls):>7.2f} "
+              f"{statistics.median(walls) / floor:>15.2f}")
+    print("(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
+          "wall times include the server a run starts)")
 
 
 def main() -> None:
@@ -312,7 +331,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, help="kept between invocations: a second invocation measures warm only")
     ap.add_argument("--skip-demo", action="store_true")
     ap.add_argument("--skip-flow", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3, help="warm demo runs (each with its floor) per kind of server")
+    ap.add_argument("--repeats", type=int, default=3, help="rounds of warm demo runs (each with its floor)")
+    ap.add_argument("--against", help="another installation's `terazi`, timed interleaved with this one's")
     ap.add_argument("--run", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.run:
@@ -327,7 +347,7 @@ def main() -> None:
     if not args.skip_flow:
         table(flow_part(args, work, env))
     if not args.skip_demo:
-        demo_table(work, env, args.repeats)
+        demo_table(work, env, args.repeats, args.against)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 

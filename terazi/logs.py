@@ -13,11 +13,16 @@ import logging
 import os
 
 # Prefect settings that must be in place before prefect is imported: no telemetry unless the user opted in, and a
-# start-up timeout that suits small machines. Values already set win.
+# start-up timeout that suits small machines. Prefect's temporary server (started by a run without PREFECT_API_URL,
+# with this environment) registers no block types: terazi uses none, and hashing every block class to learn that the
+# registration can be skipped is part of every start; a `prefect server start` registers them as usual. Values
+# already set win.
 PREFECT_DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+    "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
     "TOKENIZERS_PARALLELISM": "false",
 }
 

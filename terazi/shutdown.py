@@ -45,27 +45,11 @@ def stoppable(module):
 
 
 def kill_children(timeout: float = 5.0) -> None:
-    """Terminate every child process (then kill what is left after `timeout`)."""
+    """Terminate every child process, kill those still alive after `timeout`, and wait for them (which reaps them).
+    Only the run's own: a Prefect server it runs against (PREFECT_API_URL) is no child of it."""
     import psutil
 
-    end(psutil.Process().children(recursive=True), timeout)
-
-
-def end_process(pid: int, timeout: float = 5.0) -> None:
-    """`end` one process by pid (nothing when it is gone already)."""
-    import psutil
-
-    try:
-        end([psutil.Process(pid)], timeout)
-    except psutil.NoSuchProcess:
-        pass
-
-
-def end(processes: list, timeout: float = 5.0) -> None:
-    """Terminate `processes` (psutil.Process), kill those still alive after `timeout`, and wait for them (which reaps
-    this process's children)."""
-    import psutil
-
+    processes = psutil.Process().children(recursive=True)
     for p in processes:
         try:
             p.terminate()

@@ -22,7 +22,6 @@ from terazi.cli.score import parser as score_parser
 from tests.test_hostile_files import snapshot
 
 PATHLIKE = re.compile(r"\b(file|files|folder|folders|path|store|stores|root)\b", re.IGNORECASE)
-SKIPPED = {"server"}  # `terazi server` is being removed (issue 38); it takes no path
 NOT_PATHS = {  # parameters whose help speaks of files without being one
     ("analyze", "first_stage"): "names of first stages (as the run files name them)",
     ("card", "fmt"): "a format name", ("card", "labels"): "a label set",
@@ -44,13 +43,11 @@ REQUIRED = {"system": "s", "condition": "clean"}
 
 
 def commands() -> dict[str, object]:
-    """'card', 'cache merge', … → the click command, `server` left out."""
+    """'card', 'cache merge', … → the click command."""
     found = {}
 
     def walk(group, prefix: str) -> None:
         for name, cmd in group.commands.items():
-            if name in SKIPPED:
-                continue
             full = f"{prefix} {name}".strip()
             if hasattr(cmd, "commands"):
                 walk(cmd, full)

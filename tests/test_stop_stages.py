@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -73,6 +74,8 @@ def stop_during(stage: str, data: Path, tmp: Path, rerankers: list[dict], second
     marker = json.loads((run / ".terazi-incomplete").read_text())
     assert marker["status"] == "stopped" and "signal" in marker["reason"], marker
     assert not (run / "manifest.json").exists()
+    # the stop ended the run's own processes only: the server it ran against still answers
+    assert httpx.get(env["PREFECT_API_URL"].rstrip("/") + "/health", timeout=10).status_code == 200
     return took
 
 

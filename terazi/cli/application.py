@@ -19,7 +19,6 @@ from terazi.cli import (
     leakage,
     run,
     serve,
-    server,
 )
 from terazi.cli.places import Declared, Place
 
@@ -67,4 +66,3 @@ app.command()(leakage.leakage)
 app.command(add_help_option=False, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(score)
 app.command()(serve.serve)
 app.add_typer(cache.cache_app, name="cache")
-app.add_typer(server.server_app, name="server")  # to be removed (issue 38): no paths of its own to declare

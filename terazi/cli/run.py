@@ -59,7 +59,7 @@ def http_reranker(text: str) -> dict:
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
-    from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console, temporary_server
+    from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
     from terazi.schemas import EvalConfig
 
     with errors_as_lines():
@@ -68,15 +68,13 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
         from terazi.results.folder import check_outputs
 
         check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-        with temporary_server() as server_ready:
-            from terazi.preflight import preflight
+        from terazi.preflight import preflight
 
-            preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
-            err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
-            quiet_console()
-            from terazi.flows.evaluate import evaluate
+        preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+        err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
+        quiet_console()
+        from terazi.flows.evaluate import evaluate
 
-            server_ready()
         t0 = time.perf_counter()
         with shutdown.graceful(), no_heartbeats():
             manifest = evaluate(config)
