@@ -48,6 +48,9 @@ def test_dry_run_on_the_cpu(tmp_path):
                                                            for p in ("fp32", "fp16", "bf16")}
     for r in rows:
         assert r["pairs"] == 40 and r["pairs_per_s"] > 0 and r["batch_size"] >= 1
+        assert r["passes"] == 2 and r["pairs_per_s_range"][0] <= r["pairs_per_s"] <= r["pairs_per_s_range"][1]
         assert f":{r['precision']}@cpu:" in r["identity"]
         if r["precision"] != "fp32":
             assert 0 < r["max_abs_diff"] < 1 and r["separated_pairs"] > 0 and r["verdict"] in ("ok", "reported")
+        else:  # the reference scored again query by query keeps its order
+            assert r["rebatched_flips"] == 0 and r["verdict"] == "stable"
