@@ -1,7 +1,7 @@
 """The rerun a user makes every day: the default configuration cold, then warm, and the demo's warm rerun.
 
     .venv/bin/python benchmarks/bench_warm.py [--data xquad|demo] [--replicas 8] [--work FOLDER] [--skip-demo]
-        [--skip-flow] [--repeats 3] [--against OTHER/.venv/bin/terazi]
+        [--skip-flow] [--repeats 3] [--against OTHER/.venv/bin/terazi] [--layer-rounds 3]
 
 Part 1. The default configuration (MiniLM first stage, BM25 and its fusion, five conditions, robustness both,
 2000 bootstrap resamples) on XQuAD-tr replicated N× under new ids (N=8: 9,520 queries; `--data demo`: the bundled
@@ -10,7 +10,9 @@ scored; skipped when `--work` already holds its cache) and the warm run (the sam
 every pair stored). Per run: wall time of the process, seconds inside the flow, and per stage its wall time (first
 start to last end of its Prefect task runs) and the peak RSS of the flow process while it ran (a thread sampling
 /proc/self/status every 50 ms); then the bytes the warm run added to the disk (its results folder's files not
-hard-linked to a file that existed before it, plus the cache's growth).
+hard-linked to a file that existed before it, plus the cache's growth). With `--layer-rounds N`, N rounds of warm
+runs follow, each round one with every cache layer and one with each of memo, stamps and known switched off in turn
+(a patch in the run's process): what each layer saves, read against runs of the same minutes.
 
 Part 2. `terazi demo` as a user types it, warm (a cold run first fills its cache): wall time of the command on
 Prefect's temporary server (no PREFECT_API_URL: the flow call starts it), then against a running server (`prefect
@@ -129,8 +131,30 @@ def stages(runs: list, samples: list, flow_start: float, flow_end: float) -> dic
     return out
 
 
-def run_one(raw: dict) -> dict:
+def switch_off(layer: str) -> None:
+    """Run this process without one of the warm path's cache layers, to measure what it saves: `memo` (stage outputs
+    made again instead of linked), `stamps` (big inputs hashed from their bytes each run) or `known` (every bootstrap
+    interval drawn again)."""
+    from contextlib import nullcontext
+
+    from terazi import memo, stamps
+    from terazi.analysis import known
+
+    if layer == "memo":
+        memo.stored = lambda cache_dir, stage_key: None
+        memo.reuse = lambda cache_dir, stage_key, out_dir, make: make(Path(out_dir))
+        memo._one_file = lambda cache_dir, name, make, read, write: make()
+    elif layer == "stamps":
+        stamps.book_in = lambda cache_dir: None
+    elif layer == "known":
+        known.kept = lambda cache_dir: nullcontext()
+    elif layer:
+        raise SystemExit(f"no cache layer {layer!r}")
+
+
+def run_one(raw: dict, without: str = "") -> dict:
     """In a fresh process: the flow, its stages' times and peak RSS."""
+    switch_off(without)
     sampler = Sampler()
     sampler.start()
     from terazi.flows.evaluate import evaluate as run_evaluation
@@ -154,9 +178,10 @@ def cpu_of_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def spawn(raw: dict, env: dict) -> dict:
+def spawn(raw: dict, env: dict, without: str = "") -> dict:
     t, cpu = time.perf_counter(), cpu_of_children()
-    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw), "--without", without],
+                         capture_output=True, text=True, env=env)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
@@ -195,7 +220,7 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
     server.start(timeout=180)
     env = {**env, "PREFECT_API_URL": server.api_url}
     os.environ["PREFECT_API_URL"] = server.api_url
-    rows = {}
+    rows, layers = {}, {}
     try:
         if not (work / "cache").exists():
             rows["cold"] = spawn(config(data, work, "cold"), env)
@@ -207,9 +232,33 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
         rows["warm"] = spawn(config(data, work, "warm"), env)
         rows["warm"]["new_results"], rows["warm"]["new_cache"] = new_bytes(before, work / "cache", warm)
         rows["warm"]["results"] = sum(files(warm).values())
+        for r in range(args.layer_rounds):  # interleaved: every layer's row read at the same machine speed
+            for layer in ("", *LAYERS):
+                subprocess.run(["rm", "-rf", str(warm)], check=True)
+                row = spawn(config(data, work, "warm"), env, layer)
+                layers.setdefault(layer or "all", []).append(row)
+                print(f"round {r + 1}, {'without ' + layer if layer else 'all layers'}: flow {row['flow']:.2f}s, "
+                      f"wall {row['wall']:.1f}s, peak {row['peak'] / 2**20:.0f} MB", flush=True)
     finally:
         server.stop()
+    if layers:
+        layer_table(layers)
     return rows
+
+
+LAYERS = ("memo", "stamps", "known")
+
+
+def layer_table(layers: dict[str, list[dict]]) -> None:
+    """What each cache layer saves: the median warm run without it against the median with every layer."""
+    base = {k: statistics.median(r[k] for r in layers["all"]) for k in ("flow", "wall")}
+    print("\n| layer switched off | flow (median) | saving in the flow | share of the warm flow | wall (median) |")
+    print("|---|---:|---:|---:|---:|")
+    for name, rows in layers.items():
+        flow, wall = (statistics.median(r[k] for r in rows) for k in ("flow", "wall"))
+        runs = ", ".join(f"{r['flow']:.2f}" for r in rows)
+        print(f"| {name} | {flow:.2f} s ({runs}) | {flow - base['flow']:+.2f} s | "
+              f"{(flow - base['flow']) / flow:.0%} | {wall:.1f} s |")
 
 
 FLOOR = """
@@ -333,10 +382,13 @@ def main() -> None:
     ap.add_argument("--skip-flow", action="store_true")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of warm demo runs (each with its floor)")
     ap.add_argument("--against", help="another installation's `terazi`, timed interleaved with this one's")
+    ap.add_argument("--layer-rounds", type=int, default=0,
+                    help="rounds of warm runs with each cache layer (memo, stamps, known) switched off in turn")
     ap.add_argument("--run", help=argparse.SUPPRESS)
+    ap.add_argument("--without", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.run:
-        print(json.dumps(run_one(json.loads(args.run))))
+        print(json.dumps(run_one(json.loads(args.run), args.without)))
         return
     work = args.work or Path(tempfile.mkdtemp(prefix="terazi-bench-warm-"))
     work.mkdir(parents=True, exist_ok=True)
