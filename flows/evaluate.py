@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from prefect import flow
 from prefect.futures import PrefectFuture
@@ -27,11 +28,13 @@ from terazi.schemas import (
     CandidateSet,
     DatasetManifest,
     DepthSet,
+    EncoderSpec,
     EvalConfig,
     FirstStageSpec,
     LeaderboardRow,
     RerankResult,
     RunManifest,
+    ScaleSpec,
     ScoreSet,
     SharedPairs,
     VariantSet,
@@ -76,6 +79,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
         variants, stages = [], {s.name: FirstStageResults() for s in config.stages}
         with model_runner(config) as submit:
+            steps = Steps(call=lambda task, *a, **k: task(*a, **k), spawn=lambda task, *a, **k: task.submit(*a, **k),
+                          model=submit)
             for ds in datasets:
                 # 1. the query variants of every condition
                 conditions = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out, cache)
@@ -85,11 +90,11 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 for spec in config.stages:
                     o, done = roots[spec.name], stages[spec.name]
                     # 2. the first stage, frozen under its fingerprint
-                    frozen = first_stage(submit, ds, ds_variants, spec, config, cache)
+                    frozen = first_stage(steps, ds, ds_variants, spec, config, cache)
                     # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
                     pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
-                    ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, o)
+                    ranked = rank_rows(steps, ds, pool, pool_variants, config, cache, o)
                     per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache,
                                                    ties=config.ties) for r in ranked]
                     sweeps = depth_sweep(ds, pool, ranked, config, o)
@@ -112,6 +117,17 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                    reranks=main.rankings, scores=main.scores, leaderboard=board, shared_pairs=shared)
     log.info("finished in %.1fs: %s", run.manifest.seconds, out)
     return run.manifest
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How the recipe runs each task: `call` now, in the recipe's thread (its result); `spawn` on the flow's threads
+    and `model` on the model runner (a future each). The flow gives Prefect's; a test gives one that runs each task's
+    own function in its process (tests/stages.py), so what it checks is this recipe, not a copy of it."""
+
+    call: Callable[..., Any]
+    spawn: Callable[..., Any]
+    model: Submit
 
 
 @dataclass
@@ -148,42 +164,50 @@ def evaluate(config: EvalConfig) -> RunManifest:
     return refusals_as_failed(lambda: evaluation(enforce_if_served(config), run_kind()))
 
 
-def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,
+def first_stage(steps: Steps, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,
                 config: EvalConfig, cache: str) -> CandidateSet:
-    """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), reused, imported from
-    TREC runs made elsewhere (the dataset's `first_stage_runs`), or encoded shard by shard on the model runner, then
-    searched."""
+    """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), else `dense_first_stage`
+    (reused, imported from the dataset's `first_stage_runs`, or encoded and searched)."""
     if spec.kind == "bm25":
-        return bm25_retrieval_task(ds, variants, spec, config.depth, cache)
+        return steps.call(bm25_retrieval_task, ds, variants, spec, config.depth, cache)
     external = {d.label: d.first_stage_runs for d in config.datasets}.get(ds.name)
-    plan = retrieval_plan_task(ds, variants, spec.encoder or config.encoder, config.depth, cache, config.offline,
-                               config.candidates.get(ds.name), config.scale, external)
+    return dense_first_stage(steps, ds, variants, spec.encoder or config.encoder, config.depth, cache, config.offline,
+                             config.candidates.get(ds.name), config.scale, external)
+
+
+def dense_first_stage(steps: Steps, ds: DatasetManifest, variants: list[VariantSet], encoder: EncoderSpec, depth: int,
+                      cache: str, offline: bool, frozen: str | None, scale: ScaleSpec,
+                      external: str | None) -> CandidateSet:
+    """An encoder's frozen candidates: reused, imported from TREC runs made elsewhere, or named (`frozen`), else
+    encoded shard by shard on the model runner, then searched."""
+    plan = steps.call(retrieval_plan_task, ds, variants, encoder, depth, cache, offline, frozen, scale, external)
     if plan.frozen:
         return plan.frozen
-    corpus = [submit(encode_shard_task, plan=plan, part="corpus", shard=i) for i in range(len(plan.corpus_shards))]
-    queries = [submit(encode_shard_task, plan=plan, part="queries", shard=i) for i in range(len(plan.query_shards))]
-    return search_task(plan, ds, variants, [f.result() for f in corpus], [f.result() for f in queries])
+    encode = encode_shard_task
+    corpus = [steps.model(encode, plan=plan, part="corpus", shard=i) for i in range(len(plan.corpus_shards))]
+    queries = [steps.model(encode, plan=plan, part="queries", shard=i) for i in range(len(plan.query_shards))]
+    return steps.call(search_task, plan, ds, variants, [f.result() for f in corpus], [f.result() for f in queries])
 
 
-def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_variants: list[VariantSet],
+def rank_rows(steps: Steps, ds: DatasetManifest, pool: CandidateSet, pool_variants: list[VariantSet],
               config: EvalConfig, cache: str, out: str) -> list[RerankResult]:
     """The first stage's own row, each model row (a plan, its chunks on the model runner, the ranking), then each
     fusion of rows listed above it, in the config's order."""
-    rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
-    plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline, config.sweep_depth, config.ties)
+    rows = {FIRST_STAGE: steps.spawn(first_stage_task, ds, pool, out)}
+    plans = [steps.spawn(rerank_plan_task, ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
+                         config.offline, config.sweep_depth, config.ties)
              for spec in config.rerankers if spec.kind != "rrf"]
     chunks = {}
     for plan in (p.result() for p in plans):
-        chunks[plan.system] = [submit(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
-        rows[plan.system] = rerank_finish_task.submit(plan, chunks[plan.system], out)
+        chunks[plan.system] = [steps.model(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
+        rows[plan.system] = steps.spawn(rerank_finish_task, plan, chunks[plan.system], out)
     for future in (f for row in chunks.values() for f in row):
         future.result()  # a failed chunk raises its own error here (its row's ranking would only say "not ready")
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
-            ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
-                                          cache, config.ties)
+            ranked[spec.name] = steps.call(fuse_task, ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth,
+                                           out, cache, config.ties)
     return list(ranked.values())
 
 

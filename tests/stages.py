@@ -1,9 +1,9 @@
-"""The heavy stages run the way the flow runs them, in this process, from what a test builds.
+"""The heavy stages run by the flow's own recipe, in this process, from what a test builds.
 
-`flows/evaluate.py` submits each step as a task; here the same core functions are called in turn, so a test
-checks the code a run executes, not a twin of it: `first_stage` is `plan_retrieval` → `encode_shard` per shard →
-`search` (the flow's `first_stage`), `rank_row` is `plan_rerank` → `score_chunk` per chunk → `finish_rerank` (one row
-of the flow's `rank_rows`). `rerank_row` writes a test's candidate and variant frames where those manifests point.
+`flows/evaluate.py`'s recipe runs each step through `Steps`; `INLINE` runs each task's own function at once, in
+this process, so a test checks the recipe a run executes, not a copy of it: `first_stage` is the flow's
+`dense_first_stage` (plan, every shard encoded, search), `rank_row` one model row of the flow's `rank_rows` (plan,
+chunks, ranking). `rerank_row` writes a test's candidate and variant frames where those manifests point.
 `wrap_scorers` puts a failing, slow or counting scorer where the stage builds its own.
 """
 
@@ -18,18 +18,47 @@ import polars as pl
 from terazi import fingerprint
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, load_dataset
+from terazi.flows.evaluate import Steps, dense_first_stage, rank_rows
 from terazi.rerank import backends, stage
-from terazi.retrieval.first_stage import encode_shard, plan_retrieval, search
 from terazi.schemas import (
     CandidateSet,
     DatasetManifest,
     DatasetSpec,
     EncoderSpec,
+    EvalConfig,
     RerankerSpec,
     RerankResult,
     ScaleSpec,
     VariantSet,
 )
+
+
+class Done:
+    """A task run inline: its result, as a future gives it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def resolved(value):
+    """A task's parameter with the futures in it replaced by their results, as Prefect passes them."""
+    if isinstance(value, Done):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return type(value)(resolved(v) for v in value)
+    return value
+
+
+def inline(task, *args, **kwargs):
+    """Run a task's own function now, in this process."""
+    return task.fn(*(resolved(a) for a in args), **{k: resolved(v) for k, v in kwargs.items()})
+
+
+INLINE = Steps(call=inline, spawn=lambda task, *a, **k: Done(inline(task, *a, **k)),
+               model=lambda task, **k: Done(inline(task, **k)))
 
 
 def corpus_of(root: Path, cache: Path, name: str = "tiny") -> CorpusTable:
@@ -41,22 +70,18 @@ def first_stage(dataset: DatasetManifest, variant_sets: list[VariantSet], encode
                 cache: str, offline: bool = True, frozen: str | None = None, scale: ScaleSpec = ScaleSpec(),
                 external: str | None = None) -> CandidateSet:
     """Frozen candidates: reused, imported or named (`plan.frozen`), else every shard encoded, then searched."""
-    plan = plan_retrieval(dataset, variant_sets, encoder, depth, cache, offline, frozen, scale, external)
-    if plan.frozen:
-        return plan.frozen
-    corpus = [encode_shard(plan, "corpus", i) for i in range(len(plan.corpus_shards))]
-    queries = [encode_shard(plan, "queries", i) for i in range(len(plan.query_shards))]
-    return search(plan, dataset, variant_sets, corpus, queries)
+    return dense_first_stage(INLINE, dataset, variant_sets, encoder, depth, cache, offline, frozen, scale, external)
 
 
 def rank_row(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
              rerank_depth: int, cache: str, out: str, scale: ScaleSpec = ScaleSpec(),
              offline: bool = True, sweep_depth: int | None = None, ties: str = "trec") -> RerankResult:
-    """One model row: its plan (with a depth sweep's deepest depth), each chunk, its ranking."""
-    plan = stage.plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache, scale, offline, sweep_depth,
-                             ties)
-    chunks = [stage.score_chunk(plan, i) for i in range(len(plan.chunks))]
-    return stage.finish_rerank(plan, chunks, out)
+    """One model row: its plan (with a depth sweep's deepest depth), each chunk, its ranking (beside the first
+    stage's own row, which the recipe ranks first)."""
+    config = EvalConfig.model_construct(rerankers=[spec], rerank_depth=rerank_depth, scale=scale, offline=offline,
+                                        rerank_depths=[sweep_depth] if sweep_depth else None, ties=ties)
+    return next(r for r in rank_rows(INLINE, dataset, candidates, variant_sets, config, cache, out)
+                if r.system == spec.name)
 
 
 def candidate_set(dataset: DatasetManifest, candidates: pl.DataFrame, tmp: Path) -> CandidateSet:

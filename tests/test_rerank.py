@@ -125,12 +125,12 @@ def test_chunking_never_changes_a_score(tmp_path, tiny_dataset, ce_spec, monkeyp
 
     Each run gets its own scorer: a fresh scorer scores its first pair on its own (the untimed warm-up), and a
     pair's score can differ in the last bits with the batch it was padded into."""
-    from terazi.rerank import stage
+    from terazi.tasks.rerank import rerank_chunk_task
 
     ds, cands, variants, _ = inputs(tiny_dataset)
     chunks = []
-    score_chunk = stage.score_chunk
-    monkeypatch.setattr(stage, "score_chunk", lambda plan, i: chunks.append(i) or score_chunk(plan, i))
+    score_chunk = rerank_chunk_task.fn
+    monkeypatch.setattr(rerank_chunk_task, "fn", lambda plan, chunk: chunks.append(chunk) or score_chunk(plan, chunk))
     r1, one = rerank_row(ds, cands, variants, ce_spec, tmp_path / "a", rerank_depth=12)
     r2, many = rerank_row(ds, cands, variants, ce_spec, tmp_path / "b", rerank_depth=12, chunk_pairs=1)
     assert r1.pairs_scored == r2.pairs_scored == r1.pairs_unique == 96
