@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,7 +162,7 @@ def cpu_of_children() -> float:
 def spawn(raw: dict, env: dict, without: str = "") -> dict:
     t, cpu = time.perf_counter(), cpu_of_children()
     out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw), "--without", without],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=env, check=False)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
@@ -326,17 +326,21 @@ def table(rows: dict) -> None:
           f"{w['new_cache'] / 2**20:.2f} MB")
 
 
-def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None:
-    """Part 2's table: per kind of server, each command's warm demo runs and the floor runs interleaved with them."""
+def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> dict:
+    """Part 2's table: per kind of server, each command's warm demo runs and the floor runs interleaved with them
+    (returned: per kind of server and command, its walls and median / floor)."""
     commands = {"this": str(Path(sys.executable).with_name("terazi")), **({"against": against} if against else {})}
     rows = demo_part(work, env, repeats, commands)
+    out: dict = {}
     print(f"\n{'terazi demo, warm':<34} {'command':<8} {'wall s':>34} {'median':>7} {'median / floor':>15}")
     for (kind, name), walls in rows.items():
         floor = statistics.median(rows[kind, "floor"])
         print(f"{kind:<34} {name:<8} {', '.join(f'{x:.1f}' for x in walls):>34} {statistics.median(walls):>7.2f} "
               f"{statistics.median(walls) / floor:>15.2f}")
+        out.setdefault(kind, {})[name] = {"walls": walls, "median_over_floor": statistics.median(walls) / floor}
     print("(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
           "wall times include the server a run starts)")
+    return out
 
 
 def main() -> None:
@@ -361,11 +365,15 @@ def main() -> None:
     env = environment(work / "prefect")
     os.environ.update(env)
     load = os.getloadavg()[0]
-    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
+    from benchmarks.record import record
+
     if not args.skip_flow:
-        table(flow_part(args, work, env))
+        rows = flow_part(args, work, env)
+        table(rows)
+        record("bench_warm", {"data": f"{args.data}×{args.replicas}", "units": "seconds, bytes", **rows})
     if not args.skip_demo:
-        demo_table(work, env, args.repeats, args.against)
+        record("bench_warm_demo", {"against": args.against, **demo_table(work, env, args.repeats, args.against)})
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
