@@ -40,6 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.record import record
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from benchmarks.cache_layers import LAYERS, layer_table, switch_off  # noqa: E402
@@ -320,27 +322,25 @@ def table(rows: dict) -> None:
     print(f"{'process wall':<24}" + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}"
                                             for r in rows.values()) + "   (MB: after imports)")
     print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
+    record("bench_warm", {"units": "seconds, bytes", **rows})
     w = rows["warm"]
     print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
           f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
           f"{w['new_cache'] / 2**20:.2f} MB")
 
 
-def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> dict:
-    """Part 2's table: per kind of server, each command's warm demo runs and the floor runs interleaved with them
-    (returned: per kind of server and command, its walls and median / floor)."""
+def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None:
+    """Part 2's table: per kind of server, each command's warm demo runs and the floor runs interleaved with them."""
     commands = {"this": str(Path(sys.executable).with_name("terazi")), **({"against": against} if against else {})}
     rows = demo_part(work, env, repeats, commands)
-    out: dict = {}
     print(f"\n{'terazi demo, warm':<34} {'command':<8} {'wall s':>34} {'median':>7} {'median / floor':>15}")
     for (kind, name), walls in rows.items():
         floor = statistics.median(rows[kind, "floor"])
         print(f"{kind:<34} {name:<8} {', '.join(f'{x:.1f}' for x in walls):>34} {statistics.median(walls):>7.2f} "
               f"{statistics.median(walls) / floor:>15.2f}")
-        out.setdefault(kind, {})[name] = {"walls": walls, "median_over_floor": statistics.median(walls) / floor}
     print("(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
           "wall times include the server a run starts)")
-    return out
+    record("bench_warm_demo", {"against": against, "walls": {f"{kind}: {name}": w for (kind, name), w in rows.items()}})
 
 
 def main() -> None:
@@ -366,14 +366,10 @@ def main() -> None:
     os.environ.update(env)
     load = os.getloadavg()[0]
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
-    from benchmarks.record import record
-
     if not args.skip_flow:
-        rows = flow_part(args, work, env)
-        table(rows)
-        record("bench_warm", {"data": f"{args.data}×{args.replicas}", "units": "seconds, bytes", **rows})
+        table(flow_part(args, work, env))
     if not args.skip_demo:
-        record("bench_warm_demo", {"against": args.against, **demo_table(work, env, args.repeats, args.against)})
+        demo_table(work, env, args.repeats, args.against)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
