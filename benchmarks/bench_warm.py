@@ -40,11 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.record import record
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.cache_layers import LAYERS, layer_table, switch_off  # noqa: E402
+from benchmarks.cache_layers import LAYERS, layer_table, switch_off
+from benchmarks.record import record
 
 XQUAD = ROOT.parent / "shared" / "data" / "xquad" / "xquad.tr.json"
 STAGES = {  # task function → stage (a task run's key is the function's name and a hash)
