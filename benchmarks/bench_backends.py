@@ -22,12 +22,13 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from gpu_check import agreement, demo_corpus, demo_pairs  # noqa: E402
+import numpy as np
+from gpu_check import agreement, demo_corpus, demo_pairs
 
-from terazi.present import tables as presentation  # noqa: E402
-from terazi.rerank.backends import make_scorer  # noqa: E402
-from terazi.schemas import CrossEncoderSpec  # noqa: E402
+from benchmarks.record import record
+from terazi.present import tables as presentation
+from terazi.rerank.backends import make_scorer
+from terazi.schemas import CrossEncoderSpec
 
 ROWS = (("torch", {}), ("onnx fp32", {"backend": "onnx"}), ("onnx int8", {"backend": "onnx", "quantization": "int8"}))
 
@@ -65,6 +66,7 @@ def main() -> None:
     print(f"{len(pairs)} pairs ({args.queries} demo queries × {args.per_query}), max_length {args.max_length}, CPU")
     print("| Model | Backend | Pairs/s | Size | Max abs. diff. vs torch | Kendall tau | Flips (2% of range) |")
     print("|---|---|---|---|---|---|---|")
+    rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="terazi-bench-backends-") as tmp:
         for label, model in build(Path(tmp)).items():
             ref = None
@@ -73,13 +75,17 @@ def main() -> None:
                 scorer = make_scorer(spec, demo_corpus(tmp), "", True, tmp)
                 scores = scorer.score(pairs)
                 cost = scorer.cost()
+                row = rows.setdefault(label, {})[name] = {"pairs_per_s": cost.per_second, "size_bytes": cost.size_bytes}
                 if ref is None:
                     ref, cells = scores, ["–", "–", "–"]
                 else:
                     tau, flips, clear = agreement(ref, scores, [len(g) for g in groups], 0.02)
                     cells = [f"{np.abs(scores - ref).max():.2e}", f"{tau:.3f}", f"{flips} of {clear}"]
+                    row |= {"max_abs_diff": np.abs(scores - ref).max(), "kendall_tau": tau, "flips": flips,
+                            "clear_pairs": clear}
                 print(f"| {label} | {name} | {cost.per_second:,.1f} | {presentation.size_text(cost.size_bytes)} | "
                       + " | ".join(cells) + " |", flush=True)
+    record("bench_backends", {"pairs": len(pairs), "max_length": args.max_length, "models": rows})
 
 
 if __name__ == "__main__":

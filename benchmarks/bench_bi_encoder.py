@@ -24,9 +24,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TERAZI_LATENCY_QUERIES", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import polars as pl  # noqa: E402
+import polars as pl
 
-from benchmarks.bench_rerank import XQUAD, xquad_subset  # noqa: E402
+from benchmarks.bench_rerank import XQUAD, xquad_subset
+from benchmarks.record import record
 
 
 def main() -> None:
@@ -85,6 +86,11 @@ def main() -> None:
     stage, result, n = rows[256]
     print(f"(c) bi-encoder stage at 256 tokens (the first stage's encoding): {stage:.2f}s for {result.pairs_scored:,} "
           f"pairs, {n} texts encoded (0 wanted)")
+    record("bench_bi_encoder", {"queries": ds.n_queries, "conditions": args.conditions, "query_texts": len(texts),
+                                "passages": len(docs), "encode_once_s": floor,
+                                **{f"stage_{t}_tokens": {"seconds": s, "pairs": r.pairs_scored, "texts_encoded": k,
+                                                         "over_encode_once": s / floor}
+                                   for t, (s, r, k) in rows.items()}})
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import tempfile
@@ -26,10 +25,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TERAZI_LATENCY_QUERIES", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
+import numpy as np
+import polars as pl
 
-from benchmarks.bench_pairs import XQUAD, replicate  # noqa: E402
+from benchmarks.bench_pairs import XQUAD, replicate
+from benchmarks.record import record
 
 
 def floor(corpus, cands: pl.DataFrame, variants: pl.DataFrame, rerank_depth: int) -> tuple[float, pl.DataFrame]:
@@ -108,8 +108,9 @@ def main() -> None:
     print(f"(b) stage: {stage_s:.2f}s for {result.pairs_needed:,} pairs ({result.pairs_scored:,} scored): "
           + ", ".join(f"{k} {v:.2f}s" for k, v in parts.items()))
     print(f"ratio stage/floor {stage_s / floor_s:.2f}× (≤ 2 wanted); scores identical to the floor's: {same}")
-    print(json.dumps({"floor_s": round(floor_s, 3), "stage_s": round(stage_s, 3), "ratio": round(stage_s / floor_s, 3),
-                      "identical": same, **{k: round(v, 3) for k, v in parts.items()}}))
+    record("bench_bm25", {"replicas": args.replicas, "conditions": args.conditions, "pairs": result.pairs_needed,
+                          "floor_s": floor_s, "stage_s": stage_s, "ratio": stage_s / floor_s, "identical": same,
+                          **{f"{k}_s": v for k, v in parts.items()}})
 
 
 if __name__ == "__main__":

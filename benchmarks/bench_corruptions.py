@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.record import record
 from terazi.corrupt.conditions import RULES as CONDITIONS
 from terazi.corrupt.conditions import changed, corrupt, edit_rate, sample_rng, samples_for
 from terazi.corrupt.typo import typo_with_edits
@@ -91,16 +95,22 @@ def main() -> None:
           f"(typo_rate {CorruptionSpec().typo_rate}, ascii_partial_rate {CorruptionSpec().ascii_partial_rate})\n")
     print("| mobile rule alone | probability | questions changed | variants changed | edits per letter |\n"
           "|---|---|---|---|---|")
-    for rule, m in mobile_rules(qs, args.samples, args.seed).items():
+    rules = mobile_rules(qs, args.samples, args.seed)
+    for rule, m in rules.items():
         print(f"| {rule} | {MobileSpec.model_fields[rule].default} | {m['queries_changed']:.1%} | "
               f"{m['variants_changed']:.1%} | {m['edit_rate']:.4f} |")
     print()
     print("| typo rate | edits per letter | " + " | ".join(k.replace("_", " ") for k in _OPS) + " |")
     print("|---|---|" + "---|" * len(_OPS))
+    mixes = {}
     for r in TYPO_RATES:
         ops = typo_mix(qs, r, args.samples, args.seed)
         n = sum(ops.values())
+        mixes[r] = {"edits_per_letter": n / (n_letters * args.samples), **{k: ops[k] / n for k in _OPS}}
         print(f"| {r} | {n / (n_letters * args.samples):.4f} | " + " | ".join(f"{ops[k] / n:.1%}" for k in _OPS) + " |")
+    record("bench_corruptions", {"questions": len(qs), "samples": args.samples, "seed": args.seed,
+                                 "conditions": dict(rows), "seconds": took, "mobile_rules_alone": rules,
+                                 "typo_mix": mixes})
 
 
 _OPS = ("substitute", "delete", "insert", "double", "transpose", "missing_space", "extra_space")

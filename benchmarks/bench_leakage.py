@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record import record
+
 NGRAM = 8
 
 
@@ -98,8 +100,8 @@ def peak_rss() -> int:
 
 
 def run_terazi(folder: Path) -> dict:
-    from terazi.data.beir import load_beir
     from terazi.contamination import LeakageOptions, TrainSource, check
+    from terazi.data.beir import load_beir
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     ds = load_beir(folder / "bench")
@@ -223,6 +225,9 @@ def main() -> None:
           f"planted; {t['exact_repeats'] + t['near_repeats']:,} repeats of {planted['planted_queries']:,} planted")
     print(f"terazi against plain Python: {plain_s / t['seconds']:.1f}× as fast in wall time, "
           f"{plain_cpu / t['cpu']:.1f}× in CPU time, {p['peak'] / t['peak']:.1f}× less peak memory")
+    record("bench_leakage", {"units": "seconds, bytes", "train": a.train, "passages": a.passages, "queries": a.queries,
+                             "train_queries": a.train_queries, "sizes": sizes, "planted": planted, "terazi": t,
+                             "plain": p | {"extrapolated_seconds": plain_s, "extrapolated_cpu": plain_cpu}})
 
 
 if __name__ == "__main__":

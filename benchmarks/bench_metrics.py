@@ -29,6 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.record import record
+
 MEASURES = {"nDCG@10": "ndcg_cut_10", "RR@10": None, "P@10": "P_10", "R@100": "recall_100", "AP@100": "map_cut_100"}
 
 
@@ -176,6 +180,14 @@ def main() -> None:
             print("ranx not installed: skipped (pip install ranx)")
         for name, t in rows:
             print(f"{name:>14}: {t:7.3f} s   ({t / t_ours:5.2f}× terazi)")
+    record("bench_metrics", {
+        "queries": args.queries, "depth": args.depth, "corpus": args.corpus, "repeat": args.repeat,
+        "whole_process_s": {name: {"walls": t, "best": best[name], "median": median[name], "cpu_best": min(cpu[name])}
+                            for name, t in times.items()},
+        "ratio_to_pytrec_eval_script": {name: {"best": best[name] / best["pytrec_eval script"],
+                                               "median": median[name] / median["pytrec_eval script"]}
+                                        for name in ("terazi score", "terazi score --json")},
+        "in_process_best_s": dict(rows)})
 
 
 if __name__ == "__main__":

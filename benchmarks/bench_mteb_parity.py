@@ -24,10 +24,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
+import numpy as np
+import polars as pl
 
-from benchmarks.bench_pairs import XQUAD  # noqa: E402
+from benchmarks.bench_pairs import XQUAD
+from benchmarks.record import record
 
 
 def duplicated_xquad(root: Path, share: float, seed: int) -> Path:
@@ -113,6 +114,11 @@ def main() -> None:
     print(f"{'FAISS order (terazi before)':34} {before.aggregate['nDCG@10']:9.5f} {before.aggregate['RR@10']:9.5f}")
     print(f"{'MTEB scores, ids ascending':34} {flipped.aggregate['nDCG@10']:9.5f}")
     print(f"queries whose nDCG@10 differs (terazi vs MTEB, > 1e-6): {differ} of {len(qrels)}")
+    record("bench_mteb_parity", {
+        "copies": args.copies, "seed": args.seed, "passages": len(texts), "copied_passages": tied_pairs,
+        "questions": len(qrels), "mteb": {"nDCG@10": scores["ndcg_at_10"], "RR@10": scores["mrr_at_10"]},
+        "terazi": ours.aggregate, "faiss_order": before.aggregate, "mteb_ids_ascending": flipped.aggregate,
+        "queries_differing": differ})
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ def main() -> None:
         return
     if not XQUAD.is_file():
         raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
+    from benchmarks.record import record
     from benchmarks.tiny import bi_encoder
     from terazi.data.squad import squad_to_beir
 
@@ -118,13 +119,18 @@ def main() -> None:
               f"{(warm['peak'] - warm['base']) / n:>7.0f} {warm['peak'] / 2**20:>8.0f}")
         assert cold["scored"] == cold["unique"] and warm["scored"] == 0
     (small_c, small_w), (big_c, big_w) = rows.values()
-    per = lambda r: r["seconds"] / r["pairs"]  # noqa: E731
-    mem = lambda r: (r["peak"] - r["base"]) / r["pairs"]  # noqa: E731
+    per = lambda r: r["seconds"] / r["pairs"]
+    mem = lambda r: (r["peak"] - r["base"]) / r["pairs"]
     print(f"ratio large/small per pair: cold time {per(big_c) / per(small_c):.2f}, cold memory "
           f"{mem(big_c) / mem(small_c):.2f}, warm time {per(big_w) / per(small_w):.2f}, warm memory "
           f"{mem(big_w) / mem(small_w):.2f}")
     print(f"warm rerun of {big_w['pairs']:,} pairs: {big_w['seconds']:.2f}s rerank stage, peak RSS "
           f"{big_w['peak'] / 2**20:.0f} MB (whole process)")
+    record("bench_pairs", {
+        "units": "seconds, bytes", "rerank_depth": args.rerank_depth, "runs": {n: {"cold": c, "warm": w}
+                                                                              for n, (c, w) in rows.items()},
+        "large_over_small_per_pair": {"cold_time": per(big_c) / per(small_c), "cold_memory": mem(big_c) / mem(small_c),
+                                      "warm_time": per(big_w) / per(small_w), "warm_memory": mem(big_w) / mem(small_w)}})
 
 
 if __name__ == "__main__":

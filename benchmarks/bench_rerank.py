@@ -25,15 +25,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TERAZI_LATENCY_QUERIES", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import polars as pl  # noqa: E402
+import polars as pl
 
-from terazi.corrupt.variants import corrupt_queries  # noqa: E402
-from terazi.data.beir import load_beir, write_beir  # noqa: E402
-from terazi.data.loading import dataset_corpus, load_dataset, read_variants  # noqa: E402
-from terazi.data.squad import squad_to_beir  # noqa: E402
-from terazi.rerank.backends import shared_scorer  # noqa: E402
-from terazi.schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec  # noqa: E402
-from tests.stages import first_stage, rank_row  # noqa: E402
+from benchmarks.record import record
+from terazi.corrupt.variants import corrupt_queries
+from terazi.data.beir import load_beir, write_beir
+from terazi.data.loading import dataset_corpus, load_dataset, read_variants
+from terazi.data.squad import squad_to_beir
+from terazi.rerank.backends import shared_scorer
+from terazi.schemas import CorruptionSpec, CrossEncoderSpec, DatasetSpec, EncoderSpec
+from tests.stages import first_stage, rank_row
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"
 
@@ -114,6 +115,12 @@ def main() -> None:
           f"{cold_row.pairs_scored / naive:.3f} ({naive - cold_row.pairs_scored} saved)")
     print(f"(c) warm rerun {warm:.3f}s ({warm_row.pairs_scored} scored, {warm_row.pairs_cached} cached) vs cold "
           f"{cold:.2f}s: {cold / warm:.0f}× faster")
+    record("bench_rerank", {
+        "model": args.model or "small random cross-encoder (2 layers, hidden 256)", "queries": ds.n_queries,
+        "rerank_depth": args.rerank_depth, "max_length": args.max_length, "unique_pairs": len(unique),
+        "cold_stage_s": cold, "predict_s": raw, "stage_over_predict": cold / raw, "pairs_per_s_model": len(unique) / raw,
+        "pairs_per_s_stage": len(unique) / cold, "pairs_scored": cold_row.pairs_scored, "pairs_naive": naive,
+        "warm_s": warm, "warm_pairs_scored": warm_row.pairs_scored, "cold_over_warm": cold / warm})
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def run_one(raw: dict) -> dict:
     manifest = run_evaluation(EvalConfig.model_validate(raw))
     wall = time.perf_counter() - t
     cache = Path(raw["cache_dir"])
-    size = lambda p: sum(f.stat().st_size for f in [p, *p.rglob("*")] if f.is_file()) if p.exists() else 0  # noqa: E731
+    size = lambda p: sum(f.stat().st_size for f in [p, *p.rglob("*")] if f.is_file()) if p.exists() else 0
     ce = next(r for r in manifest.reranks if r.system == "tiny-ce")
     return {"wall": wall, "peak": peak_rss(), "stages": stage_times(manifest.flow_run_id), "pairs": ce.pairs_unique,
             "shards": manifest.candidates[0].shards, "cache": size(cache), "scores": size(cache / "scores.sqlite") + size(cache / "scores.sqlite-wal"),
@@ -105,7 +105,8 @@ def run_one(raw: dict) -> dict:
 
 
 def spawn(raw: dict, env: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env,
+                         check=False)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -122,6 +123,7 @@ def main() -> None:
     if args.run:
         print(json.dumps(run_one(json.loads(args.run))))
         return
+    from benchmarks.record import record
     from benchmarks.tiny import bi_encoder, cross_encoder
 
     tmp = Path(tempfile.mkdtemp(prefix="terazi-bench-scale-"))
@@ -164,12 +166,15 @@ def main() -> None:
     print(f"\npeak RSS growth {sizes[0]:,} → {sizes[-1]:,} passages: {growth / 2**20:.0f} MB; embeddings of the "
           f"{sizes[-1] - sizes[0]:,} added passages: {emb / 2**20:.0f} MB (of all {sizes[-1]:,}: "
           f"{sizes[-1] * DIM * 4 / 2**20:.0f} MB)")
+    figures = {"units": "seconds, bytes", "runs": rows, "peak_growth": growth, "added_embeddings": emb}
     if not args.no_dask:
         heavy = ("encode (shards)", "rerank (chunks)")
         one, two = (rows[f"{sizes[0] // 1000}k dask×{w}"] for w in (1, 2))
         t1, t2 = (sum(r["stages"].get(s, 0) for s in heavy) for r in (one, two))
         print(f"Dask, {sizes[0]:,} passages: encoding + reranking {t1:.1f}s with one worker, {t2:.1f}s with two: "
               f"speed-up {t1 / t2:.2f}× (whole flow {one['wall'] / two['wall']:.2f}×; {os.cpu_count()} cores)")
+        figures |= {"dask_speedup_heavy_stages": t1 / t2, "dask_speedup_flow": one["wall"] / two["wall"]}
+    record("bench_scale", figures)
 
 
 if __name__ == "__main__":

@@ -35,14 +35,15 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.cache_layers import LAYERS, layer_table, switch_off  # noqa: E402
+from benchmarks.cache_layers import LAYERS, layer_table, switch_off
+from benchmarks.record import record
 
 XQUAD = ROOT.parent / "shared" / "data" / "xquad" / "xquad.tr.json"
 STAGES = {  # task function → stage (a task run's key is the function's name and a hash)
@@ -162,7 +163,7 @@ def cpu_of_children() -> float:
 def spawn(raw: dict, env: dict, without: str = "") -> dict:
     t, cpu = time.perf_counter(), cpu_of_children()
     out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw), "--without", without],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=env, check=False)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
@@ -320,6 +321,7 @@ def table(rows: dict) -> None:
     print(f"{'process wall':<24}" + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}"
                                             for r in rows.values()) + "   (MB: after imports)")
     print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
+    record("bench_warm", {"units": "seconds, bytes", **rows})
     w = rows["warm"]
     print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
           f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
@@ -337,6 +339,7 @@ def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None
               f"{statistics.median(walls) / floor:>15.2f}")
     print("(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
           "wall times include the server a run starts)")
+    record("bench_warm_demo", {"against": against, "walls": {f"{kind}: {name}": w for (kind, name), w in rows.items()}})
 
 
 def main() -> None:
@@ -361,7 +364,7 @@ def main() -> None:
     env = environment(work / "prefect")
     os.environ.update(env)
     load = os.getloadavg()[0]
-    print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
+    print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {load:.1f} on {os.cpu_count()} cores; work {work}")
     if not args.skip_flow:
         table(flow_part(args, work, env))
     if not args.skip_demo:

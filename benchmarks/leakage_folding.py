@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record import record
+
 
 def beir_halves(folder: Path, out: Path) -> tuple[Path, Path]:
     """XQuAD-tr's BEIR folder cut into two by article (convert-squad numbers paragraphs in article order)."""
@@ -63,9 +65,9 @@ def copies(folder: Path, out: Path) -> dict[str, Path]:
 
 def hits(bench: Path, train: Path, fold_ascii: bool, turkish_i: bool) -> tuple[int, int, int, int]:
     """(benchmark queries hit, passages hit, training records hit, queries repeated: exact or near, ratio 90)."""
-    from terazi.data.beir import load_beir
     from terazi.contamination import normalize
     from terazi.contamination.core import check
+    from terazi.data.beir import load_beir
     from terazi.schemas.leakage import LeakageOptions, TrainSource
 
     if turkish_i:
@@ -103,12 +105,17 @@ def main() -> None:
     print("| benchmark vs training | casefolding | fold_ascii | queries hit | passages hit | training records hit | "
           "queries repeated |")
     print("|---|---|---|---|---|---|---|")
+    rows = []
     for label, bench, train in settings:
         for turkish_i in (True, False):
             for fold in (False, True):
                 q, p, t, r = _fresh(bench, train, fold, turkish_i)
                 print(f"| {label} | {'Turkish I' if turkish_i else 'any I'} | {'on' if fold else 'off'} | {q} | {p} "
                       f"| {t} | {r} |", flush=True)
+                rows.append({"setting": label, "casefolding": "Turkish I" if turkish_i else "any I",
+                             "fold_ascii": fold, "queries_hit": q, "passages_hit": p, "training_records_hit": t,
+                             "queries_repeated": r})
+    record("leakage_folding", {"rows": rows})
 
 
 def _fresh(bench: Path, train: Path, fold: bool, turkish_i: bool) -> tuple[int, int, int, int]:

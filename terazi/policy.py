@@ -210,8 +210,8 @@ def _root(path: str, here: Path) -> str:
 def served_deployment() -> str | None:
     """The id of the deployment this flow run was started from; None for a run from the CLI, the Python API or a test
     (and outside a flow). Read from the run's own context where there is one: Prefect's `runtime.deployment.id` asks
-    the API for the flow run whenever the run has no deployment (30-50 ms a call, three calls a run, most of a warm
-    demo's checks). PREFECT__RUNTIME__DEPLOYMENT__ID stands in for it, as it does for Prefect's."""
+    the API for the flow run whenever the run has no deployment (a round trip each call, and a run asks several
+    times). PREFECT__RUNTIME__DEPLOYMENT__ID stands in for it, as it does for Prefect's."""
     if mocked := os.environ.get("PREFECT__RUNTIME__DEPLOYMENT__ID"):
         return mocked
     from prefect.context import FlowRunContext

@@ -129,8 +129,8 @@ def relaying(previous):
 def graceful() -> Iterator[None]:
     """Within this block (a command), SIGTERM behaves like Ctrl-C, and both stop worker loops too. What is alive when
     it starts (the imports: Prefect's, polars', torch's objects) lives as long as the process: frozen out of the
-    garbage collector, so that the collections a stage's allocations trigger scan only what the run makes (BM25
-    over half a million pairs spent 1.5 s of its 3.7 s in collections over the imports' objects)."""
+    garbage collector, so that the collections a stage's allocations trigger scan only what the run makes (a stage
+    that allocates per pair, as BM25 does, otherwise spends much of its time rescanning the imports' objects)."""
     gc.freeze()
     ENDING.set()
     hook, sys.unraisablehook = sys.unraisablehook, _quiet_once_stopping(sys.unraisablehook)
@@ -139,7 +139,7 @@ def graceful() -> Iterator[None]:
             yield
     except KeyboardInterrupt:
         kill_children(2.0)
-        gc.freeze()  # the interpreter's last collection, over torch's and Prefect's objects, took seconds
+        gc.freeze()  # spare the interpreter's last collection a scan of torch's and Prefect's objects
         raise
     finally:
         ENDING.clear()

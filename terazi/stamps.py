@@ -7,7 +7,7 @@ it was last hashed has not been written since: any write moves mtime, and a file
 in its place is another inode (or, copied with its times, at least another mtime to the nanosecond). So its hash is
 taken from the book instead of its bytes, as make decides what changed (and git with `core.trustctime` off). ctime is
 not trusted: a hard link or an unlink moves it, and every results folder links the frozen files of its run (with
-ctime in the stamp, each warm run hashed again the 330 MB of TREC files the run before had linked, at XQuAD-tr ×8).
+ctime in the stamp, each warm run hashed again every TREC file the run before had linked).
 What a stamp cannot see, bytes changed behind an mtime set back to the nanosecond or a disk flipping bits, is what
 `terazi cache check` and `repair` are for: they hash every byte and never read the book.
 

@@ -1,7 +1,7 @@
 """Bootstrap results already computed, found again by the content of what they were computed from.
 
-A warm rerun's statistics are the same bootstraps over the same per-query values as the run before: at XQuAD-tr ×8
-(9,520 queries, five conditions) 2.5 of a warm run's 3.1 s went to drawing resamples and averaging them again. So an
+A warm rerun's statistics are the same bootstraps over the same per-query values as the run before, and drawing the
+resamples and averaging them again was most of what a warm run still computed. So an
 interval (`stats.interval`, and through it every paired difference) and a retention ratio (`stats.ratio_interval`) are
 kept in the cache folder's `intervals.sqlite` under the SHA-256 of what decides them: the function, its parameters,
 each dataset's name and values (in sorted order, as the function reads them) and the code of the function's

@@ -77,7 +77,7 @@ def prepare_environment(refs: list[ModelRef], offline: bool) -> None:
 @lru_cache(maxsize=32)
 def _folder_hash(folder: str, book: Path | None = None) -> str:
     """Hash of a model folder's files (names and contents), computed once per process, and remembered across runs in
-    `book` while no file changes (a 2 GB cross-encoder took seconds of every warm run to hash)."""
+    `book` while no file changes (a cross-encoder's gigabytes would otherwise be read by every warm run)."""
     root = Path(folder)
     files = sorted(x for x in root.rglob("*") if x.is_file() and ".cache" not in x.parts)
 
