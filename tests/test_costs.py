@@ -71,7 +71,7 @@ def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_
     s1, _ = rerank_row(ds, cands, variants, spec(tiny_cross_encoder), tmp_path, rerank_depth=10)
     c1 = s1.cost
     assert not c1.cached and c1.items == s1.pairs_scored - 1 == 79
-    assert c1.latency_queries == 4  # the tiny set has 4 queries
+    assert 1 <= c1.latency_queries <= 4  # the tiny set has 4 queries; the probe stops at its time budget
     assert 0 < c1.latency_p50_ms <= c1.latency_p95_ms
     assert c1.params > 1_000_000 and c1.size_bytes > 1_000_000 and (c1.device, c1.precision) == ("cpu", "fp32")
 
