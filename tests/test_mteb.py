@@ -89,7 +89,7 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     from mteb.results import TaskResult
 
     import terazi
-    from terazi.cli.leaderboard import load_board
+    from terazi.results.board import load_board
     from terazi.data.mteb_results import read_mteb_results
 
     root = duplicated(tmp_path / "dup")

@@ -29,6 +29,18 @@ from terazi.present.table import Table
 from terazi.schemas import MetricContract, ModelCost
 
 Labels = Literal["tr", "en"]
+FORMATS = ("markdown", "yaml", "eval-results", "json", "all")
+# all: each part in its own file, as the Hub reads them (the README's front matter, .eval_results/)
+SUFFIXES = {"markdown": ".md", "yaml": ".yaml", "json": ".json"}
+
+
+def card_files(out: Path, fmt: str) -> dict[str, Path]:
+    """format → the file it is written to: `out` itself, or for `all` `out` with each suffix and the
+    `.eval_results/<name>.yaml` beside it (the folder a model repository keeps them in)."""
+    if fmt != "all":
+        return {fmt: out}
+    return {**{key: out.with_suffix(suffix) for key, suffix in SUFFIXES.items()},
+            "eval-results": out.parent / ".eval_results" / f"{out.stem}.yaml"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,11 @@ class Card:
     def eval_results_yaml(self) -> str:
         """Entries for a `.eval_results/<name>.yaml` file of the model repository."""
         return hub.dump(self.eval_results())
+
+    def text(self, fmt: str) -> str:
+        """The card in one format of `FORMATS` (not `all`)."""
+        return {"markdown": self.markdown, "yaml": self.model_index_yaml, "eval-results": self.eval_results_yaml,
+                "json": lambda: self.to_json() + "\n"}[fmt]()
 
     def to_json(self) -> str:
         """Everything the card prints, unrounded, with the text tables beside."""
