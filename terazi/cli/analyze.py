@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Exclude, ExcludeBy, Verbose, err, errors_as_lines, given, print_leaderboard
+from terazi.cli.common import Exclude, ExcludeBy, Verbose, err, given, print_leaderboard
 from terazi.cli.places import declares
 from terazi.paths import Place
 
@@ -46,18 +46,17 @@ def analyze(
     verbose: Verbose = False,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
-    with errors_as_lines():
-        from terazi.cli.prefect_api import check_api, run_flow
-        from terazi.results.imported import inventory
-        from terazi.schemas import AnalyzeConfig
+    from terazi.cli.prefect_api import check_api, run_flow
+    from terazi.results.imported import inventory
+    from terazi.schemas import AnalyzeConfig
 
-        config = AnalyzeConfig.model_validate(given(
-            folder=str(folder), out_dir=str(Path(out).parent), run_name=Path(out).name, holm=holm, metrics=metric,
-            headline=headline, conditions=condition, benchmark=benchmark, seed=seed, bootstrap_resamples=resamples,
-            confidence=confidence, borda=borda, retention=retention, featured=featured, first_stages=first_stage,
-            labels=labels, exclude=exclude, exclude_by=exclude_by))
-        inventory(config)  # a malformed folder (or --exclude folder) fails here, in one line, before Prefect starts
-        check_api()
-        manifest, seconds = run_flow("terazi.flows.analyze:analyze", config)
+    config = AnalyzeConfig.model_validate(given(
+        folder=str(folder), out_dir=str(Path(out).parent), run_name=Path(out).name, holm=holm, metrics=metric,
+        headline=headline, conditions=condition, benchmark=benchmark, seed=seed, bootstrap_resamples=resamples,
+        confidence=confidence, borda=borda, retention=retention, featured=featured, first_stages=first_stage,
+        labels=labels, exclude=exclude, exclude_by=exclude_by))
+    inventory(config)  # a malformed folder (or --exclude folder) fails here, in one line, before Prefect starts
+    check_api()
+    manifest, seconds = run_flow("terazi.flows.analyze:analyze", config)
     print_leaderboard(Path(manifest.run_dir))
     err.print(f"results: {manifest.run_dir}  ({seconds:.1f}s)")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Verbose, console, errors_as_lines, fail
+from terazi.cli.common import Verbose, console, fail
 from terazi.cli.places import declares
 from terazi.paths import Place
 
@@ -28,21 +28,13 @@ def check_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
     """Check the score cache (SQLite's integrity check), every frozen candidate set and stored output (every byte
     against its recorded hash), the vector stores, corpus tables and intervals file. Exit 0 when all is sound, 2 when
     `terazi cache repair` has work to do."""
-    from rich.table import Table
+    from terazi.cache_folder import check, findings_table
 
-    from terazi.cache_folder import check
-
-    with errors_as_lines():
-        findings = check(_folder(cache))
+    findings = check(_folder(cache))
     if not findings:
         console.print(f"{cache}: no problems found")
         return
-    table = Table(title=f"{cache}: {len(findings)} problem(s)")
-    for c in ("file", "problem", "`terazi cache repair` will"):
-        table.add_column(c, overflow="fold")
-    for f in findings:
-        table.add_row(f.path, f.problem, f.repair)
-    console.print(table)
+    console.print(findings_table(findings).rich(f"{cache}: {len(findings)} problem(s)", fold=True))
     fail(f"run `terazi cache repair --cache {cache}`")
 
 
@@ -54,8 +46,7 @@ def repair_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
     delete damaged derived files (embeddings, corpus tables): the next run rebuilds what is missing."""
     from terazi.cache_folder import repair
 
-    with errors_as_lines():
-        done = repair(_folder(cache))
+    done = repair(_folder(cache))
     for line in done or [f"{cache}: nothing to repair"]:
         console.print(line, highlight=False, soft_wrap=True)
 
@@ -112,13 +103,7 @@ def merge_cmd(
 ) -> None:
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""
-    from terazi.cache_folder import merge, open_source
-    from terazi.rerank.store import SharedStore, SQLiteStore
-    from terazi.rerank.store.scores import cache_file
+    from terazi.cache_folder import merge_all
 
-    with errors_as_lines():
-        target = SharedStore(into) if into else SQLiteStore(cache_file(cache))
-        for source in sources:
-            got = merge(target, open_source(source))
-            console.print(f"{source} → {into or target.where}: {got['rows']} scores of {got['models']} model(s) merged",
-                          highlight=False, soft_wrap=True)
+    for line in merge_all(sources, cache, into):
+        console.print(line, highlight=False, soft_wrap=True)

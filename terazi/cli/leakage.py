@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Datasets, Verbose, console, err, errors_as_lines, fail, given, with_datasets
+from terazi.cli.common import Datasets, Verbose, console, err, fail, given, with_datasets
 from terazi.cli.places import dataset_path, declares, training_path
 from terazi.configs import read_config_file
 from terazi.paths import Place
@@ -61,29 +61,28 @@ def leakage(
 ) -> None:
     """Check benchmark datasets against training data: the training records to drop, the contaminated queries and
     passages (for scores without them: `terazi run --exclude DIR`), repeated queries, examples."""
-    with errors_as_lines():
-        from terazi.schemas.leakage import LeakageConfig, TrainSource
+    from terazi.schemas.leakage import LeakageConfig, TrainSource
 
-        raw: dict = read_config_file(config) if config else {}
-        if train:
-            raw["train"] = [TrainSource.of(t, fields=tuple(field or ()) or None,
-                                           queries=tuple(query_field or ()) or None).model_dump() for t in train]
-        options = given(ngram=ngram, fold_ascii=fold_ascii)
-        if near_threshold is not None:
-            options["near_threshold"] = near_threshold_value(near_threshold)
-        if options:
-            raw["options"] = {**(raw.get("options") or {}), **options}
-        raw |= given(out=out, cache_dir=cache)
-        if not with_datasets(raw, dataset, split).get("train"):
-            fail("no training source: give --train PATH or a --config file with train")
-        checked = LeakageConfig.model_validate(raw)
-        from terazi.cli.prefect_api import check_api, run_flow
-        from terazi.contamination.folder import check_inputs
+    raw: dict = read_config_file(config) if config else {}
+    if train:
+        raw["train"] = [TrainSource.of(t, fields=tuple(field or ()) or None,
+                                       queries=tuple(query_field or ()) or None).model_dump() for t in train]
+    options = given(ngram=ngram, fold_ascii=fold_ascii)
+    if near_threshold is not None:
+        options["near_threshold"] = near_threshold_value(near_threshold)
+    if options:
+        raw["options"] = {**(raw.get("options") or {}), **options}
+    raw |= given(out=out, cache_dir=cache)
+    if not with_datasets(raw, dataset, split).get("train"):
+        fail("no training source: give --train PATH or a --config file with train")
+    checked = LeakageConfig.model_validate(raw)
+    from terazi.cli.prefect_api import check_api, run_flow
+    from terazi.contamination.folder import check_inputs
 
-        # a bad dataset, source or output folder fails here, in one line, before Prefect
-        check_inputs(checked, [("config file", str(config))] if config else [])
-        check_api()
-        manifest, seconds = run_flow("terazi.flows.leakage:leakage", checked)
+    # a bad dataset, source or output folder fails here, in one line, before Prefect
+    check_inputs(checked, [("config file", str(config))] if config else [])
+    check_api()
+    manifest, seconds = run_flow("terazi.flows.leakage:leakage", checked)
     from terazi.present.leakage import read_summary, shares_table
 
     table = shares_table(read_summary(manifest.out))

@@ -3,14 +3,11 @@
 `terazi run` promised that its outputs never overlap its inputs; the promise is per command. So every command states,
 parameter by parameter, which paths it reads and which it writes (`terazi.paths.Place`), in `declares(...)` above its
 function, and the declaration is what runs it: before the command's own code (so before anything is written) logging
-and `--verbose` are set, every output is checked against every input and every other output (`terazi.paths.disjoint`:
-none may be, hold or lie inside another, a file as a folder), and any failure is one `error:` line; a full disk names
-the declared output whose disk it is. Places that only the call's values tell (the files `terazi card --format all`
-writes, the folders a results folder's run read) come from the declaration's `more`. `tests/test_places.py` walks
-every command's path options and proves that none can write onto an input of the same call.
-
-Commands whose config file names more folders (`run`, `analyze`, `leakage`) check those with the same function once
-the config is read (`terazi.results.folder.check_outputs`, `terazi.contamination.folder.check_inputs`).
+and `--verbose` are set, every output is checked against every input and every other output (`terazi.paths.disjoint`),
+and any failure is one `error:` line; a full disk names the declared output whose disk it is. Places that only the
+call's values tell (the files `terazi card --format all` writes, the folders a results folder's run read) come from the
+declaration's `more`; a config file's folders are checked once it is read (`terazi.results.folder.check_outputs`,
+`terazi.contamination.folder.check_inputs`). `tests/test_places.py` proves that no command can write onto an input.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from terazi.cli.common import (
     ExcludeBy,
     Verbose,
     err,
-    errors_as_lines,
     given,
     print_leaderboard,
     with_datasets,
@@ -29,25 +28,19 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     from terazi import shutdown
     from terazi.cli.prefect_api import check_api, run_flow
     from terazi.preflight import preflight
+    from terazi.present.terminal import work_lines
     from terazi.results.folder import check_outputs
     from terazi.schemas import EvalConfig
 
-    with errors_as_lines():
-        config = EvalConfig.model_validate(raw)
-        check_api()
-        check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-        preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
-        with shutdown.graceful():
-            manifest, seconds = run_flow("terazi.flows.evaluate:evaluate", config)
+    config = EvalConfig.model_validate(raw)
+    check_api()
+    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
+    preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+    with shutdown.graceful():
+        manifest, seconds = run_flow("terazi.flows.evaluate:evaluate", config)
     print_leaderboard(Path(manifest.run_dir))
-    for cs in manifest.candidates:
-        how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
-        err.print(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
-                  f"{cs.recall.get('clean', 0):.3f}")
-    for r in manifest.reranks:
-        if r.pairs_needed:
-            err.print(f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} "
-                      f"duplicates, {r.pairs_cached} cached, {r.pairs_scored} scored")
+    for line in work_lines(manifest):
+        err.print(line)
     err.print(f"results: {manifest.run_dir}  ({seconds:.1f}s)")
 
 
@@ -98,8 +91,7 @@ def run(
         from terazi.policy import NO_LIMITS
 
         os.environ[NO_LIMITS] = "1"
-    with errors_as_lines():
-        raw: dict = read_config_file(config) if config else {}
+    raw: dict = read_config_file(config) if config else {}
     try:
         raw |= given(rerankers=[parse_reranker(r) for r in reranker or []] or None, conditions=condition,
                      depth=depth, rerank_depth=rerank_depth, seed=seed, cache_dir=cache, exclude=exclude,

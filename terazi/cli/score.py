@@ -14,16 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from terazi.metrics.contracts import CONTRACTS, POLICY_CHOICES
-
-POLICY_HELP = {
-    "no_relevant": "queries with no relevant document",
-    "missing_query": "judged queries the run did not return",
-    "extra_query": "run queries without judgments",
-    "unjudged": "retrieved documents without a judgment for that query",
-    "nan_score": "NaN run scores",
-    "repeated_rank": "two documents with one rank in a query (reads the rank column)",
-}
+from terazi.metrics.contracts import CONTRACTS, POLICY_CASES, POLICY_CHOICES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--contract", choices=list(CONTRACTS), default="trec", help="named policy preset (default trec)")
     for name, choices in POLICY_CHOICES.items():
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices,
-                       help=f"{POLICY_HELP[name]}: {' | '.join(choices)} (default: the contract's)")
+                       help=f"{POLICY_CASES[name]}: {' | '.join(choices)} (default: the contract's)")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--format", dest="fmt", choices=["table", "json"], default="table")
     p.add_argument("-v", "--verbose", action="store_true", help="full tracebacks")

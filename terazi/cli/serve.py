@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from terazi import shutdown
-from terazi.cli.common import Verbose, err, errors_as_lines
+from terazi.cli.common import Verbose, err
 from terazi.cli.places import declares
 from terazi.paths import Place
 from terazi.schemas.config import Limits
@@ -54,27 +54,25 @@ def serve(
     Anyone who reaches the Prefect UI can fill the ad-hoc form; what its runs may do is decided here
     (see docs/service.md, "Security").
     """
-    with errors_as_lines():
-        from terazi.cli.prefect_api import check_api
-        from terazi.deployments.evaluate import load_config, serve_all
-        from terazi.paths import disjoint
-        from terazi.policy import ServicePolicy
+    from terazi.cli.prefect_api import check_api
+    from terazi.deployments.evaluate import load_config, serve_all
+    from terazi.paths import disjoint
+    from terazi.policy import ServicePolicy
 
-        cfg = load_config(config)
-        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, depths=max_depths,
-                        pairs=max_pairs, cells=max_cells)
-        policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model or [], data_root or [], results_root,
-                                           cache_root, limits)
-        disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
-        if print_policy:
-            print(policy.model_dump_json())
-            return
-        check_api()
-        if not os.environ.get("PREFECT_API_URL"):
-            err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
-                      "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
-        err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C "
-                  "stops")
-        err.print(f"policy: {policy.describe()}", highlight=False)
-        with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive
-            serve_all(cfg, policy, cron, timezone, limit)
+    cfg = load_config(config)
+    limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, depths=max_depths,
+                    pairs=max_pairs, cells=max_cells)
+    policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model or [], data_root or [], results_root,
+                                       cache_root, limits)
+    disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
+    if print_policy:
+        print(policy.model_dump_json())
+        return
+    check_api()
+    if not os.environ.get("PREFECT_API_URL"):
+        err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
+                  "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
+    err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
+    err.print(f"policy: {policy.describe()}", highlight=False)
+    with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive
+        serve_all(cfg, policy, cron, timezone, limit)

@@ -1,5 +1,5 @@
 """The run's tables (tables.json) on a terminal, as rich renderables: `terazi demo`, `run` and `analyze` end with them
-(leaderboard.md shows the same tables as markdown: terazi.present.markdown)."""
+(leaderboard.md shows the same tables as markdown: terazi.present.markdown); and what a run reused and scored."""
 
 from __future__ import annotations
 
@@ -10,7 +10,21 @@ from rich.console import Group
 from rich.text import Text
 
 from terazi.present.table import Table
+from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
+
+
+def work_lines(manifest: RunManifest) -> list[str]:
+    """Per first stage, whether its candidates were reused (no encoding) and their clean recall; per reranker, the
+    pairs it needed, the duplicates among them, those found in the score store and those scored."""
+    lines = []
+    for cs in manifest.candidates:
+        how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
+        lines.append(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
+                     f"{cs.recall.get('clean', 0):.3f}")
+    return lines + [f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} "
+                    f"duplicates, {r.pairs_cached} cached, {r.pairs_scored} scored"
+                    for r in manifest.reranks if r.pairs_needed]
 
 
 def leaderboard_rich(run_dir: Path) -> Group:
