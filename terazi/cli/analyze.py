@@ -15,31 +15,30 @@ from terazi.paths import Place
 @declares(reads=(Place("folder", "runs folder"), Place("exclude", "exclude folder")),
           writes=(Place("out", "results folder"),))
 def analyze(
-    folder: Annotated[Path, typer.Argument(help="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/"
-                                                "<system>.trec, optional changed/<dataset>/<condition>.txt and "
-                                                "datasets.yaml")],
-    out: Annotated[str, typer.Option("--out", "-o", help="results folder to write (the analysis goes straight into "
-                                                         "it)")],
-    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help="measure per query (repeatable; default "
-                                                                            "nDCG@10, RR@10)")] = None,
+    folder: Annotated[Path, typer.Argument(help=(
+        "runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, optional "
+        "changed/<dataset>/<condition>.txt and datasets.yaml"))],
+    out: Annotated[str, typer.Option("--out", "-o", help=(
+        "results folder to write (the analysis goes straight into it)"))],
+    metric: Annotated[list[str] | None, typer.Option("--metric", "-m", help=(
+        "measure per query (repeatable; default nDCG@10, RR@10)"))] = None,
     headline: Annotated[str | None, typer.Option(help="measure of the leaderboard (default nDCG@10)")] = None,
-    condition: Annotated[list[str] | None, typer.Option("--condition", help="conditions to analyse, in this order "
-                                                        "(repeatable; default: every condition found)")] = None,
+    condition: Annotated[list[str] | None, typer.Option("--condition", help=(
+        "conditions to analyse, in this order (repeatable; default: every condition found)"))] = None,
     benchmark: Annotated[str | None, typer.Option(help="benchmark name (artifact keys start with it)")] = None,
     seed: Annotated[int | None, typer.Option(help="bootstrap seed")] = None,
     resamples: Annotated[int | None, typer.Option(help="paired bootstrap resamples (default 2000)")] = None,
-    holm: Annotated[bool, typer.Option("--holm", help="Holm correction across the cells of each pairwise "
-                                                      "comparison")] = False,
+    holm: Annotated[bool, typer.Option("--holm", help=(
+        "Holm correction across the cells of each pairwise comparison"))] = False,
     confidence: Annotated[float | None, typer.Option(help="level of the intervals (default 0.95)")] = None,
     borda: Annotated[str | None, typer.Option(help="Borda count: per-task (default) or mteb")] = None,
-    retention: Annotated[str | None, typer.Option(help="retention across datasets: macro (default, as the Kalbur "
-                                                       "card) or pooled")] = None,
-    featured: Annotated[str | None, typer.Option(help="system whose significant cells are listed (default: the "
-                                                      "top)")] = None,
-    first_stage: Annotated[list[str] | None, typer.Option("--first-stage", help="runs of several first stages (files "
-                                                          "named <first stage>~<system>.trec): their order, the first "
-                                                          "one's results in the folder (repeatable; default: "
-                                                          "sorted)")] = None,
+    retention: Annotated[str | None, typer.Option(help=(
+        "retention across datasets: macro (default, as the Kalbur card) or pooled"))] = None,
+    featured: Annotated[str | None, typer.Option(help=(
+        "system whose significant cells are listed (default: the top)"))] = None,
+    first_stage: Annotated[list[str] | None, typer.Option("--first-stage", help=(
+        "runs of several first stages (files named <first stage>~<system>.trec): their order, the first one's "
+        "results in the folder (repeatable; default: sorted)"))] = None,
     labels: Annotated[str | None, typer.Option(help="display labels: en (default) or tr")] = None,
     exclude: Exclude = None,
     exclude_by: ExcludeBy = None,

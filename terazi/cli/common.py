@@ -3,7 +3,6 @@ config file, and the one-line error boundary."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -14,40 +13,31 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 
 from terazi.errors import TeraziError
-from terazi.logs import prefect_defaults
+from terazi.logs import prefect_defaults, to_terminal
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="debug logging and full tracebacks")]
-Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help="BEIR folder, or hf:ORG/NAME (with "
-                                                    "@REVISION, #SUBSET), hf:/local/folder, mteb:TASK, ir_datasets:ID "
-                                                    "(repeatable)")]
-Exclude = Annotated[str | None, typer.Option(help="leakage output folder (`terazi leakage --out`): every headline also "
-                                                  "without the queries it lists")]
-ExcludeBy = Annotated[str | None, typer.Option(help="with --exclude: queries (default: the contaminated ones) or "
-                                                    "relevant (also those whose relevant passage is hit)")]
+Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help=(
+    "BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"))]
+Exclude = Annotated[str | None, typer.Option(help=(
+    "leakage output folder (`terazi leakage --out`): every headline also without the queries it lists"))]
+ExcludeBy = Annotated[str | None, typer.Option(help=(
+    "with --exclude: queries (default: the contaminated ones) or relevant (also those whose relevant passage is "
+    "hit)"))]
 # the declared outputs of the command running (terazi.cli.places): what → (the folder it is written in, its option)
 OUTPUTS: ContextVar[dict[str, tuple[Path, str]]] = ContextVar("terazi_outputs")
 
 
 def setup(verbose: bool) -> None:
-    """terazi's log lines on stderr (rich), Prefect's defaults, and the verbosity of errors."""
+    """Prefect's defaults, the verbosity of errors, and terazi's log lines on stderr."""
     prefect_defaults()
     if verbose:
         os.environ["TERAZI_VERBOSE"] = "1"
-    from terazi.progress import HideProgressLines
-
-    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
-    if sys.stderr.isatty():
-        handler.addFilter(HideProgressLines())  # the bar shows it
-    log = logging.getLogger("terazi")
-    log.handlers[:] = [h for h in log.handlers if not isinstance(h, RichHandler)] + [handler]
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    log.propagate = False
+    to_terminal(err, verbose)
 
 
 def verbose() -> bool:

@@ -33,29 +33,28 @@ def _named(kwargs: dict) -> bool:
                  Place("train", "training source", training_path)),
           writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)))
 def leakage(
-    train: Annotated[list[str] | None, typer.Option("--train", "-t", help="training source (repeatable): a .jsonl/"
-                                                    ".ndjson/.parquet/.txt file (.gz too), a folder of them, a BEIR "
-                                                    "folder, a `datasets` save_to_disk folder, or hf:ORG/NAME (from "
-                                                    "the local Hugging Face cache)")] = None,
+    train: Annotated[list[str] | None, typer.Option("--train", "-t", help=(
+        "training source (repeatable): a .jsonl/.ndjson/.parquet/.txt file (.gz too), a folder of them, a BEIR "
+        "folder, a `datasets` save_to_disk folder, or hf:ORG/NAME (from the local Hugging Face cache)"))] = None,
     dataset: Datasets = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help="YAML, JSON or TOML file with "
-                                                "a LeakageConfig (flags override it)")] = None,
-    field: Annotated[list[str] | None, typer.Option("--field", "-f", help="text field of the training records "
-                                                    "(repeatable; default: text), e.g. --field text --field "
-                                                    "query")] = None,
-    query_field: Annotated[list[str] | None, typer.Option("--query-field", help="which of the fields are queries, "
-                                                          "compared for repeats (repeatable; default: query, "
-                                                          "question, queries, questions, anchor)")] = None,
-    split: Annotated[str | None, typer.Option(help="qrels split of the datasets (default test): which queries are "
-                                                   "judged, for the relevant-passage share")] = None,
-    ngram: Annotated[int | None, typer.Option(help="words in a shared sequence (default 8, the Kalbur card's rule; "
-                                                   "lm-evaluation-harness uses 13)")] = None,
-    fold_ascii: Annotated[bool | None, typer.Option("--fold-ascii/--no-fold-ascii", help="match copies typed without "
-                                                    "Turkish letters (default: on)")] = None,
-    near_threshold: Annotated[str | None, typer.Option("--near-threshold", metavar="RATIO", help="rapidfuzz ratio of "
-                                                       "a near repeat (default 90); none: exact repeats only")] = None,
-    out: Annotated[str | None, typer.Option("--out", "-o", help="output folder (default: leakage); never a dataset's "
-                                                                "folder or inside one")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=(
+        "YAML, JSON or TOML file with a LeakageConfig (flags override it)"))] = None,
+    field: Annotated[list[str] | None, typer.Option("--field", "-f", help=(
+        "text field of the training records (repeatable; default: text), e.g. --field text --field query"))] = None,
+    query_field: Annotated[list[str] | None, typer.Option("--query-field", help=(
+        "which of the fields are queries, compared for repeats (repeatable; default: query, question, queries, "
+        "questions, anchor)"))] = None,
+    split: Annotated[str | None, typer.Option(help=(
+        "qrels split of the datasets (default test): which queries are judged, for the relevant-passage "
+        "share"))] = None,
+    ngram: Annotated[int | None, typer.Option(help=(
+        "words in a shared sequence (default 8, the Kalbur card's rule; lm-evaluation-harness uses 13)"))] = None,
+    fold_ascii: Annotated[bool | None, typer.Option("--fold-ascii/--no-fold-ascii", help=(
+        "match copies typed without Turkish letters (default: on)"))] = None,
+    near_threshold: Annotated[str | None, typer.Option("--near-threshold", metavar="RATIO", help=(
+        "rapidfuzz ratio of a near repeat (default 90); none: exact repeats only"))] = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help=(
+        "output folder (default: leakage); never a dataset's folder or inside one"))] = None,
     cache: Annotated[str | None, typer.Option(help="cache folder (named datasets are copied into it)")] = None,
     verbose: Verbose = False,
 ) -> None:

@@ -59,13 +59,13 @@ def demo(
                  Place("exclude", "exclude folder")),
           writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def run(
-    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False,
-                                                help="YAML, JSON or TOML file with an EvalConfig")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=(
+        "YAML, JSON or TOML file with an EvalConfig"))] = None,
     dataset: Datasets = None,
-    reranker: Annotated[list[str] | None, typer.Option("--reranker", "-r", help="bm25 | cross-encoder:MODEL | "
-                                                       "bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
-                                                       "$TERAZI_API_KEY) | rrf:A+B, optional =NAME (default: bm25-tr "
-                                                       "and hybrid-rrf, as in every entry point)")] = None,
+    reranker: Annotated[list[str] | None, typer.Option("--reranker", "-r", help=(
+        "bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
+        "$TERAZI_API_KEY) | rrf:A+B, optional =NAME (default: bm25-tr and hybrid-rrf, as in every entry "
+        "point)"))] = None,
     encoder: Annotated[str | None, typer.Option(help="first-stage encoder: HF id or local path")] = None,
     condition: Annotated[list[str] | None, typer.Option("--condition", help="query condition (repeatable)")] = None,
     split: Annotated[str | None, typer.Option(help="qrels split")] = None,
@@ -73,15 +73,15 @@ def run(
     rerank_depth: Annotated[int | None, typer.Option(help="candidates each reranker rescores")] = None,
     samples: Annotated[int | None, typer.Option(help="samples per query for stochastic conditions (≥ 1)")] = None,
     seed: int | None = None,
-    out: Annotated[str | None, typer.Option("--out", "-o", help="results folder; the run goes straight into "
-                                                                "it")] = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help=(
+        "results folder; the run goes straight into it"))] = None,
     cache: Annotated[str | None, typer.Option(help="cache folder")] = None,
     offline: Annotated[bool, typer.Option(help="never contact a model hub")] = False,
     exclude: Exclude = None,
     exclude_by: ExcludeBy = None,
-    no_limits: Annotated[bool, typer.Option("--no-limits", help="allow more work than the documented limits "
-                                            "(resamples, samples, workers, pairs, bootstrap cells: "
-                                            "docs/reliability.md)")] = False,
+    no_limits: Annotated[bool, typer.Option("--no-limits", help=(
+        "allow more work than the documented limits (resamples, samples, workers, pairs, bootstrap cells: "
+        "docs/reliability.md)"))] = False,
     verbose: Verbose = False,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
