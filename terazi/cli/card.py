@@ -46,7 +46,7 @@ def card(
 ) -> None:
     """The card's evaluation section: protocol, results, per-dataset and comparison tables, significant cells, rank
     intervals, and its Hugging Face metadata."""
-    from terazi.present.card import FORMATS, build_card, card_files
+    from terazi.present.card import FORMATS, build_card
 
     if fmt not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -65,7 +65,5 @@ def card(
     if out is None:
         print(made.text(fmt), end="")
         return
-    for key, path in card_files(out, fmt).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(made.text(key), encoding="utf-8")
+    for path in made.write(out, fmt):
         console.print(f"wrote {path}", highlight=False)

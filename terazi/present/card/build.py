@@ -9,6 +9,7 @@ sentence where the system has a judged variant, rank intervals; plus the Hugging
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -71,7 +72,8 @@ class Card:
     def markdown(self) -> str:
         lab = self.labels
         lines = [f"## {word('title', lab)}", "", " ".join(self.method), "", self.results.markdown(), "",
-                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(), ""]
+                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(),
+                 ""]
         if self.comparisons.rows:  # a run of one system compares nothing
             lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
             lines += [f"- {x}" for x in self.significant] + [""]
@@ -100,6 +102,14 @@ class Card:
         """The card in one format of `FORMATS` (not `all`)."""
         return {"markdown": self.markdown, "yaml": self.model_index_yaml, "eval-results": self.eval_results_yaml,
                 "json": lambda: self.to_json() + "\n"}[fmt]()
+
+    def write(self, out: Path, fmt: str) -> Iterator[Path]:
+        """Write the card in `fmt` to `out` (with `all`, each part to its own file: `card_files`), yielding each file
+        once written."""
+        for key, path in card_files(out, fmt).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.text(key), encoding="utf-8")
+            yield path
 
     def to_json(self) -> str:
         """Everything the card prints, unrounded, with the text tables beside."""
@@ -178,7 +188,8 @@ def build_card(results_dir: str | Path, system: str, labels: Labels | None = Non
             or c in run.corrupted or c in [f"{x} retention" for x in run.corrupted]]
     numbers = {"results": run.board.select(keep).to_dicts(), "params": tables.params(run),
                "comparisons": pairwise_summary(tables.cells_of(run, system)).to_dicts(),
-               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference").to_dicts(),
+               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference")
+               .to_dicts(),
                "variants": variant_rows, "ranks": ranks.to_dicts()}
     return Card(
         system=system, model_name=model_name or system, labels=labels, headline=s.headline, confidence=s.confidence,
