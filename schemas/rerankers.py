@@ -39,8 +39,9 @@ QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
 class _ModelReranker(_Reranker):
     model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
     revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM reranker), "
-                                                      "on CUDA the largest batch the free GPU memory holds (at most 512)")
+    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
+                                                      "reranker), on CUDA the largest batch the free GPU memory holds "
+                                                      "(at most 512)")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
     precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
                                                      "(an LLM reranker: bf16 where the GPU supports it); part of the "
@@ -216,7 +217,8 @@ MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
 
 def default_rerankers() -> list:
     """The rows every entry point runs unless told otherwise: lexical BM25 and its fusion with the first stage."""
-    return [BM25Spec(name="bm25-tr", kind="bm25"), RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
+    return [BM25Spec(name="bm25-tr", kind="bm25"),
+            RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
 
 
 
