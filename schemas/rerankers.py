@@ -1,14 +1,18 @@
-"""The rows of a leaderboard besides the first stage: one spec per kind of reranker, told apart by `kind`."""
+"""The rows of a leaderboard besides the first stage: one spec per kind of reranker, told apart by `kind`; and the
+short form a row is given in on the command line (`terazi run --reranker cross-encoder:MODEL`)."""
 
 from __future__ import annotations
 
+import os
 import string
-from typing import Annotated, Literal, Union
+from pathlib import Path
+from typing import Annotated, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from terazi.errors import FieldsError
+from terazi.paths import slugify
 from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
 
 
@@ -24,7 +28,7 @@ class _Reranker(StrictModel):
 
 
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
-BatchSize = Union[Annotated[int, Field(ge=1)], Literal["auto"]]
+BatchSize = Annotated[int, Field(ge=1)] | Literal["auto"]
 QWEN3_SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
                 'Note that the answer can only be "yes" or "no".')
 QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
@@ -35,8 +39,9 @@ QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
 class _ModelReranker(_Reranker):
     model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
     revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM reranker), "
-                                                      "on CUDA the largest batch the free GPU memory holds (at most 512)")
+    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
+                                                      "reranker), on CUDA the largest batch the free GPU memory holds "
+                                                      "(at most 512)")
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
     precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
                                                      "(an LLM reranker: bf16 where the GPU supports it); part of the "
@@ -205,13 +210,50 @@ class RRFSpec(_Reranker):
     rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
 
 
-RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, HttpRerankerSpec, RRFSpec],
+RerankerSpec = Annotated[CrossEncoderSpec | BiEncoderSpec | LLMRerankerSpec | BM25Spec | HttpRerankerSpec | RRFSpec,
                         Field(discriminator="kind")]
 MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
 
 
 def default_rerankers() -> list:
     """The rows every entry point runs unless told otherwise: lexical BM25 and its fusion with the first stage."""
-    return [BM25Spec(name="bm25-tr", kind="bm25"), RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
+    return [BM25Spec(name="bm25-tr", kind="bm25"),
+            RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
 
 
+
+
+HTTP_KEY = "TERAZI_API_KEY"  # `http:…`: the variable the API key is read from
+
+
+def parse_reranker(text: str) -> dict:
+    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `llm-reranker:MODEL`, `rrf:first-stage+bm25`,
+    `http:[MODEL@]URL`; `=NAME` at the end names the row. The row's fields, not yet validated."""
+    if text.startswith("http:"):
+        return _http_reranker(text.removeprefix("http:"))
+    body, _, name = text.partition("=")
+    kind, _, arg = body.partition(":")
+    if kind == "bm25":
+        return {"name": name or "bm25", "kind": "bm25"}
+    if kind == "rrf":
+        fuse = arg.split("+") if arg else ["first-stage", "bm25"]
+        return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
+    if kind in MODEL_KINDS and arg:
+        return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
+    raise ValueError(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
+                     "llm-reranker:MODEL, http:[MODEL@]URL or rrf:A+B")
+
+
+def _http_reranker(text: str) -> dict:
+    """`[MODEL@]URL[=NAME]`: a rerank API in the cohere dialect, its key read from `TERAZI_API_KEY` when that is set
+    (other settings, and an address with a query string: the config file's `kind: http` row)."""
+    rest, eq, name = text.rpartition("=")
+    if not eq:
+        rest, name = text, ""
+    model, at, url = rest.partition("@")
+    if not at or "://" in model:
+        model, url = "", rest
+    row = {"name": name or slugify(model.rsplit("/", 1)[-1] or (urlsplit(url).hostname or ""), "http"),
+           "kind": "http", "url": url}
+    return {**row, **({"model": model} if model else {}),
+            **({"api_key_env": HTTP_KEY} if os.environ.get(HTTP_KEY) else {})}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +28,10 @@ import pyarrow.parquet as pq
 from terazi import memo
 from terazi.analysis import known
 from terazi.errors import CacheError
+from terazi.present.table import Table
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
-from terazi.rerank.store.scores import CACHE_FILE
+from terazi.rerank.store.scores import CACHE_FILE, cache_file
 from terazi.retrieval.frozen import MANIFEST, load_frozen, quarantine_folder
 
 STALE_WORK_SECONDS = 24 * 3600
@@ -41,6 +43,11 @@ class Finding:
     path: str
     problem: str
     repair: str
+
+
+def findings_table(findings: list[Finding]) -> Table:
+    """What `check` found, and what `repair` will do about each."""
+    return Table(["file", "problem", "`terazi cache repair` will"], [[f.path, f.problem, f.repair] for f in findings])
 
 
 def _candidate_sets(cache: Path) -> list[Path]:
@@ -68,14 +75,15 @@ def check(cache: Path) -> list[Finding]:
             out.append(Finding(str(folder), str(e).split(": ", 1)[-1], "write the TREC files again from the parquet"))
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):
-            out.append(Finding(str(shard), "unreadable or of the wrong size", "delete it; the next run encodes it again"))
+            out.append(Finding(str(shard), "unreadable or of the wrong size",
+                               "delete it; the next run encodes it again"))
     for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
         if not _part_ok(part):
             out.append(Finding(str(part), "unreadable, or not one vector per key", "delete it (and its keys); the "
                                                                                     "next run encodes its texts again"))
     for table in sorted((cache / "corpus").glob("*.parquet")):
         try:
-            pq.ParquetFile(table).metadata
+            pq.read_metadata(table)
         except Exception:  # noqa: BLE001 - any read failure means damaged
             out.append(Finding(str(table), "unreadable", "delete it; the next run rebuilds it from the dataset"))
     for obj, problem in _outputs(cache):
@@ -159,7 +167,7 @@ def repair(cache: Path) -> list[str]:
             done.append(f"{part}: deleted; the next run encodes its texts again")
     for table in sorted((cache / "corpus").glob("*.parquet")):
         try:
-            pq.ParquetFile(table).metadata
+            pq.read_metadata(table)
         except Exception:  # noqa: BLE001
             table.unlink()
             done.append(f"{table}: deleted; the next run rebuilds it")
@@ -215,3 +223,12 @@ def merge(target: SQLiteStore | SharedStore, source: SQLiteStore | SharedStore) 
             rows += frame.height
         models += 1
     return {"models": models, "rows": rows}
+
+
+def merge_all(sources: list[str], cache: Path, into: str | None = None) -> Iterator[str]:
+    """Merge every score cache of `sources` (`open_source`) into the shared store `into`, or else into the cache
+    folder's score store: a line for each, saying how many scores of how many models it brought."""
+    target = SharedStore(into) if into else SQLiteStore(cache_file(cache))
+    for source in sources:
+        got = merge(target, open_source(source))
+        yield f"{source} → {into or target.where}: {got['rows']} scores of {got['models']} model(s) merged"

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from terazi.analysis import known
 from terazi.memo import FOLDER as OUTPUTS
 from terazi.memo import META
+from terazi.present.table import Table
 from terazi.rerank.store.scores import CACHE_FILE
 from terazi.retrieval.frozen import MANIFEST as FROZEN_MANIFEST
 
@@ -102,6 +104,15 @@ def usage(cache: Path) -> list[tuple[str, int, int, int]]:
     return [(part, *values) for part, values in rows.items()]
 
 
+def usage_table(cache: Path) -> Table:
+    """`usage` as a table: sizes in binary units, the kept scores never pruned, and the total."""
+    rows = usage(cache)
+    body = [[part, str(n), human(size), "never pruned" if part.endswith("(kept)") else human(freed)]
+            for part, n, size, freed in rows]
+    body.append(["total", str(sum(r[1] for r in rows)), human(sum(r[2] for r in rows)), ""])
+    return Table(["part", "entries", "on disk", "freed if removed"], body, align=["left", "right", "right", "right"])
+
+
 def prunable(cache: Path, older_than: float | None = None, max_size: int | None = None,
              now: float | None = None) -> list[Entry]:
     """The entries a prune removes: those unused for `older_than` seconds, then, least recently used first, as many
@@ -121,6 +132,21 @@ def prunable(cache: Path, older_than: float | None = None, max_size: int | None 
                 chosen.append(e)
                 total -= e.size
     return chosen
+
+
+def prune(cache: Path, older_than: float | None, max_size: int | None, dry_run: bool = False) -> Iterator[str]:
+    """Remove the entries `prunable` chooses (with `dry_run`, remove nothing): a line for each as it goes, naming
+    what it weighed, freed and when it was last used, then a line of the totals."""
+    folder, now = cache.resolve(), time.time()
+    chosen = prunable(folder, older_than, max_size, now)
+    for e in chosen:
+        if not dry_run:
+            remove(e)
+        yield (f"{'would remove' if dry_run else 'removed'} {e.part}: {e.path.relative_to(folder)} "
+               f"({human(e.size)}, frees {human(e.freed)}, last used {age(now - e.used)} ago)")
+    would = "would be " if dry_run else ""
+    yield (f"{cache}: {len(chosen)} entr{'y' if len(chosen) == 1 else 'ies'} {would}removed, "
+           f"{human(sum(e.freed for e in chosen))} {would}freed")
 
 
 def remove(entry: Entry) -> None:

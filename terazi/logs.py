@@ -1,5 +1,5 @@
-"""terazi and Prefect's logging: terazi's log lines in the Prefect run they belong to, and the settings Prefect reads
-when it is imported.
+"""terazi and Prefect's logging: terazi's log lines in the Prefect run they belong to and on a command's terminal, and
+the settings Prefect reads when it is imported.
 
 terazi logs with the standard `logging` module (logger `terazi.*`), which Prefect does not capture
 by default. `send_to_prefect` adds Prefect's API handler to the `terazi` logger, filtered to records
@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Prefect settings that must be in place before prefect is imported: no telemetry unless the user opted in, and a
 # start-up timeout that suits small machines. Prefect's temporary server (started by a run without PREFECT_API_URL,
@@ -65,3 +70,20 @@ def send_to_prefect() -> None:
     log.addHandler(handler)
     if log.level == logging.NOTSET or log.level > logging.INFO:
         log.setLevel(logging.INFO)
+
+
+def to_terminal(console: Console, verbose: bool = False) -> None:
+    """terazi's log lines on `console` (a command's stderr): DEBUG with `verbose`, INFO otherwise, not passed on to
+    the root logger; on a terminal, the lines a progress bar shows are left to the bar. A second call replaces the
+    first one's handler."""
+    from rich.logging import RichHandler
+
+    from terazi.progress import HideProgressLines
+
+    handler = RichHandler(console=console, show_path=False, show_time=False, markup=False)
+    if sys.stderr.isatty():
+        handler.addFilter(HideProgressLines())
+    log = logging.getLogger("terazi")
+    log.handlers[:] = [h for h in log.handlers if not isinstance(h, RichHandler)] + [handler]
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    log.propagate = False

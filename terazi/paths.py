@@ -3,6 +3,10 @@
 Dataset, system, run and benchmark names end up as folder and file names, and anyone who can fill
 the deployment form can set them; so they are slugs (`SLUG`), and every output path is resolved
 and proven to stay inside its root before anything is written.
+
+What a call reads and writes is declared parameter by parameter (`Place`, `Declared`): its outputs are checked against
+its inputs and each other (`disjoint`) before it runs, and a full disk names the declared output it is under
+(`disk_full`). Every command is run through such a declaration (terazi.cli.places).
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from terazi.errors import DiskFullError, OutputPathError
 
@@ -177,3 +184,61 @@ def link(src: str | Path, dst: str | Path) -> None:
         shutil.copyfile(src, dst)
     except OSError as e:
         raise OSError(e.errno, e.strerror or str(e), str(dst)) from e
+
+
+Found = list[tuple[str, str]]  # (what a place is, its path)
+
+
+def local_path(value: Any) -> str | None:
+    """A value as a path on this machine; None for stdin (`-`) and URLs (`s3://…`), which no file check applies to."""
+    text = str(value)
+    return None if text in ("", "-") or "://" in text else text
+
+
+@dataclass(frozen=True)
+class Place:
+    """One parameter that is a path: what it is (`results folder`), how its value becomes the path read or written
+    (`local`), whether the call uses it at all (`when`: e.g. a cache written only for named datasets), and whether it
+    is a file (a full disk then names its folder)."""
+
+    param: str
+    what: str
+    local: Callable[[Any], str | None] = local_path
+    when: Callable[[dict[str, Any]], bool] | None = None
+    file: bool = False
+
+    @property
+    def option(self) -> str:
+        return "--" + self.param.replace("_", "-")
+
+    def found(self, values: dict[str, Any]) -> Found:
+        """(what, path) for each value of this parameter in a call (a repeatable option gives several)."""
+        if self.when is not None and not self.when(values):
+            return []
+        value = values.get(self.param)
+        given = value if isinstance(value, (list, tuple)) else [value]
+        return [(self.what, p) for v in given if v is not None and (p := self.local(v))]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a call reads and writes, by parameter."""
+
+    reads: tuple[Place, ...] = ()
+    writes: tuple[Place, ...] = ()
+
+    def params(self) -> set[str]:
+        return {p.param for p in (*self.reads, *self.writes)}
+
+    def places(self, values: dict[str, Any]) -> tuple[Found, Found]:
+        """(outputs, inputs) of a call with these parameter values, for `disjoint`."""
+        return [f for p in self.writes for f in p.found(values)], [f for p in self.reads for f in p.found(values)]
+
+    def folders(self, values: dict[str, Any]) -> dict[str, tuple[Path, str]]:
+        """The outputs as `disk_full` names them: a file's folder, a folder itself, each with its option."""
+        out = {}
+        for place in self.writes:
+            for what, path in place.found(values):
+                p = Path(path).expanduser().resolve()
+                out[f"folder of the {what}" if place.file else what] = (p.parent if place.file else p, place.option)
+        return out

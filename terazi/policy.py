@@ -57,7 +57,7 @@ class ServicePolicy(BaseModel):
     @classmethod
     def for_service(cls, config: EvalConfig, allow_remote_code: bool = False, models: list[str] = (),
                     data_roots: list[str] = (), results_root: str | None = None, cache_root: str | None = None,
-                    limits: Limits = Limits()) -> ServicePolicy:
+                    limits: Limits | None = None) -> ServicePolicy:
         """The policy of `terazi serve`: what its benchmark config uses, plus what its options allow."""
         here = Path.cwd()
         results = absolute(results_root or config.out_dir, here)
@@ -72,7 +72,7 @@ class ServicePolicy(BaseModel):
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
             endpoints=sorted({endpoint(r) for r in config.rerankers if r.kind == "http"}),
-            limits=limits,
+            limits=limits or Limits(),
         )
 
     def places(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -80,10 +80,18 @@ class ServicePolicy(BaseModel):
         return ([("results root", self.results_root), ("cache root", self.cache_root)],
                 [("data root", r) for r in self.data_roots if Path(r).is_absolute()])
 
+    def describe(self) -> str:
+        """The policy in one line, as `terazi serve` prints it when it starts."""
+        return (f"remote code {'allowed' if self.allow_remote_code else 'refused'}; models: {', '.join(self.models)}; "
+                f"data roots: {', '.join(self.data_roots)}; results in {self.results_root}; cache in "
+                f"{self.cache_root}; task-runner addresses: {', '.join(self.task_runner_addresses) or 'none'}; shared "
+                f"score stores: {', '.join(self.score_stores) or 'none'}; limits: {self.limits.model_dump()}")
+
     @classmethod
     def strictest(cls) -> ServicePolicy:
         here = Path.cwd()
-        return cls(data_roots=[str(DEMO_DIR)], results_root=str(here / "results"), cache_root=str(here / ".terazi-cache"))
+        return cls(data_roots=[str(DEMO_DIR)], results_root=str(here / "results"),
+                   cache_root=str(here / ".terazi-cache"))
 
     @classmethod
     def from_env(cls) -> ServicePolicy:

@@ -68,7 +68,7 @@ def test_retry_after_is_read_in_seconds_or_as_a_date_and_backoff_has_jitter():
 def test_secrets_stay_out_of_the_address_and_the_cli_reads_a_row():
     from pydantic import ValidationError
 
-    from terazi.cli.run import parse_reranker
+    from terazi.schemas.rerankers import parse_reranker
 
     with pytest.raises(ValidationError, match="no credentials in the address"):
         http_spec("https://user:pw@api.example/rerank")

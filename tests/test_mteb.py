@@ -89,8 +89,8 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     from mteb.results import TaskResult
 
     import terazi
-    from terazi.cli.leaderboard import load_board
     from terazi.data.mteb_results import read_mteb_results
+    from terazi.results.board import load_board
 
     root = duplicated(tmp_path / "dup")
     task = tmp_path / "predictions"

@@ -6,6 +6,8 @@ argparse parser (terazi/cli/score.py), which the console entry point reaches wit
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from terazi.cli import (
@@ -20,7 +22,7 @@ from terazi.cli import (
     run,
     serve,
 )
-from terazi.cli.places import Declared, Place
+from terazi.paths import Declared, Place
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Weigh text rerankers and retrievers honestly.")
@@ -36,7 +38,8 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version.")) -> None:
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Show the version.")] = False) -> None:
     """Weigh text rerankers and retrievers honestly."""
 
 

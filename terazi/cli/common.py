@@ -1,48 +1,71 @@
-"""What every command shares: the consoles, logging set-up, and the one-line error boundary."""
+"""What every command shares: the consoles, logging set-up, options that several commands take, flags laid over a
+config file, and the one-line error boundary."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 
 from terazi.errors import TeraziError
-from terazi.logs import prefect_defaults
+from terazi.logs import prefect_defaults, to_terminal
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
-VERBOSE = typer.Option(False, "--verbose", "-v", help="debug logging and full tracebacks")
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="debug logging and full tracebacks")]
+Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help=(
+    "BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"))]
+Exclude = Annotated[str | None, typer.Option(help=(
+    "leakage output folder (`terazi leakage --out`): every headline also without the queries it lists"))]
+ExcludeBy = Annotated[str | None, typer.Option(help=(
+    "with --exclude: queries (default: the contaminated ones) or relevant (also those whose relevant passage is "
+    "hit)"))]
 # the declared outputs of the command running (terazi.cli.places): what → (the folder it is written in, its option)
-OUTPUTS: ContextVar[dict[str, tuple[Path, str]]] = ContextVar("terazi_outputs", default={})
+OUTPUTS: ContextVar[dict[str, tuple[Path, str]]] = ContextVar("terazi_outputs")
 
 
 def setup(verbose: bool) -> None:
-    """terazi's log lines on stderr (rich), Prefect's defaults, and the verbosity of errors."""
+    """Prefect's defaults, the verbosity of errors, and terazi's log lines on stderr."""
     prefect_defaults()
     if verbose:
         os.environ["TERAZI_VERBOSE"] = "1"
-    from terazi.progress import HideProgressLines
-
-    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
-    if sys.stderr.isatty():
-        handler.addFilter(HideProgressLines())  # the bar shows it
-    log = logging.getLogger("terazi")
-    log.handlers[:] = [h for h in log.handlers if not isinstance(h, RichHandler)] + [handler]
-    log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    log.propagate = False
+    to_terminal(err, verbose)
 
 
 def verbose() -> bool:
     return os.environ.get("TERAZI_VERBOSE") == "1"
+
+
+def print_leaderboard(run_dir: Path) -> None:
+    """The run's tables on the terminal, as every output shows them: `terazi demo`, `run` and `analyze` end with it."""
+    from terazi.present.terminal import leaderboard_rich
+
+    console.print(leaderboard_rich(run_dir))
+
+
+def given(**flags: Any) -> dict[str, Any]:
+    """The flags the command line gave (not None), as the config fields they override."""
+    return {key: value for key, value in flags.items() if value is not None}
+
+
+def with_datasets(raw: dict, datasets: list[str] | None, split: str | None) -> dict:
+    """A config's fields with --dataset (replacing the file's datasets) and --split (for every dataset) laid over."""
+    if datasets:
+        raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in datasets]
+    elif split:
+        for d in raw.get("datasets", []):
+            d["split"] = split
+    if not raw.get("datasets"):
+        fail("no dataset: give --dataset PATH or a --config file with datasets")
+    return raw
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -57,7 +80,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
 
     if isinstance(exc, TeraziError):
         return str(exc), 2
-    if full := disk_full(exc, OUTPUTS.get()):  # the command's declared outputs, else the failed file's folder
+    if full := disk_full(exc, OUTPUTS.get({})):  # the command's declared outputs, else the failed file's folder
         return str(full), 2
     if is_disk_full(exc):
         return "disk full (the writer named no file): free space on the disk of the command's outputs", 2

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
-from terazi.cli.common import VERBOSE, console, fail
-from terazi.cli.places import Place, declares
-from terazi.present.labels import level
+from terazi.cli.common import Verbose, console, fail
+from terazi.cli.places import declares
+from terazi.paths import Place
 
 
 @declares(reads=(Place("before", "results folder"), Place("after", "results folder")))
 def compare(
-    before: Path = typer.Argument(..., exists=True, file_okay=False, help="results folder (the baseline)"),
-    after: Optional[Path] = typer.Argument(None, exists=True, file_okay=False, help="results folder to compare with it"),
-    systems: Optional[tuple[str, str]] = typer.Option(None, "--systems", help="compare two systems of BEFORE instead: "
-                                                                              "--systems A B (A − B)"),
-    measure: Optional[str] = typer.Option(None, "--measure", "-m", help="measure (default: the run's headline)"),
-    fmt: str = typer.Option("table", "--format", help="table | markdown | json"),
-    everything: bool = typer.Option(False, "--all", help="every cell, not only those that changed"),
-    resamples: int = typer.Option(2000, min=100, help="paired bootstrap resamples"),
-    seed: int = typer.Option(0, help="bootstrap seed"),
-    confidence: float = typer.Option(0.95, min=0.5, max=0.999, help="level of the intervals"),
-    holm: bool = typer.Option(False, "--holm", help="Holm correction across each system's cells"),
-    verbose: bool = VERBOSE,
+    before: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="results folder (the baseline)")],
+    after: Annotated[Path | None, typer.Argument(exists=True, file_okay=False, help=(
+        "results folder to compare with it"))] = None,
+    systems: Annotated[tuple[str, str] | None, typer.Option("--systems", help=(
+        "compare two systems of BEFORE instead: --systems A B (A − B)"))] = None,
+    measure: Annotated[str | None, typer.Option("--measure", "-m", help=(
+        "measure (default: the run's headline)"))] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json")] = "table",
+    everything: Annotated[bool, typer.Option("--all", help="every cell, not only those that changed")] = False,
+    resamples: Annotated[int, typer.Option(min=100, help="paired bootstrap resamples")] = 2000,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="level of the intervals")] = 0.95,
+    holm: Annotated[bool, typer.Option("--holm", help="Holm correction across each system's cells")] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
     from terazi.analysis import comparison as core
@@ -45,30 +47,6 @@ def compare(
 
         print(comparison_markdown(cmp, everything))
     else:
-        show(cmp, everything)
+        from terazi.present.comparison import comparison_rich
 
-
-def show(cmp, everything: bool) -> None:
-    from terazi.present.comparison import TEXT_COLUMNS, VERDICT_STYLES, comparison_table
-
-    def table(df, title: str) -> None:
-        t = comparison_table(df)
-        t.align = ["left" if c in TEXT_COLUMNS else "right" for c in t.columns]
-        console.print(t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()]))
-
-    console.print(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}",
-                  highlight=False)
-    table(cmp.overall, "overall (clean, datasets weighted equally)")
-    cells = cmp.cells if everything else cmp.changed()
-    if cells.height:
-        table(cells, "cells" if everything else "cells that changed")
-    same = cmp.unchanged_systems()
-    if same and not everything:
-        console.print(f"unchanged in every cell: {', '.join(same)}", highlight=False)
-    for label, names in (("only after", cmp.added), ("only before", cmp.removed)):
-        if names:
-            console.print(f"{label}: {', '.join(names)}", highlight=False)
-    if cmp.depths is not None:
-        from terazi.present.comparison import DEPTHS_CAPTION, depth_table
-
-        console.print(depth_table(cmp.depths).rich(DEPTHS_CAPTION))
+        console.print(comparison_rich(cmp, everything))

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from terazi.cli.common import VERBOSE, err
-from terazi.cli.places import Place, declares
+from terazi.cli.common import Verbose, err
+from terazi.cli.places import declares
+from terazi.paths import Place
 
 
 @declares(reads=(Place("source", "SQuAD file"),), writes=(Place("target", "dataset folder"),))
 def convert_squad(
-    source: Path = typer.Argument(..., exists=True, dir_okay=False, help="SQuAD-format JSON file"),
-    target: Path = typer.Argument(..., help="BEIR folder to write"),
-    split: str = typer.Option("test"),
-    verbose: bool = VERBOSE,
+    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="SQuAD-format JSON file")],
+    target: Annotated[Path, typer.Argument(help="BEIR folder to write")],
+    split: str = "test",
+    verbose: Verbose = False,
 ) -> None:
     """SQuAD → BEIR: paragraphs become the corpus, questions the queries, the answer paragraph grade 1."""
     from terazi.data.squad import squad_to_beir

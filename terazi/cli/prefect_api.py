@@ -1,12 +1,17 @@
-"""The CLI's side of Prefect: is the API reachable, and Prefect's console lines only with --verbose."""
+"""The CLI's side of Prefect: is the API reachable, a flow started as every command starts one, and Prefect's console
+lines only with --verbose."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from terazi.cli.common import err
 from terazi.errors import TeraziError
 
 
@@ -20,8 +25,8 @@ def check_api() -> None:
     try:
         httpx.get(url.rstrip("/") + "/health", timeout=5.0).raise_for_status()
     except httpx.HTTPError as e:
-        raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with "
-                          "`prefect server start`, or unset PREFECT_API_URL to run on a temporary local server") from None
+        raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with `prefect server "
+                          "start`, or unset PREFECT_API_URL to run on a temporary local server") from None
 
 
 HEARTBEAT = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
@@ -41,6 +46,20 @@ def no_heartbeats() -> Iterator[None]:
 
     with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
+
+
+def run_flow(flow: str, config: Any) -> tuple[Any, float]:
+    """The flow `flow` ("module:function") run on `config`, once everything that can be checked before it was:
+    Prefect announced before it is imported (a moment's wait), its console quiet, no heartbeats. Returns the flow's
+    manifest and the seconds the run took."""
+    err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
+    quiet_console()
+    module, _, name = flow.partition(":")
+    run = getattr(importlib.import_module(module), name)
+    started = time.perf_counter()
+    with no_heartbeats():
+        manifest = run(config)
+    return manifest, time.perf_counter() - started
 
 
 class _OnlyWarningsOutsidePrefect(logging.Filter):

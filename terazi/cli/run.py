@@ -3,99 +3,53 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 
-from terazi.cli.common import VERBOSE, err, errors_as_lines, fail
-from terazi.cli.places import Place, dataset_path, declares
-from terazi.cli.show import print_leaderboard
+from terazi.cli.common import (
+    Datasets,
+    Exclude,
+    ExcludeBy,
+    Verbose,
+    err,
+    given,
+    print_leaderboard,
+    with_datasets,
+)
+from terazi.cli.places import dataset_path, declares
 from terazi.configs import demo_config, read_config_file
-
-HTTP_KEY = "TERAZI_API_KEY"  # `--reranker http:…`: the variable the API key is read from
-
-
-def parse_reranker(text: str) -> dict:
-    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `llm-reranker:MODEL`, `rrf:first-stage+bm25`,
-    `http:[MODEL@]URL`; `=NAME` at the end names the row."""
-    from terazi.paths import slugify
-
-    if text.startswith("http:"):
-        return http_reranker(text.removeprefix("http:"))
-    body, _, name = text.partition("=")
-    kind, _, arg = body.partition(":")
-    if kind == "bm25":
-        return {"name": name or "bm25", "kind": "bm25"}
-    if kind == "rrf":
-        fuse = arg.split("+") if arg else ["first-stage", "bm25"]
-        return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
-    if kind in ("cross-encoder", "bi-encoder", "llm-reranker") and arg:
-        return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
-    raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
-                             "llm-reranker:MODEL, http:[MODEL@]URL or rrf:A+B")
-
-
-def http_reranker(text: str) -> dict:
-    """`[MODEL@]URL[=NAME]`: a rerank API in the cohere dialect, its key read from `TERAZI_API_KEY` when that is set
-    (other settings, and an address with a query string: the config file's `kind: http` row)."""
-    from urllib.parse import urlsplit
-
-    from terazi.paths import slugify
-
-    rest, eq, name = text.rpartition("=")
-    if not eq:
-        rest, name = text, ""
-    model, at, url = rest.partition("@")
-    if not at or "://" in model:
-        model, url = "", rest
-    row = {"name": name or slugify(model.rsplit("/", 1)[-1] or (urlsplit(url).hostname or ""), "http"),
-           "kind": "http", "url": url}
-    return {**row, **({"model": model} if model else {}),
-            **({"api_key_env": HTTP_KEY} if os.environ.get(HTTP_KEY) else {})}
+from terazi.paths import Place
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
     from terazi import shutdown
-    from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
+    from terazi.cli.prefect_api import check_api, run_flow
+    from terazi.preflight import preflight
+    from terazi.present.terminal import work_lines
+    from terazi.results.folder import check_outputs
     from terazi.schemas import EvalConfig
 
-    with errors_as_lines():
-        config = EvalConfig.model_validate(raw)
-        check_api()
-        from terazi.results.folder import check_outputs
-
-        check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-        from terazi.preflight import preflight
-
-        preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
-        err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
-        quiet_console()
-        from terazi.flows.evaluate import evaluate
-
-        t0 = time.perf_counter()
-        with shutdown.graceful(), no_heartbeats():
-            manifest = evaluate(config)
+    config = EvalConfig.model_validate(raw)
+    check_api()
+    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
+    preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+    with shutdown.graceful():
+        manifest, seconds = run_flow("terazi.flows.evaluate:evaluate", config)
     print_leaderboard(Path(manifest.run_dir))
-    for cs in manifest.candidates:
-        how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
-        err.print(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
-                  f"{cs.recall.get('clean', 0):.3f}")
-    for r in manifest.reranks:
-        if r.pairs_needed:
-            err.print(f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} duplicates, "
-                      f"{r.pairs_cached} cached, {r.pairs_scored} scored")
-    err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
+    for line in work_lines(manifest):
+        err.print(line)
+    err.print(f"results: {manifest.run_dir}  ({seconds:.1f}s)")
 
 
 @declares(writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def demo(
-    out: str = typer.Option("results", help="results folder"),
-    cache: str = typer.Option(".terazi-cache", help="frozen candidates, embeddings and score cache"),
-    run_name: Optional[str] = typer.Option("demo", help="sub-folder of the results folder"),
-    verbose: bool = VERBOSE,
+    out: Annotated[str, typer.Option(help="results folder")] = "results",
+    cache: Annotated[str, typer.Option(help="frozen candidates, embeddings and score cache")] = ".terazi-cache",
+    run_name: Annotated[str | None, typer.Option(help="sub-folder of the results folder")] = "demo",
+    verbose: Verbose = False,
 ) -> None:
     """Full evaluation on the bundled Turkish demo dataset, offline; prints the leaderboard."""
     evaluate_and_print(demo_config(out, cache, run_name))
@@ -105,60 +59,49 @@ def demo(
                  Place("exclude", "exclude folder")),
           writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
-                                          help="YAML, JSON or TOML file with an EvalConfig"),
-    dataset: list[str] = typer.Option([], "--dataset", "-d", help="BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), "
-                                       "hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"),
-    reranker: list[str] = typer.Option([], "--reranker", "-r",
-                                       help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | "
-                                            "http:[MODEL@]URL (key: $TERAZI_API_KEY) | rrf:A+B, optional =NAME "
-                                            "(default: bm25-tr and hybrid-rrf, as in every entry point)"),
-    encoder: Optional[str] = typer.Option(None, help="first-stage encoder: HF id or local path"),
-    condition: list[str] = typer.Option([], "--condition", help="query condition (repeatable)"),
-    split: Optional[str] = typer.Option(None, help="qrels split"),
-    depth: Optional[int] = typer.Option(None, help="first-stage candidates per query"),
-    rerank_depth: Optional[int] = typer.Option(None, help="candidates each reranker rescores"),
-    samples: Optional[int] = typer.Option(None, help="samples per query for stochastic conditions (≥ 1)"),
-    seed: Optional[int] = typer.Option(None),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="results folder; the run goes straight into it"),
-    cache: Optional[str] = typer.Option(None, help="cache folder"),
-    offline: bool = typer.Option(False, help="never contact a model hub"),
-    exclude: Optional[str] = typer.Option(None, help="leakage output folder (`terazi leakage --out`): every headline "
-                                                      "also without the queries it lists"),
-    exclude_by: Optional[str] = typer.Option(None, help="with --exclude: queries (default: the contaminated ones) or "
-                                                        "relevant (also those whose relevant passage is hit)"),
-    no_limits: bool = typer.Option(False, "--no-limits", help="allow more work than the documented limits (resamples, "
-                                   "samples, workers, pairs, bootstrap cells: docs/reliability.md)"),
-    verbose: bool = VERBOSE,
+    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=(
+        "YAML, JSON or TOML file with an EvalConfig"))] = None,
+    dataset: Datasets = None,
+    reranker: Annotated[list[str] | None, typer.Option("--reranker", "-r", help=(
+        "bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
+        "$TERAZI_API_KEY) | rrf:A+B, optional =NAME (default: bm25-tr and hybrid-rrf, as in every entry "
+        "point)"))] = None,
+    encoder: Annotated[str | None, typer.Option(help="first-stage encoder: HF id or local path")] = None,
+    condition: Annotated[list[str] | None, typer.Option("--condition", help="query condition (repeatable)")] = None,
+    split: Annotated[str | None, typer.Option(help="qrels split")] = None,
+    depth: Annotated[int | None, typer.Option(help="first-stage candidates per query")] = None,
+    rerank_depth: Annotated[int | None, typer.Option(help="candidates each reranker rescores")] = None,
+    samples: Annotated[int | None, typer.Option(help="samples per query for stochastic conditions (≥ 1)")] = None,
+    seed: int | None = None,
+    out: Annotated[str | None, typer.Option("--out", "-o", help=(
+        "results folder; the run goes straight into it"))] = None,
+    cache: Annotated[str | None, typer.Option(help="cache folder")] = None,
+    offline: Annotated[bool, typer.Option(help="never contact a model hub")] = False,
+    exclude: Exclude = None,
+    exclude_by: ExcludeBy = None,
+    no_limits: Annotated[bool, typer.Option("--no-limits", help=(
+        "allow more work than the documented limits (resamples, samples, workers, pairs, bootstrap cells: "
+        "docs/reliability.md)"))] = False,
+    verbose: Verbose = False,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
+    from terazi.schemas.rerankers import parse_reranker
+
     if no_limits:
         from terazi.policy import NO_LIMITS
 
         os.environ[NO_LIMITS] = "1"
-    with errors_as_lines():
-        raw: dict = read_config_file(config) if config else {}
-    if dataset:
-        raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in dataset]
-    elif split:
-        for d in raw.get("datasets", []):
-            d["split"] = split
-    if reranker:
-        raw["rerankers"] = [parse_reranker(r) for r in reranker]
+    raw: dict = read_config_file(config) if config else {}
+    try:
+        raw |= given(rerankers=[parse_reranker(r) for r in reranker or []] or None, conditions=condition,
+                     depth=depth, rerank_depth=rerank_depth, seed=seed, cache_dir=cache, exclude=exclude,
+                     exclude_by=exclude_by, offline=offline or None)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
     if encoder:
         raw.setdefault("encoder", {})["model"] = encoder
-    if condition:
-        raw["conditions"] = condition
     if samples is not None:
         raw.setdefault("corruption", {})["samples"] = samples
-    for key, value in (("depth", depth), ("rerank_depth", rerank_depth), ("seed", seed), ("cache_dir", cache),
-                       ("exclude", exclude), ("exclude_by", exclude_by)):
-        if value is not None:
-            raw[key] = value
     if out:
         raw["out_dir"], raw["run_name"] = str(Path(out).parent), Path(out).name
-    if offline:
-        raw["offline"] = True
-    if not raw.get("datasets"):
-        fail("no dataset: give --dataset PATH or a --config file with datasets")
-    evaluate_and_print(raw, config)
+    evaluate_and_print(with_datasets(raw, dataset, split), config)

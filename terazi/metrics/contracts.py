@@ -68,8 +68,16 @@ CONTRACTS = {
                        Policies(extra_query="error", unjudged="error", nan_score="error", repeated_rank="error",
                                 preset="strict")),
 }
-# the choices of each policy, as its type states them (the CLI's options and the form offer exactly these)
+# the choices of each policy, as its type states them (`terazi score` offers exactly these), and what it decides on
 POLICY_CHOICES = {name: get_args(kind) for name, kind in get_type_hints(Policies).items() if name != "preset"}
+POLICY_CASES = {
+    "no_relevant": "queries with no relevant document",
+    "missing_query": "judged queries the run did not return",
+    "extra_query": "run queries without judgments",
+    "unjudged": "retrieved documents without a judgment for that query",
+    "nan_score": "NaN run scores",
+    "repeated_rank": "two documents with one rank in a query (reads the rank column)",
+}
 
 
 def metric_contracts(measures: list[str], policies: Policies = Policies(), ties: str = "trec") -> list[MetricContract]:

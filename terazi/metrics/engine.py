@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from terazi.errors import MetricError
-from terazi.metrics.contracts import Policies
+from terazi.metrics.contracts import CONTRACTS, Policies
 from terazi.schemas import Measure, parse_measure
 
 if TYPE_CHECKING:
@@ -58,6 +58,25 @@ class Evaluation:
             "zero_ideal": "score 0",
             "ties": "score descending, then document id descending (trec_eval)",
         }
+
+    @property
+    def queries(self) -> dict[str, object]:
+        """What each policy met: queries judged, missing from the run, extra in it; unjudged documents retrieved, NaN
+        scores; per measure, the queries evaluated and those without a relevant document."""
+        c = self.counts
+        return {"judged": c["queries_judged"], "missing_from_run": c["queries_missing_from_run"],
+                "extra_in_run": c["queries_extra_in_run"], "unjudged_documents": c["unjudged_retrieved"],
+                "nan_scores": c["nan_scores"], "evaluated": {m: len(self.query_ids[m]) for m in self.measures},
+                "no_relevant": {m: c[f"{m}:no_relevant"] for m in self.measures}}
+
+    def sentence(self) -> str:
+        """The contract in one sentence, with what each of its policies met (printed under every `terazi score`)."""
+        p, q = self.policies, self.queries
+        return (f"contract {p.label}: {CONTRACTS[p.preset].summary}. Judged queries {q['judged']}; missing from run "
+                f"{q['missing_from_run']} ({p.missing_query}); run queries without judgments {q['extra_in_run']} "
+                f"({p.extra_query}); unjudged documents retrieved {q['unjudged_documents']} ({p.unjudged}); NaN "
+                f"scores {q['nan_scores']} ({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, "
+                "then doc id desc; ideal DCG 0 → 0")
 
 
 def _is_int(x: object) -> bool:
@@ -125,7 +144,8 @@ def _check_run(r: pl.DataFrame, policies: Policies) -> int:
     nan = int(r["score"].is_nan().sum())
     if nan and policies.nan_score == "error":
         q, d = r.filter(pl.col("score").is_nan()).select("query_id", "doc_id").row(0)
-        raise MetricError(f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract {policies.label})")
+        raise MetricError(f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract "
+                          f"{policies.label})")
     if policies.repeated_rank == "error" and "rank" in r.columns:
         if r["rank"].null_count():
             q, d = r.filter(pl.col("rank").is_null()).select("query_id", "doc_id").row(0)
@@ -195,7 +215,7 @@ def evaluate(
     qrels: Mapping[str, Mapping[str, int]] | pl.DataFrame,
     run: Mapping[str, Mapping[str, float]] | pl.DataFrame,
     measures: list[str],
-    policies: Policies = Policies(),
+    policies: Policies | None = None,
     order: Literal["score", "rank"] = "score",
 ) -> Evaluation:
     """Score a run against judgments; returns per-query values for every measure.
@@ -204,6 +224,7 @@ def evaluate(
     document) pairs 64-bit keys; document strings are only read where two scores tie. Only judged rows
     carry gain, so once ranked every measure is one aggregation over the judged rows of each query.
     """
+    policies = policies or Policies()
     parsed = {m.name: m for m in map(parse_measure, measures)}
     q = qrels_frame(qrels)
     r = run_frame(run)
@@ -252,7 +273,8 @@ def evaluate(
     rr = rr.select("qi", "_j", "_row", _within("qi"))
 
     present = rr["qi"].n_unique()
-    keep = pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else rr["qi"].unique().sort()
+    keep = (pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero"
+            else rr["qi"].unique().sort())
     qids = judged.gather(keep).to_list()
     whole = any(m.cutoff is None for m in parsed.values())
     depth = max((m.cutoff or 0) for m in parsed.values())
@@ -290,7 +312,8 @@ def evaluate(
         v, no_rel = table.select(value.alias("v"), no_rel_expr.alias("none")).get_columns()
         counts[f"{name}:no_relevant"] = n_none = int(no_rel.sum())
         if n_none and policies.no_relevant == "error":
-            raise MetricError(f"{n_none} queries have no relevant document for {name}, e.g. {qids[no_rel.arg_true()[0]]!r}")
+            raise MetricError(f"{n_none} queries have no relevant document for {name}, e.g. "
+                              f"{qids[no_rel.arg_true()[0]]!r}")
         if n_none and policies.no_relevant == "skip":
             values[name] = v.filter(~no_rel)
             ids[name] = [x for x, skip in zip(qids, no_rel.to_list()) if not skip]
@@ -326,7 +349,8 @@ def _ndcg(m: Measure, n: int, rel: str):
 
 
 def _judged(m: Measure, n: int, rel: str):  # judged among the returned top k
-    return [_top(m).sum().alias(f"v{n}")], [], pl.when(pl.col("len") > 0).then(pl.col(f"v{n}") / pl.min_horizontal("len", m.cutoff))
+    value = pl.when(pl.col("len") > 0).then(pl.col(f"v{n}") / pl.min_horizontal("len", m.cutoff))
+    return [_top(m).sum().alias(f"v{n}")], [], value
 
 
 def _rr(m: Measure, n: int, rel: str):

@@ -1,6 +1,9 @@
-"""A comparison (terazi.analysis.comparison) in markdown: `terazi compare --format markdown` and the nightly."""
+"""A comparison (terazi.analysis.comparison) in markdown (`terazi compare --format markdown` and the nightly) and on a
+terminal (`terazi compare`)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -8,11 +11,14 @@ from terazi.analysis.comparison import Comparison
 from terazi.present.labels import level
 from terazi.present.table import Table
 
+if TYPE_CHECKING:
+    from rich.console import Group
+
 
 def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
     """`terazi compare --format markdown`: the overall lines, then the cells that changed (or every cell)."""
-    lines = [f"# {cmp.title}", "", f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
-             f"{level(cmp.confidence)} interval; correction: {cmp.correction}.", ""]
+    lines = [f"# {cmp.title}", "", (f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
+             f"{level(cmp.confidence)} interval; correction: {cmp.correction}."), ""]
     lines += _md_table(cmp.overall, "overall (clean, datasets weighted equally)")
     shown = cmp.cells if everything else cmp.changed()
     lines += _md_table(shown, "cells" if everything else "cells that changed")
@@ -65,3 +71,28 @@ def depth_table(depths: pl.DataFrame) -> Table:
                   for r in depths.iter_rows(named=True)],
                  ["Enough: the smallest depth not significantly below that run's deepest (depths.csv)."],
                  align=["left", *["right"] * 4, "left", "left"])
+
+
+def comparison_rich(cmp: Comparison, everything: bool = False) -> Group:
+    """`terazi compare`: the parts of the markdown, each verdict coloured."""
+    from rich.console import Group
+    from rich.text import Text
+
+    def table(df: pl.DataFrame, title: str):
+        t = comparison_table(df)
+        t.align = ["left" if c in TEXT_COLUMNS else "right" for c in t.columns]
+        return t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()])
+
+    shown = [Text(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: "
+                  f"{cmp.correction}"), table(cmp.overall, "overall (clean, datasets weighted equally)")]
+    cells = cmp.cells if everything else cmp.changed()
+    if cells.height:
+        shown.append(table(cells, "cells" if everything else "cells that changed"))
+    same = cmp.unchanged_systems()
+    if same and not everything:
+        shown.append(Text(f"unchanged in every cell: {', '.join(same)}"))
+    shown += [Text(f"{side}: {', '.join(names)}") for side, names in (("only after", cmp.added),
+                                                                      ("only before", cmp.removed)) if names]
+    if cmp.depths is not None:
+        shown.append(depth_table(cmp.depths).rich(DEPTHS_CAPTION))
+    return Group(*shown)

@@ -13,9 +13,14 @@ from terazi.present.table import Table
 from terazi.schemas.layout import LeakageLayout
 
 
+def read_summary(out: str | Path) -> dict:
+    """The summary a leakage check wrote into its output folder."""
+    return json.loads(LeakageLayout(out).summary_json.read_text(encoding="utf-8"))
+
+
 def shares_table(summary: dict) -> Table:
     """Per dataset: queries, n-gram hits, repeats, contaminated queries, passages hit, judged queries whose
-    relevant passage is hit; each with its share."""
+    relevant passage is hit; each with its share (numbers aligned right on a terminal)."""
     cols = ["Dataset", "Queries", "N-gram hit", "Repeated (exact / near)", "Contaminated", "Passages", "Passages hit",
             "Relevant passage hit"]
     rows = []
@@ -27,13 +32,13 @@ def shares_table(summary: dict) -> Table:
                      f"{d['passage_hits']:,} ({percent(s['passages'])})",
                      f"{d['relevant_hit_queries']:,} of {d['judged_queries']:,} ({percent(s['relevant_hit'])})"])
     o, n = summary["options"], summary["train_hits"]
-    return Table(cols, rows, [f"{o['ngram']}-word sequences shared with training text; {n:,} training "
-                              f"record{'' if n == 1 else 's'} to drop."])
+    note = (f"{o['ngram']}-word sequences shared with training text; {n:,} training record{'' if n == 1 else 's'} "
+            "to drop.")
+    return Table(cols, rows, [note], ["left"] + ["right"] * (len(cols) - 1))
 
 
 def leakage_artifacts(out: str | Path) -> list[Artifact]:
-    layout = LeakageLayout(out)
-    summary = json.loads(layout.summary_json.read_text(encoding="utf-8"))
+    layout, summary = LeakageLayout(out), read_summary(out)
     table = shares_table(summary)
     lists = ", ".join(f"`{layout.queries(d['folder'])}`" for d in summary["datasets"])
     report = layout.report_md.read_text(encoding="utf-8") + (

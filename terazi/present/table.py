@@ -94,15 +94,16 @@ class Table:
             r"\end{tabular}", r"\end{table}", ""])
 
     def rich(self, title: str | None = None, caption: str | None = None, no_wrap: tuple[int, ...] = (),
-             styles: list[str | None] | None = None, caption_justify: str | None = None):
-        """A rich table for the terminal (cells are plain text, never markup); bold cells bold, `styles` per row."""
+             styles: list[str | None] | None = None, caption_justify: str | None = None, fold: bool = False):
+        """A rich table for the terminal (cells are plain text, never markup); bold cells bold, `styles` per row;
+        `fold`: a word too long for its column goes on over the next lines (a path), instead of being cut short."""
         from rich.table import Table as RichTable
         from rich.text import Text
 
         kw = {"caption_justify": caption_justify} if caption_justify else {}
         t = RichTable(title=Text(title) if title else None, caption=Text(caption) if caption else None, **kw)
         for j, (c, a) in enumerate(zip(self.columns, self._align())):
-            t.add_column(c, justify=a or "left", no_wrap=j in no_wrap)
+            t.add_column(c, justify=a or "left", no_wrap=j in no_wrap, overflow="fold" if fold else "ellipsis")
         for i, r in enumerate(self.rows):
             t.add_row(*(Text(v, style="bold" if (i, j) in self.bold else "") for j, v in enumerate(r)),
                       style=(styles[i] if styles else None))

@@ -14,16 +14,17 @@ import fcntl
 import json
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow.parquet as pq
 
 from terazi.errors import IncompleteRunError, OutputPathError
-from terazi.paths import disjoint, inside, writable_folder
+from terazi.paths import disjoint, inside, local_path, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
+from terazi.schemas.config import DatasetSpec
 from terazi.schemas.layout import RunLayout
 
 MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST
@@ -36,6 +37,22 @@ def check_outputs(config: EvalConfig | AnalyzeConfig, files: list[tuple[str, str
     disjoint(outputs, [*inputs, *files])
     if config.run_name:
         check_free(inside(Path(config.out_dir).expanduser().resolve(), config.run_name))
+
+
+def run_inputs(run: Path) -> list[tuple[str, str]]:
+    """The folders the run of a results folder read (its datasets, first-stage runs, exclude folder, runs folder), as
+    its manifest names them: whatever is made from the folder (a card) is never written onto them. An unreadable
+    manifest gives none (reading the folder refuses it next)."""
+    try:
+        body = json.loads((run / MANIFEST).read_text(encoding="utf-8"))
+        config = body.get("config") or {}
+        found = [("dataset folder", d["path"]) for d in body.get("datasets") or []]
+        found += [("dataset folder", DatasetSpec(path=str(d["path"])).folder) for d in config.get("datasets") or []]
+        found += [("first-stage runs folder", d.get("first_stage_runs")) for d in config.get("datasets") or []]
+        found += [("exclude folder", config.get("exclude")), ("runs folder", config.get("folder"))]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return []
+    return [(what, p) for what, value in found if isinstance(value, str) and (p := local_path(value))]
 
 
 def _lock(run: Path) -> int | None:
@@ -73,7 +90,7 @@ def held(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None)
     """The run folder inside `out_dir`, created (or reused) and held by this run until the block ends: a stale
     manifest dropped, marked incomplete. Another run holding it is refused before anything in it changes."""
     root = writable_folder(out_dir, "results folder")
-    name = run_name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    name = run_name or datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run = inside(root, name)
     if run.exists() and not run.is_dir():
         raise OutputPathError(f"results folder {run} is a file: choose another run name")
@@ -84,7 +101,7 @@ def held(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None)
     try:
         (run / MANIFEST).unlink(missing_ok=True)
         (run / MARKER).write_text(json.dumps({
-            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
             "host": socket.gethostname(), "flow_run_id": flow_run_id, "status": "running"}, indent=2))
         yield run
     finally:
@@ -127,7 +144,7 @@ def mark_stopped(run: Path, reason: str) -> None:
         body = json.loads(marker.read_text())
     except (OSError, ValueError):
         body = {}
-    body.update(status="stopped", reason=reason, stopped=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    body.update(status="stopped", reason=reason, stopped=datetime.now(UTC).isoformat(timespec="seconds"))
     try:
         marker.write_text(json.dumps(body, indent=2))
     except OSError:

@@ -9,6 +9,7 @@ sentence where the system has a judged variant, rank intervals; plus the Hugging
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -29,6 +30,18 @@ from terazi.present.table import Table
 from terazi.schemas import MetricContract, ModelCost
 
 Labels = Literal["tr", "en"]
+FORMATS = ("markdown", "yaml", "eval-results", "json", "all")
+# all: each part in its own file, as the Hub reads them (the README's front matter, .eval_results/)
+SUFFIXES = {"markdown": ".md", "yaml": ".yaml", "json": ".json"}
+
+
+def card_files(out: Path, fmt: str) -> dict[str, Path]:
+    """format → the file it is written to: `out` itself, or for `all` `out` with each suffix and the
+    `.eval_results/<name>.yaml` beside it (the folder a model repository keeps them in)."""
+    if fmt != "all":
+        return {fmt: out}
+    return {**{key: out.with_suffix(suffix) for key, suffix in SUFFIXES.items()},
+            "eval-results": out.parent / ".eval_results" / f"{out.stem}.yaml"}
 
 
 @dataclass(frozen=True)
@@ -59,7 +72,8 @@ class Card:
     def markdown(self) -> str:
         lab = self.labels
         lines = [f"## {word('title', lab)}", "", " ".join(self.method), "", self.results.markdown(), "",
-                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(), ""]
+                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(),
+                 ""]
         if self.comparisons.rows:  # a run of one system compares nothing
             lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
             lines += [f"- {x}" for x in self.significant] + [""]
@@ -83,6 +97,19 @@ class Card:
     def eval_results_yaml(self) -> str:
         """Entries for a `.eval_results/<name>.yaml` file of the model repository."""
         return hub.dump(self.eval_results())
+
+    def text(self, fmt: str) -> str:
+        """The card in one format of `FORMATS` (not `all`)."""
+        return {"markdown": self.markdown, "yaml": self.model_index_yaml, "eval-results": self.eval_results_yaml,
+                "json": lambda: self.to_json() + "\n"}[fmt]()
+
+    def write(self, out: Path, fmt: str) -> Iterator[Path]:
+        """Write the card in `fmt` to `out` (with `all`, each part to its own file: `card_files`), yielding each file
+        once written."""
+        for key, path in card_files(out, fmt).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.text(key), encoding="utf-8")
+            yield path
 
     def to_json(self) -> str:
         """Everything the card prints, unrounded, with the text tables beside."""
@@ -161,7 +188,8 @@ def build_card(results_dir: str | Path, system: str, labels: Labels | None = Non
             or c in run.corrupted or c in [f"{x} retention" for x in run.corrupted]]
     numbers = {"results": run.board.select(keep).to_dicts(), "params": tables.params(run),
                "comparisons": pairwise_summary(tables.cells_of(run, system)).to_dicts(),
-               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference").to_dicts(),
+               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference")
+               .to_dicts(),
                "variants": variant_rows, "ranks": ranks.to_dicts()}
     return Card(
         system=system, model_name=model_name or system, labels=labels, headline=s.headline, confidence=s.confidence,
