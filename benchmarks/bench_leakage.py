@@ -54,7 +54,8 @@ def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_trai
 
     rng = random.Random(25)
     words, cumulative = _vocab(rng, 30_000)
-    sentence = lambda lo, hi: " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(lo, hi)))
+    def sentence(lo, hi):
+        return " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(lo, hi)))
     docs = [{"_id": f"d{i}", "text": sentence(40, 90).capitalize() + "."} for i in range(n_passages)]
     queries = [{"_id": f"q{i}", "text": sentence(4, 12) + "?"} for i in range(n_queries)]
     qrels = [(f"q{i}", f"d{rng.randrange(n_passages)}", 1) for i in range(n_queries)]

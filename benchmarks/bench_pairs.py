@@ -119,8 +119,10 @@ def main() -> None:
               f"{(warm['peak'] - warm['base']) / n:>7.0f} {warm['peak'] / 2**20:>8.0f}")
         assert cold["scored"] == cold["unique"] and warm["scored"] == 0
     (small_c, small_w), (big_c, big_w) = rows.values()
-    per = lambda r: r["seconds"] / r["pairs"]
-    mem = lambda r: (r["peak"] - r["base"]) / r["pairs"]
+    def per(r):
+        return r["seconds"] / r["pairs"]
+    def mem(r):
+        return (r["peak"] - r["base"]) / r["pairs"]
     print(f"ratio large/small per pair: cold time {per(big_c) / per(small_c):.2f}, cold memory "
           f"{mem(big_c) / mem(small_c):.2f}, warm time {per(big_w) / per(small_w):.2f}, warm memory "
           f"{mem(big_w) / mem(small_w):.2f}")

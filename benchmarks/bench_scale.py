@@ -97,7 +97,8 @@ def run_one(raw: dict) -> dict:
     manifest = run_evaluation(EvalConfig.model_validate(raw))
     wall = time.perf_counter() - t
     cache = Path(raw["cache_dir"])
-    size = lambda p: sum(f.stat().st_size for f in [p, *p.rglob("*")] if f.is_file()) if p.exists() else 0
+    def size(p):
+        return sum(f.stat().st_size for f in [p, *p.rglob("*")] if f.is_file()) if p.exists() else 0
     ce = next(r for r in manifest.reranks if r.system == "tiny-ce")
     return {"wall": wall, "peak": peak_rss(), "stages": stage_times(manifest.flow_run_id), "pairs": ce.pairs_unique,
             "shards": manifest.candidates[0].shards, "cache": size(cache), "scores": size(cache / "scores.sqlite") + size(cache / "scores.sqlite-wal"),

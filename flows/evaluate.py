@@ -9,8 +9,9 @@ the user opens. Tasks exchange manifests only (terazi.schemas); the heavy stages
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from prefect import flow
 from prefect.futures import PrefectFuture

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
@@ -37,7 +37,7 @@ class OpenRun:
 
     path: Path
     kind: str
-    started: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     clock: float = field(default_factory=time.perf_counter)
     manifest: RunManifest | None = None
 

@@ -3,8 +3,8 @@ the config asks for. Plans, searches, rankings and everything else run on the fl
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Callable, Iterator
 
 from terazi.schemas import EvalConfig
 

@@ -5,8 +5,9 @@ Everything is imported on first use, so `import terazi` stays cheap (no Prefect,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl

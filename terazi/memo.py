@@ -24,9 +24,10 @@ import os
 import shutil
 import time
 import uuid
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import polars as pl
 
@@ -96,7 +97,7 @@ def damaged(obj: Path) -> str | None:
 
 def set_aside(obj: Path, why: str) -> None:
     """Move a stored object to `<cache>/quarantine/` (or drop it, where that fails): the next use makes it again."""
-    target = obj.parent.parent / "quarantine" / f"outputs-{obj.name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S%f}"
+    target = obj.parent.parent / "quarantine" / f"outputs-{obj.name}-{datetime.now(UTC):%Y%m%d-%H%M%S%f}"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         obj.rename(target)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from rich.progress import (
     BarColumn,

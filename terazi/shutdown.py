@@ -19,8 +19,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 STOP = threading.Event()
 ENDING = threading.Event()  # inside `graceful()`: a stop ends the process

@@ -89,7 +89,7 @@ def disagreements(run_dir: Path) -> tuple[dict[str, int], float]:
     means = (joined.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == "nDCG@10"))
              .group_by("dataset", "system", "tool").agg(pl.col("value").mean(), pl.len().alias("queries"))
              .join(judged, on="dataset").filter(pl.col("queries") == pl.col("n")))  # ranx: where no query tied
-    for dataset, system, tool, value, *_ in means.iter_rows():
+    for dataset, system, _tool, value, *_ in means.iter_rows():
         worst = max(worst, abs(board.filter(pl.col("system") == system)[dataset].item() - value))
     counts = dict(joined.group_by("tool").len().iter_rows())
     return counts | {f"leaderboard {t}": n for t, n in means.group_by("tool").len().iter_rows()}, worst

@@ -10,8 +10,8 @@ chunks, ranking). `rerank_row` writes a test's candidate and variant frames wher
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import polars as pl
 

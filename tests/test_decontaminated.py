@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 import terazi
 from terazi.cli import app
-from terazi.data.beir import load_beir, write_beir
 from terazi.contamination import TrainSource, check, write
+from terazi.data.beir import load_beir, write_beir
 from tests.leakage_inputs import jsonl
 
 SEED, RESAMPLES, HEADLINE = 5, 1000, "nDCG@10"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from datetime import UTC
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_malformed_answers_are_refused_naming_what_is_wrong(results, problem):
 
 
 def test_retry_after_is_read_in_seconds_or_as_a_date_and_backoff_has_jitter():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
 
     import httpx
@@ -56,7 +57,7 @@ def test_retry_after_is_read_in_seconds_or_as_a_date_and_backoff_has_jitter():
 
     assert retry_after(response("3")) == 3.0 and retry_after(response(None)) is None
     assert retry_after(response("soon")) is None and retry_after(response("-5")) == 0.0
-    later = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 28 <= retry_after(response(later)) <= 30
     waits = [pause(0, 2.0) for _ in range(200)]
     assert min(waits) >= 2.0 and max(waits) <= 2.4 and len(set(waits)) > 100  # what was asked, plus jitter

@@ -51,7 +51,7 @@ def test_per_task_and_mteb_rank_differently_when_a_task_is_missing():
     assert note == {"A": 3, "B": 2, "C": 1 + 1, "D": 0 + 0}  # t2: N = 2, so C 1 and the last, D, 0
     assert mteb == {"A": 3, "B": 2, "C": 1 + 3, "D": 0 + 2}  # t2: N = 4, so even D earns 2
     assert board_of_scores(long)["system"][0] == "A" and board_of_scores(long, borda="mteb")["system"][0] == "C"
-    for task, part in long.group_by("task"):  # per task the last earns 0 and the first N - 1
+    for _task, part in long.group_by("task"):  # per task the last earns 0 and the first N - 1
         n = part.height
         pts = board_of_scores(part).filter(pl.col("tasks") > 0)["borda_votes"].sort()
         assert pts[0] == 0 and pts[-1] == n - 1

@@ -172,7 +172,8 @@ def test_near_repeats_match_a_brute_force_search_over_all_pairs():
     finder = RepeatFinder(pl.Series(bench), 85.0, fold_ascii=False)
     for s in range(0, len(train), 1000):  # in three batches, as training chunks come
         finder.feed(pl.Series(train[s:s + 1000]), np.arange(s, min(s + 1000, len(train)), dtype=np.int64))
-    norm = lambda t: " ".join(tokens(pl.Series([t]))[0].to_list())
+    def norm(t):
+        return " ".join(tokens(pl.Series([t]))[0].to_list())
     nb, nt = [norm(b) for b in bench], [norm(t) for t in train]
     for i, b in enumerate(nb):
         scores = [fuzz.ratio(b, t) if b and t else 0.0 for t in nt]
@@ -208,7 +209,8 @@ def test_both_directions_match_a_plain_python_set_implementation(tmp_path, hold)
     rng, fold = random.Random(11), LeakageOptions().fold_ascii  # the default normalisation, cross-checked
     vocab = ["çay", "Elma", "şehir", "ılık", "İzmir", "yol", "gün", "deniz", "kitap", "su", "dağ", "ÇAY", "kuş", "ev",
              "ağaç", "yağmur", "köprü", "taş", "kar", "ay"]
-    sent = lambda k: " ".join(rng.choices(vocab, k=k)) + rng.choice([".", "!", ",", ""])
+    def sent(k):
+        return " ".join(rng.choices(vocab, k=k)) + rng.choice([".", "!", ",", ""])
     datasets = []
     for name in ("a", "b"):
         docs = [(f"{name}d{i}", sent(rng.randint(0, 12))) for i in range(300)]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from terazi.data.beir import load_beir, write_beir
 from terazi.contamination import LeakageOptions, TrainSource, check, write
+from terazi.data.beir import load_beir, write_beir
 from terazi.errors import ConfigError, DatasetError
 from terazi.turkish import to_ascii, tr_upper
 from tests.conftest import XQUAD_TR

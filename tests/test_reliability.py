@@ -11,9 +11,9 @@ import codecs
 import errno
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from typer.testing import CliRunner

@@ -198,7 +198,7 @@ def test_two_concurrent_runs_score_each_pair_once(tmp_path, tiny_dataset):
 
     procs = [start_worker(tmp_path, n, tiny_dataset, tmp_path / "shared", ["a", "b"]) for n in "ab"]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "locked" not in err
     stats = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]

@@ -48,7 +48,7 @@ def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
         out, _ = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError("terazi run was still running 30 s after SIGTERM")
+        raise AssertionError("terazi run was still running 30 s after SIGTERM") from None
     while not all(gone(p) for p in family) and time.monotonic() - sent < 30:
         time.sleep(0.2)
     assert all(gone(p) for p in family), [p for p in family if not gone(p)]

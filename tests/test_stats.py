@@ -77,7 +77,7 @@ def test_shared_draws_are_the_queries_a_generator_of_the_seed_draws():
     counts = draws((700, 45), 300, 11, chunk)
     assert draws((700, 45), 300, 11, chunk) is counts
     rng = np.random.default_rng(11)
-    for (name, v), c in zip(sorted(values.items()), counts):
+    for (_name, v), c in zip(sorted(values.items()), counts):
         step = max(1, chunk // v.size)
         gathered = np.concatenate([v[rng.integers(0, v.size, size=(min(300, s + step) - s, v.size))].mean(axis=1)
                                    for s in range(0, 300, step)])

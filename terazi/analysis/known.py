@@ -114,7 +114,7 @@ def kept(cache_dir: str | Path | None) -> Iterator[None]:
             log.warning("%s: %s; this run's intervals are not kept", path, e)
 
 
-def _digest(h: "hashlib._Hash", value: Any) -> None:
+def _digest(h: hashlib._Hash, value: Any) -> None:
     if isinstance(value, Mapping):  # dataset -> per-query values, read in sorted order by every statistic
         h.update(b"M%d" % len(value))
         for name in sorted(value):

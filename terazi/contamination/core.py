@@ -18,7 +18,6 @@ from functools import partial
 import numpy as np
 import polars as pl
 
-from terazi.data.beir import Dataset
 from terazi.contamination.examples import Examples, TextsOf
 from terazi.contamination.match import HeldIndex, Hits, Scan
 from terazi.contamination.ngrams import text_ngrams
@@ -27,6 +26,7 @@ from terazi.contamination.repeats import RepeatFinder
 from terazi.contamination.result import DatasetLeakage, LeakageResult, Repeat, SourceLeakage
 from terazi.contamination.sides import BenchmarkSide, TrainingSide
 from terazi.contamination.sources import Chunk, Reader
+from terazi.data.beir import Dataset
 from terazi.errors import ConfigError
 from terazi.schemas.leakage import LeakageOptions, TrainSource
 

@@ -13,9 +13,9 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 import polars as pl

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -226,7 +226,7 @@ def materialize(source: Source, split: str, cache_dir: str | Path) -> Path:
     judgments.write_csv(tmp / "qrels" / f"{split}.tsv", separator="\t", quote_style="never")
     (tmp / SOURCE_FILE).write_text(json.dumps({
         "source": source.text, "revision": revision, "split": split, "documents": docs.height, "queries": qs.height,
-        "judgments": judgments.height, "read": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=2))
+        "judgments": judgments.height, "read": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
     log.info("%s: %d documents, %d queries, %d judgments copied to %s", source.text, docs.height, qs.height,

@@ -11,16 +11,16 @@ from __future__ import annotations
 import base64
 import html
 import io
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from importlib.metadata import version
-from typing import Callable
 
 import polars as pl
 
 from terazi import memo
-from terazi.fingerprint import of_rows
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
+from terazi.fingerprint import of_rows
 from terazi.present.labels import condition_label, level, word
 from terazi.present.table import Table
 from terazi.present.tables import COST_NOTE, COST_POINTER, conditions_table, pairs_summary_table, pairs_table
@@ -221,7 +221,7 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
         board.notes = [COST_POINTER if n == COST_NOTE else n for n in board.notes]
     sections = [
         f"<h1>{html.escape(title)}</h1>",
-        f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
+        f"<p>Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
         "clean queries, datasets in the ranking weighted equally. Every table and plot lists the systems in the "
         "leaderboard's order: significance group, then headline.</p>",
         f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "

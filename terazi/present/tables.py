@@ -87,7 +87,8 @@ def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: st
     rows = []
     for s in order:
         c = costs.get(s)
-        lat = (lambda v: "–" if v is None else f"{v:.2f}" if v < 10 else f"{v:,.0f}")
+        def lat(v):
+            return ("–" if v is None else f"{v:.2f}" if v < 10 else f"{v:,.0f}")
         rows.append([s, kinds.get(s, "–"), (c and c.device) or "–", (c and c.precision) or "–",
                      str(c.batch_size) if c and c.batch_size else "–", params_text(c and c.params),
                      size_text(c and c.size_bytes), speed_text(c, labels),

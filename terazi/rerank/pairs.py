@@ -7,7 +7,8 @@ corpus statistics of BM25), and the score store is keyed on it.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, NamedTuple, Protocol
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple, Protocol
 
 import numpy as np
 

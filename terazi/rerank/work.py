@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Callable, ContextManager
 
 import numpy as np
 import polars as pl
@@ -49,7 +49,7 @@ def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
 
 
 def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores, block: int,
-               lock: ContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None,
+               lock: AbstractContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None,
                wait: bool = True, poll: float = POLL_SECONDS) -> tuple[int, pl.DataFrame]:
     """Score the pairs of `rows` (pos, q, d, text, doc_id) that have no score in the store yet.
 
@@ -97,7 +97,7 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
 
 
 def score_unstored(rows: pl.DataFrame, scorer: PairScorer, block: int, out: Path,
-                   lock: ContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None) -> int:
+                   lock: AbstractContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None) -> int:
     """Score every pair of `rows` (pos, q, d, text, doc_id) block by block and write (q, d, score) to `out`: the path
     of a scorer that needs no document text and bypasses the score store (`in_store = False`: BM25, whose pairs cost
     less to score than to store). Written whole at the end (a retried chunk scores again: cheap by definition)."""

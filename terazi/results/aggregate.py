@@ -29,8 +29,7 @@ from terazi.analysis.intervals import (
     system_intervals,
 )
 from terazi.analysis.judged import Judgement, judge
-from terazi.analysis.leaderboard import board_of_scores
-from terazi.analysis.leaderboard import describe
+from terazi.analysis.leaderboard import board_of_scores, describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
 from terazi.data.exclusions import read_exclusions
@@ -225,7 +224,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
             continue
         mine = variants.filter(pl.col("dataset") == d.name)
 
-        def make() -> pl.DataFrame:
+        def make(d: DatasetManifest = d, mine: pl.DataFrame = mine) -> pl.DataFrame:
             values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path),
                                       changed_flags(mine), [f"R@{k}"])
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())

@@ -36,7 +36,7 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
         for r in (r for r in rankings if r.dataset == ds.name):
             check()
 
-            def write(root: Path, r: RerankResult = r) -> dict:
+            def write(root: Path, r: RerankResult = r, ds: DatasetManifest = ds, samples: dict = samples) -> dict:
                 ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
                 return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples,
                                                               r.rerank_depth))}

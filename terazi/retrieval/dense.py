@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from terazi.models.text import clip
+
+if TYPE_CHECKING:
+    import faiss
 
 log = logging.getLogger("terazi.retrieval")
 AUTO_EXACT_LIMIT = 2_000_000  # exact search costs ~5 ms per query at 1M passages: approximate only above this

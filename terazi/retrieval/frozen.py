@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -142,7 +142,7 @@ def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -
 
 def quarantine_folder(folder: Path) -> None:
     """Move a damaged candidate set aside (`<cache>/quarantine/`), so it is computed again."""
-    target = folder.parent.parent / "quarantine" / f"candidates-{folder.name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    target = folder.parent.parent / "quarantine" / f"candidates-{folder.name}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(folder, target)
     log.warning("moved the damaged candidate set %s to %s; computing it again", folder, target)

@@ -10,7 +10,7 @@ model's float tolerance.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

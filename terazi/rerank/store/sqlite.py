@@ -24,11 +24,11 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import repeat
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import polars as pl
@@ -333,7 +333,7 @@ def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFr
 
 def quarantine(path: Path) -> Path:
     """Move a cache file (and its WAL and shared-memory files) aside, into `<cache>/quarantine/`."""
-    stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{os.getpid()}-{time.time_ns() % 10**6:06d}"
+    stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{os.getpid()}-{time.time_ns() % 10**6:06d}"
     folder = path.parent / "quarantine"
     folder.mkdir(exist_ok=True)
     target = folder / f"{path.name}.{stamp}"
