@@ -58,10 +58,11 @@ log = logging.getLogger("terazi.rerank")
 
 def tied_conditions(path: str | Path) -> list[str]:
     """The conditions (query sets) under which every query's candidates all have one score: the first stage told
-    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order."""
+    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order. Streamed:
+    every run reads the whole candidate set for it, warm runs too."""
     cand = pl.scan_parquet(path).select("condition", "query_id", "score")
-    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").n_unique() == 1)
-    flat = per_query.group_by("condition", maintain_order=True).agg(pl.col("tied").all()).collect()
+    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").max() == pl.col("score").min())
+    flat = per_query.group_by("condition").agg(pl.col("tied").all()).collect(engine="streaming")
     return sorted(flat.filter(pl.col("tied"))["condition"].to_list())
 
 
