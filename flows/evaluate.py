@@ -194,7 +194,7 @@ def rank_rows(steps: Steps, ds: DatasetManifest, pool: CandidateSet, pool_varian
               config: EvalConfig, cache: str, out: str) -> list[RerankResult]:
     """The first stage's own row, each model row (a plan, its chunks on the model runner, the ranking), then each
     fusion of rows listed above it, in the config's order."""
-    rows = {FIRST_STAGE: steps.spawn(first_stage_task, ds, pool, out)}
+    rows = {FIRST_STAGE: steps.spawn(first_stage_task, ds, pool, out, cache)}
     plans = [steps.spawn(rerank_plan_task, ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
                          config.offline, config.sweep_depth, config.ties)
              for spec in config.rerankers if spec.kind != "rrf"]

@@ -10,6 +10,8 @@ has no earlier order to keep and ranks by `trec`). The metric contract prints th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
@@ -36,3 +38,13 @@ def id_order(ids: pl.Series) -> np.ndarray:
     """Each document's place in document id descending order (0: the largest id), by row: a list sorted by score
     descending, then by this ascending, is ranked by the `trec` rule (ids compared as strings, bytewise)."""
     return ids.cast(pl.Utf8).rank("ordinal", descending=True).cast(pl.Int64).to_numpy() - 1
+
+
+def tied_conditions(path: str | Path) -> list[str]:
+    """The conditions (query sets) under which every query's candidates all have one score: the first stage told
+    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order. Streamed:
+    every run reads the whole candidate set for it, warm runs too."""
+    cand = pl.scan_parquet(path).select("condition", "query_id", "score")
+    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").max() == pl.col("score").min())
+    flat = per_query.group_by("condition").agg(pl.col("tied").all()).collect(engine="streaming")
+    return sorted(flat.filter(pl.col("tied"))["condition"].to_list())

@@ -10,6 +10,7 @@ the plan's file paths.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -52,24 +53,18 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
+from terazi.ties import tied_conditions
 
 log = logging.getLogger("terazi.rerank")
 
 
-def tied_conditions(path: str | Path) -> list[str]:
-    """The conditions (query sets) under which every query's candidates all have one score: the first stage told
-    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order. Streamed:
-    every run reads the whole candidate set for it, warm runs too."""
-    cand = pl.scan_parquet(path).select("condition", "query_id", "score")
-    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").max() == pl.col("score").min())
-    flat = per_query.group_by("condition").agg(pl.col("tied").all()).collect(engine="streaming")
-    return sorted(flat.filter(pl.col("tied"))["condition"].to_list())
-
-
-def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
+def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str,
+                        cache_dir: str | None = None) -> RerankResult:
     """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
-    under some query set (its row would score only the tie order of the document ids)."""
-    tied = tied_conditions(candidates.path)
+    under some query set (its row would score only the tie order of the document ids). Whether they do is kept with
+    the stored outputs under the candidates' fingerprint: a warm run does not read the candidates for it."""
+    key = memo.key("tied", candidates.fingerprint, maker="terazi.ties")
+    tied = json.loads(memo.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
     if tied:
         log.warning("first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
                     "first-stage row, and what the rerankers are given) is only the tie order of the document ids; "
