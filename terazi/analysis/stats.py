@@ -45,8 +45,8 @@ class _Draws:
 
     Every interval of a run resamples the same datasets with the same seed, so it draws the same queries: drawing them
     once and keeping each dataset's draws as counts (how often each query is in each resample, the smallest unsigned
-    type that holds them: 2000 × 10,000 queries is 20 MB) turns an interval into one matrix product per dataset instead
-    of drawing and gathering resamples × queries values again. The generator is called exactly as an interval drawing
+    type that holds the largest: a byte, so 2000 × 10,000 queries is 20 MB) turns an interval into one matrix product
+    per dataset instead of drawing and gathering resamples × queries values again. The generator is called exactly as an interval drawing
     its own would (seeded with `seed`, datasets in the caller's order, chunks of about `chunk_cells` indexes), so the
     resamples are the same queries as before. Kept up to `budget` bytes, least recently used first out.
     """
@@ -80,7 +80,7 @@ class _Draws:
             idx = rng.integers(0, size, size=(rows, size))
             idx += np.arange(rows)[:, None] * size  # row r's queries counted in r's own block of `size` bins
             c = np.bincount(idx.ravel(), minlength=rows * size).reshape(rows, size)
-            parts.append(c.astype(np.min_scalar_type(size)))
+            parts.append(c.astype(np.min_scalar_type(int(c.max()))))  # a byte unless a query is drawn 256 times
         return np.concatenate(parts)
 
 

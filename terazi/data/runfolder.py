@@ -23,6 +23,7 @@ exactly terazi's ranking, ties included (terazi keeps ties in first-stage order)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,17 +39,19 @@ SAMPLE = re.compile(r"^sample-(\d+)$")
 STAGE_MARK = "~"  # `<first stage>~<system>.trec`
 
 
-def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system: str,
-                   samples: dict[str, int]) -> list[Path]:
+def write_rankings(blocks: Iterable[pl.DataFrame], depths: dict[tuple[str, int], int], root: str | Path, dataset: str,
+                   system: str, samples: dict[str, int]) -> list[Path]:
     """A ranking table (condition, sample, query_id, rank, doc_id, score) as TREC files, one per (condition,
-    sample), scored `depth + 1 − rank` so that ranking by score gives back the ranks exactly."""
-    written = []
-    for (cond, smp), part in ranking.group_by(["condition", "sample"], maintain_order=True):
-        depth = int(part["rank"].max())
-        path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
-        written.append(write_run(part.with_columns((depth + 1 - pl.col("rank")).cast(pl.Float64).alias("score")),
-                                 path, system))
-    return written
+    sample), scored `depth + 1 − rank` (`depths`: each one's deepest rank) so that ranking by score gives back the
+    ranks exactly. `blocks`: the table, or its blocks of whole variants in order (`terazi.data.blocks`), each
+    (condition, sample)'s rows in consecutive blocks, appended to its file."""
+    written: dict[tuple[str, int], Path] = {}
+    for block in blocks:
+        for (cond, smp), part in block.group_by(["condition", "sample"], maintain_order=True):
+            path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
+            score = (depths[cond, smp] + 1 - pl.col("rank")).cast(pl.Float64).alias("score")
+            written[cond, smp] = write_run(part.with_columns(score), path, system, append=(cond, smp) in written)
+    return list(written.values())
 
 
 def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:

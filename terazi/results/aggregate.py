@@ -35,7 +35,7 @@ from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
 from terazi.data.exclusions import read_exclusions
 from terazi.data.loading import open_dataset, variant_texts
-from terazi.metrics.per_query import changed_flags, per_query_values
+from terazi.metrics.per_query import changed_flags, ranking_values
 from terazi.present import report
 from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
@@ -211,8 +211,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
                        k: int, variant_sets: list[VariantSet] = (), cache_dir: str | None = None) -> pl.DataFrame | None:
     """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end;
     `variants`: the query variants of every dataset (`variant_texts`), read from `variant_sets`. Kept in the cache's
-    stored outputs per candidate set, dataset and variant files (reading every candidate of a large benchmark is
-    most of the statistics' memory)."""
+    stored outputs per candidate set, dataset and variant files; the candidates are read a block at a time."""
     by_name = {c.dataset: c for c in candidates}
     frames = []
     for d in datasets:
@@ -221,8 +220,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
         mine = variants.filter(pl.col("dataset") == d.name)
 
         def make() -> pl.DataFrame:
-            values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path),
-                                      changed_flags(mine), [f"R@{k}"])
+            values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"])
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
         key = memo.key("first-stage-recall", d.name, d.fingerprint, k, Path(by_name[d.name].path),

@@ -11,13 +11,15 @@ import yaml
 
 from terazi import memo
 from terazi.data import runfolder
+from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.tables import CLEAN, SETTING_MARK, is_configured
+from terazi.schemas.tables import CLEAN, RANKING, SETTING_MARK, is_configured
 from terazi.shutdown import check
 
 log = logging.getLogger("terazi.export")
+CONFIGURED = ~pl.col("condition").str.contains(SETTING_MARK, literal=True)  # not the isolated setting's
 
 
 def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
@@ -36,9 +38,11 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
         for r in (r for r in rankings if r.dataset == ds.name):
             check()
 
-            def write(root: Path, r: RerankResult = r) -> dict:
-                ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
-                return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples))}
+            def write(root: Path, r: RerankResult = r, name: str = ds.name, samples: dict = samples) -> dict:
+                deepest = depths(r.path)
+                files = blockwise(r.path, RANKING, lambda blocks: runfolder.write_rankings(
+                    (b.filter(CONFIGURED) for b in blocks), deepest, root, name, r.system, samples))
+                return {"files": len(files)}
 
             key = memo.key("runs", Path(r.path), ds.name, r.system, samples)
             n += memo.reuse(cache_dir, key, out_dir, write)["files"]
@@ -54,3 +58,10 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
     layout.datasets_yaml.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
     log.info("wrote %d TREC run files under %s", n, layout.runs)
     return n
+
+
+
+def depths(ranking: str) -> dict[tuple[str, int], int]:
+    """The deepest rank of each (condition, sample) of a ranking file (its run file's scores count down from it)."""
+    frame = pl.scan_parquet(ranking).group_by("condition", "sample").agg(pl.col("rank").max()).collect()
+    return {(c, s): d for c, s, d in frame.iter_rows()}
