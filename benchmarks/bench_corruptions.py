@@ -17,7 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from terazi.corrupt.conditions import RULES as CONDITIONS
-from terazi.corrupt.conditions import changed, corrupt, edit_rate, sample_rng, samples_for, typo_with_edits
+from terazi.corrupt.conditions import changed, corrupt, edit_rate, sample_rng, samples_for
+from terazi.corrupt.typo import typo_with_edits
 from terazi.schemas import CorruptionSpec, MobileSpec
 
 XQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "xquad" / "xquad.tr.json"

@@ -18,6 +18,7 @@ from terazi import shutdown
 from terazi.configs import demo_config, read_config_file
 from terazi.flows.evaluate import evaluate
 from terazi.flows.nightly import nightly
+from terazi.paths import within
 from terazi.policy import ServicePolicy, absolute, absolute_dataset
 from terazi.schemas import EvalConfig
 
@@ -28,19 +29,25 @@ def load_config(path: str | Path | None) -> EvalConfig:
     return EvalConfig.model_validate(raw)
 
 
-def form_defaults(config: EvalConfig) -> dict:
-    """The config as the form's defaults, with its folders made absolute (relative paths would depend on
-    where a run happens to start)."""
+def form_defaults(config: EvalConfig, policy: ServicePolicy | None = None) -> dict:
+    """The config as the form's defaults, with its folders made absolute (relative paths would depend on where a run
+    happens to start) and always inside the policy's roots: a results or cache folder the config puts elsewhere
+    (`terazi serve --results-root R`) becomes the root itself, so pressing Run with the defaults is never refused."""
     body = config.model_dump(mode="json")
-    body["out_dir"], body["cache_dir"] = str(absolute(config.out_dir)), str(absolute(config.cache_dir))
+    out, cache = absolute(config.out_dir), absolute(config.cache_dir)
+    if policy is not None:
+        out = out if within(out, policy.results_root) else Path(policy.results_root)
+        cache = cache if within(cache, policy.cache_root) else Path(policy.cache_root)
+    body["out_dir"], body["cache_dir"] = str(out), str(cache)
     for d in body["datasets"]:
         d["path"] = absolute_dataset(d["path"])
     return {"config": body}
 
 
-def deployments(config: EvalConfig, cron: str = "0 2 * * *", timezone: str = "Europe/Istanbul") -> list:
-    """The ad-hoc deployment (defaults: `config`) and the nightly one (on `cron` in `timezone`)."""
-    params = form_defaults(config)
+def deployments(config: EvalConfig, policy: ServicePolicy, cron: str = "0 2 * * *",
+                timezone: str = "Europe/Istanbul") -> list:
+    """The ad-hoc deployment (defaults: `config` within `policy`) and the nightly one (on `cron` in `timezone`)."""
+    params = form_defaults(config, policy)
     return [
         evaluate.to_deployment(name="ad-hoc", parameters=params, tags=["terazi"],
                                description="Evaluate with any EvalConfig: Run › Custom run shows every parameter with "
@@ -59,7 +66,7 @@ def serve_all(config: EvalConfig, policy: ServicePolicy, cron: str, timezone: st
     arms the watchdog, since a runner whose Prefect server has gone keeps retrying the server and never ends."""
     policy.to_env()
     runner = Runner(limit=limit)
-    for d in deployments(config, cron, timezone):
+    for d in deployments(config, policy, cron, timezone):
         runner.add_deployment(d)
     runner.handle_sigterm = shutdown.relaying(runner.handle_sigterm)  # the runner installs it when it starts
     asyncio.run(runner.start())

@@ -17,7 +17,7 @@ from prefect.futures import PrefectFuture
 from terazi.analysis.identity import identity as benchmark_identity
 from terazi.flows.lifecycle import results_folder
 from terazi.flows.runners import Submit, model_runner
-from terazi.flows.runtime import artifact_prefix, crash_stale_runs, run_kind
+from terazi.flows.runtime import artifact_prefix, crash_stale_runs, refusals_as_failed, run_kind
 from terazi.paths import writable_folder
 from terazi.policy import enforce_if_served
 from terazi.results.folder import check_outputs
@@ -74,7 +74,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         log.info("results folder: %s (incomplete until the manifest is written)", out)
         datasets = preflight_task(config)  # every check that can run before heavy work, one line each
         roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
-        variants, stages = [], {s.name: Stage() for s in config.stages}
+        variants, stages = [], {s.name: FirstStageResults() for s in config.stages}
         with model_runner(config) as submit:
             for ds in datasets:
                 # 1. the query variants of every condition
@@ -90,8 +90,8 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
                     ranked = rank_rows(submit, ds, pool, pool_variants, config, cache, o)
-                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache)
-                                 for r in ranked]
+                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache,
+                                                   ties=config.ties) for r in ranked]
                     sweeps = depth_sweep(ds, pool, ranked, config, o)
                     done.scores += [f.result() for f in per_query]
                     done.depths += [f.result() for f in sweeps]
@@ -115,7 +115,7 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
 
 
 @dataclass
-class Stage:
+class FirstStageResults:
     """What one first stage produced, dataset by dataset."""
 
     candidates: list[CandidateSet] = field(default_factory=list)
@@ -125,7 +125,7 @@ class Stage:
     pools: list[tuple[CandidateSet, list[VariantSet]]] = field(default_factory=list)  # what the rows reordered
 
 
-def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: Stage, config: EvalConfig,
+def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: FirstStageResults, config: EvalConfig,
             out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
     """One first stage's results in `out`: the statistics and every table, runs/ for every TREC tool, the frozen
     candidates. The statistics and the runs one after the other: side by side, the statistics' per-query tables and
@@ -145,7 +145,7 @@ def evaluate(config: EvalConfig) -> RunManifest:
 
     Served as the ad-hoc deployment; the CLI and `terazi.evaluate()` run it too.
     """
-    return evaluation(enforce_if_served(config), run_kind())
+    return refusals_as_failed(lambda: evaluation(enforce_if_served(config), run_kind()))
 
 
 def first_stage(submit: Submit, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,
@@ -171,7 +171,7 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: first_stage_task.submit(ds, pool, out)}
     plans = [rerank_plan_task.submit(ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                                     config.offline, config.sweep_depth)
+                                     config.offline, config.sweep_depth, config.ties)
              for spec in config.rerankers if spec.kind != "rrf"]
     chunks = {}
     for plan in (p.result() for p in plans):
@@ -183,7 +183,7 @@ def rank_rows(submit: Submit, ds: DatasetManifest, pool: CandidateSet, pool_vari
     for spec in config.rerankers:
         if spec.kind == "rrf":
             ranked[spec.name] = fuse_task(ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out,
-                                       cache)
+                                          cache, config.ties)
     return list(ranked.values())
 
 
@@ -194,6 +194,6 @@ def depth_sweep(ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResu
     if not config.rerank_depths:
         return []
     models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
-    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out),
-            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out)
+    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
+            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
               for r in ranked if r.system in models)]

@@ -10,7 +10,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
 from terazi.flows.evaluate import evaluation
-from terazi.flows.runtime import artifact_prefix
+from terazi.flows.runtime import artifact_prefix, refusals_as_failed
 from terazi.policy import enforce_if_served
 from terazi.present.changes import since_last_nightly
 from terazi.schemas import EvalConfig
@@ -20,6 +20,11 @@ from terazi.schemas.layout import RunLayout
 @flow(name="terazi-nightly", validate_parameters=True)
 def nightly(config: EvalConfig) -> str:
     """Tonight's evaluation in a new time-stamped folder, and what changed since the last nightly."""
+    return refusals_as_failed(lambda: tonight(config))
+
+
+def tonight(config: EvalConfig) -> str:
+    """The nightly's work: the served policy applied, the evaluation, what changed (published as an artifact)."""
     config = enforce_if_served(config).model_copy(update={"run_name": None})
     manifest = evaluation(config, "nightly")
     text = since_last_nightly(manifest, config)

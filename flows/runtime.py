@@ -1,17 +1,24 @@
-"""What a flow asks Prefect about its own run (which run, started by whom), and what it tells Prefect about runs
-whose process died."""
+"""What a flow asks Prefect about its own run (which run, started by whom), what it tells Prefect about runs
+whose process died, and how a served run that terazi refuses ends (a Failed state with one line)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
+from typing import TypeVar
 
+from prefect.client.schemas.objects import State
+from prefect.states import Failed
+
+from terazi.errors import TeraziError
 from terazi.policy import served_deployment
 from terazi.results import folder as results
 from terazi.schemas import EvalConfig
 
 log = logging.getLogger("terazi.flow")
 CALLER: ContextVar[str] = ContextVar("terazi_caller", default="cli")  # the Python API sets "python"
+T = TypeVar("T")
 
 
 def run_kind() -> str:
@@ -42,6 +49,19 @@ def crash_stale_runs(out_dir: str) -> None:
                                               force=True)
         except Exception as e:  # another server's run, or no longer known: the folder marker is what matters
             log.debug("could not mark flow run %s crashed: %s", flow_run_id, e)
+
+
+def refusals_as_failed(run: Callable[[], T]) -> T | State:
+    """`run()`; in a served run, terazi's own refusal (a `TeraziError`: the service policy, a bad input) ends the flow
+    run as Failed with the one line that says what to change, as the CLI prints it, instead of a Python traceback in
+    the UI. Elsewhere (the CLI, the Python API) it is raised for the caller, who prints or handles it."""
+    try:
+        return run()
+    except TeraziError as e:
+        if not served_deployment():
+            raise
+        log.error("%s", e)
+        return Failed(message=str(e))
 
 
 def artifact_prefix(config: EvalConfig, kind: str) -> str:

@@ -7,9 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_serializer, model_validator
 
-from terazi.schemas.config import EXCLUDE, EXCLUDE_BY, EvalConfig, omit_unset_exclude
+from terazi.schemas.config import EXCLUDE, EXCLUDE_BY, EvalConfig, measures, omit_unset_exclude
 from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
-from terazi.schemas.measures import parse_measure
 from terazi.schemas.tables import CLEAN
 
 _EVAL = EvalConfig.model_fields
@@ -50,10 +49,7 @@ class AnalyzeConfig(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyzeConfig:
-        for m in [*self.metrics, self.headline]:
-            parse_measure(m)
-        if self.headline not in self.metrics:
-            self.metrics = [self.headline, *self.metrics]
+        measures(self)
         if self.conditions is not None:
             self.conditions = list(dict.fromkeys([CLEAN, *self.conditions]))
         return self

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
+from terazi.errors import FieldsError, MetricError
 from terazi.paths import slugify, unique
 from terazi.schemas.corruption import CorruptionSpec
 from terazi.schemas.fields import (
@@ -41,17 +42,27 @@ class DatasetSpec(StrictModel):
                                                     "default: the folder's name, made safe and unique")
     split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
     task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
+    language: str = Field("tur-Latn", pattern=r"^[a-z]{3}-[A-Z][a-z]{3}$", description="the queries' language and "
+                          "script, as MTEB names them (ISO 639-3 and 15924): written in the MTEB result files")
     in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
     reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (in_ranking: "
                                                                   "false), printed beside its '*' in every table")
     first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
                                                           "dataset's first stage instead of the encoder: one per "
-                                                          "condition, <condition>.trec or <condition>-<sample>.trec")
+                                                          "condition, <condition>.trec or <condition>-<sample>.trec; "
+                                                          "or MTEB's saved predictions (a prediction_folder, or its "
+                                                          "<task>_predictions.json) for the clean queries")
+    ignore_identical_ids: bool = Field(False, description="leave a document whose id equals the query's id out of "
+                                                          "every ranking (BEIR's and MTEB's ignore_identical_ids, set "
+                                                          "for ArguAna- and Quora-style sets where a query is also a "
+                                                          "document); a query's excluded_ids (BRIGHT's) in "
+                                                          "queries.jsonl are always left out")
 
     @model_validator(mode="after")
     def _reason_only_out_of_ranking(self) -> DatasetSpec:
         if self.reason is not None and self.in_ranking:
-            raise ValueError("reason is for a dataset out of the ranking: set in_ranking: false, or drop the reason")
+            raise FieldsError(("reason", "in_ranking"), "reason is for a dataset out of the ranking: set in_ranking: "
+                                                        "false, or drop the reason")
         return self
 
     @property
@@ -129,8 +140,10 @@ class Limits(StrictModel):
     resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
     samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
     workers: int = Field(64, ge=1, description="most task_runner_workers")
+    depths: int = Field(100, ge=1, description="most rerank_depths (each depth ranks every reranker's candidates again)")
     pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
-                                                      "samples of every condition) × depth, over all datasets")
+                                                      "samples of every condition) × depth × first stages, over all "
+                                                      "datasets")
     cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
                                                          "over all datasets")
 
@@ -152,6 +165,12 @@ EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repe
               "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
 
 
+TIES = ("how a ranking made from scores orders tied documents, part of the metric contract printed with every table: "
+        "trec = score, then document id descending, as trec_eval, pytrec_eval, BEIR and MTEB do (every first stage "
+        "ranks so); first-stage = a reranked head keeps tied documents in first-stage order (trec tools reading its "
+        "run files then break those ties by document id instead)")
+
+
 RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
                  "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
                  "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
@@ -161,6 +180,22 @@ FIRST_STAGES = ("named first stages, e.g. [{name: dense, kind: dense}, {name: bm
                 "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
                 "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
                 "default: the dense `encoder:` alone")
+
+
+def measures(config: object) -> None:
+    """Every measure of `config` (EvalConfig, AnalyzeConfig) read, its bad one named by its field; the headline added
+    to the metrics."""
+    for i, m in enumerate(config.metrics):
+        try:
+            parse_measure(m)
+        except MetricError as e:
+            raise FieldsError(f"metrics.{i}", str(e)) from None
+    try:
+        parse_measure(config.headline)
+    except MetricError as e:
+        raise FieldsError("headline", str(e)) from None
+    if config.headline not in config.metrics:
+        config.metrics = [config.headline, *config.metrics]
 
 
 def omit_unset_exclude(model: object, body: object) -> object:
@@ -199,6 +234,7 @@ class EvalConfig(StrictModel):
                                                     "depth")
     rerank_depths: list[int] | None = Field(None, min_length=1, description=RERANK_DEPTHS)
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
+    ties: Literal["trec", "first-stage"] = Field("trec", description=TIES)
     headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
         "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
@@ -257,52 +293,55 @@ class EvalConfig(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalConfig:
-        for m in [*self.metrics, self.headline]:
-            parse_measure(m)
-        if self.headline not in self.metrics:
-            self.metrics = [self.headline, *self.metrics]
+        measures(self)
         if self.rerank_depth > self.depth:
-            raise ValueError(f"rerank_depth ({self.rerank_depth}) exceeds depth ({self.depth})")
+            raise FieldsError(("rerank_depth", "depth"), f"rerank_depth ({self.rerank_depth}) exceeds depth "
+                                                         f"({self.depth})")
         if self.rerank_depths is not None:
             if min(self.rerank_depths) < 1 or max(self.rerank_depths) > self.depth:
-                raise ValueError(f"rerank_depths {self.rerank_depths} must lie in 1..depth ({self.depth})")
+                raise FieldsError(("rerank_depths", "depth"), f"rerank_depths {self.rerank_depths} must lie in "
+                                                              f"1..depth ({self.depth})")
             self.rerank_depths = sorted({*self.rerank_depths, self.rerank_depth})
         given = [d.name for d in self.datasets if d.name]
         if len({n.lower() for n in given}) != len(given):
-            raise ValueError(f"dataset names must be unique, got {given}")
+            raise FieldsError("datasets", f"dataset names must be unique, got {given}")
         derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given):]
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         labels = [d.label for d in self.datasets]
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
-            raise ValueError(f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one")
+            raise FieldsError(("candidates", "datasets"), f"dataset(s) {both} have both frozen candidates and "
+                                                          "first_stage_runs: choose one")
         stages = [s.name for s in self.first_stages or []]
         if len({n.lower() for n in stages}) != len(stages):
-            raise ValueError(f"first stage names must be unique, got {stages}")
+            raise FieldsError("first_stages", f"first stage names must be unique, got {stages}")
         lexical = any(s.kind == "bm25" for s in self.first_stages or [])
         if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
-            raise ValueError("first_stages: a bm25 first stage retrieves its own candidates; drop `candidates` and "
-                             "the datasets' first_stage_runs, or the bm25 first stage")
+            raise FieldsError(("first_stages", "candidates" if self.candidates else "datasets"),
+                              "a bm25 first stage retrieves its own candidates; drop `candidates` and the datasets' "
+                              "first_stage_runs, or the bm25 first stage")
         stray = [k for k in self.candidates if k not in labels]
         if stray:
-            raise ValueError(f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
+            raise FieldsError("candidates", f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
         names = [r.name for r in self.rerankers]
         if len({n.lower() for n in names}) != len(names):
-            raise ValueError(f"reranker names must be unique, got {names}")
+            raise FieldsError("rerankers", f"reranker names must be unique, got {names}")
         earlier = {FIRST_STAGE}  # a fusion can only use rows listed before it
-        for r in self.rerankers:
+        for i, r in enumerate(self.rerankers):
             missing = [f for f in getattr(r, "fuse", []) if f not in earlier]
             if missing:
-                raise ValueError(f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it")
+                raise FieldsError(f"rerankers.{i}.fuse", f"reranker {r.name!r} fuses {missing}: fuse only first-stage "
+                                                         "or rows listed above it")
             earlier.add(r.name)
-        for v in self.variants:
+        for i, v in enumerate(self.variants):
             unknown = [n for n in (v.base, v.variant) if n not in earlier]
             if unknown or v.base == v.variant:
-                raise ValueError(f"variants: {v.variant!r} vs {v.base!r} must name two different rows; rows: "
-                                 f"{sorted(earlier)}")
+                raise FieldsError(f"variants.{i}", f"{v.variant!r} vs {v.base!r} must name two different rows; rows: "
+                                                   f"{sorted(earlier)}")
         if self.featured is not None and self.featured not in earlier:
-            raise ValueError(f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}")
+            raise FieldsError("featured", f"featured system {self.featured!r} is not a row of the leaderboard; rows: "
+                                          f"{sorted(earlier)}")
         return self
 
     @property

@@ -18,6 +18,7 @@ report, `terazi compare`, the nightly, the card) reads.
     ceiling/<dataset>.parquet                   the first stage's per-query recall@depth and oracle at each depth
     candidates/<dataset>/*.trec                 the frozen first stage (linked from the cache)
     runs/ qrels/ changed/ datasets.yaml         the results as a runs folder (terazi.data.runfolder)
+    mteb/results/<system>/<revision>/<dataset>.json   the clean results as MTEB result files (terazi.results.as_mteb)
 
 Every path is inside the folder (`terazi.paths.inside`): names come from configs and forms.
 """
@@ -238,9 +239,14 @@ class RunLayout:
     def runs(self) -> Path:
         return self.file("runs")
 
+    def mteb_result(self, system: str, revision: str, task: str) -> Path:
+        """One system's result on one dataset as MTEB writes it, in a folder that `mteb.ResultCache` opens as its
+        cache: `mteb/results/<model>/<revision>/<task>.json`."""
+        return inside(self.root, "mteb", "results", system, revision, f"{task}.json")
+
 
 class LeakageLayout:
-    """The output folder of `terazi leakage` (terazi.data.leakage.report writes it; an evaluation's `exclude` reads it):
+    """The output folder of `terazi leakage` (terazi.contamination.report writes it; an evaluation's `exclude` reads it):
 
         summary.json report.md report.html train_hits.txt
         <dataset>/queries.txt passages.txt relevant_hit.txt train_hits.txt repeats.tsv

@@ -1,5 +1,5 @@
 """The leakage check's contracts: a training source, how to check, the flow's config (`terazi-leakage`) and the small
-manifest it returns. The check itself is terazi.data.leakage; these live here so that a config (the flow's parameter,
+manifest it returns. The check itself is terazi.contamination; these live here so that a config (the flow's parameter,
 a YAML file) can hold them without the contracts importing the core."""
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ class TrainSource(BaseModel):
         return tuple(f for f in self.fields if f.lower() in QUERY_NAMES)
 
     @property
-    def plan(self) -> list[tuple[str, bool, bool]]:
-        """(field, is a query field, required) for every field read."""
+    def plan(self) -> list[tuple[str, bool]]:
+        """(field, is a query field) for every field read; a record may lack some of them, not all."""
         names = list(dict.fromkeys([*self.fields, *self.query_fields]))
-        return [(f, f in self.query_fields, True) for f in names]
+        return [(f, f in self.query_fields) for f in names]
 
     @property
     def place(self) -> str | None:
@@ -76,7 +76,9 @@ class LeakageOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     ngram: int = Field(8, ge=2, le=64, description="words in a shared sequence that counts as leakage")
-    fold_ascii: bool = Field(False, description="also match copies typed without Turkish letters (ç→c, ı→i, …)")
+    fold_ascii: bool = Field(True, description="also match copies typed without Turkish letters (ç→c, ş→s, …): on "
+                                               "XQuAD-tr and the demo it found no pair that is not a copy "
+                                               "(benchmarks/leakage_folding.py); false: Turkish letters must match")
     near_threshold: float | None = Field(90.0, ge=50, le=100, description="rapidfuzz ratio from which a training "
                                          "query is a near repeat of a benchmark query; null: exact repeats only")
     max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of "

@@ -25,15 +25,22 @@ class DatasetManifest(_Manifest):
     task_type: str
     in_ranking: bool
     reason: str | None = Field(None, description="why the dataset is out of the ranking")
+    language: str = Field("tur-Latn", description="the queries' language and script, as MTEB names them")
     source: str | None = Field(None, description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
                                                  "its revision); `path` is then terazi's BEIR copy of it")
     fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments, "
-                                         "texts in Unicode NFC")
+                                         "texts in Unicode NFC, and the queries' excluded_ids where any are given "
+                                         "(ignore_identical_ids is a setting, recorded beside it and in the first "
+                                         "stage's lookup key)")
     corpus_fingerprint: str
     n_docs: int
     n_queries: int = Field(description="queries that have judgments in the split")
     n_judgments: int
     n_queries_without_relevant: int
+    ignore_identical_ids: bool = Field(False, description="a document whose id equals the query's id is left out of "
+                                                          "every ranking (BEIR's and MTEB's convention)")
+    n_dropped: int = Field(0, description="(query, document) pairs every first stage leaves out: the queries' "
+                                          "excluded_ids and, with ignore_identical_ids, identical ids")
 
 
 class VariantSet(_Manifest):
@@ -55,6 +62,17 @@ class VariantSet(_Manifest):
         return self.n_changed / self.n_queries if self.n_queries else 0.0
 
 
+class RequestCost(_Manifest):
+    """What a row served over HTTP took in requests (`kind: http`): how many, how many were sent again, how long each
+    answered one took."""
+
+    requests: int = Field(0, description="requests answered with scores")
+    retries: int = Field(0, description="requests sent again after a 429 or 5xx answer, a time-out or a dropped "
+                                        "connection")
+    p50_ms: float | None = Field(None, description="median time from sending a request to its answer")
+    p95_ms: float | None = Field(None, description="95th percentile of the same")
+
+
 class ModelCost(_Manifest):
     """What a row costs to run: the model's size, and its warm speed measured inside the scoring calls (model loaded
     and warmed up first, score-cache reads and writes outside the timer)."""
@@ -73,6 +91,15 @@ class ModelCost(_Manifest):
     latency_queries: int = Field(0, description="queries timed one at a time for the latency")
     cached: bool = Field(False, description="nothing was scored in this run: the figures are those of the runs that "
                                             "scored the pairs")
+    requests: RequestCost | None = Field(None, description="a reranker served over HTTP: its requests")
+
+    @model_serializer(mode="wrap")
+    def _requests_only_when_served(self, handler):
+        """A row that runs in-process is written as before the field existed."""
+        body = handler(self)
+        if isinstance(body, dict) and self.requests is None:
+            body.pop("requests", None)
+        return body
 
     @property
     def per_second(self) -> float | None:
@@ -107,6 +134,9 @@ class CandidateSet(_Manifest):
                                                          "on a sample of query variants")
     index_recall_queries: int = Field(0, description="query variants in that sample")
     shards: int = Field(1, description="corpus shards the embeddings were encoded (and searched) in")
+    ties: str = Field("", description="the tie rule the lists were ranked by (trec: score, then document id "
+                                      "descending); empty: frozen in FAISS's order, before terazi ranked by the rule")
+    ignore_identical_ids: bool = Field(False, description="a document whose id is the query's was left out")
 
 
 class RetrievalPlan(_Manifest):
@@ -141,6 +171,7 @@ class RerankPlan(_Manifest):
     candidates_path: str
     rerank_depth: int
     sweep_depth: int | None = Field(None, description="a depth sweep's deepest depth: its clean pairs are scored too")
+    ties: str = Field("trec", description="how the head's tied scores are ordered (terazi.metrics.contracts.TIES)")
     corpus: str = Field(description="corpus table (parquet) in the cache")
     corpus_fingerprint: str
     cache_dir: str
@@ -181,6 +212,8 @@ class RerankResult(_Manifest):
     identity: str = Field(description="model identity used in the score cache")
     candidates: str = Field(description="candidate fingerprint")
     path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score")
+    rerank_depth: int | None = Field(None, description="the rescored head's depth, above the first stage's tail (None: "
+                                                       "no head, the first stage's own row or runs made elsewhere)")
     pairs_needed: int = 0
     pairs_unique: int = 0
     pairs_cached: int = 0

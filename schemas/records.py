@@ -53,13 +53,24 @@ class Document(_Strict):
 
 
 class Query(_Strict):
-    """One queries line: `{"_id": ..., "text": ...}`."""
+    """One queries line: `{"_id": ..., "text": ...}`, optionally `"excluded_ids": [...]`: documents no ranking of this
+    query may hold (BRIGHT's field; its `["N/A"]`, none, is read as none)."""
 
     id: str = Field(alias="_id", min_length=1)
     text: str = Field(min_length=1)
+    excluded_ids: tuple[str, ...] = ()
 
     _id = field_validator("id", mode="before")(checked_id)
     _nfc = field_validator("text", mode="before")(nfc)
+
+    @field_validator("excluded_ids", mode="before")
+    @classmethod
+    def _excluded(cls, v: object) -> object:
+        if isinstance(v, (list, tuple)):
+            return tuple(checked_id(x) for x in v if x != "N/A")
+        if v is None:
+            return ()
+        raise ValueError(f"excluded_ids must be a list of document ids, got {type(v).__name__}")
 
     @field_validator("text")
     @classmethod

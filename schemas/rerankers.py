@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import string
 from typing import Annotated, Literal, Union
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from terazi.errors import FieldsError
 from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
 
 
@@ -61,11 +63,12 @@ class _EncoderReranker(_ModelReranker):
         if self.backend != "onnx":
             used = [f for f in ("file_name", "quantization") if getattr(self, f) not in (None, "none")]
             if used:
-                raise ValueError(f"{' and '.join(used)} only apply with backend: onnx")
+                raise FieldsError((*used, "backend"), f"{' and '.join(used)} only apply with backend: onnx")
         elif self.precision in ("fp16", "bf16"):
-            raise ValueError(f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}")
+            raise FieldsError(("precision", "backend"), f"backend onnx runs fp32 (or int8 with quantization: int8), "
+                                                        f"not {self.precision}")
         if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
-            raise ValueError(f"file_name {self.file_name!r} must be a path inside the model folder")
+            raise FieldsError("file_name", f"file_name {self.file_name!r} must be a path inside the model folder")
         return self
 
 
@@ -128,6 +131,72 @@ class BM25Spec(_Reranker):
     b: float = Field(0.75, ge=0, le=1, description="length normalisation")
 
 
+SECRET_PARAMS = ("key", "token", "secret", "password", "auth", "signature", "sig")
+DIALECT_FIELDS = {"cohere": ("model", "query", "documents", "top_n"), "tei": ("query", "texts")}
+
+
+class HttpRerankerSpec(_Reranker):
+    """A reranker served elsewhere, behind an HTTP rerank API: a hosted one (Cohere, Jina, Voyage) or a server of
+    one's own (text-embeddings-inference, vLLM, Infinity). Every pair goes through the score store, so a pair is paid
+    for once; the API key is read from the environment variable `api_key_env` names, never from the config."""
+
+    kind: Literal["http"] = Field(description="http")
+    url: str = Field(min_length=8, max_length=2000, description="the rerank endpoint, e.g. "
+                                                                "https://api.cohere.com/v2/rerank or "
+                                                                "http://127.0.0.1:8080/rerank")
+    dialect: Literal["cohere", "tei"] = Field("cohere", description="cohere: {model, query, documents, top_n} → "
+                                                                    "{results: [{index, relevance_score}]} (Cohere, "
+                                                                    "Jina, vLLM, Infinity); tei: {query, texts} → "
+                                                                    "[{index, score}] (text-embeddings-inference)")
+    model: str | None = Field(None, min_length=1, max_length=300, description="the model name the server expects "
+                                                                              "(sent as `model` in the cohere dialect; "
+                                                                              "named in the identity either way)")
+    revision: str | None = Field(None, min_length=1, max_length=200,
+                                 description="what the endpoint serves, in your words (a model version, a deployment "
+                                             "date): change it when the server's model changes, so old and new "
+                                             "scores are never mixed")
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+                                    description="name of the environment variable holding the API key, sent as "
+                                                "`Authorization: Bearer …`; none: no key")
+    batch_size: int = Field(32, ge=1, le=1000, description="documents per request (one query each); Cohere bills a "
+                                                           "search per query and up to 100 documents")
+    concurrency: int = Field(4, ge=1, le=64, description="requests in flight to this endpoint at most, over the "
+                                                         "threads and processes sharing the cache folder")
+    timeout: float = Field(60.0, gt=0, le=600, description="seconds a request may take before it is tried again")
+    retries: int = Field(5, ge=0, le=20, description="tries after the first for a request answered 429 or 5xx, "
+                                                     "timed out or cut off")
+    extra_body: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="fields added to every request as they are, e.g. the server's truncation: "
+                                          "{max_tokens_per_doc: 512} (Cohere), {truncate: true} (TEI), "
+                                          "{truncate_prompt_tokens: 512} (vLLM); part of the identity")
+
+    @property
+    def backend(self) -> str:
+        """The backend column of the backend table (`terazi.rerank.backends.REGISTRY`): the dialect."""
+        return self.dialect
+
+    @field_validator("url")
+    @classmethod
+    def _endpoint(cls, v: str) -> str:
+        parts = urlsplit(v)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"url {v!r} is not an http:// or https:// address")
+        if parts.username or parts.password:
+            raise ValueError("url: no credentials in the address (it is written to the manifest); name the variable "
+                             "holding the key in api_key_env")
+        if any(s in k.lower() for k, _ in parse_qsl(parts.query) for s in SECRET_PARAMS):
+            raise ValueError("url: no key or token in the query string (it is written to the manifest); name the "
+                             "variable holding the key in api_key_env")
+        return v
+
+    @model_validator(mode="after")
+    def _own_fields(self):
+        taken = [k for k in self.extra_body if k in DIALECT_FIELDS[self.dialect]]
+        if taken:
+            raise ValueError(f"extra_body: {', '.join(taken)} are set by terazi in the {self.dialect} dialect")
+        return self
+
+
 class RRFSpec(_Reranker):
     """Reciprocal-rank fusion of the rankings of rows listed above it (or first-stage)."""
 
@@ -136,7 +205,7 @@ class RRFSpec(_Reranker):
     rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
 
 
-RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, RRFSpec],
+RerankerSpec = Annotated[Union[CrossEncoderSpec, BiEncoderSpec, LLMRerankerSpec, BM25Spec, HttpRerankerSpec, RRFSpec],
                         Field(discriminator="kind")]
 MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
 

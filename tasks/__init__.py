@@ -6,10 +6,9 @@ fingerprints, so retries and re-runs never pickle arrays. terazi's log lines rea
 run they belong to (`terazi.logs`), wherever the task runs.
 """
 
-import errno
-
 from terazi.errors import TeraziError
 from terazi.logs import send_to_prefect
+from terazi.paths import is_disk_full
 
 send_to_prefect()
 
@@ -17,4 +16,4 @@ send_to_prefect()
 def transient(task, task_run, state) -> bool:
     """Retry condition: retry I/O and model hiccups, never terazi's own (deterministic) errors or a full disk."""
     exc = state.data
-    return not (isinstance(exc, TeraziError) or isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
+    return not (isinstance(exc, TeraziError) or is_disk_full(exc))

@@ -1,11 +1,11 @@
 """The leakage check as tasks: its inputs checked (datasets loaded, sources opened, the output folder), then the check
-and its output folder (terazi.data.leakage.folder)."""
+and its output folder (terazi.contamination.folder)."""
 
 from __future__ import annotations
 
 from prefect import task
 
-from terazi.data.leakage.folder import check_folder, check_inputs
+from terazi.contamination.folder import check_folder, check_inputs
 from terazi.tasks import transient
 
 leakage_inputs_task = task(check_inputs, name="leakage-inputs", retries=1, retry_condition_fn=transient,

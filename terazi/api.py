@@ -120,7 +120,7 @@ def leakage(datasets: list[str | Mapping[str, Any]], train: list[str | Mapping[s
     _setup()
     import polars as pl
 
-    from terazi.data.leakage.folder import check_inputs
+    from terazi.contamination.folder import check_inputs
     from terazi.flows.leakage import leakage as leakage_flow
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 

@@ -1,14 +1,16 @@
 """The cache folder as a whole: check it, repair it, merge score caches into it.
 
-What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets),
-`embeddings/<key>/` (vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of
-query and reranker vectors `part-*.npy`), `corpus/<fingerprint>.parquet` (corpus
-tables), `costs/<identity hash>.json` (measured cost per score identity, `terazi.models.costs`), `onnx/<key>/`
-(ONNX exports and int8 copies), `outputs/<key>/` (stage outputs linked into results folders, `terazi.memo`),
-`work/` (a running run's plans; removed when it finishes), `quarantine/` (what repair set aside) and `stamps.json`
-(hashes of model folders and frozen files by their stat stamps, `terazi.stamps`; check and repair hash every byte
-instead) and `intervals.sqlite` (bootstrap results by the content of their inputs, `terazi.analysis.known`).
-Everything but the score cache, the candidate sets and the cost figures is derived and is simply rebuilt.
+What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets), `embeddings/<key>/`
+(vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and reranker vectors
+`part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json` (measured cost per score
+identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies), `http/<endpoint hash>/` (the lock files
+that bound a rerank API's requests in flight, `terazi.rerank.backends.service`), `outputs/<key>/` (stage outputs linked
+into results folders, each with the stamps and hashes of its files, `terazi.memo`), `work/` (a running run's plans;
+removed when it finishes), `quarantine/` (what repair set aside), `stamps.json` (hashes of model folders and frozen
+files by their stat stamps, `terazi.stamps`; check and repair hash every byte instead) and `intervals.sqlite` (bootstrap
+results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and
+the cost figures is derived and is simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run
+used.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from terazi import memo
 from terazi.analysis import known
 from terazi.errors import CacheError
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
@@ -57,7 +60,7 @@ def check(cache: Path) -> list[Finding]:
             out.append(Finding(str(db), str(e).split(": run")[0], "quarantine it, salvage the readable scores"))
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
                     "candidates.parquet missing or damaged"
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
@@ -66,11 +69,17 @@ def check(cache: Path) -> list[Finding]:
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):
             out.append(Finding(str(shard), "unreadable or of the wrong size", "delete it; the next run encodes it again"))
+    for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
+        if not _part_ok(part):
+            out.append(Finding(str(part), "unreadable, or not one vector per key", "delete it (and its keys); the "
+                                                                                    "next run encodes its texts again"))
     for table in sorted((cache / "corpus").glob("*.parquet")):
         try:
             pq.ParquetFile(table).metadata
         except Exception:  # noqa: BLE001 - any read failure means damaged
             out.append(Finding(str(table), "unreadable", "delete it; the next run rebuilds it from the dataset"))
+    for obj, problem in _outputs(cache):
+        out.append(Finding(str(obj), problem, "set it aside in quarantine/; the next run makes it again"))
     intervals = cache / known.FILE
     if intervals.exists() and (problem := known.check(intervals)):
         out.append(Finding(str(intervals), problem, "delete it; the next run computes its intervals again"))
@@ -96,6 +105,25 @@ def _shard_ok(path: Path) -> bool:
     return bool(m) and emb.ndim == 2 and emb.shape[0] == int(m.group(2)) - int(m.group(1))
 
 
+def _keys_of(part: Path) -> Path:
+    return part.with_name(f"keys-{part.name[5:]}")
+
+
+def _part_ok(path: Path) -> bool:
+    """A vector store's part: its vectors and keys readable, one unit-length float32 row per key."""
+    try:
+        vectors, keys = np.load(path, mmap_mode="r"), np.load(_keys_of(path), mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    return vectors.ndim == 2 and vectors.dtype == np.float32 and keys.ndim == 1 and len(keys) == len(vectors)
+
+
+def _outputs(cache: Path) -> list[tuple[Path, str]]:
+    """Stored outputs (terazi.memo) whose bytes are not the ones recorded when they were stored, every byte read."""
+    return [(obj, problem) for obj in sorted((cache / memo.FOLDER).glob("*"))
+            if obj.is_dir() and not obj.name.startswith(".") and (problem := memo.damaged(obj))]
+
+
 def repair(cache: Path) -> list[str]:
     """Repair what `check` finds; returns one line per action."""
     done = []
@@ -114,22 +142,37 @@ def repair(cache: Path) -> list[str]:
                         "their pairs are scored again when needed)")
     for folder in _candidate_sets(cache):
         try:
-            if load_frozen(folder, rebuild=False, remembered=False) is None:
+            if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
                 quarantine_folder(folder)
                 done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
         except CacheError:
-            load_frozen(folder, rebuild=True, remembered=False)
+            load_frozen(folder, rebuild=True, trust_stamps=False)
             done.append(f"{folder}: TREC files written again from candidates.parquet")
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):
             shard.unlink()
             done.append(f"{shard}: deleted; the next run encodes it again")
+    for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
+        if not _part_ok(part):
+            part.unlink()
+            _keys_of(part).unlink(missing_ok=True)
+            done.append(f"{part}: deleted; the next run encodes its texts again")
     for table in sorted((cache / "corpus").glob("*.parquet")):
         try:
             pq.ParquetFile(table).metadata
         except Exception:  # noqa: BLE001
             table.unlink()
             done.append(f"{table}: deleted; the next run rebuilds it")
+    for obj, problem in _outputs(cache):
+        memo.set_aside(obj, problem)
+        done.append(f"{obj}: {problem}; set aside in quarantine/, the next run makes it again")
+    for tmp in sorted((cache / memo.FOLDER).glob(".*")):
+        if time.time() - tmp.stat().st_mtime > STALE_WORK_SECONDS:
+            if tmp.is_dir():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)
+            done.append(f"{tmp}: left half-written by a stopped run; removed")
     intervals = cache / known.FILE
     if intervals.exists() and known.check(intervals):
         intervals.unlink()

@@ -54,16 +54,35 @@ class IncompleteRunError(TeraziError):
     """A results folder whose run has not finished (stopped, or still writing): never read as a result."""
 
 
+class ServiceError(TeraziError):
+    """A reranker served over HTTP that refused a request (a 4xx other than 429), answered something that is not a
+    set of scores, or kept failing after its retries: one line naming the endpoint, the status and the server's
+    message; never the API key."""
+
+
 class CacheError(TeraziError):
     """A damaged cache file; the message names it and the command that repairs it."""
 
 
+class FieldsError(ValueError):
+    """A check across fields of one model, raised in its model validator: pydantic places such an error at the model
+    itself (`field 'record'`), so it carries the names of the fields it is about."""
+
+    def __init__(self, fields: str | tuple[str, ...], message: str):
+        self.fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        super().__init__(message)
+
+
 def describe(err: ValidationError, sep: str = "; ") -> str:
-    """pydantic's errors as `field 'a.b': message` parts, for messages that name what was wrong."""
+    """pydantic's errors as `field 'a.b': message` parts (`fields 'a', 'b': …` for a check across fields), for
+    messages that name what was wrong."""
     parts = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "record"
-        parts.append(f"field '{loc}': {e['msg'].removeprefix('Value error, ')}")
+        loc = [str(x) for x in e["loc"]]
+        cause = (e.get("ctx") or {}).get("error")
+        names = [".".join([*loc, f]) for f in getattr(cause, "fields", ())] or [".".join(loc) or "record"]
+        label = "field" if len(names) == 1 else "fields"
+        parts.append(f"{label} {', '.join(repr(n) for n in names)}: {e['msg'].removeprefix('Value error, ')}")
     return sep.join(parts)
 
 

@@ -35,13 +35,26 @@ class _InsideARun(logging.Filter):
         return FlowRunContext.get() is not None or TaskRunContext.get() is not None
 
 
+class _NoTracebackForRefusals(logging.Filter):
+    """A served run that terazi refuses ends Failed with its one line (`flows.runtime.refusals_as_failed`); Prefect's
+    engine then logs that failed state once more, as an "unexpected exception" with a traceback of its own code. That
+    record is dropped: the run's log keeps terazi's line and Prefect's "Finished in state Failed(…)"."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from prefect.exceptions import FailedRun
+
+        return not (record.exc_info and isinstance(record.exc_info[1], FailedRun))
+
+
 def send_to_prefect() -> None:
-    """Idempotent: attach Prefect's API log handler to the `terazi` logger (INFO and above)."""
+    """Idempotent: attach Prefect's API log handler to the `terazi` logger (INFO and above), and keep a refused
+    run's log free of Prefect's traceback."""
     from prefect.logging.handlers import APILogHandler
 
     log = logging.getLogger("terazi")
     if any(isinstance(h, APILogHandler) for h in log.handlers):
         return
+    logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForRefusals())
     handler = APILogHandler()
     handler.addFilter(_InsideARun())
     log.addHandler(handler)

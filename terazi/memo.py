@@ -1,53 +1,48 @@
 """Stage outputs kept once in the cache folder under the hash of what makes them, hard-linked into each results folder.
 
 The daily loop reruns the same datasets, candidates and rows with one thing changed. A stage whose inputs did not
-change (its input files' bytes, its parameters, and `FORMAT`) finds its output files under `outputs/<key>/` in the
-cache folder and links them into the results folder: nothing is computed and no byte is written again. The files
-are the same inodes (a copy where the file system has no hard links), so a results folder costs its new files only;
-every reader (trec_eval, ranx, polars, `terazi score`, `terazi analyze`) sees ordinary files. Objects are read-only
-and never rewritten: a writer in the results folder replaces a linked file, it does not write into it.
+change (its input files' bytes, its parameters, and the code that makes it: `terazi.codehash`) finds its output
+files under `outputs/<key>/` in the cache folder and links them into the results folder: nothing is computed and no
+byte is written again. The files are the same inodes (a copy where the file system has no hard links), so a results
+folder costs its new files only; every reader (trec_eval, ranx, polars, `terazi score`, `terazi analyze`) sees
+ordinary files. Objects are read-only and never rewritten: a writer in the results folder replaces a linked file,
+it does not write into it.
 
-`FORMAT` names the output formats of the stages that go through here: bump it when one of them changes what it writes
-for the same inputs, so that objects of the old format are not reused.
+A shared inode can still be written in place by whoever may (root ignores the read-only mode: an `>>` onto a run file
+of an old results folder). So each object records, when stored, every file's stat stamp (size, mtime, inode) and
+SHA-256: before an object is linked or reported stored its stamps are compared (a stat per file), and one that no
+longer matches is set aside under `quarantine/` and made again, said in one log line; `terazi cache check` compares
+every byte with the recorded hash. Reuse also marks the object used (its meta file's mtime), which is what
+`terazi cache prune` reads.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import logging
 import os
 import shutil
+import time
 import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 import polars as pl
 
-from terazi import fingerprint, stamps
-from terazi.paths import inside
+from terazi import codehash, fingerprint, stamps
+from terazi.paths import inside, link, mark_used
 
-FORMAT = 1
 FOLDER = "outputs"
 META = ".meta.json"
+log = logging.getLogger("terazi.memo")
 
 
-def key(stage: str, *parts: Any) -> str:
-    """The key of a stage's output: its name, `FORMAT` and every input (JSON-able values; Paths by content). The
-    parts must name everything the output's content and its paths in the results folder (dataset, system) depend on."""
-    return f"{stage}-{fingerprint.of_json([FORMAT, stage, *[_part(p) for p in parts]])}"
-
-
-def code(*modules: str) -> str:
-    """SHA-256 of the source files of `modules` (a package: every .py below it), for the key of an output that the
-    code itself makes (the corruptions): editing that code makes new outputs without anyone bumping `FORMAT`."""
-    files = []
-    for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            raise ValueError(f"no module {name!r}")
-        origin = Path(spec.origin)
-        files += sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
-    return fingerprint.of_json([[f.name, stamps.file_digest(f)] for f in files])
+def key(stage: str, *parts: Any, maker: str) -> str:
+    """The key of a stage's output: its name, every input (JSON-able values; Paths by content) and the code of
+    `maker`, the module that makes it (pass `__name__`). The parts must name everything the output's content and its
+    paths in the results folder (dataset, system) depend on."""
+    return f"{stage}-{fingerprint.of_json([stage, codehash.of_module(maker), *[_part(p) for p in parts]])}"
 
 
 def _part(value: Any) -> Any:
@@ -58,31 +53,106 @@ def _part(value: Any) -> Any:
     return value
 
 
-def link(src: Path, dst: Path) -> None:
-    """`dst` becomes `src`'s file: a hard link (a copy across file systems); never a write into an existing `dst`."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.unlink(missing_ok=True)
+def _stamp(path: Path) -> list[int]:
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def changed(obj: Path, record: dict) -> str | None:
+    """The first file of a stored object whose bytes are not the ones stored (None: all as stored). A file whose
+    stamp is the recorded one has not been written since; one whose stamp moved (a copied or restored cache) is
+    hashed, and its new stamp recorded when the bytes are the same."""
+    moved = False
+    for name, entry in record["files"].items():
+        try:
+            if _stamp(obj / name) == entry[0]:
+                continue
+            if fingerprint.of_file(obj / name) != entry[1]:
+                return name
+        except OSError:
+            return name
+        entry[0], moved = _stamp(obj / name), True
+    if moved:
+        _write_record(obj / META, record)
+    return None
+
+
+def damaged(obj: Path) -> str | None:
+    """What is wrong with a stored object, every byte read (`terazi cache check`): None when it is sound."""
     try:
-        os.link(src, dst)
+        files = json.loads((obj / META).read_text())["files"]
+    except (KeyError, TypeError):
+        return "stored by an older terazi (no record of its files): no run uses it"
+    except (OSError, ValueError):
+        return "its record (.meta.json) is missing or unreadable"
+    for name, (_, digest) in files.items():
+        try:
+            if fingerprint.of_file(obj / name) != digest:
+                return f"{name} was changed after it was stored"
+        except OSError:
+            return f"{name} is missing"
+    return None
+
+
+def set_aside(obj: Path, why: str) -> None:
+    """Move a stored object to `<cache>/quarantine/` (or drop it, where that fails): the next use makes it again."""
+    target = obj.parent.parent / "quarantine" / f"outputs-{obj.name}-{datetime.now(timezone.utc):%Y%m%d-%H%M%S%f}"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        obj.rename(target)
     except OSError:
-        shutil.copyfile(src, dst)
+        shutil.rmtree(obj, ignore_errors=True)
+    log.warning("stored output %s: %s; set aside in quarantine/, making it again", obj.name, why)
 
 
-def stored(cache_dir: str | Path, stage_key: str) -> dict | None:
-    """The meta of a stored output, or None when there is none."""
-    meta = inside(cache_dir, FOLDER, stage_key) / META
-    return json.loads(meta.read_text()) if meta.is_file() else None
+def _write_record(path: Path, record: dict) -> None:
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
+    try:
+        tmp.write_text(json.dumps(record))
+        tmp.replace(path)
+    except OSError:  # a read-only cache: the stamps are checked by hash again next time
+        tmp.unlink(missing_ok=True)
 
 
-def _kept(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
+def _sound(obj: Path) -> dict | None:
+    """The record of a stored object whose files are as stored, marked used now; None (the object set aside when
+    changed) otherwise."""
+    try:
+        record = json.loads((obj / META).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        set_aside(obj, "its record (.meta.json) is unreadable")
+        return None
+    if (name := changed(obj, record)) is not None:
+        set_aside(obj, f"{name} was changed after it was stored")
+        return None
+    mark_used(obj / META)  # `terazi cache prune` removes what no recent run used
+    return record
+
+
+def stored(cache_dir: str | Path | None, stage_key: str) -> dict | None:
+    """The meta of a stored output whose files are as stored, or None (none, or set aside as changed)."""
+    if cache_dir is None:
+        return None
+    record = _sound(inside(cache_dir, FOLDER, stage_key))
+    return None if record is None else record["meta"]
+
+
+def _one_file(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
           write: Callable[[Any, Path], None]) -> Any:
     """A value made once per name and kept as one file among the stored outputs (written aside, then renamed); made
-    each time without a cache."""
+    each time without a cache. Read back, never linked, so nothing outside the cache can write into it."""
     if cache_dir is None:
         return make()
     path = inside(cache_dir, FOLDER, name)
     if path.is_file():
-        return read(path)
+        try:
+            value = read(path)
+            mark_used(path)
+            return value
+        except Exception as e:  # noqa: BLE001 - damaged (any reader's error): made again, as its key says
+            log.warning("stored output %s is unreadable (%s); making it again", path.name, e)
     value = make()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
@@ -91,41 +161,54 @@ def _kept(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read
     return value
 
 
-def remembered(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
+def text(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
     """A text made once per key and kept among the stored outputs (a rendered plot)."""
-    return _kept(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
+    return _one_file(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
                  lambda text, p: p.write_text(text, encoding="utf-8"))
 
 
 def table(cache_dir: str | Path | None, stage_key: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """A frame made once per key and kept among the stored outputs (an intermediate no results folder shows, e.g.
     the first stage's per-query recall)."""
-    return _kept(cache_dir, f"{stage_key}.parquet", make, pl.read_parquet, lambda frame, p: frame.write_parquet(p))
+    return _one_file(cache_dir, f"{stage_key}.parquet", make, pl.read_parquet, lambda frame, p: frame.write_parquet(p))
 
 
 def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, make: Callable[[Path], dict]) -> dict:
-    """The files of output `stage_key` in `out_dir`, made only when the cache has none: `make(folder)` writes them
-    under `folder` at the paths they have under `out_dir` (a results folder's layout) and returns a JSON-able meta,
-    which is returned every time after. Concurrent runs making the same output keep the first one stored. Without
-    a cache folder (a stage called on its own), `make(out_dir)` writes them in place."""
+    """The files of output `stage_key` in `out_dir`, made only when the cache has none (or only a changed one):
+    `make(folder)` writes them under `folder` at the paths they have under `out_dir` (a results folder's layout) and
+    returns a JSON-able meta, which is returned every time after. Concurrent runs making the same output keep the
+    first one stored. Without a cache folder (a stage called on its own), `make(out_dir)` writes them in place."""
     if cache_dir is None:
         return make(Path(out_dir))
     obj = inside(cache_dir, FOLDER, stage_key)
-    if not (obj / META).is_file():
-        tmp = obj.with_name(f".{stage_key}.{uuid.uuid4().hex}")
-        tmp.mkdir(parents=True)
+    record = _sound(obj)
+    if record is None:
+        record = _store(obj, make)
+    for name in record["files"]:
+        link(obj / name, Path(out_dir) / name)
+    return record["meta"]
+
+
+def _store(obj: Path, make: Callable[[Path], dict]) -> dict:
+    """Make an object aside, record its files' stamps and hashes, and move it into place (unless another run stored
+    it meanwhile: then that one is used)."""
+    tmp = obj.with_name(f".{obj.name}.{uuid.uuid4().hex}")
+    tmp.mkdir(parents=True)
+    try:
+        meta = make(tmp)
+        files = {}
+        for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            f.chmod(0o444)
+            files[str(f.relative_to(tmp))] = [_stamp(f), fingerprint.of_file(f)]
+        record = {"meta": meta, "files": files, "stored": time.time()}
+        (tmp / META).write_text(json.dumps(record))
+        shutil.rmtree(obj, ignore_errors=True)  # a stored output without its record is incomplete
         try:
-            meta = make(tmp)
-            for f in (p for p in tmp.rglob("*") if p.is_file()):
-                f.chmod(0o444)
-            (tmp / META).write_text(json.dumps(meta))
-            shutil.rmtree(obj, ignore_errors=True)  # a stored output without its meta is incomplete
-            try:
-                tmp.rename(obj)
-            except OSError:  # another run stored it meanwhile
-                pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    for f in (p for p in obj.rglob("*") if p.is_file() and p.name != META):
-        link(f, Path(out_dir) / f.relative_to(obj))
-    return json.loads((obj / META).read_text())
+            tmp.rename(obj)  # a rename keeps every file's inode and mtime: the stamps stay true
+        except OSError:  # another run stored it meanwhile
+            if (other := _sound(obj)) is not None:
+                return other
+            tmp.rename(obj)  # that one was changed and is set aside now
+        return record
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -74,6 +75,15 @@ def inside(root: str | Path, *parts: str) -> Path:
     return target
 
 
+def mark_used(path: str | Path) -> None:
+    """Set a cache entry's mtime to now: `terazi cache prune` removes entries by when a run last used them. A
+    read-only cache is used as it is."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
 def writable_folder(path: str | Path, what: str) -> Path:
     """Create `path` if needed and prove it is a writable folder, with a message that says what to fix."""
     p = Path(path).expanduser().resolve()
@@ -90,10 +100,30 @@ def writable_folder(path: str | Path, what: str) -> Path:
     return p
 
 
+FULL = (errno.ENOSPC, errno.EDQUOT)
+# what a full disk (or quota) says when it comes without its errno: polars' writers ("No space left on device (os error
+# 28)", in an OSError or a ComputeError), pyarrow's ("[errno 28] ..."), SQLite ("database or disk is full")
+_FULL_WORDS = re.compile("|".join([*(re.escape(os.strerror(n)) for n in FULL), *(rf"\berror {n}\b" for n in FULL),
+                                   *(rf"\[errno {n}\]" for n in FULL), "disk is full"]), re.IGNORECASE)
+
+
 def is_disk_full(exc: BaseException) -> bool:
-    """ENOSPC, or SQLite's own words for it (the score cache)."""
-    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or \
-        (isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc))
+    """ENOSPC or EDQUOT, however the writer reports it: an OSError's errno, or the words polars, pyarrow and SQLite
+    put in their own errors (which carry no errno)."""
+    if isinstance(exc, OSError) and exc.errno in FULL:
+        return True
+    library = isinstance(exc, (OSError, sqlite3.OperationalError)) or type(exc).__module__.startswith("polars")
+    return library and bool(_FULL_WORDS.search(str(exc)))
+
+
+def free_text(folder: str | Path) -> str:
+    """The free space of the disk under `folder`, as people read it (`0 KiB`, `68.4 GiB`)."""
+    free = _free_bytes(Path(folder))
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        free /= 1024
+        if free < 1024 or unit == "TiB":
+            return f"{free:.0f} {unit}" if unit == "KiB" else f"{free:.1f} {unit}"
+    return ""
 
 
 def _free_bytes(folder: Path) -> int:
@@ -104,19 +134,46 @@ def _free_bytes(folder: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
+def failed_file(exc: BaseException) -> str | None:
+    """The file a failed write was writing: a copy's destination (`filename2`: shutil names the source first), else
+    the error's file name."""
+    return getattr(exc, "filename2", None) or getattr(exc, "filename", None)
+
+
 def disk_full(exc: BaseException, folders: dict[str, tuple[Path, str]]) -> DiskFullError | None:
     """For a full disk, the error that names which of `folders` (what → (folder, the option that moves it)) is on
-    it: the one holding the file that failed, else the one with the least free space (a write names no file);
-    None for any other error."""
-    if not is_disk_full(exc) or not folders:
+    it: the one holding the file that failed (a file none holds: its own folder), else the one with the least free
+    space (a write names no file); None for any other error. Every writer's full disk reaches the user through here
+    (a run's folder, a command's outputs), whatever library wrote."""
+    if not is_disk_full(exc) or not (folders or failed_file(exc)):
         return None
-    failed = getattr(exc, "filename", None)
+    failed = failed_file(exc)
     held = [w for w, (f, _) in folders.items() if failed and within(failed, f)]
     if held:
         what = max(held, key=lambda w: len(str(folders[w][0])))  # the innermost, when one holds the other
+        folder, option = folders[what]
+    elif failed:
+        what, folder, option = "folder", Path(failed).parent, None
     else:
         what = min(folders, key=lambda w: _free_bytes(folders[w][0]))
-    folder, option = folders[what]
-    return DiskFullError(f"disk full under the {what} {folder} ({_free_bytes(folder) >> 10} KiB free"
-                         + (f", writing {failed}" if failed else "") + f"): free space on that disk or point "
-                         f"{option} at another one")
+        folder, option = folders[what]
+    return DiskFullError(f"disk full under the {what} {folder} ({free_text(folder)} free"
+                         + (f", writing {failed}" if failed else "") + "): free space on that disk"
+                         + (f" or point {option} at another one" if option else ""))
+
+
+def link(src: str | Path, dst: str | Path) -> None:
+    """`dst` becomes `src`'s file: a hard link, or a copy where links cannot go (another file system); never a write
+    into an existing `dst`. A copy that fills the disk names `dst`, the file being written (shutil names `src`)."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)
+        return
+    except OSError:
+        pass
+    try:
+        shutil.copyfile(src, dst)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(dst)) from e

@@ -11,6 +11,8 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
 - datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
   names); results and cache folders inside the server's roots;
 - a Dask/Ray address and a shared score store must be the server's own;
+- a reranker served over HTTP must be one the served config names, with the same address and key variable (else
+  the form could send the corpus anywhere, with any of the server's environment variables as the "key");
 - the work a run asks for stays within the server's limits (`terazi serve --max-resamples …`, `Limits`).
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
@@ -49,6 +51,7 @@ class ServicePolicy(BaseModel):
     cache_root: str = Field(description="folder the cache must be in")
     task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
     score_stores: list[str] = Field(default_factory=list, description="shared score stores allowed")
+    endpoints: list[str] = Field(default_factory=list, description="rerank APIs allowed: `url key-variable`")
     limits: Limits = Field(default_factory=Limits, description="the most work a run may ask for")
 
     @classmethod
@@ -57,16 +60,25 @@ class ServicePolicy(BaseModel):
                     limits: Limits = Limits()) -> ServicePolicy:
         """The policy of `terazi serve`: what its benchmark config uses, plus what its options allow."""
         here = Path.cwd()
+        results = absolute(results_root or config.out_dir, here)
+        read = {str(f) for f in (absolute(p, here) for p in read_folders(config)) if not within(f, results)}
         return cls(
             allow_remote_code=allow_remote_code,
             models=sorted({m for _, m, _, _ in config.models()} | set(models)),
-            data_roots=sorted({_root(d.path, here) for d in config.datasets} | {str(absolute(r, here)) for r in data_roots}),
-            results_root=str(absolute(results_root or config.out_dir, here)),
+            data_roots=sorted({_root(d.path, here) for d in config.datasets}
+                              | {str(absolute(r, here)) for r in data_roots} | read),
+            results_root=str(results),
             cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
+            endpoints=sorted({endpoint(r) for r in config.rerankers if r.kind == "http"}),
             limits=limits,
         )
+
+    def places(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(what served runs write, the folders they may read) for `terazi.paths.disjoint`."""
+        return ([("results root", self.results_root), ("cache root", self.cache_root)],
+                [("data root", r) for r in self.data_roots if Path(r).is_absolute()])
 
     @classmethod
     def strictest(cls) -> ServicePolicy:
@@ -119,13 +131,19 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"exclude {config.exclude!r}: outside the service's data roots and results root")
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not within(out, Path(self.results_root)):
-            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}")
+            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}; "
+                              "choose a folder inside it")
         if not within(cache, Path(self.cache_root)):
-            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}")
+            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}; "
+                              "choose a folder inside it")
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
+        for r in config.rerankers:
+            if r.kind == "http" and endpoint(r) not in self.endpoints:
+                raise PolicyError(f"rerankers.{r.name}: {r.url} with key variable {r.api_key_env or '(none)'} is not a "
+                                  "rerank API of the served benchmark; the service policy allows only those")
         return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache),
                                          "exclude": exclude or None})
 
@@ -143,6 +161,18 @@ class ServicePolicy(BaseModel):
         if not _HUB_ID.match(model) or ".." in model.split("/"):  # a relative path, which would load a local folder
             return False
         return any(fnmatch.fnmatchcase(model, m) for m in self.models if not Path(m).expanduser().is_absolute())
+
+
+def read_folders(config: EvalConfig) -> list[str]:
+    """The folders besides datasets a config reads (first-stage runs, the exclude folder): the served benchmark's own
+    are data roots (an exclude folder inside the results root needs none), so its defaults pass its own policy."""
+    runs = [d.first_stage_runs for d in config.datasets if d.first_stage_runs]
+    return runs + ([config.exclude] if config.exclude else [])
+
+
+def endpoint(spec) -> str:
+    """A rerank API as the policy names it: its address and the variable its key is read from."""
+    return f"{spec.url} {spec.api_key_env or ''}".strip()
 
 
 def absolute(path: str, here: Path | None = None) -> Path:

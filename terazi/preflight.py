@@ -5,8 +5,9 @@ The work asked for is within the limits in force (`schemas.config.Limits`: the d
 policy's for a served run, none after `terazi run --no-limits`), output and cache folders are
 writable, the score cache opens (a damaged one is named, with the
 command that repairs it), every model reference resolves (a hub id while offline, a
-missing local folder), every dataset loads and validates. A mistake here costs seconds, not an
-encoded corpus; its error names the file, field or model, and is never retried.
+missing local folder), the API key of every reranker served over HTTP is in its variable, every dataset loads
+and validates. A mistake here costs seconds, not an encoded corpus; its error names the file, field or model, and
+is never retried.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from terazi.errors import DatasetError, LimitError
 from terazi.models.refs import ModelError, resolve
 from terazi.paths import writable_folder
 from terazi.policy import limits_in_force
+from terazi.rerank.backends.http import api_key
 from terazi.rerank.store.scores import check_opens
 from terazi.schemas import DatasetManifest, EvalConfig, Limits
 
@@ -39,9 +41,12 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
             resolve(model, revision, config.offline)
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
+    for spec in config.rerankers:
+        if spec.kind == "http":
+            api_key(spec)  # the variable holding the key is set (its value is never shown)
     for spec in config.datasets:
-        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().is_dir():
-            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs folder of dataset {spec.label} not found")
+        if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().exists():
+            raise DatasetError(spec.first_stage_runs, None, f"first-stage runs of dataset {spec.label} not found")
     writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
     if limits:
@@ -60,12 +65,14 @@ def within_limits(config: EvalConfig, limits: Limits, allow_more: str,
     the limit's `terazi serve --max-…` option): the config's own numbers, and with `datasets` the work estimates."""
     asked = [("resamples", "bootstrap_resamples", config.bootstrap_resamples),
              ("samples", "corruption.samples", config.corruption.samples),
-             ("workers", "task_runner_workers", config.task_runner_workers)]
+             ("workers", "task_runner_workers", config.task_runner_workers),
+             ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or []))]
     if datasets is not None:
         variants = sum(samples_for(c, config.corruption.samples, config.corruption) for c in config.conditions)
-        queries = sum(d.n_queries for d in datasets)
+        queries, stages = sum(d.n_queries for d in datasets), len(config.stages)
+        times = f" × {stages} first stages" if stages > 1 else ""
         asked = [("pairs", f"first-stage pairs ({queries:,} judged queries × {variants} variants × depth "
-                           f"{config.depth})", queries * variants * config.depth),
+                           f"{config.depth}{times})", queries * variants * config.depth * stages),
                  ("cells", f"bootstrap cells (bootstrap_resamples × {queries:,} judged queries)",
                   config.bootstrap_resamples * queries)]
     for key, field, value in asked:

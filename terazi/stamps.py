@@ -41,7 +41,7 @@ SETTLED_NS = 2_000_000_000  # a file written in the last 2 s may be written agai
 _seen: dict[tuple, str] = {}  # this process's hashes, by what was hashed and its stamps
 
 
-def remembered(key: str, stamps: list[list], book: Path | None, compute) -> str:
+def by_stamp(key: str, stamps: list[list], book: Path | None, compute) -> str:
     """The hash of what `stamps` describe (`key`: what is hashed, by absolute path; one stamp per file, its mtime
     last): remembered for this process, and across runs in `book` when the stamps are the ones it recorded,
     else `compute()`, recorded (unless a file is too new to trust its stamp)."""
@@ -67,7 +67,7 @@ def file_digest(path: str | Path, book: Path | None = None) -> str:
     """SHA-256 of one file's bytes (`fingerprint.of_file`), through the book (without one, remembered for this
     process only: a ranking that is scored and exported is hashed once)."""
     path = Path(path).resolve()
-    return remembered(f"file:{path}", [stamp(path)], book, lambda: fingerprint.of_file(path))
+    return by_stamp(f"file:{path}", [stamp(path)], book, lambda: fingerprint.of_file(path))
 
 
 def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -> str:
@@ -75,7 +75,7 @@ def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -
     added, removed or written."""
     folder = Path(folder).resolve()
     stamps = [[str(p.relative_to(folder)), *stamp(p)] for p in files]
-    return remembered(f"folder:{folder}", stamps, book, compute)
+    return by_stamp(f"folder:{folder}", stamps, book, compute)
 
 
 def book_in(cache_dir: str | Path | None) -> Path | None:

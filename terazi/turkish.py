@@ -14,6 +14,7 @@ COMBINING_DOT = "\u0307"
 TURKISH_LETTERS = "çğıöşüÇĞİÖŞÜ"
 _ASCII = str.maketrans("çğıöşüÇĞİÖŞÜâîûÂÎÛ", "cgiosuCGIOSUaiuAIU")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_LETTER = re.compile(r".[\u0300-\u036f]*", re.DOTALL)  # a character and the combining marks that follow it
 
 
 def tr_upper(text: str) -> str:
@@ -27,6 +28,12 @@ def tr_lower(text: str) -> str:
     text = unicodedata.normalize("NFC", text)
     text = text.replace("I" + COMBINING_DOT, "i").replace("İ", "i").replace("I", "ı")
     return text.lower().replace("i" + COMBINING_DOT, "i")
+
+
+def seen_letters(text: str) -> list[str]:
+    """The text's letters as people see them: NFC, each character with the combining marks NFC leaves after it. The
+    lower case of İ in decomposed text is i + U+0307, which has no composed form: one letter, not an i and a mark."""
+    return _LETTER.findall(unicodedata.normalize("NFC", text))
 
 
 def to_ascii(text: str) -> str:

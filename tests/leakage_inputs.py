@@ -8,8 +8,8 @@ import unicodedata
 from pathlib import Path
 
 from terazi.data.beir import load_beir, write_beir
-from terazi.data.leakage import LeakageOptions, TrainSource, check
-from terazi.turkish import to_ascii, tr_lower
+from terazi.contamination import LeakageOptions, TrainSource, check
+from terazi.turkish import to_ascii
 
 PLANTED = "kuzey rüzgârı sabah erkenden şehrin dar sokaklarında ıslık çalarak dolaştı"  # 10 words
 FILLER = "bugün hava oldukça güzeldi ve çocuklar parkta top oynadılar akşama kadar"
@@ -44,8 +44,10 @@ def window(k: int, start: int = 1) -> str:
 
 
 def reference_tokens(text: str, fold: bool) -> list[str]:
-    """The normalisation rules written out in plain Python, character by character."""
-    t = tr_lower(text)
+    """The normalisation rules written out in plain Python, character by character: dotted and dotless i one letter
+    (however the text was cased), Turkish letters to ASCII with `fold`."""
+    t = unicodedata.normalize("NFC", text)
+    t = t.replace("İ", "i").replace("I", "i").replace("ı", "i").lower().replace("i\u0307", "i")
     t = to_ascii(t) if fold else t
     t = re.sub("['’‘ʼ`´]", "", t)
     out, cur = [], []

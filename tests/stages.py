@@ -51,9 +51,10 @@ def first_stage(dataset: DatasetManifest, variant_sets: list[VariantSet], encode
 
 def rank_row(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
              rerank_depth: int, cache: str, out: str, scale: ScaleSpec = ScaleSpec(),
-             offline: bool = True, sweep_depth: int | None = None) -> RerankResult:
+             offline: bool = True, sweep_depth: int | None = None, ties: str = "trec") -> RerankResult:
     """One model row: its plan (with a depth sweep's deepest depth), each chunk, its ranking."""
-    plan = stage.plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache, scale, offline, sweep_depth)
+    plan = stage.plan_rerank(dataset, candidates, variant_sets, spec, rerank_depth, cache, scale, offline, sweep_depth,
+                             ties)
     chunks = [stage.score_chunk(plan, i) for i in range(len(plan.chunks))]
     return stage.finish_rerank(plan, chunks, out)
 

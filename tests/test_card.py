@@ -224,7 +224,7 @@ def test_the_kalbur_card_from_its_own_figures(kalbur):
     first = better.row(0, named=True)  # the run's first significant cell, dataset by dataset
     assert f"{first['dataset']}/" in line.split(": ", 1)[1].split(" (")[0] and f"({first['delta']:+.3f})" in line
 
-    text = " ".join(card.protocol)
+    text = " ".join(card.method)
     assert "pusula: 5 veri seti (msmarco-tr, quora-tr, fiqa-tr, dmm, arzuhal), test bölümü." in text
     assert ("İlk aşama bge-m3 her sorgu için ilk 100 adayı bir kez üretti ve aday listeleri donduruldu (parmak izi "
             "becd8faab2ad20e7); her reranker ilk 30 adayı yeniden sıraladı.") in text
@@ -286,7 +286,7 @@ def test_english_labels(kalbur):
                                          "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |")
     assert "| 93.7% |" in md_rows(md, "| Group")[3] and "%93.7" not in md
     assert card.comparisons_caption == "20 cells = 5 datasets × 4 conditions"
-    assert "(msmarco-tr is out of the ranking: bge reranker'ları MS MARCO ile eğitildi)" in " ".join(card.protocol)
+    assert "(msmarco-tr is out of the ranking: bge reranker'ları MS MARCO ile eğitildi)" in " ".join(card.method)
     assert "| Kalbur (this model) |" in md and "bge-m3 (no reranking)" in md and "Temiz" not in md
     assert {r.metric_name for r in __import__("huggingface_hub").ModelCardData(
         **yaml.safe_load(card.model_index_yaml())).eval_results} >= {"nDCG@10 (Clean)", "nDCG@10 (Mobile)"}
@@ -318,14 +318,14 @@ def restored(golden: str, tmp: Path) -> Path:
 
 def test_runs_made_elsewhere_claim_no_frozen_candidates(tmp_path):
     card = build_card(restored("analyzed", tmp_path), "bm25-tr")
-    text = " ".join(card.protocol)
+    text = " ".join(card.method)
     assert "fingerprint" not in text and "frozen" not in text and "first stage all" not in text
     assert "TREC run files made elsewhere" in text and "each condition has its own run files" in text
     md = card.markdown()
     assert md_rows(md, "| Group")[0].startswith("| Group | Model | Clean | ")  # no parameters measured: no column
     assert "| first-stage |" in md  # a run file named first-stage is not called an encoder
     assert all("(bge" not in d.name and "top-" not in d.name for d in card.datasets)
-    assert build_card(restored("analyzed", tmp_path / "tr"), "bm25-tr", labels="tr").protocol[1].startswith(
+    assert build_card(restored("analyzed", tmp_path / "tr"), "bm25-tr", labels="tr").method[1].startswith(
         "Sistemler başka yerde üretilmiş TREC koşu dosyalarıdır")
 
 

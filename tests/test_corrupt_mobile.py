@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.corrupt.conditions import KEY_NEIGHBOURS, colloquial, corrupt
+from terazi.corrupt.conditions import corrupt
+from terazi.corrupt.keyboard import KEY_NEIGHBOURS
+from terazi.corrupt.mobile import colloquial
 from terazi.schemas import CorruptionSpec, MobileSpec
 
 # Written out here rather than taken from terazi.turkish: the forms below are the test's own.

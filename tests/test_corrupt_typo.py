@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import OSA
 
-from terazi.corrupt.conditions import KEY_NEIGHBOURS, corrupt, edit_rate, typo_with_edits
+from terazi.corrupt.conditions import corrupt, edit_rate
+from terazi.corrupt.keyboard import KEY_NEIGHBOURS
+from terazi.corrupt.typo import typo_with_edits
 from terazi.schemas import CorruptionSpec, DatasetSpec
 from tests.conftest import XQUAD_TR
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 import terazi
 from terazi.cli import app
 from terazi.data.beir import load_beir, write_beir
-from terazi.data.leakage import TrainSource, check, write
+from terazi.contamination import TrainSource, check, write
 from tests.leakage_inputs import jsonl
 
 SEED, RESAMPLES, HEADLINE = 5, 1000, "nDCG@10"

@@ -1,15 +1,14 @@
 """Golden files: what terazi writes and prints, pinned file by file, so that moving code cannot change it unseen.
 
-Three runs through the Python API (the demo benchmark as `terazi demo` runs it, a tiny benchmark with a
-cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm and a 90% level, and the tiny benchmark again with
-two first stages and a depth sweep: depths, ceiling, protocol table, first-stages/bm25/), `terazi analyze` on the
-demo's runs (and on a copy with one system's clean run replaced), then `terazi score`, `compare` and
-`leaderboard` on those folders as a user runs them (a subprocess each). Every output is normalised first:
-timings, time stamps and absolute paths out, floats compared to 1e-12, TREC files by their lines.
+Three runs through the Python API (the demo benchmark as `terazi demo` runs it, a tiny benchmark with a cross-encoder,
+a bi-encoder, judged variants, Turkish labels, Holm and a 90% level, and the tiny benchmark again with two first
+stages and a depth sweep: depths, ceiling, protocol table, first-stages/bm25/), `terazi analyze` on the demo's runs
+(and on a copy with one system's clean run replaced), then `terazi score`, `compare` and `leaderboard` on those
+folders as a user runs them (a subprocess each). Every output is normalised first: timings, time stamps and absolute
+paths out, floats compared to 1e-12, TREC files by their lines.
 
-To write the golden files anew after a deliberate change of an output (then review `git diff tests/golden`):
-
-    TERAZI_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden.py
+To write the golden files anew after a deliberate change of an output, run `TERAZI_UPDATE_GOLDEN=1 .venv/bin/python
+-m pytest tests/test_golden.py` and review `git diff tests/golden`.
 """
 
 from __future__ import annotations
@@ -205,31 +204,30 @@ def check(name: str, value) -> None:
 
 
 def same_scores(name: str, got: dict) -> None:
-    """`first_stage_scores` against golden/<name>: the same files and records, each sum within 2e-6 per record (one
-    unit of the printed 6th decimal, rounded either way), each sum of squares within 4e-6 per record (scores ≤ 1)."""
+    """`trec_scores` against golden/<name>: the same files and records, each sum within 2e-6 per record (one unit of
+    the 6th decimal, either way) and each sum of squares within 4e-6 per record, both times max(1, largest |score|)."""
     if UPDATE:
         check(name, got)
         return
     want = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
     assert list(got) == list(want), f"{name}: files {list(got)} != golden {list(want)}"
     for f, g in got.items():
-        w, n = want[f], want[f]["records"]
+        w, n, m = want[f], want[f]["records"], max(1.0, want[f]["max_abs"])
         assert g["records"] == n, f"{name}: {f} has {g['records']} records, golden {n}"
-        assert abs(g["sum"] - w["sum"]) <= 2e-6 * n, f"{name}: {f} sum {g['sum']} != golden {w['sum']}"
-        assert abs(g["sum_sq"] - w["sum_sq"]) <= 4e-6 * n, f"{name}: {f} sum of squares {g['sum_sq']} != golden {w['sum_sq']}"
+        assert abs(g["sum"] - w["sum"]) <= 2e-6 * n * m, f"{name}: {f} sum {g['sum']} != golden {w['sum']}"
+        assert abs(g["sum_sq"] - w["sum_sq"]) <= 4e-6 * n * m * m, f"{name}: {f} sum of squares {g['sum_sq']} != {w}"
 
 
-def first_stage_scores(manifest: dict) -> dict:
-    """The frozen first stage's scores, per run file: records, sum and sum of squares. A model's scores move in their
-    last printed digit (1e-6) with the machine's float kernels (this CPU's AVX2 against another's AVX-512, a torch
-    build), so they are compared to that (`same_scores`), not as the bytes the manifest's digests name; ids and ranks
-    are pinned exactly (files.json)."""
-    out = {}
-    for cs in manifest["candidates"]:
-        for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec")):
-            scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-            out[f"{cs['dataset']}/{p.name}"] = {"records": len(scores), "sum": math.fsum(scores),
-                                                "sum_sq": math.fsum(x * x for x in scores)}
+def trec_scores(manifest: dict, run: Path) -> dict:
+    """The frozen first stage's and runs/' scores (the systems' own), per file: records, sum, sum of squares, largest
+    |score|. Models' scores move in their last digits with the machine's float kernels (AVX2 against AVX-512, a torch
+    build): compared to that (`same_scores`), not as bytes; ids and ranks are pinned exactly (files.json)."""
+    out, files = {}, [(f"{cs['dataset']}/{p.name}", p) for cs in manifest["candidates"]
+                      for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec"))]
+    for name, p in files + [(str(p.relative_to(run)), p) for p in sorted((run / "runs").rglob("*.trec"))]:
+        scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out[name] = {"records": len(scores), "sum": math.fsum(scores), "sum_sq": math.fsum(x * x for x in scores),
+                     "max_abs": max(map(abs, scores), default=0.0)}
     return out
 
 
@@ -251,14 +249,15 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
         return
     raw = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     if raw.get("candidates"):
-        same_scores(f"{prefix}/first-stage-scores.json", first_stage_scores(raw))
+        same_scores(f"{prefix}/trec-scores.json", trec_scores(raw, run))
     manifest = _json_clean(json.loads(clean((run / "manifest.json").read_text(encoding="utf-8"))))
     manifest["benchmark"]["parts"].pop("systems")
     for cs in manifest.get("candidates", []):  # the frozen files' names; their bytes hold scores (above)
         cs["files"] = dict.fromkeys(cs["files"], "<digest>")
     check(f"{prefix}/manifest.json", manifest)
-    files = {part: tree_digest(run / part) for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
-    if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (its scores are in the manifest's recall)
+    files = {part: tree_digest(run / part, slice(0, 4) if part == "runs" else slice(None))  # runs' scores: above
+             for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
+    if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (their scores: trec-scores.json)
         files["candidates"] = tree_digest(run / "candidates", slice(0, 4))
     files["datasets.yaml"] = (run / "datasets.yaml").read_text(encoding="utf-8")
     check(f"{prefix}/files.json", files)
@@ -325,12 +324,13 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         "terazi-first-stage", "hybrid-rrf").replace("first-stage", "hybrid-rrf"))
     terazi.analyze(other, out=out / "changed-run", bootstrap_resamples=1000, labels="tr", holm=True)
 
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb",
-           "NO_COLOR": "1"}
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
     # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
-    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before
+    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before.
+    # A frozen set's lookup key holds the code that made it (terazi.codehash): it moves with each commit
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
-    clean = Paths({tiny_ce_hash: "{tiny-ce-hash}"}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
+    keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
+    clean = Paths({tiny_ce_hash: "{tiny-ce-hash}", **keys}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
                   models=root / "models", minilm=minilm_path, root=root, golden=GOLDEN)
     return out, clean, env
 

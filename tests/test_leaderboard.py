@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from terazi.analysis.intervals import retention_intervals
-from terazi.analysis.leaderboard import aggregate, read_long_table
+from terazi.analysis.leaderboard import board_of_scores, read_long_table
 
 
 def long_table():
@@ -23,7 +23,7 @@ def long_table():
 def test_borda_by_hand():
     # MTEB's code: N = 3 systems with any ranked result. Points = N - rank (average ranks on ties).
     # t1: A=B rank 1.5 -> 1.5 each, C rank 3 -> 0.  t2: C 2, B 1, A 0.  t3: A 2, B 1, C missing -> 0.
-    board = {r["system"]: r for r in aggregate(long_table(), {"t4"}, borda="mteb").iter_rows(named=True)}
+    board = {r["system"]: r for r in board_of_scores(long_table(), {"t4"}, borda="mteb").iter_rows(named=True)}
     assert board["A"]["borda_votes"] == 3.5 and board["B"]["borda_votes"] == 3.5
     assert board["C"]["borda_votes"] == 2.0 and board["D"]["borda_votes"] == 0.0
     assert [board[s]["borda_rank"] for s in "ABCD"] == [1, 1, 3, 4]  # competition ranking
@@ -36,7 +36,7 @@ def test_borda_by_hand():
 def test_borda_per_task_follows_the_note():
     # The note: "on a task where N models were evaluated, the first gets N-1 points, ..., the last 0".
     # t3 had N = 2 (C skipped it): A 1, B 0.  t1, t2 as above (N = 3).  D has no ranked result.
-    board = {r["system"]: r for r in aggregate(long_table(), {"t4"}).iter_rows(named=True)}
+    board = {r["system"]: r for r in board_of_scores(long_table(), {"t4"}).iter_rows(named=True)}
     assert [board[s]["borda_votes"] for s in "ABCD"] == [2.5, 2.5, 2.0, 0.0]
     assert board["C"]["mean_task"] == pytest.approx((0.3 + 0.6) / 2)  # over the tasks C was run on
     assert board["C"]["tasks"] == 2 and board["D"]["tasks"] == 0 and board["D"]["mean_task"] is None
@@ -46,26 +46,26 @@ def test_per_task_and_mteb_rank_differently_when_a_task_is_missing():
     # t1: all four run, A > B > C > D.  t2: only C and D run, C > D.
     rows = [("A", "t1", 0.9), ("B", "t1", 0.8), ("C", "t1", 0.7), ("D", "t1", 0.6), ("C", "t2", 0.9), ("D", "t2", 0.8)]
     long = pl.DataFrame([(s, t, "r", v) for s, t, v in rows], schema=["system", "task", "task_type", "score"], orient="row")
-    note = {r["system"]: r["borda_votes"] for r in aggregate(long).iter_rows(named=True)}
-    mteb = {r["system"]: r["borda_votes"] for r in aggregate(long, borda="mteb").iter_rows(named=True)}
+    note = {r["system"]: r["borda_votes"] for r in board_of_scores(long).iter_rows(named=True)}
+    mteb = {r["system"]: r["borda_votes"] for r in board_of_scores(long, borda="mteb").iter_rows(named=True)}
     assert note == {"A": 3, "B": 2, "C": 1 + 1, "D": 0 + 0}  # t2: N = 2, so C 1 and the last, D, 0
     assert mteb == {"A": 3, "B": 2, "C": 1 + 3, "D": 0 + 2}  # t2: N = 4, so even D earns 2
-    assert aggregate(long)["system"][0] == "A" and aggregate(long, borda="mteb")["system"][0] == "C"
+    assert board_of_scores(long)["system"][0] == "A" and board_of_scores(long, borda="mteb")["system"][0] == "C"
     for task, part in long.group_by("task"):  # per task the last earns 0 and the first N - 1
         n = part.height
-        pts = aggregate(part).filter(pl.col("tasks") > 0)["borda_votes"].sort()
+        pts = board_of_scores(part).filter(pl.col("tasks") > 0)["borda_votes"].sort()
         assert pts[0] == 0 and pts[-1] == n - 1
 
 
 def test_out_of_ranking_task_is_not_aggregated():
-    board = {r["system"]: r for r in aggregate(long_table(), out_of_ranking={"t3", "t4"}).iter_rows(named=True)}
+    board = {r["system"]: r for r in board_of_scores(long_table(), out_of_ranking={"t3", "t4"}).iter_rows(named=True)}
     assert board["C"]["mean_task_complete"] == pytest.approx(0.45)
     assert board["A"]["borda_votes"] == 1.5
 
 
 def test_missing_columns_are_reported():
     with pytest.raises(ValueError, match="missing column"):
-        aggregate(pl.DataFrame({"system": ["a"], "score": [1.0]}))
+        board_of_scores(pl.DataFrame({"system": ["a"], "score": [1.0]}))
 
 
 @pytest.mark.parametrize("score, message", [(math.nan, "row 3: score of 'B' on 't1' is NaN"),
@@ -74,7 +74,7 @@ def test_nan_or_missing_scores_are_errors_naming_the_row(score, message):
     long = long_table().with_columns(pl.when(pl.int_range(pl.len()) == 2).then(score).otherwise(pl.col("score"))
                                      .alias("score"))
     with pytest.raises(ValueError, match=message):
-        aggregate(long)
+        board_of_scores(long)
 
 
 @pytest.mark.parametrize("text, message", [("nan", "line 4: score of 'C' on 't1' is NaN"),
@@ -264,4 +264,4 @@ def test_config_chooses_the_borda_variant():
     with pytest.raises(ValidationError, match="per-task"):
         EvalConfig(datasets=[{"path": "d"}], borda="mean")
     with pytest.raises(ValueError, match="borda must be one of per-task, mteb"):
-        aggregate(long_table(), borda="mean")
+        board_of_scores(long_table(), borda="mean")

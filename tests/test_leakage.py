@@ -1,4 +1,4 @@
-"""terazi.data.leakage: planted overlaps are found however they were typed, 7 shared words are not 8, disjoint texts give
+"""terazi.contamination (the leakage check): planted overlaps are found however they were typed, 7 shared words are not 8, disjoint texts give
 nothing, repeats carry rapidfuzz's own score, bad sources are one line; the vectorised matcher, the normaliser and
 the banded near-repeat search are cross-checked against plain-Python implementations on random texts."""
 
@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 from rapidfuzz import fuzz
 
-from terazi.data.leakage import LeakageOptions, TrainSource, check
-from terazi.data.leakage.normalize import tokens
-from terazi.data.leakage.repeats import RepeatFinder
+from terazi.contamination import LeakageOptions, TrainSource, check
+from terazi.contamination.normalize import tokens
+from terazi.contamination.repeats import RepeatFinder
 from terazi.turkish import to_ascii, tr_upper
 from tests.leakage_inputs import (
     FILLER,
@@ -54,11 +54,22 @@ def test_the_copy_is_found_however_it_was_cased_composed_or_punctuated(tmp_path,
     assert hits(tmp_path, bench, f"x y {text} z")[0] == ["d1"]
 
 
-def test_a_copy_without_turkish_letters_is_found_only_with_fold_ascii(tmp_path, bench):
+def test_a_copy_without_turkish_letters_is_found_unless_fold_ascii_is_off(tmp_path, bench):
     copy = to_ascii(window(8)).upper()  # typed on a keyboard without Turkish letters, then upper-cased by ASCII rules
     assert copy.isascii()
-    assert hits(tmp_path, bench, copy)[0] == []
-    assert hits(tmp_path, bench, copy, fold_ascii=True)[0] == ["d1"]
+    assert hits(tmp_path, bench, copy)[0] == ["d1"]
+    assert hits(tmp_path, bench, copy, fold_ascii=False)[0] == []
+
+
+def test_a_copy_upper_cased_by_a_non_turkish_tool_is_found_by_default(tmp_path, bench):
+    """Issue 37: `gecesi` → `GECESI` (str.upper), which Turkish lowercasing reads `gecesı`, is found without any
+    option; so is a Turkish-cased copy, and either one's lower case."""
+    text = "o gece gecesi ile birlikte içeri girdi ve kimse bir şey demedi"
+    ds = dataset(tmp_path, "b", [("d1", text)], [("q1", "a")])
+    for copy in (text.upper(), tr_upper(text), tr_upper(text).lower(), text.upper().lower()):
+        src = jsonl(tmp_path / "t.jsonl", [{"text": copy}])
+        assert check([ds], [TrainSource(path=str(src))], LeakageOptions(fold_ascii=False)).datasets[0].passage_hits \
+            == ["d1"], copy
 
 
 def test_seven_shared_words_are_not_eight(tmp_path, bench):
@@ -115,13 +126,13 @@ def test_exact_and_near_repeats_with_rapidfuzz_scores(tmp_path):
     src = jsonl(tmp_path / "t.jsonl", [{"text": "x", "question": "ISTANBULDA EN GÜZEL ÇAY BAHÇESI NEREDE"},
                                        {"text": "y", "question": "rüzgâr neden ıslık çalır"},
                                        {"text": "z", "question": "armut kaç kalori"}])
-    d = check([ds], [TrainSource(path=str(src), fields=("text", "question"))]).datasets[0]
+    d = check([ds], [TrainSource(path=str(src), fields=("text", "question"))],
+              LeakageOptions(fold_ascii=False)).datasets[0]
     by_id = {r.query_id: r for r in d.repeats}
-    assert set(by_id) == {"q1", "q2"}  # "ISTANBULDA … BAHÇESI" reads ıstanbulda … bahçesı: the capital I is
-    assert by_id["q1"].kind == "near"  # dotless in Turkish, a different letter from i without --fold-ascii
-    assert by_id["q1"].score == pytest.approx(fuzz.ratio("istanbulda en güzel çay bahçesi nerede",
-                                                         "ıstanbulda en güzel çay bahçesı nerede"), abs=0.01)
-    assert by_id["q2"].score == pytest.approx(fuzz.ratio("rüzgâr neden ıslık çalar", "rüzgâr neden ıslık çalır"),
+    assert set(by_id) == {"q1", "q2"}  # "ISTANBULDA … BAHÇESI": a capital I is an i, whoever upper-cased it
+    assert (by_id["q1"].kind, by_id["q1"].score) == ("exact", 100.0)
+    assert by_id["q2"].kind == "near"  # ı and i are one letter: "islik" vs "islik", "calar" vs "calir" but for ç, â
+    assert by_id["q2"].score == pytest.approx(fuzz.ratio("rüzgâr neden islik çalar", "rüzgâr neden islik çalir"),
                                               abs=0.01)
     assert fuzz.ratio("elma kaç kalori", "armut kaç kalori") < 90  # q3: below the threshold
     assert by_id["q2"].train == f"{src}:2"
@@ -194,7 +205,7 @@ def test_the_normaliser_matches_a_plain_python_one(fold):
 def test_both_directions_match_a_plain_python_set_implementation(tmp_path, hold):
     """Random texts over a small vocabulary (so that 3-grams are often shared), two datasets, two sources, small
     batches: every hit and every partner, per dataset, equals what Python sets of word tuples say."""
-    rng = random.Random(11)
+    rng, fold = random.Random(11), LeakageOptions().fold_ascii  # the default normalisation, cross-checked
     vocab = ["çay", "Elma", "şehir", "ılık", "İzmir", "yol", "gün", "deniz", "kitap", "su", "dağ", "ÇAY", "kuş", "ev",
              "ağaç", "yağmur", "köprü", "taş", "kar", "ay"]
     sent = lambda k: " ".join(rng.choices(vocab, k=k)) + rng.choice([".", "!", ",", ""])
@@ -210,15 +221,16 @@ def test_both_directions_match_a_plain_python_set_implementation(tmp_path, hold)
         train += [(f"{tmp_path / f't{s}.jsonl'}:{k + 1}", r) for k, r in enumerate(rows)]
     r = check(datasets, sources, LeakageOptions(ngram=3, batch=128, hold=hold, max_examples=5))
     assert r.held == hold
-    train_grams = [(ref, python_ngrams(row["text"], 3) | python_ngrams(row["query"], 3)) for ref, row in train]
+    train_grams = [(ref, python_ngrams(row["text"], 3, fold) | python_ngrams(row["query"], 3, fold))
+                   for ref, row in train]
     all_train = set().union(*(g for _, g in train_grams))
     union_hits = set()
     for ds, got in zip(datasets, r.datasets):
         docs = [(i, json.loads(line)["text"]) for i, line in zip(ds.doc_ids.to_list(), ds.files[0].read_text().splitlines())]
         queries = [(q, ds.queries[q].text) for q in ds.queries]
-        assert got.passage_hits == [i for i, t in docs if python_ngrams(t, 3) & all_train]
-        assert got.query_hits == [q for q, t in queries if python_ngrams(t, 3) & all_train]
-        bench_grams = set().union(*(python_ngrams(t, 3) for _, t in docs + queries))
+        assert got.passage_hits == [i for i, t in docs if python_ngrams(t, 3, fold) & all_train]
+        assert got.query_hits == [q for q, t in queries if python_ngrams(t, 3, fold) & all_train]
+        bench_grams = set().union(*(python_ngrams(t, 3, fold) for _, t in docs + queries))
         expected_train = [ref for ref, g in train_grams if g & bench_grams]
         assert got.train_hits == expected_train
         union_hits |= set(expected_train)

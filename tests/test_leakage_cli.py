@@ -99,7 +99,7 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
 
 
 def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
-    from terazi.data.leakage.folder import check_inputs
+    from terazi.contamination.folder import check_inputs
     from terazi.errors import OutputPathError
     from terazi.schemas.leakage import LeakageConfig
 
@@ -114,7 +114,7 @@ def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
 
 def test_the_python_api_runs_the_flow_and_returns_the_counts(prefect_server, tmp_path, bench):
     import terazi
-    from terazi.data.leakage import check  # noqa: F401  (the subpackage loaded: terazi.leakage is still the function)
+    from terazi.contamination import check  # noqa: F401  (the check loaded: terazi.leakage is still the function)
 
     train = _train(tmp_path)
     for k in range(2):  # twice: the second call finds terazi.leakage still the function

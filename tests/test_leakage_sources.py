@@ -1,4 +1,4 @@
-"""terazi.data.leakage's inputs and outputs: every kind of training source with its record names, bad sources one line
+"""terazi.contamination's inputs and outputs: every kind of training source with its record names, bad sources one line
 each, validated options, the output folder, and planted copies of XQuAD passages all found."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from terazi.data.beir import load_beir, write_beir
-from terazi.data.leakage import LeakageOptions, TrainSource, check, write
+from terazi.contamination import LeakageOptions, TrainSource, check, write
 from terazi.errors import ConfigError, DatasetError
 from terazi.turkish import to_ascii, tr_upper
 from tests.conftest import XQUAD_TR
@@ -53,8 +53,9 @@ def test_a_beir_folder_and_a_saved_datasets_table_are_training_sources(tmp_path,
     datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["yok", PLANTED]}),
                           "test": datasets.Dataset.from_dict({"text": ["yok"]})}).save_to_disk(str(saved))
     r = check([bench], [TrainSource(path=str(beir)), TrainSource(path=f"hf:{saved}")])
-    assert r.train_hits == [f"{beir}/corpus.jsonl:1", f"{saved}/train:2"]
-    assert [(x.query_id, x.kind, x.train) for x in r.datasets[0].repeats] == [("q1", "exact", f"{beir}/queries.jsonl:1")]
+    assert r.train_hits == [f"{beir}/corpus.jsonl:1 (id t1)", f"{saved}/train:2"]  # named by an id where there is one
+    assert [(x.query_id, x.kind, x.train) for x in r.datasets[0].repeats] == \
+        [("q1", "exact", f"{beir}/queries.jsonl:1 (id tq)")]
     with pytest.raises(DatasetError, match="no 'dev' among"):
         check([bench], [TrainSource(path=str(saved), split="dev")])
 
@@ -139,14 +140,14 @@ def test_the_output_folder(tmp_path, bench):
     d = s["datasets"][0]
     assert (d["passage_hits"], d["query_hits"], d["exact_repeats"], d["contaminated_queries"], s["train_hits"]) == (1, 0, 1, 1, 1)
     assert d["shares"]["passages"] == 0.5 and d["shares"]["relevant_hit"] == 0.5
-    assert d["examples"][0]["ngram"] == " ".join(reference_tokens(window(8), False))
+    assert d["examples"][0]["ngram"] == " ".join(reference_tokens(window(8), True))
     page = (out / "report.html").read_text()
     assert f"<mark>{d['examples'][0]['ngram']}</mark>" in page and "<script" not in page and "http" not in page
     assert "| bench | 2 |" in (out / "report.md").read_text()
 
 
 def test_held_membership_matches_numpy_isin():
-    from terazi.data.leakage.match import HeldIndex
+    from terazi.contamination.match import HeldIndex
 
     rng = np.random.default_rng(5)
     held_hashes = rng.integers(0, 2**64, 200_000, dtype=np.uint64)

@@ -7,7 +7,7 @@ import os
 
 import polars as pl
 
-from terazi import memo
+from terazi import codehash, memo
 from terazi.schemas import BM25Spec
 from tests.stages import rerank_row
 from tests.test_rerank import inputs
@@ -44,8 +44,8 @@ def test_reuse_makes_once_per_key_and_in_place_without_a_cache(tmp_path):
         (root / "runs" / "a.trec").write_text(f"q 0 d 1 1.0 s{len(made)}\n")
         return {"files": 1}
 
-    key = memo.key("test", "x", 1)
-    assert key == memo.key("test", "x", 1) != memo.key("test", "x", 2)
+    key = memo.key("test", "x", 1, maker=__name__)
+    assert key == memo.key("test", "x", 1, maker=__name__) != memo.key("test", "x", 2, maker=__name__)
     for run in ("one", "two"):
         assert memo.reuse(tmp_path / "cache", key, tmp_path / run, make) == {"files": 1}
     one, two = (tmp_path / run / "runs" / "a.trec" for run in ("one", "two"))
@@ -73,12 +73,8 @@ def test_warm_variants_are_linked_and_new_corruption_code_makes_them_anew(tmp_pa
     assert again.model_dump(exclude={"path"}) == first.model_dump(exclude={"path"})
     other = module.corrupt_queries(ds, "typo", CorruptionSpec(), 14, str(tmp_path / "c"), cache)
     assert len(calls) == 2 * made and not os.path.samefile(first.path, other.path)
-    code = memo.code("terazi.corrupt", "terazi.turkish")
-    source = tmp_path / "pkg"
-    (source / "m").mkdir(parents=True)
-    (source / "m" / "__init__.py").write_text("")
-    (source / "m" / "rules.py").write_text("A = 1\n")
-    monkeypatch.syspath_prepend(str(source))
-    before = memo.code("m")
-    (source / "m" / "rules.py").write_text("A = 2\n")
-    assert memo.code("m") != before and memo.code("terazi.corrupt", "terazi.turkish") == code
+    rules = next(p for p in codehash.closure(module.__name__).values() if p.name == "conditions.py")
+    real_digest = codehash._digest
+    monkeypatch.setattr(codehash, "_digest", lambda p: "edited" if p == rules else real_digest(p))
+    edited = module.corrupt_queries(ds, "typo", CorruptionSpec(), 13, str(tmp_path / "d"), cache)
+    assert len(calls) == 3 * made and not os.path.samefile(first.path, edited.path)  # new corruption code: made anew

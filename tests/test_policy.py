@@ -81,7 +81,8 @@ def test_form_schema_is_typed_and_described():
     defs = schema["definitions"]
     rerankers = defs["EvalConfig"]["properties"]["rerankers"]["items"]
     assert rerankers["discriminator"]["propertyName"] == "kind"
-    assert set(rerankers["discriminator"]["mapping"]) == {"cross-encoder", "bi-encoder", "llm-reranker", "bm25", "rrf"}
+    assert set(rerankers["discriminator"]["mapping"]) == {"cross-encoder", "bi-encoder", "llm-reranker", "bm25", "http",
+                                                          "rrf"}
     fields = {k: set(defs[k]["properties"]) for k in ("CrossEncoderSpec", "BiEncoderSpec", "BM25Spec", "RRFSpec")}
     assert {"k1", "b", "fuse"}.isdisjoint(fields["CrossEncoderSpec"])
     assert {"model", "fuse", "max_length"}.isdisjoint(fields["BM25Spec"])

@@ -60,7 +60,7 @@ def test_draws_are_the_leaderboards_resamples():
 
 
 def test_borda_per_resample_is_the_leaderboards_count():
-    """In every resample the Borda votes equal leaderboard.aggregate's on that resample's dataset means, and the
+    """In every resample the Borda votes equal leaderboard.board_of_scores's on that resample's dataset means, and the
     ranks are plain-Python competition ranks (ties share the better rank)."""
     rng = np.random.default_rng(2)
     # d1 values are coarse so that resampled dataset means tie now and then
@@ -72,7 +72,7 @@ def test_borda_per_resample_is_the_leaderboards_count():
     for r in range(60):
         long = pl.DataFrame([(s, d, "retrieval", float(values[d][s][idx[d][r]].mean())) for d in ("d1", "d2")
                              for s in "abcd"], schema=list(leaderboard.COLUMNS), orient="row")
-        board = leaderboard.aggregate(long)
+        board = leaderboard.board_of_scores(long)
         want = dict(zip(board["system"], board["borda_votes"]))
         got = dict(zip(draws.systems, draws.votes[r]))
         assert got == pytest.approx(want)

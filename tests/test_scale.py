@@ -227,6 +227,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
     from terazi.models.vectors import save_atomic
     from terazi.retrieval.dense import exact_search, shard_bounds, shard_path, shards
+    from terazi.ties import id_order
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(1000, 16)).astype(np.float32)
@@ -238,9 +239,10 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     index = faiss.IndexFlatIP(16)
     index.add(emb)
     want_s, want_i = index.search(queries, 20)
-    got_s, got_i = exact_search(shards(tmp_path, bounds), queries, 20)
+    order = id_order(pl.Series([f"d{i:04d}" for i in range(len(emb))]))  # no tied scores: FAISS's order is the rule's
+    got_s, got_i = exact_search(shards(tmp_path, bounds), queries, 20, order)
     assert np.array_equal(got_s, want_s) and np.array_equal(got_i, want_i)
-    one_s, one_i = exact_search(shards(tmp_path, [(0, 300)]), queries, 500)  # depth beyond a shard
+    one_s, one_i = exact_search(shards(tmp_path, [(0, 300)]), queries, 500, order)  # depth beyond a shard
     assert one_i.shape == (50, 300)
 
 
@@ -255,6 +257,7 @@ def test_approximate_index_records_its_recall(tmp_path):
         shard_path,
         shards,
     )
+    from terazi.ties import id_order
 
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(30_000, 8)).astype(np.float32)
@@ -264,8 +267,9 @@ def test_approximate_index_records_its_recall(tmp_path):
         save_atomic(shard_path(tmp_path, a, z), emb[a:z])
     index, params = build_index(lambda: shards(tmp_path, bounds), len(emb), 8, "ivf", nprobe=8)
     assert params == {"type": "IndexIVFFlat", "nlist": int(4 * np.sqrt(30_000)), "nprobe": 8}  # 4·√n lists
-    _, approx = search_index(index, emb[:100], 10)
-    _, exact = exact_search(shards(tmp_path, bounds), emb[:100], 10)
+    order = id_order(pl.Series([str(i) for i in range(len(emb))]))
+    _, approx = search_index(index, emb[:100], 10, order)
+    _, exact = exact_search(shards(tmp_path, bounds), emb[:100], 10, order)
     recall = recall_against_exact(approx, exact)
     assert 0.3 < recall < 1.0 and recall_against_exact(exact, exact) == 1.0
 

@@ -150,7 +150,15 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
                                (cfg_out, ["out_dir", "outside the service's results root"])):
             refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg_bad}, timeout=120)
             assert refused.state.is_failed(), refused.state
-            assert all(w in refused.state.message for w in words), refused.state.message
+            # one line that says what to change, as the CLI says it: no exception name, no traceback in the run's log
+            message = refused.state.message
+            assert message.startswith(words[0].split(":")[0]) and "\n" not in message and "Error" not in message
+            assert all(w in message for w in words), message
+            deadline, logs = time.monotonic() + 20, ""
+            while message not in logs and time.monotonic() < deadline:  # log lines reach the API in batches
+                time.sleep(1)
+                logs = "\n".join(r.message for r in asyncio.run(_on_run(refused.id))[1])
+            assert message in logs and "Traceback" not in logs, logs
         assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "results" / "refused").exists()
 
         bad = tiny_config(tmp_path, tiny_dataset, depth=-5)
@@ -175,6 +183,33 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
     assert from_file.exit_code == 0, from_file.output
     for folder in ("flags", "file"):
         assert pl.read_csv(tmp_path / "cli" / folder / "leaderboard.csv").equals(served_board), folder
+
+
+def test_10_the_forms_defaults_lie_inside_the_servers_roots(prefect_server, tmp_path, tiny_dataset):
+    """`terazi serve --results-root R` with a config whose out_dir lies elsewhere: pressing Run with the form's
+    defaults (no parameters) writes into R, and the cache into --cache-root, instead of being refused (issue 37)."""
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    root, cache = tmp_path / "served-results", tmp_path / "served-cache"
+    with served(tmp_path, tiny_config(tmp_path, tiny_dataset, conditions=["clean"]), "--results-root", str(root),
+                "--cache-root", str(cache)):
+        async def defaults():  # once this server has registered it (an earlier test's may still be there)
+            async with get_client() as client:
+                for _ in range(60):
+                    form = (await client.read_deployment_by_name("terazi-evaluate/ad-hoc")).parameters["config"]
+                    if form["out_dir"].startswith(str(tmp_path)):
+                        return form
+                    await asyncio.sleep(1)
+            return form
+
+        form = asyncio.run(defaults())
+        assert (form["out_dir"], form["cache_dir"]) == (str(root), str(cache))
+        run = run_deployment("terazi-evaluate/ad-hoc", timeout=300)  # Run, with every default as the form shows it
+        assert run.state.is_completed(), run.state
+    manifest = json.loads(next(root.glob("*/manifest.json")).read_text())
+    assert manifest["kind"] == "ad-hoc" and Path(manifest["run_dir"]).parent == root
+    assert (cache / "candidates").is_dir() and not (tmp_path / "results").exists()
 
 
 def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):

@@ -69,7 +69,7 @@ def test_a_command_that_fails_before_its_run_ends_the_process_it_started_first(t
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "TERAZI_KEEP_SERVER")}
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     seen: set[int] = set()
-    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(tmp_path), "--depth", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(tmp_path / "ds"), "--depth", "0",
                              "--out", str(tmp_path / "out")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     while proc.poll() is None:

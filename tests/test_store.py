@@ -127,14 +127,18 @@ def test_a_header_that_is_not_sqlite_is_a_cache_error(tmp_path):
 
 def test_full_disk_keeps_sqlites_own_error(tmp_path):
     """Disk full (here: the page limit SQLite reports the same way) is not hidden behind "cannot rollback"."""
-    from terazi.cli.common import explain
+    from terazi.cli.common import OUTPUTS, explain
 
     store = SQLiteStore(tmp_path / "scores.sqlite")
     store._conn().execute("PRAGMA max_page_count=20")
     with pytest.raises(sqlite3.OperationalError, match="database or disk is full") as e:
         store.put_many(MODEL, frame(50_000))
     assert "rollback" not in str(e.value)
-    assert explain(e.value)[0].startswith("disk full while writing the score cache")
+    token = OUTPUTS.set({"cache folder": (tmp_path, "--cache")})  # what `terazi cache merge --cache …` declares
+    try:
+        assert explain(e.value)[0].startswith(f"disk full under the cache folder {tmp_path} (")
+    finally:
+        OUTPUTS.reset(token)
     assert store.count() == 0  # the transaction left nothing behind
 
 

@@ -17,6 +17,7 @@ import polars as pl
 
 from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
 from terazi.errors import DatasetError, TeraziError
+from terazi.readback import finite_parquet, read_csv
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
@@ -112,6 +113,7 @@ def read_per_query(run: Path) -> pl.DataFrame:
     path = RunLayout(run).per_query
     if not path.is_file():
         raise DatasetError(path, None, "not a terazi results folder (no per_query.parquet)")
+    finite_parquet(path)
     return pl.read_parquet(path)
 
 
@@ -145,7 +147,7 @@ def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
     paths = [RunLayout(p).depths_csv for p in (before, after)]
     if not all(p.is_file() for p in paths):
         return None
-    old, new = (pl.read_csv(p).select("system", "depth", "mean", "enough") for p in paths)
+    old, new = (read_csv(p).select("system", "depth", "mean", "enough") for p in paths)
     return (old.join(new, on=["system", "depth"], how="inner", suffix="_after", maintain_order="right")
             .select("system", "depth", pl.col("mean").alias("before"), pl.col("mean_after").alias("after"),
                     (pl.col("mean_after") - pl.col("mean")).alias("delta"), pl.col("enough").alias("enough_before"),

@@ -4,10 +4,10 @@ A warm rerun's statistics are the same bootstraps over the same per-query values
 (9,520 queries, five conditions) 2.5 of a warm run's 3.1 s went to drawing resamples and averaging them again. So an
 interval (`stats.interval`, and through it every paired difference) and a retention ratio (`stats.ratio_interval`) are
 kept in the cache folder's `intervals.sqlite` under the SHA-256 of what decides them: the function, its parameters,
-each dataset's name and values (in sorted order, as the function reads them), the source of the statistics modules
-(editing them makes new keys) and numpy's version (its generator and quantiles). A run that changes one reranker
-computes the intervals that involve its values and finds every other one; nothing is ever looked up by name, so a
-result can only be found again for the very same numbers.
+each dataset's name and values (in sorted order, as the function reads them) and the code of the function's
+module (`terazi.codehash`: its source and imports, and numpy's version for its generator and quantiles). A run that
+changes one reranker computes the intervals that involve its values and finds every other one; nothing is ever looked
+up by name, so a result can only be found again for the very same numbers.
 
 Only within `kept(cache_dir)` (a run's statistics, and the model card it publishes); elsewhere every call computes.
 The file is derived: damaged or unwritable, it is set aside and everything is computed as before; `terazi cache
@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
+from terazi import codehash
+from terazi.paths import mark_used
 
 FILE = "intervals.sqlite"
 TIMEOUT = 10.0  # seconds to wait for another run's writes
@@ -104,19 +107,11 @@ def kept(cache_dir: str | Path | None) -> Iterator[None]:
         yield
     finally:
         _active.reset(token)
+        mark_used(path)
         try:
             store.close()
         except sqlite3.Error as e:  # a full or read-only disk: the results are right, only not kept
             log.warning("%s: %s; this run's intervals are not kept", path, e)
-
-
-@functools.cache
-def _code() -> str:
-    """The statistics' own source, and numpy's version: a change of either makes new keys."""
-    h = hashlib.sha256(np.__version__.encode())
-    for module in ("stats.py", "known.py"):
-        h.update((Path(__file__).with_name(module)).read_bytes())
-    return h.hexdigest()
 
 
 def _digest(h: "hashlib._Hash", value: Any) -> None:
@@ -143,7 +138,7 @@ def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
                 return fn(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            h = hashlib.sha256(f"{fn.__qualname__}\0{_code()}\0".encode())
+            h = hashlib.sha256(f"{fn.__qualname__}\0{codehash.of_module(fn.__module__)}\0".encode())
             for name, value in bound.arguments.items():
                 h.update(name.encode() + b"=")
                 _digest(h, value)

@@ -71,7 +71,7 @@ def read_long_table(path: str | Path) -> pl.DataFrame:
     return validate(df.drop("_line"), str(path), lines=df["_line"])
 
 
-def aggregate(long: pl.DataFrame, out_of_ranking: set[str] = frozenset(),
+def board_of_scores(long: pl.DataFrame, out_of_ranking: set[str] = frozenset(),
               borda: Literal["per-task", "mteb"] = "per-task") -> pl.DataFrame:
     """One row per system, best first: borda_votes, borda_rank, the means (note's and MTEB's), tasks."""
     if borda not in BORDA:

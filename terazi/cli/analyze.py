@@ -8,10 +8,13 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines
+from terazi.cli.places import Place, declares
 from terazi.cli.show import print_leaderboard
 
 
+@declares(reads=(Place("folder", "runs folder"), Place("exclude", "exclude folder")),
+          writes=(Place("out", "results folder"),))
 def analyze(
     folder: Path = typer.Argument(..., help="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
                                             "optional changed/<dataset>/<condition>.txt and datasets.yaml"),
@@ -40,7 +43,6 @@ def analyze(
     verbose: bool = VERBOSE,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
-    setup(verbose)
     with errors_as_lines():
         from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
         from terazi.results.imported import inventory

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import sqlite3
 import sys
 from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Iterator, NoReturn
 
 import typer
@@ -21,6 +21,8 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
 VERBOSE = typer.Option(False, "--verbose", "-v", help="debug logging and full tracebacks")
+# the declared outputs of the command running (terazi.cli.places): what → (the folder it is written in, its option)
+OUTPUTS: ContextVar[dict[str, tuple[Path, str]]] = ContextVar("terazi_outputs", default={})
 
 
 def setup(verbose: bool) -> None:
@@ -51,13 +53,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """A known failure as (one line, exit code); None for a bug (which keeps its traceback)."""
+    from terazi.paths import disk_full, is_disk_full
+
     if isinstance(exc, TeraziError):
         return str(exc), 2
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        where = f" writing {exc.filename}" if exc.filename else ""
-        return f"disk full{where}: free some space or point --out/--cache at another disk", 2
-    if isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc):
-        return "disk full while writing the score cache: free some space or use another --cache folder", 2
+    if full := disk_full(exc, OUTPUTS.get()):  # the command's declared outputs, else the failed file's folder
+        return str(full), 2
+    if is_disk_full(exc):
+        return "disk full (the writer named no file): free space on the disk of the command's outputs", 2
     if isinstance(exc, PermissionError):
         return f"permission denied: {exc.filename or exc}", 2
     from pydantic import ValidationError
@@ -74,7 +77,7 @@ def errors_as_lines() -> Iterator[None]:
     """Known failures become one `error:` line and exit 2; tracebacks only with --verbose."""
     try:
         yield
-    except (typer.Exit, typer.Abort, SystemExit):
+    except (typer.Exit, typer.Abort, SystemExit, typer.TyperException):  # usage errors stay typer's
         raise
     except KeyboardInterrupt:
         err.print("[yellow]stopped[/]")

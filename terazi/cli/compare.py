@@ -7,10 +7,12 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import console, errors_as_lines, fail
+from terazi.cli.common import VERBOSE, console, fail
+from terazi.cli.places import Place, declares
 from terazi.present.labels import level
 
 
+@declares(reads=(Place("before", "results folder"), Place("after", "results folder")))
 def compare(
     before: Path = typer.Argument(..., exists=True, file_okay=False, help="results folder (the baseline)"),
     after: Optional[Path] = typer.Argument(None, exists=True, file_okay=False, help="results folder to compare with it"),
@@ -23,6 +25,7 @@ def compare(
     seed: int = typer.Option(0, help="bootstrap seed"),
     confidence: float = typer.Option(0.95, min=0.5, max=0.999, help="level of the intervals"),
     holm: bool = typer.Option(False, "--holm", help="Holm correction across each system's cells"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
     from terazi.analysis import comparison as core
@@ -31,11 +34,10 @@ def compare(
         fail(f"--format must be table, markdown or json, got {fmt!r}")
     if (after is None) == (systems is None):
         fail("give two results folders (terazi compare A B) or one folder and --systems A B")
-    with errors_as_lines():
-        if systems:
-            cmp = core.compare_systems(before, *systems, measure, resamples, seed, confidence, holm)
-        else:
-            cmp = core.compare_runs(before, after, measure, resamples, seed, confidence, holm)
+    if systems:
+        cmp = core.compare_systems(before, *systems, measure, resamples, seed, confidence, holm)
+    else:
+        cmp = core.compare_runs(before, after, measure, resamples, seed, confidence, holm)
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":

@@ -9,10 +9,12 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import fail
+from terazi.cli.common import VERBOSE, fail
+from terazi.cli.places import Place, declares
 from terazi.errors import describe
 
 
+@declares(reads=(Place("source", "queries file"),))
 def corrupt(
     condition: str = typer.Option(..., help="clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile; "
                                                  "compose with '+', e.g. upper+typo"),
@@ -28,6 +30,7 @@ def corrupt(
                                      help="mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatable; "
                                           "rules in docs/corruptions.md)"),
     samples: int = typer.Option(1, min=1, help="samples per query (stochastic conditions only)"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
     from pydantic import ValidationError

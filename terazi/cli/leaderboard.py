@@ -8,9 +8,11 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import console, fail
+from terazi.cli.common import VERBOSE, console, fail
+from terazi.cli.places import Place, declares
 
 
+@declares(reads=(Place("source", "score table"),))
 def leaderboard_cmd(
     source: Path = typer.Argument(..., exists=True, help="a long score table (CSV or parquet: system,task,task_type,"
                                   "score), an MTEB results folder (<model>/<revision>/<task>.json) or a terazi results folder"),
@@ -22,6 +24,7 @@ def leaderboard_cmd(
                                                                 "(repeatable); a TYPE alone is the default type"),
     split: Optional[str] = typer.Option(None, help="MTEB folders: only this split (default: every split in the files)"),
     language: Optional[str] = typer.Option(None, help="MTEB folders: only subsets in this language, e.g. tur"),
+    verbose: bool = VERBOSE,
 ) -> None:
     """Borda count, Mean (Task) and Mean (TaskType) as the ranking note defines them, in any format."""
     import polars as pl
@@ -55,10 +58,9 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     A terazi results folder's `leaderboard.csv` is shown as its run aggregated it (with significance groups
     and intervals), so `borda` and `out_of_ranking` do not apply to it.
     """
-    import polars as pl
-
-    from terazi.analysis.leaderboard import aggregate, describe, read_long_table
+    from terazi.analysis.leaderboard import board_of_scores, describe, read_long_table
     from terazi.data.mteb_results import read_mteb_results
+    from terazi.readback import read_csv
     from terazi.schemas.layout import RunLayout
 
     source, layout = Path(source), RunLayout(source)
@@ -67,7 +69,7 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
         if borda is not None or out_of_ranking:
             raise ValueError(f"{source} is a terazi results folder, aggregated by its run: --borda and "
                              "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's config)")
-        return pl.read_csv(layout.leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
+        return read_csv(layout.leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
     borda = borda or "per-task"
     if source.is_dir():
         long = read_mteb_results(source, task_types, default_type, split, language)
@@ -75,4 +77,4 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     else:
         long = read_long_table(source)
         what = f"{source.name}"
-    return aggregate(long, out_of_ranking, borda), f"{what}. {describe(borda)}"
+    return board_of_scores(long, out_of_ranking, borda), f"{what}. {describe(borda)}"

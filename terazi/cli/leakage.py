@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import VERBOSE, console, err, errors_as_lines, fail, setup
+from terazi.cli.common import VERBOSE, console, err, errors_as_lines, fail
+from terazi.cli.places import Place, dataset_path, declares, training_path
 from terazi.configs import read_config_file
 
 EXACT_ONLY = ("none", "off", "exact")
@@ -26,6 +27,14 @@ def near_threshold_value(text: str) -> float | None:
         fail(f"--near-threshold {text!r}: expected a rapidfuzz ratio (50 to 100) or none")
 
 
+def _named(kwargs: dict) -> bool:
+    """Whether a dataset of the call is a named one (copied into the cache folder): only then is the cache written."""
+    return any(dataset_path(d) is None for d in kwargs.get("dataset") or [])
+
+
+@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
+                 Place("train", "training source", training_path)),
+          writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)))
 def leakage(
     train: list[str] = typer.Option([], "--train", "-t", help="training source (repeatable): a .jsonl/.ndjson/"
                                     ".parquet/.txt file (.gz too), a folder of them, a BEIR folder, a `datasets` "
@@ -44,7 +53,8 @@ def leakage(
                                                    "judged, for the relevant-passage share"),
     ngram: Optional[int] = typer.Option(None, help="words in a shared sequence (default 8, the Kalbur card's rule; "
                                                    "lm-evaluation-harness uses 13)"),
-    fold_ascii: bool = typer.Option(False, "--fold-ascii", help="also match copies typed without Turkish letters"),
+    fold_ascii: Optional[bool] = typer.Option(None, "--fold-ascii/--no-fold-ascii",
+                                              help="match copies typed without Turkish letters (default: on)"),
     near_threshold: Optional[str] = typer.Option(None, "--near-threshold", metavar="RATIO",
                                                  help="rapidfuzz ratio of a near repeat (default 90); none: exact "
                                                       "repeats only"),
@@ -55,7 +65,6 @@ def leakage(
 ) -> None:
     """Check benchmark datasets against training data: the training records to drop, the contaminated queries and
     passages (for scores without them: `terazi run --exclude DIR`), repeated queries, examples."""
-    setup(verbose)
     with errors_as_lines():
         from terazi.schemas.leakage import LeakageConfig, TrainSource
 
@@ -69,7 +78,7 @@ def leakage(
             fields = {"fields": tuple(field) or None, "queries": tuple(query_field) or None}
             raw["train"] = [TrainSource.of(t, **fields).model_dump() for t in train]
         options = raw.setdefault("options", {})
-        for key, value in (("ngram", ngram), ("fold_ascii", fold_ascii or None)):
+        for key, value in (("ngram", ngram), ("fold_ascii", fold_ascii)):
             if value is not None:
                 options[key] = value
         if near_threshold is not None:
@@ -82,9 +91,10 @@ def leakage(
         if not raw.get("train"):
             fail("no training source: give --train PATH or a --config file with train")
         checked = LeakageConfig.model_validate(raw)
-        from terazi.data.leakage.folder import check_inputs
+        from terazi.contamination.folder import check_inputs
 
-        check_inputs(checked)  # a bad dataset, source or output folder fails here, in one line, before Prefect
+        # a bad dataset, source or output folder fails here, in one line, before Prefect
+        check_inputs(checked, [("config file", str(config))] if config else [])
         from terazi.cli.prefect_api import check_api, no_heartbeats, quiet_console
 
         check_api()

@@ -9,16 +9,21 @@ from typing import Optional
 
 import typer
 
-from terazi.cli.common import VERBOSE, err, errors_as_lines, fail, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines, fail
+from terazi.cli.places import Place, dataset_path, declares
 from terazi.cli.show import print_leaderboard
 from terazi.configs import demo_config, read_config_file
 
+HTTP_KEY = "TERAZI_API_KEY"  # `--reranker http:…`: the variable the API key is read from
+
 
 def parse_reranker(text: str) -> dict:
-    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `llm-reranker:MODEL`, `rrf:first-stage+bm25`; `=NAME` at
-    the end names the row."""
+    """`bm25`, `cross-encoder:MODEL`, `bi-encoder:MODEL`, `llm-reranker:MODEL`, `rrf:first-stage+bm25`,
+    `http:[MODEL@]URL`; `=NAME` at the end names the row."""
     from terazi.paths import slugify
 
+    if text.startswith("http:"):
+        return http_reranker(text.removeprefix("http:"))
     body, _, name = text.partition("=")
     kind, _, arg = body.partition(":")
     if kind == "bm25":
@@ -29,7 +34,26 @@ def parse_reranker(text: str) -> dict:
     if kind in ("cross-encoder", "bi-encoder", "llm-reranker") and arg:
         return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
     raise typer.BadParameter(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
-                             "llm-reranker:MODEL or rrf:A+B")
+                             "llm-reranker:MODEL, http:[MODEL@]URL or rrf:A+B")
+
+
+def http_reranker(text: str) -> dict:
+    """`[MODEL@]URL[=NAME]`: a rerank API in the cohere dialect, its key read from `TERAZI_API_KEY` when that is set
+    (other settings, and an address with a query string: the config file's `kind: http` row)."""
+    from urllib.parse import urlsplit
+
+    from terazi.paths import slugify
+
+    rest, eq, name = text.rpartition("=")
+    if not eq:
+        rest, name = text, ""
+    model, at, url = rest.partition("@")
+    if not at or "://" in model:
+        model, url = "", rest
+    row = {"name": name or slugify(model.rsplit("/", 1)[-1] or (urlsplit(url).hostname or ""), "http"),
+           "kind": "http", "url": url}
+    return {**row, **({"model": model} if model else {}),
+            **({"api_key_env": HTTP_KEY} if os.environ.get(HTTP_KEY) else {})}
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
@@ -68,6 +92,7 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     err.print(f"results: {manifest.run_dir}  ({time.perf_counter() - t0:.1f}s)")
 
 
+@declares(writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def demo(
     out: str = typer.Option("results", help="results folder"),
     cache: str = typer.Option(".terazi-cache", help="frozen candidates, embeddings and score cache"),
@@ -75,10 +100,12 @@ def demo(
     verbose: bool = VERBOSE,
 ) -> None:
     """Full evaluation on the bundled Turkish demo dataset, offline; prints the leaderboard."""
-    setup(verbose)
     evaluate_and_print(demo_config(out, cache, run_name))
 
 
+@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
+                 Place("exclude", "exclude folder")),
+          writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="YAML, JSON or TOML file with an EvalConfig"),
@@ -86,7 +113,7 @@ def run(
                                        "hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"),
     reranker: list[str] = typer.Option([], "--reranker", "-r",
                                        help="bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | "
-                                            "rrf:A+B, optional =NAME "
+                                            "http:[MODEL@]URL (key: $TERAZI_API_KEY) | rrf:A+B, optional =NAME "
                                             "(default: bm25-tr and hybrid-rrf, as in every entry point)"),
     encoder: Optional[str] = typer.Option(None, help="first-stage encoder: HF id or local path"),
     condition: list[str] = typer.Option([], "--condition", help="query condition (repeatable)"),
@@ -107,7 +134,6 @@ def run(
     verbose: bool = VERBOSE,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
-    setup(verbose)
     if no_limits:
         from terazi.policy import NO_LIMITS
 

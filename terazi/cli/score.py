@@ -44,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
                        help=f"{POLICY_HELP[name]}: {' | '.join(choices)} (default: the contract's)")
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--format", dest="fmt", choices=["table", "json"], default="table")
+    p.add_argument("-v", "--verbose", action="store_true", help="full tracebacks")
     return p
 
 
@@ -75,6 +76,11 @@ def main(argv: list[str]) -> int:
                       measures, policies)
     except (DatasetError, MetricError) as e:
         _console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False)
+        return 2
+    except OSError as e:  # an unreadable file (permissions, a folder): one line, as every command says it
+        if args.verbose:
+            raise
+        _console(stderr=True).print(f"[bold red]error:[/] {e.filename or ''}: {e.strerror or e}", highlight=False)
         return 2
     aliases = {m: c for m, c in canonical.items() if m.strip() != c}
     counts = ev.counts

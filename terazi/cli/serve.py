@@ -9,12 +9,15 @@ from typing import Optional
 import typer
 
 from terazi import shutdown
-from terazi.cli.common import VERBOSE, err, errors_as_lines, setup
+from terazi.cli.common import VERBOSE, err, errors_as_lines
+from terazi.cli.places import Place, declares
 from terazi.schemas.config import Limits
 
 LIMITS = Limits()
 
 
+@declares(reads=(Place("config", "config file"), Place("data_root", "data root")),
+          writes=(Place("results_root", "results root"), Place("cache_root", "cache root")))
 def serve(
     config: Optional[Path] = typer.Option(None, "--config", "-c", dir_okay=False,
                                           help="benchmark config for both deployments' defaults (default: the demo)"),
@@ -32,7 +35,9 @@ def serve(
     max_resamples: int = typer.Option(LIMITS.resamples, min=1, help="most bootstrap_resamples a form run may ask for"),
     max_samples: int = typer.Option(LIMITS.samples, min=1, help="most corruption.samples"),
     max_workers: int = typer.Option(LIMITS.workers, min=1, help="most task_runner_workers"),
-    max_pairs: int = typer.Option(LIMITS.pairs, min=1, help="most first-stage pairs (query variants × depth)"),
+    max_depths: int = typer.Option(LIMITS.depths, min=1, help="most rerank_depths (depths in a sweep)"),
+    max_pairs: int = typer.Option(LIMITS.pairs, min=1, help="most first-stage pairs (query variants × depth × first "
+                                                           "stages)"),
     max_cells: int = typer.Option(LIMITS.cells, min=1, help="most bootstrap cells (resamples × judged queries)"),
     print_policy: bool = typer.Option(False, "--print-policy", help="print the policy as JSON (for a work-pool "
                                       "worker's TERAZI_SERVICE_POLICY) and exit"),
@@ -43,17 +48,18 @@ def serve(
     Anyone who reaches the Prefect UI can fill the ad-hoc form; what its runs may do is decided here
     (see docs/service.md, "Security").
     """
-    setup(verbose)
     with errors_as_lines():
         from terazi.cli.prefect_api import check_api
         from terazi.deployments.evaluate import load_config, serve_all
+        from terazi.paths import disjoint
         from terazi.policy import ServicePolicy
 
         cfg = load_config(config)
-        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, pairs=max_pairs,
-                        cells=max_cells)
+        limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, depths=max_depths,
+                        pairs=max_pairs, cells=max_cells)
         policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model, data_root, results_root, cache_root,
                                            limits)
+        disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
         if print_policy:
             print(policy.model_dump_json())
             return

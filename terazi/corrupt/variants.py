@@ -48,7 +48,7 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
                 "rate": edit_rate(list(zip(df["original"], df["text"])))}
 
     key = memo.key("variants", dataset.name, dataset.fingerprint, condition, spec.model_dump(mode="json"), seed, k,
-                   memo.code("terazi.corrupt", "terazi.turkish"))
+                   maker=__name__)
     meta = memo.reuse(cache_dir, key, out_dir, make)
     vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
                     samples=k, path=str(path), n_queries=meta["queries"], n_changed=meta["changed"],

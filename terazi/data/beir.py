@@ -44,10 +44,11 @@ class Dataset:
     @cached_property
     def fingerprint(self) -> str:
         """Hash of the content that is evaluated, not of file bytes: the corpus (id, title, text) in order, the
-        judged queries (id, text) and the judgments (query, document, grade), both sorted by id. A BEIR folder and
-        the same dataset from Hugging Face, MTEB or ir_datasets therefore share one fingerprint. Texts are hashed as
-        they are read, in Unicode NFC (`terazi.schemas.records`): a dataset and its NFD copy share one fingerprint,
-        and one already in NFC (nearly every one) keeps the fingerprint, and so the caches, it had before."""
+        judged queries (id, text) and the judgments (query, document, grade), both sorted by id, and, where any judged
+        query lists them, the documents each one excludes (`excluded_ids`, sorted). A BEIR folder and the same dataset
+        from Hugging Face, MTEB or ir_datasets therefore share one fingerprint. Texts are hashed as they are read, in
+        Unicode NFC (`terazi.schemas.records`): a dataset and its NFD copy share one fingerprint, and one already in
+        NFC (nearly every one) keeps the fingerprint, and so the caches, it had before."""
         h = self.corpus_hash.copy().section()
         for q in sorted(self.judged_query_ids):
             h.add([q, self.queries[q].text])
@@ -55,7 +56,24 @@ class Dataset:
         for q in sorted(self.qrels):
             for d, g in sorted(self.qrels[q].items()):
                 h.add([q, d, g])
+        excluded = {q: sorted(set(self.queries[q].excluded_ids)) for q in sorted(self.judged_query_ids)
+                    if self.queries[q].excluded_ids}
+        if excluded:
+            h.section()
+            for q, docs in excluded.items():
+                h.add([q, docs])
         return h.hexdigest()
+
+    def dropped(self, identical_ids: bool = False) -> pl.DataFrame:
+        """(query_id, doc_id): the corpus documents no ranking of a judged query may hold, each first stage leaving
+        them out before it cuts its list to depth: the query's `excluded_ids` (BRIGHT's) and, with `identical_ids`
+        (BEIR's and MTEB's `ignore_identical_ids`), the document whose id is the query's own."""
+        judged = self.judged_query_ids
+        pairs = [(q, d) for q in judged for d in self.queries[q].excluded_ids]
+        if identical_ids:
+            pairs += [(q, q) for q in judged]
+        frame = pl.DataFrame(pairs, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8}, orient="row")
+        return frame.filter(pl.col("doc_id").is_in(self.doc_ids.implode())).unique(maintain_order=True)
 
     @cached_property
     def corpus_fingerprint(self) -> str:

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from terazi import fingerprint
 from terazi.errors import CacheError
-from terazi.paths import inside
+from terazi.paths import inside, mark_used
 from terazi.schemas.records import Document
 
 log = logging.getLogger("terazi.corpus")
@@ -109,6 +109,7 @@ def corpus_table(corpus_file: str | Path, corpus_fingerprint: str, n_docs: int, 
     if path.is_file():
         try:
             if pq.ParquetFile(path).metadata.num_rows == n_docs:
+                mark_used(path)
                 return CorpusTable(path)
         except (pa.ArrowException, OSError):
             pass

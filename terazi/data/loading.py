@@ -55,10 +55,12 @@ def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: 
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
         name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
+        language=spec.language,
         reason=spec.reason, source=sources.described(root) if source else None,
         fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=ds.n_docs,
         n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
-        n_queries_without_relevant=no_rel,
+        n_queries_without_relevant=no_rel, ignore_identical_ids=spec.ignore_identical_ids,
+        n_dropped=ds.dropped(spec.ignore_identical_ids).height,
     )
     if announce:
         log.info("dataset %s: %d documents, %d judged queries, fingerprint %s", m.name, m.n_docs, m.n_queries, m.fingerprint)

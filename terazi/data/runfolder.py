@@ -14,10 +14,12 @@ Runs of several first stages: every run file named `<first stage>~<system>.trec`
 `runs/<dataset>/clean/bm25~ce.trec` (the cross-encoder reranking BM25's candidates) and `bm25~first-stage.trec` (BM25's
 own ranking); each first stage is then analysed as a folder of its runs alone would be, and compared (protocol.md).
 
-terazi writes the fifth column of its run files as `depth + 1 − rank` (depth: the deepest rank in the file), a
-strictly decreasing integer, so that any TREC reader (trec_eval, ranx, pytrec_eval), which ranks by score, gets
-exactly terazi's ranking, ties included (terazi keeps ties in first-stage order). The models' own scores stay in
-`rankings/<dataset>/<system>.parquet`.
+terazi's run files carry the systems' own scores (the shortest text that reads back as the same 64-bit float), in
+the order terazi ranked them: score descending, then document id descending, the rule by which every TREC reader
+(trec_eval, pytrec_eval, ranx, MTEB's evaluator) ranks a run, so each gives terazi's figure. A reranked list is a
+rescored head above the first stage's tail in first-stage order; its tail's first-stage scores, on another scale,
+are moved below the head's lowest score (`run_scores`: a shift, so the tail keeps its order and its ties). The
+scores as the systems gave them, tail included, stay in `rankings/<dataset>/<system>.parquet`.
 """
 
 from __future__ import annotations
@@ -29,28 +31,47 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.data.trec import trec_id, write_run
+from terazi.data.trec_writer import trec_id, write_run
 from terazi.errors import DatasetError
 from terazi.paths import is_slug
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.tables import CLEAN
+from terazi.schemas.tables import CLEAN, VARIANT
 
 SAMPLE = re.compile(r"^sample-(\d+)$")
 STAGE_MARK = "~"  # `<first stage>~<system>.trec`
 
 
-def write_rankings(blocks: Iterable[pl.DataFrame], depths: dict[tuple[str, int], int], root: str | Path, dataset: str,
-                   system: str, samples: dict[str, int]) -> list[Path]:
+def run_scores(ranking: pl.DataFrame, head: int | None) -> pl.DataFrame:
+    """A ranking's scores as its run file carries them. Without a rescored head (`head` None: a first stage's own
+    list, runs made elsewhere) they are the system's own. With one (ranks ≤ `head`), the tail below it, ranked by
+    first-stage scores on another scale, is moved below the head: where the tail's highest score reaches the head's
+    lowest, every tail score is lowered by (tail's highest − head's lowest + 1), so the tail starts one below the head
+    and keeps its order and its ties. Where that subtraction would merge two different first-stage scores (float
+    precision, scales ~10⁸ apart), that list's tail is scored head's lowest − its place below the head (1, 2, …)."""
+    if head is None:
+        return ranking
+    ranking = ranking.sort(*VARIANT, "rank")
+    tail, score = pl.col("rank") > head, pl.col("score").fill_nan(None)
+    low, high = score.filter(~tail).min().over(VARIANT), score.filter(tail).max().over(VARIANT)
+    moved = score - pl.when(high >= low).then(high - low + 1.0).otherwise(0.0)
+    merged = (tail & (pl.col("rank") > head + 1) & (score.shift(1) > score) & (moved.shift(1) <= moved)).any().over(VARIANT)
+    by_place = low - (pl.col("rank") - head).cast(pl.Float64)
+    return ranking.with_columns(pl.when(~tail).then(pl.col("score")).when(merged).then(by_place).otherwise(moved)
+                                .alias("score"))
+
+
+def write_rankings(ranking: pl.DataFrame | Iterable[pl.DataFrame], root: str | Path, dataset: str, system: str,
+                   samples: dict[str, int], head: int | None = None) -> list[Path]:
     """A ranking table (condition, sample, query_id, rank, doc_id, score) as TREC files, one per (condition,
-    sample), scored `depth + 1 − rank` (`depths`: each one's deepest rank) so that ranking by score gives back the
-    ranks exactly. `blocks`: the table, or its blocks of whole variants in order (`terazi.data.blocks`), each
-    (condition, sample)'s rows in consecutive blocks, appended to its file."""
+    sample), scored as `run_scores` says (`head`: the rescored head's depth, None without one), so that ranking by
+    score and document id, as every TREC reader does, gives back the ranks exactly. `ranking`: the table, or its
+    blocks of whole variants in order (`terazi.data.blocks`), each (condition, sample)'s rows in consecutive blocks,
+    appended to its file."""
     written: dict[tuple[str, int], Path] = {}
-    for block in blocks:
-        for (cond, smp), part in block.group_by(["condition", "sample"], maintain_order=True):
+    for block in [ranking] if isinstance(ranking, pl.DataFrame) else ranking:
+        for (cond, smp), part in run_scores(block, head).group_by(["condition", "sample"], maintain_order=True):
             path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
-            score = (depths[cond, smp] + 1 - pl.col("rank")).cast(pl.Float64).alias("score")
-            written[cond, smp] = write_run(part.with_columns(score), path, system, append=(cond, smp) in written)
+            written[cond, smp] = write_run(part, path, system, append=(cond, smp) in written)
     return list(written.values())
 
 

@@ -1,4 +1,4 @@
-"""TREC run and qrels files, read and written with polars (vectorised, no per-line Python).
+"""TREC run and qrels files read with polars (vectorised, no per-line Python); written by terazi.data.trec_writer.
 
 A file is read once, as bytes, so a pipe reads like a file (`-` is stdin; `/dev/stdin` and a shell's process
 substitution, `<(…)`, are paths). Its text is checked before it is parsed: UTF-8, and no control character but the
@@ -180,25 +180,3 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     if df.height == 0:
         raise DatasetError(path, None, "no judgments")
     return df.select(*(["lineno"] if keep_lines else []), "query_id", "doc_id", "grade")
-
-
-def trec_id(col: str) -> pl.Expr:
-    """TREC files are split on whitespace, so whitespace inside an id is written percent-encoded (%20, %09);
-    ids without whitespace are written as they are."""
-    c = pl.col(col)
-    encoded = c.str.replace_all("%", "%25", literal=True).str.replace_all(" ", "%20", literal=True) \
-        .str.replace_all("\t", "%09", literal=True)
-    return pl.when(c.str.contains(r"\s")).then(encoded).otherwise(c).alias(col)
-
-
-def write_run(df: pl.DataFrame, path: str | Path, tag: str, append: bool = False) -> Path:
-    """(query_id, doc_id, rank, score) → a TREC run file; with `append`, added at its end (a run written a block of
-    queries at a time)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab" if append else "wb") as out:
-        df.sort("query_id", "rank").select(
-            trec_id("query_id"), pl.lit("Q0").alias("q0"), trec_id("doc_id"), "rank", pl.col("score").round(6),
-            pl.lit(tag).alias("tag")
-        ).write_csv(out, separator=" ", include_header=False, quote_style="never")
-    return path

@@ -14,6 +14,7 @@ from typing import Literal, get_args, get_type_hints
 
 from terazi.errors import MetricError
 from terazi.schemas import MetricContract, parse_measure
+from terazi.ties import TIES
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,7 @@ CONTRACTS = {
 POLICY_CHOICES = {name: get_args(kind) for name, kind in get_type_hints(Policies).items() if name != "preset"}
 
 
-TREC_TIES = "ranked by run score descending, then document id descending (trec_eval)"
-FLOW_TIES = "ranked as the system ranked: model score descending, ties kept in first-stage order"
-
-
-def metric_contracts(measures: list[str], policies: Policies = Policies(), ties: str = FLOW_TIES) -> list[MetricContract]:
+def metric_contracts(measures: list[str], policies: Policies = Policies(), ties: str = "trec") -> list[MetricContract]:
     """The contract of each measure, as stored beside its per-query values (and printed with every table)."""
     out = []
     for name in measures:
@@ -83,5 +80,5 @@ def metric_contracts(measures: list[str], policies: Policies = Policies(), ties:
         out.append(MetricContract(measure=m.name, contract=policies.label, cutoff=m.cutoff or 0, gain=m.gain,
                                   relevance_threshold=m.rel,
                                   no_relevant=policies.no_relevant, missing_query=policies.missing_query,
-                                  extra_query=policies.extra_query, unjudged=policies.unjudged, ties=ties))
+                                  extra_query=policies.extra_query, unjudged=policies.unjudged, ties=TIES[ties]))
     return out

@@ -89,9 +89,10 @@ COLUMNS = ["condition", "sample", "query_id", "doc_id", "rank", "score"]
 
 def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
                  measures: list[str], out_dir: str, policies: Policies = Policies(),
-                 cache_dir: str | None = None) -> ScoreSet:
+                 cache_dir: str | None = None, ties: str = "trec") -> ScoreSet:
     """Evaluate each (condition, sample) ranking; samples of one query are averaged. Linked from the stored outputs
-    when the same ranking was scored before against the same judgments and variants (terazi.memo)."""
+    when the same ranking was scored before against the same judgments and variants (terazi.memo). `ties`: the tie
+    rule the ranking was made under, as its contract states it (the values follow the ranking's own ranks)."""
     def write(root: Path) -> dict:
         changed = changed_flags(read_variants(variant_sets, ["condition", "query_id", "changed"]))
         values = ranking_values(open_dataset(dataset).qrels, ranking.path, changed, measures, policies)
@@ -103,7 +104,7 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
         return {}
 
     key = memo.key("per-query", dataset.name, dataset.fingerprint, ranking.system, measures, asdict(policies),
-                   Path(ranking.path), [Path(v.path) for v in variant_sets])
+                   Path(ranking.path), [Path(v.path) for v in variant_sets], maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(RunLayout(out_dir).per_query_part(
-        dataset.name, ranking.system)), contracts=metric_contracts(measures, policies))
+        dataset.name, ranking.system)), contracts=metric_contracts(measures, policies, ties))

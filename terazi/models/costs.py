@@ -6,6 +6,9 @@ timer, so a slow disk or a slow model load changes nothing. The figures are stor
 scores (`costs/<identity hash>.json`, `CostStore`): a later run whose pairs all come from the cache reports "cached"
 with the figures of the runs that scored them.
 
+A reranker served over HTTP also counts its requests (`RequestLog`): how many were answered, how many were sent
+again, and each answered one's round trip, summed and stored like the rest (`RequestCost`).
+
 The first stage's encoder is timed the same way (`TimedEncoder`) and its figures are kept in the frozen candidates'
 manifest.
 """
@@ -19,12 +22,13 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 from filelock import FileLock
 
 from terazi import fingerprint
 from terazi.models.refs import ModelRef, local_folder, weights_info
 from terazi.paths import inside
-from terazi.schemas import ModelCost
+from terazi.schemas import ModelCost, RequestCost
 
 log = logging.getLogger("terazi.costs")
 
@@ -64,7 +68,8 @@ class CostStore:
             cost = cost.model_copy(update={"items": earlier.items + cost.items,
                                            "seconds": round(earlier.seconds + cost.seconds, 6),
                                            "latency_p50_ms": keep.latency_p50_ms, "latency_p95_ms": keep.latency_p95_ms,
-                                           "latency_queries": keep.latency_queries})
+                                           "latency_queries": keep.latency_queries,
+                                           "requests": add_requests([earlier.requests, cost.requests])})
         path = self._path(identity)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
@@ -85,7 +90,48 @@ def combine(costs: list[ModelCost | None]) -> ModelCost | None:
     lat = max(fresh, key=lambda c: c.latency_queries)
     return fresh[0].model_copy(update={
         "items": sum(c.items for c in fresh), "seconds": round(sum(c.seconds for c in fresh), 6), "cached": False,
-        "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms, "latency_queries": lat.latency_queries})
+        "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms,
+        "latency_queries": lat.latency_queries, "requests": add_requests([c.requests for c in fresh])})
+
+
+def add_requests(parts: list[RequestCost | None]) -> RequestCost | None:
+    """Requests and retries summed; the latency of the part that answered the most requests (percentiles do not
+    add up)."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    most = max(parts, key=lambda p: p.requests)
+    return most.model_copy(update={"requests": sum(p.requests for p in parts),
+                                   "retries": sum(p.retries for p in parts)})
+
+
+class RequestLog:
+    """The requests of one scorer served over HTTP, from any of its threads: each answered one's round trip in
+    milliseconds, and the tries sent again. `since(mark())` is a part of them (one chunk's)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.ms: list[float] = []
+        self.retries = 0
+
+    def answered(self, ms: float) -> None:
+        with self._lock:
+            self.ms.append(ms)
+
+    def retried(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def mark(self) -> tuple[int, int]:
+        with self._lock:
+            return len(self.ms), self.retries
+
+    def since(self, mark: tuple[int, int] = (0, 0)) -> RequestCost:
+        with self._lock:
+            ms, retries = np.asarray(self.ms[mark[0]:]), self.retries - mark[1]
+        return RequestCost(requests=int(ms.size), retries=retries,
+                           p50_ms=round(float(np.percentile(ms, 50)), 3) if ms.size else None,
+                           p95_ms=round(float(np.percentile(ms, 95)), 3) if ms.size else None)
 
 
 class TimedEncoder:

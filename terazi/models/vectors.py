@@ -22,6 +22,7 @@ import numpy as np
 
 from terazi import fingerprint
 from terazi.models.refs import ModelRef
+from terazi.paths import mark_used
 
 log = logging.getLogger("terazi.vectors")
 ROWS = re.compile(r"rows-(\d+)-(\d+)\.npy$")
@@ -54,6 +55,7 @@ class VectorStore:
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        mark_used(self.folder)
 
     def _parts(self):
         """(keys, vectors memory-mapped) of each readable part; an unreadable part is skipped (encoded again)."""

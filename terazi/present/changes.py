@@ -11,6 +11,7 @@ import polars as pl
 from terazi.analysis import comparison
 from terazi.analysis.identity import changed_parts
 from terazi.present.labels import level
+from terazi.readback import read_csv
 from terazi.schemas import EvalConfig, RunManifest
 from terazi.schemas.layout import RunLayout
 
@@ -61,7 +62,7 @@ def changes_since(before: Path, after: Path, headline: str, resamples: int = 200
     if inputs:
         lines.append("- **the benchmark itself changed**: " + "; ".join(inputs)
                      + ". Scores are not comparable; only what was rerun the same way is compared below.")
-    old, new = pl.read_csv(RunLayout(before).leaderboard_csv), pl.read_csv(RunLayout(after).leaderboard_csv)
+    old, new = read_csv(RunLayout(before).leaderboard_csv), read_csv(RunLayout(after).leaderboard_csv)
     added = sorted(set(new["system"]) - set(old["system"]))
     removed = sorted(set(old["system"]) - set(new["system"]))
     why = " (the benchmark's list of systems changed)" if system_change else ""

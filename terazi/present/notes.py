@@ -91,3 +91,12 @@ def featured_lines(cells: pl.DataFrame, featured: str, conditions_order: list[st
         lines.append(f"{featured} vs {other}: {word('better', labels)}: {texts['better']}; "
                      f"{word('worse', labels)}: {texts['worse']}; {word('same', labels, n=same, total=part.height)}.")
     return lines
+
+
+def dropped_line(datasets) -> str | None:
+    """The contract's line on the documents every first stage left out of a query's ranking (BEIR's and MTEB's
+    ignore_identical_ids, BRIGHT's excluded_ids), per dataset that left any out; None when none did."""
+    parts = [f"{d.name}: {d.n_dropped} (query, document) pairs ("
+             + ("a document whose id is the query's, ignore_identical_ids as BEIR and MTEB; " if d.ignore_identical_ids
+                else "") + "the queries' excluded_ids)" for d in datasets if d.ignore_identical_ids or d.n_dropped]
+    return "; ".join(parts) or None

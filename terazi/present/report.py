@@ -58,7 +58,7 @@ def _drawn(cache_dir: str | None, plot: Callable[..., str], *args) -> str:
     table's columns and rows) and matplotlib's version, so that a rerun with the same numbers neither imports
     matplotlib nor draws (its PNG is the same bytes)."""
     parts = [[a.columns, of_rows(a)] if isinstance(a, pl.DataFrame) else a for a in args]
-    return memo.remembered(cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts),
+    return memo.text(cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts, maker=__name__),
                            lambda: plot(*args))
 
 

@@ -92,12 +92,28 @@ def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: st
                      str(c.batch_size) if c and c.batch_size else "–", params_text(c and c.params),
                      size_text(c and c.size_bytes), speed_text(c, labels),
                      lat(c and c.latency_p50_ms), lat(c and c.latency_p95_ms),
-                     "–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s"])
+                     ("–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s") + requests_text(c)])
+    served = any(c and c.requests for c in costs.values())
     return Table([word("system", labels), "Kind", "Device", "Precision", "Batch", word("params", labels),
                   word("size", labels), word("speed", labels), "p50 ms/query", "p95 ms/query", "Timed"], rows,
                  [COST_NOTE, "p50/p95 ms/query: one query's rerank_depth candidates scored as one call, for up to 20 "
                              "queries after the run's scoring (the first stage: –). Timed: items and seconds inside "
-                             "the timer, summed over datasets (and over earlier runs, when cached)."])
+                             "the timer, summed over datasets (and over earlier runs, when cached)."]
+                 + ([REQUESTS_NOTE] if served else []))
+
+
+REQUESTS_NOTE = ("A reranker served over HTTP (device remote; Batch: documents per request) is timed over its "
+                 "requests, retries and waits included, and is not probed per query (each probe would be paid for): "
+                 "Timed adds its requests answered, the retries (after a 429 or 5xx, a time-out or a dropped "
+                 "connection) and each request's round trip, p50/p95 ms.")
+
+
+def requests_text(c) -> str:
+    r = c and c.requests
+    if not r:
+        return ""
+    lat = "" if r.p50_ms is None else f", p50/p95 {r.p50_ms:,.0f}/{r.p95_ms:,.0f} ms per request"
+    return f"; {r.requests} requests, {r.retries} retries{lat}"
 
 
 def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> Table:

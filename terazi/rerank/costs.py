@@ -29,6 +29,8 @@ class Meter:
         self.scorer = scorer if hasattr(scorer, "cost") else None
         if self.scorer is not None:
             self.items, self.seconds, self.latencies = scorer.items, scorer.seconds, len(scorer.latencies_ms)
+            self.log = getattr(scorer, "request_log", None)  # a scorer served over HTTP
+            self.requests = self.log.mark() if self.log else None
 
     def result(self) -> ModelCost | None:
         if self.scorer is None:
@@ -39,7 +41,7 @@ class Meter:
             "items": total.items - self.items, "seconds": round(total.seconds - self.seconds, 6),
             "latency_p50_ms": round(float(np.percentile(lat, 50)), 3) if lat.size else None,
             "latency_p95_ms": round(float(np.percentile(lat, 95)), 3) if lat.size else None,
-            "latency_queries": int(lat.size)})
+            "latency_queries": int(lat.size), "requests": self.log.since(self.requests) if self.log else None})
 
 
 def query_groups(candidates: Path, variants: list[str], corpus, rerank_depth: int,

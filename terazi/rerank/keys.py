@@ -24,8 +24,9 @@ def model_key(scorer: PairScorer) -> ModelKey:
 
 
 def block_size(scorer: PairScorer) -> int:
-    """Pairs per scoring call, committed to the store as one piece."""
-    return scorer.batch_size * BLOCK_BATCHES
+    """Pairs per scoring call, committed to the store as one piece: enough batches for every request a scorer
+    served elsewhere may have in flight (`concurrency`)."""
+    return scorer.batch_size * max(BLOCK_BATCHES, getattr(scorer, "concurrency", 0))
 
 
 def variant_keys(variants: pl.DataFrame) -> pl.DataFrame:

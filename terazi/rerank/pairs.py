@@ -20,6 +20,16 @@ class Pair(NamedTuple):
     doc: str
 
 
+class PartlyScored(Exception):
+    """A scoring call that failed after scoring some of its pairs (a remote scorer whose requests were answered
+    before one failed for good): `scores` has NaN where no score came back, and `error` is the failure. Paid-for
+    scores are stored before `error` is raised (`terazi.rerank.work.score_rows`)."""
+
+    def __init__(self, scores: np.ndarray, error: BaseException):
+        super().__init__(str(error))
+        self.scores, self.error = scores, error
+
+
 class PairScorer(Protocol):
     identity: str
     max_length: int

@@ -11,7 +11,6 @@ the plan's file paths.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -24,7 +23,7 @@ from terazi import memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import inside
+from terazi.paths import inside, link
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
@@ -43,6 +42,7 @@ from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
 from terazi.schemas import (
     FIRST_STAGE,
+    MODEL_KINDS,
     CandidateSet,
     ChunkResult,
     DatasetManifest,
@@ -57,40 +57,52 @@ from terazi.schemas.layout import RunLayout
 log = logging.getLogger("terazi.rerank")
 
 
+def tied_conditions(path: str | Path) -> list[str]:
+    """The conditions (query sets) under which every query's candidates all have one score: the first stage told
+    nothing apart (empty texts, a constant scorer), so their order is only the document ids' tie order."""
+    cand = pl.scan_parquet(path).select("condition", "query_id", "score")
+    per_query = cand.group_by("condition", "query_id").agg(tied=pl.col("score").n_unique() == 1)
+    flat = per_query.group_by("condition", maintain_order=True).agg(pl.col("tied").all()).collect()
+    return sorted(flat.filter(pl.col("tied"))["condition"].to_list())
+
+
 def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str) -> RerankResult:
-    """The first stage alone, as a leaderboard row ("no rerank")."""
+    """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
+    under some query set (its row would score only the tie order of the document ids)."""
+    tied = tied_conditions(candidates.path)
+    if tied:
+        log.warning("first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
+                    "first-stage row, and what the rerankers are given) is only the tie order of the document ids; "
+                    "are the texts empty?", candidates.encoder, dataset.name, ", ".join(tied))
     path = RunLayout(out_dir).ranking(dataset.name, FIRST_STAGE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
-    try:
-        os.link(candidates.path, path)  # the candidates as they are: linked, not copied
-    except OSError:
-        shutil.copyfile(candidates.path, path)
+    link(candidates.path, path)  # the candidates as they are: linked, not copied
     return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
                         candidates=candidates.fingerprint, path=str(path))
 
 
 def _prepare(spec: RerankerSpec, offline: bool) -> None:
-    if getattr(spec, "model", None):
+    if spec.kind in MODEL_KINDS:
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
 
 
 def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
                 rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
-                sweep_depth: int | None = None) -> RerankPlan:
+                sweep_depth: int | None = None, ties: str = "trec") -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
-    at all when the ranking of the same candidates, variants, corpus, model and depths is stored (terazi.memo).
-    `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`)."""
+    at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
+    (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
+    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
     output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
-                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets])
+                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets], ties,
+                      maker=__name__)
     common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
                   max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, corpus=str(corpus.path),
+                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, ties=ties, corpus=str(corpus.path),
                   corpus_fingerprint=dataset.corpus_fingerprint,
                   cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline,
                   variants=[v.path for v in variant_sets], block=block_size(scorer), started=started, output=output)
@@ -113,7 +125,7 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     work.mkdir(parents=True)
     pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
-    todo = write_work_list(work / "todo.parquet", unique, known, var, docs)
+    todo = write_work_list(work / "todo.parquet", unique, known, var, docs, by_query=getattr(scorer, "remote", False))
     chunks = chunk_bounds(todo, scale.chunk_pairs, common["block"])
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
              dataset.name, pairs.len(), unique.len(), known.height, todo, len(chunks))
@@ -164,7 +176,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
             sweep = RunLayout(root).sweep_scores(plan.dataset, plan.system)
             sweep.parent.mkdir(parents=True, exist_ok=True)
             head = write_sweep(sweep, Path(plan.candidates_path), head, plan.rerank_depth, plan.sweep_depth)
-        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth)
+        write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth, plan.ties)
         return {"needed": plan.needed, "unique": plan.unique}
 
     memo.reuse(plan.cache_dir, plan.output, out_dir, write)
@@ -174,7 +186,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
                         lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
                                               plan.offline, plan.cache_dir)[0])
     result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,
-                          path=str(path), pairs_needed=plan.needed, pairs_unique=plan.unique,
+                          path=str(path), rerank_depth=plan.rerank_depth, pairs_needed=plan.needed, pairs_unique=plan.unique,
                           pairs_cached=plan.unique - scored, pairs_scored=scored,
                           seconds=round(time.time() - plan.started, 3), cost=cost)
     if not plan.stored:
@@ -203,7 +215,7 @@ def _head_scores(plan: RerankPlan) -> np.ndarray:
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
-                 out_dir: str, cache_dir: str | None = None) -> RerankResult:
+                 out_dir: str, cache_dir: str | None = None, ties: str = "trec") -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
     rankings were fused before (terazi.memo)."""
     by_name = {p.system: p for p in parts}
@@ -211,11 +223,12 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
     def write(root: Path) -> dict:
         path = RunLayout(root).ranking(dataset.name, spec.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k)
+        write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k, ties)
         return {}
 
     key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,
-                   [Path(by_name[n].path) for n in spec.fuse])
+                   [Path(by_name[n].path) for n in spec.fuse], ties, maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
-                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)))
+                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)),
+                        rerank_depth=rerank_depth)

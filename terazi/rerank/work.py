@@ -21,24 +21,26 @@ import polars as pl
 
 from terazi.data.blocks import BLOCK_ROWS, write_blocks
 from terazi.rerank.keys import model_key
-from terazi.rerank.pairs import Corpus, Pair, PairScorer
+from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
 
 log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0
 
 
-def write_work_list(path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame) -> int:
+def write_work_list(path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame,
+                    by_query: bool = False) -> int:
     """The unique pairs (pids in first-occurrence order) without a score, sorted by length (stable: ties keep
-    first-occurrence order), written to `path` as (pos, pid, q, d, text, doc_id) a block at a time (only the pairs'
-    numbers are held whole; their texts and ids are gathered block by block); returns their number."""
+    first-occurrence order; `by_query`: by query text first, so that a scorer served elsewhere sends each query's
+    documents in as few requests as it can), written to `path` as (pos, pid, q, d, text, doc_id) a block at a time
+    (only the pairs' numbers are held whole; their texts and ids are gathered block by block); returns their number."""
     todo = unique.to_frame("pid").join(known.select("pid"), on="pid", how="anti", maintain_order="left")["pid"]
     n = docs.height
     texts = var.unique("qi").sort("qi").select("q", "text")  # row i: text number i
     ids = todo.to_numpy()
     length = (texts["text"].str.len_chars().to_numpy().astype(np.int64)[ids // n]
               + docs["chars"].to_numpy().astype(np.int64)[ids % n])
-    ids = ids[np.argsort(length, kind="stable")]
+    ids = ids[np.lexsort((length, ids // n)) if by_query else np.argsort(length, kind="stable")]
     del length
 
     def rows() -> Iterator[pl.DataFrame]:
@@ -84,7 +86,13 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
             with holding(pairs) if holding else nullcontext():
                 for a, z in zip(cuts[:-1], cuts[1:]):
                     part = mine.slice(a, z - a)
-                    values = scorer.score(pairs[a:z])
+                    try:
+                        values = scorer.score(pairs[a:z])
+                    except PartlyScored as e:  # keep what was paid for, then fail the chunk
+                        done = ~np.isnan(e.scores)
+                        scores.put_many(model, part.select("q", "d").filter(pl.Series(done)).with_columns(
+                            pl.Series("score", e.scores[done], dtype=pl.Float64)))
+                        raise e.error from None
                     scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values,
                                                                                         dtype=pl.Float64)))
                     lease.renew()

@@ -29,7 +29,7 @@ from terazi.analysis.intervals import (
     system_intervals,
 )
 from terazi.analysis.judged import Judgement, judge
-from terazi.analysis.leaderboard import aggregate as borda_board
+from terazi.analysis.leaderboard import board_of_scores
 from terazi.analysis.leaderboard import describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
@@ -41,7 +41,9 @@ from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
 from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
+from terazi.present.notes import dropped_line
 from terazi.present.tables import system_kinds
+from terazi.results.as_mteb import write_mteb_results
 from terazi.results.costs import costs_frame, system_costs
 from terazi.schemas import (
     FIRST_STAGE,
@@ -103,6 +105,8 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
                              "each condition changed; its interval from the same bootstrap, resampling the ratio",
                 "robustness": "end to end and isolated (reranker only)"
                               if decomp["reranker_only"].is_not_null().any() else "end to end"}
+    if (dropped := dropped_line(datasets)) is not None:
+        contract["left out of every ranking"] = dropped
     pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm), order)
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
@@ -140,8 +144,9 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
         per_query.write_parquet(RunLayout(root).per_query)
         return {}
 
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets]), run_dir, write)
+    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
     cell_means(per_query).write_csv(layout.scores_csv)
+    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
@@ -192,7 +197,7 @@ def leaderboard_table(per_query: pl.DataFrame, datasets: list[DatasetManifest], 
     clean = cell_means(per_query.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == headline)))
     long = clean.select("system", pl.col("dataset").alias("task"),
                         pl.col("dataset").replace_strict(types).alias("task_type"), pl.col("mean").alias("score"))
-    board = borda_board(long, out_of_ranking={d.name for d in datasets if not d.in_ranking}, borda=borda)
+    board = board_of_scores(long, out_of_ranking={d.name for d in datasets if not d.in_ranking}, borda=borda)
     wide = clean.pivot(on="dataset", index="system", values="mean")
     board = board.join(wide, on="system", how="left")
     conds = condition_means(per_query, headline, ranked).filter(
@@ -224,7 +229,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
         key = memo.key("first-stage-recall", d.name, d.fingerprint, k, Path(by_name[d.name].path),
-                       sorted(Path(v.path) for v in variant_sets if v.dataset == d.name))
+                       sorted(Path(v.path) for v in variant_sets if v.dataset == d.name), maker=__name__)
         frames.append(memo.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
 

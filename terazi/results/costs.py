@@ -21,7 +21,8 @@ def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) ->
 
 
 def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.DataFrame:
-    """costs.csv: one row per system, full precision."""
+    """costs.csv: one row per system, full precision; with a reranker served over HTTP, its requests too (requests,
+    retries, p50 and p95 ms per request)."""
     rows = []
     for s in order:
         c = costs.get(s)
@@ -30,7 +31,16 @@ def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.Data
                      "unit": c and c.unit, "items": c and c.items, "seconds": c and c.seconds,
                      "per_second": c and c.per_second, "latency_p50_ms": c and c.latency_p50_ms,
                      "latency_p95_ms": c and c.latency_p95_ms, "cached": c and c.cached})
-    return pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, "params": pl.Int64, "size_bytes": pl.Int64,
-                                      "device": pl.Utf8, "precision": pl.Utf8, "batch_size": pl.Int64, "unit": pl.Utf8,
-                                      "items": pl.Int64, "seconds": pl.Float64, "per_second": pl.Float64,
-                                      "latency_p50_ms": pl.Float64, "latency_p95_ms": pl.Float64, "cached": pl.Boolean})
+    frame = pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, "params": pl.Int64, "size_bytes": pl.Int64,
+                                       "device": pl.Utf8, "precision": pl.Utf8, "batch_size": pl.Int64, "unit": pl.Utf8,
+                                       "items": pl.Int64, "seconds": pl.Float64, "per_second": pl.Float64,
+                                       "latency_p50_ms": pl.Float64, "latency_p95_ms": pl.Float64,
+                                       "cached": pl.Boolean})
+    if not any(c and c.requests for c in costs.values()):
+        return frame
+    served = [costs.get(s) and costs[s].requests for s in order]
+    return frame.with_columns(
+        pl.Series("requests", [r and r.requests for r in served], dtype=pl.Int64),
+        pl.Series("retries", [r and r.retries for r in served], dtype=pl.Int64),
+        pl.Series("request_p50_ms", [r and r.p50_ms for r in served], dtype=pl.Float64),
+        pl.Series("request_p95_ms", [r and r.p95_ms for r in served], dtype=pl.Float64))

@@ -39,12 +39,11 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
             check()
 
             def write(root: Path, r: RerankResult = r, name: str = ds.name, samples: dict = samples) -> dict:
-                deepest = depths(r.path)
                 files = blockwise(r.path, RANKING, lambda blocks: runfolder.write_rankings(
-                    (b.filter(CONFIGURED) for b in blocks), deepest, root, name, r.system, samples))
+                    (b.filter(CONFIGURED) for b in blocks), root, name, r.system, samples, r.rerank_depth))
                 return {"files": len(files)}
 
-            key = memo.key("runs", Path(r.path), ds.name, r.system, samples)
+            key = memo.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
             n += memo.reuse(cache_dir, key, out_dir, write)["files"]
         runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
         changed = read_variants(vs).filter(pl.col("condition") != CLEAN) \
@@ -58,10 +57,3 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
     layout.datasets_yaml.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
     log.info("wrote %d TREC run files under %s", n, layout.runs)
     return n
-
-
-
-def depths(ranking: str) -> dict[tuple[str, int], int]:
-    """The deepest rank of each (condition, sample) of a ranking file (its run file's scores count down from it)."""
-    frame = pl.scan_parquet(ranking).group_by("condition", "sample").agg(pl.col("rank").max()).collect()
-    return {(c, s): d for c, s, d in frame.iter_rows()}

@@ -19,7 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from terazi.errors import OutputPathError
+import pyarrow.parquet as pq
+
+from terazi.errors import IncompleteRunError, OutputPathError
 from terazi.paths import disjoint, inside, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.layout import RunLayout
@@ -89,8 +91,29 @@ def held(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None)
         os.close(fd)
 
 
+def unreadable(run: Path) -> str | None:
+    """The first file of a results folder that cannot be read as what it is named (a parquet's footer, a JSON
+    document, any file at all), with why; None when every one can. Stored outputs linked in were checked against
+    their recorded stamps when linked; this is the last look before the folder says it is complete."""
+    for f in sorted(p for p in run.rglob("*") if p.is_file() and p.name != MARKER):
+        try:
+            if f.suffix == ".parquet":
+                pq.read_metadata(f)
+            elif f.suffix == ".json":
+                json.loads(f.read_bytes())
+            else:
+                with open(f, "rb"):
+                    pass
+        except Exception as e:  # noqa: BLE001 - any reader's error: the file is not what it claims to be
+            return f"{f.relative_to(run)}: {type(e).__name__}: {e}"
+    return None
+
+
 def finish(run: Path, manifest_json: str) -> None:
-    """Write the manifest last (atomically), then remove the marker: the run is complete."""
+    """Write the manifest last (atomically), then remove the marker: the run is complete. A folder with a file that
+    cannot be read is refused (`IncompleteRunError`): it stays marked, never complete."""
+    if problem := unreadable(run):
+        raise IncompleteRunError(f"results folder {run}: {problem}; the folder is left marked incomplete")
     tmp = run / (MANIFEST + ".tmp")
     tmp.write_text(manifest_json)
     tmp.replace(run / MANIFEST)

@@ -16,8 +16,9 @@ from terazi.data import runfolder
 from terazi.data.exclusions import read_exclusions
 from terazi.data.trec import read_qrels, read_run
 from terazi.errors import ConfigError, DatasetError
-from terazi.metrics.contracts import TREC_TIES, metric_contracts
+from terazi.metrics.contracts import metric_contracts
 from terazi.metrics.per_query import per_query_values
+from terazi.results.folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
     AnalyzeConfig,
@@ -27,9 +28,9 @@ from terazi.schemas import (
     ScoreSet,
     VariantSet,
 )
-from terazi.results.folder import check_outputs
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING
+from terazi.ties import tie_order
 
 log = logging.getLogger("terazi.import")
 
@@ -43,9 +44,9 @@ def ranked_runs(files: dict[int, Path], condition: str) -> pl.DataFrame:
         if dup.height:
             raise DatasetError(files[smp], None, f"document {dup['doc_id'][0]!r} appears twice in the ranking of "
                                                  f"query {dup['query_id'][0]!r}")
-        order = run.with_columns(pl.col("score").fill_nan(None).alias("_s"))  # NaN last, as the metrics do
-        parts.append(order.sort(["query_id", "_s", "doc_id"], descending=[False, True, True], nulls_last=True)
-                     .drop("_s").with_columns(pl.lit(condition).alias("condition"), pl.lit(smp, dtype=pl.Int64).alias("sample"),
+        by, descending = tie_order()  # NaN last, as the metrics rank it
+        parts.append(run.sort([pl.col("query_id"), *by], descending=[False, *descending], nulls_last=True)
+                     .with_columns(pl.lit(condition).alias("condition"), pl.lit(smp, dtype=pl.Int64).alias("sample"),
                                    pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")))
     return pl.concat(parts).select(RANKING)
 
@@ -89,7 +90,7 @@ def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list
         pq_path.parent.mkdir(parents=True, exist_ok=True)
         per_query.write_parquet(pq_path)
         scores.append(ScoreSet(system=system, dataset=runs.name, path=str(pq_path),
-                               contracts=metric_contracts(measures, ties=TREC_TIES)))
+                               contracts=metric_contracts(measures)))
     grades = qrels.group_by("query_id").agg((pl.col("grade") > 0).any().alias("rel"))
     manifest = DatasetManifest(
         name=runs.name, path=str(runs.qrels), split=str(settings.get("split", "test")),

@@ -22,7 +22,7 @@ def pairs_per_query(candidates: pl.DataFrame, depth: int) -> pl.DataFrame:
 
 
 def sweep_row(dataset: DatasetManifest, ranking: RerankResult, candidates: CandidateSet, depths: list[int],
-              measure: str, out_dir: str) -> DepthSet:
+              measure: str, out_dir: str, ties: str = "trec") -> DepthSet:
     """Per clean query and depth: the headline of the reranked list and the pairs it scored (depths/…)."""
     layout = RunLayout(out_dir)
     scores = pl.read_parquet(layout.sweep_scores(dataset.name, ranking.system)).select(
@@ -32,7 +32,7 @@ def sweep_row(dataset: DatasetManifest, ranking: RerankResult, candidates: Candi
     for depth in depths:
         head = cands.filter(pl.col("rank") <= depth).join(scores, on=[*VARIANT, "doc_id"], how="left",
                                                           maintain_order="left")
-        ranked = rank_part(cands, head["new"].to_numpy(), depth)
+        ranked = rank_part(cands, head["new"].to_numpy(), depth, ties)
         values = per_query_values(qrels, ranked, UNCHANGED, [measure])
         frames.append(values.join(pairs_per_query(cands, depth), on="query_id", how="left").select(
             pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),

@@ -1,8 +1,9 @@
 """BM25 over the whole corpus as a first stage: bm25s over the same Turkish analyser as the BM25 reranker
 (terazi.turkish.analyse: Turkish casing, Snowball stems, ASCII folding), every distinct query text searched once,
-each variant keeping its `depth` best documents, ranked as trec_eval ranks (score, then document id, descending).
-Frozen like every first stage: the candidates parquet, TREC copies and a `CandidateSet` under a lookup key of
-everything that decides them (dataset, BM25 parameters, depth, the variant texts), reused when it is there."""
+each variant keeping its `depth` best documents, ranked as trec_eval ranks (score, then document id, descending),
+less the documents its dataset leaves out (`Dataset.dropped`). Frozen like every first stage: the candidates
+parquet, TREC copies and a `CandidateSet` under a lookup key of everything that decides them (dataset, BM25
+parameters, depth, the variant texts, the tie rule, ignore_identical_ids), reused when it is there."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import time
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi import codehash, fingerprint
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.paths import inside
-from terazi.retrieval.frozen import MANIFEST, load_frozen, store_candidates
+from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT
+from terazi.ties import id_order
 from terazi.turkish import analyse
 
 log = logging.getLogger("terazi.retrieve")
@@ -47,7 +49,9 @@ def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int
     variants = variants.sort(VARIANT)
     identity = bm25_identity(language, k1, b, dataset.corpus_fingerprint)
     lookup_key = fingerprint.of_json({"dataset": dataset.fingerprint, "first_stage": identity, "depth": depth,
-                                      "variants": fingerprint.of_rows(variants.select(*VARIANT, "text"))})
+                                      "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
+                                      "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
+                                      "code": codehash.of_module(__name__)})
     target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file() and (cs := load_frozen(target)) is not None:
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)
@@ -57,12 +61,15 @@ def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int
     bm25 = bm25s.BM25(k1=k1, b=b)
     bm25.index([analyse(t, language) or [""] for batch in corpus.batches() for t in batch], show_progress=False)
     ids = corpus.ids().cast(pl.Utf8)
-    tie_order = ids.rank("ordinal", descending=True).cast(pl.Int64).to_numpy()  # document id descending first
+    tie_order = id_order(ids)  # document id descending first
+    ds = open_dataset(dataset)
+    dropped = ds.dropped(dataset.ignore_identical_ids)
+    deeper = depth + most_dropped(dropped)
     texts = variants["text"].unique(maintain_order=True)
     parts = []
     for i, text in enumerate(texts.to_list()):
         scores = bm25.get_scores_from_ids(bm25.get_tokens_ids(analyse(text, language))).astype(np.float64)
-        rows = top_documents(scores, tie_order, depth)
+        rows = top_documents(scores, tie_order, deeper)
         parts.append(pl.DataFrame({"t": np.full(len(rows), i, dtype=np.int64), "rank": np.arange(1, len(rows) + 1),
                                    "row": rows, "score": scores[rows]}))
     found = pl.concat(parts).with_columns(pl.col("row").map_batches(lambda r: ids.gather(r)).alias("doc_id"))
@@ -71,10 +78,12 @@ def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int
             .join(found, on="t", how="inner", maintain_order="left")
             .select(*VARIANT, pl.col("rank").cast(pl.Int64), "doc_id", pl.col("score").cast(pl.Float64))
             .sort(*VARIANT, "rank"))
+    cand = allowed(cand, dropped, depth)
     body = {"lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
             "encoder": "bm25", "encoder_identity": identity, "index": {"type": "bm25s", "version": bm25s.__version__},
-            "depth": depth, "faiss_version": "none", "queries_encoded": 0, "docs_encoded": 0}
-    cs = store_candidates(target, cand, body, open_dataset(dataset).qrels, start)
+            "depth": depth, "faiss_version": "none", "queries_encoded": 0, "docs_encoded": 0, "ties": RULE,
+            "ignore_identical_ids": dataset.ignore_identical_ids}
+    cs = store_candidates(target, cand, body, ds.qrels, start)
     log.info("%s: froze BM25 candidates %s (recall@%d clean %.3f)", dataset.name, cs.fingerprint, depth,
              cs.recall.get("clean", 0.0))
     return cs

@@ -3,9 +3,12 @@
 A shard is a contiguous block of rows (documents or distinct query texts), encoded by one task and saved
 as one `.npy` file (written, then renamed: a killed worker leaves no half shard). Search memory-maps the
 shards one at a time and keeps a running top-k, so the searching process holds one shard, not the corpus.
-Exact search is FAISS's own (`faiss.knn`, the code `IndexFlatIP.search` runs); with one shard the results
-are FAISS's, with several the per-shard lists are merged (ties between shards in corpus order). FAISS is imported
-where it searches: a run whose candidates are frozen never loads it (a tenth of a second of a warm rerun).
+Exact search is FAISS's own (`faiss.knn`, the code `IndexFlatIP.search` runs), its lists ranked by the field's tie
+rule (score descending, then document id descending, as trec_eval; `terazi.metrics.contracts`), not FAISS's order:
+each shard is searched `MARGIN` documents past the cut, and a query whose last document searched still ties the
+cut's score is searched again deeper, alone, until the tie is whole, so which of several tied documents make the
+top `depth` is the rule's choice too. FAISS is imported where it searches: a run whose candidates are frozen never
+loads it (a tenth of a second of a warm rerun).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ log = logging.getLogger("terazi.retrieval")
 AUTO_EXACT_LIMIT = 2_000_000  # exact search costs ~5 ms per query at 1M passages: approximate only above this
 ENCODE_BLOCK = 2048
 RECALL_SAMPLE = 1000
+MARGIN = 16  # documents searched past the cut, so that a tie across it is seen
 
 
 def encode(model, texts: list[str], batch_size: int, prefix: str = "",
@@ -80,23 +84,46 @@ def stack(folder: Path, bounds: list[tuple[int, int]]) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts)) if parts else np.zeros((0, 0), np.float32)
 
 
-def exact_search(corpus: Iterable[tuple[int, np.ndarray]], queries: np.ndarray,
-                 depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Scores and corpus rows of the `depth` best documents per query, best first, shard by shard."""
+def by_rule(scores: np.ndarray, rows: np.ndarray, id_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `k` of each query's (scores, rows) by the tie rule: score descending, then `id_order` of the row
+    ascending (document id descending); a missing row (−1, an approximate index's) last."""
+    missing = rows < 0
+    order = np.lexsort((np.where(missing, len(id_order), id_order[np.where(missing, 0, rows)]), -scores, missing),
+                       axis=1)[:, :k]
+    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
+def _shard_top(faiss, queries: np.ndarray, emb: np.ndarray, k: int, id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The `k` best rows of one shard per query by the tie rule (`id_order`: the shard's rows'), every tie across
+    the cut seen: FAISS's list goes `MARGIN` rows past the cut, and a query whose last row searched ties its k-th
+    score is searched again, alone, twice as deep, until its last row searched scores below (or the shard ends)."""
+    n = emb.shape[0]
+    want = np.full(len(queries), min(n, k + MARGIN))
+    s, i = faiss.knn(queries, emb, int(want[0]), metric=faiss.METRIC_INNER_PRODUCT)
+    top_s, top_i = by_rule(s, i, id_order, k)
+    open_ = (want < n) & (s[:, -1] >= top_s[:, -1])
+    while open_.any():
+        for q in np.flatnonzero(open_):
+            want[q] = min(n, 2 * want[q])
+            s, i = faiss.knn(queries[q: q + 1], emb, int(want[q]), metric=faiss.METRIC_INNER_PRODUCT)
+            top_s[q], top_i[q] = (x[0] for x in by_rule(s, i, id_order, k))
+            open_[q] = want[q] < n and s[0, -1] >= top_s[q, -1]
+    return top_s, top_i
+
+
+def exact_search(corpus: Iterable[tuple[int, np.ndarray]], queries: np.ndarray, depth: int,
+                 id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and corpus rows of the `depth` best documents per query, best first by the tie rule (`id_order`: each
+    corpus row's place in document id descending order, `terazi.metrics.contracts.id_order`), shard by shard."""
     import faiss
 
     best_s = best_i = None
-    total = 0
     for offset, emb in corpus:
-        total += emb.shape[0]
-        s, i = faiss.knn(queries, emb, min(depth, emb.shape[0]), metric=faiss.METRIC_INNER_PRODUCT)
+        s, i = _shard_top(faiss, queries, emb, min(depth, emb.shape[0]), id_order[offset: offset + emb.shape[0]])
         i = i + offset
-        if best_s is None:
-            best_s, best_i = s, i
-            continue
-        s, i = np.concatenate([best_s, s], axis=1), np.concatenate([best_i, i], axis=1)
-        order = np.argsort(-s, axis=1, kind="stable")[:, : min(depth, total)]
-        best_s, best_i = np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
+        if best_s is not None:
+            s, i = by_rule(np.concatenate([best_s, s], axis=1), np.concatenate([best_i, i], axis=1), id_order, depth)
+        best_s, best_i = s, i
     return best_s, best_i
 
 
@@ -135,9 +162,12 @@ def build_index(corpus: Callable[[], Iterable[tuple[int, np.ndarray]]], n: int, 
     return index, params
 
 
-def search_index(index: faiss.Index, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """Scores and row ids (−1 where fewer than `depth` documents exist), best first."""
-    return index.search(queries, min(depth, index.ntotal))
+def search_index(index: faiss.Index, queries: np.ndarray, depth: int,
+                 id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and row ids (−1 where fewer than `depth` documents exist), best first by the tie rule among the
+    `depth` + `MARGIN` the index returns (an approximate search: a tie across that cut is not looked for)."""
+    s, i = index.search(queries, min(depth + MARGIN, index.ntotal))
+    return by_rule(s, i, id_order, min(depth, index.ntotal))
 
 
 def recall_against_exact(approx_rows: np.ndarray, exact_rows: np.ndarray) -> float:

@@ -1,7 +1,8 @@
 """The first stage: dense retrieval over all variants of one dataset, frozen under a fingerprint.
 
 The frozen set lives in the cache folder under a lookup key built from everything that decides
-the candidates (dataset, encoder identity, index, depth, the variant texts). A later run with the
+the candidates (dataset, encoder identity, index, depth, the variant texts, the tie rule the lists are ranked by and
+the documents the dataset leaves out). A later run with the
 same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
 manifest including the candidate ids, so anyone can check they rank the same lists.
 
@@ -26,12 +27,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi import codehash, fingerprint
 from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.errors import CacheError, ConfigError
-from terazi.models.costs import TimedEncoder, combine
+from terazi.models.costs import CostStore, TimedEncoder, combine
 from terazi.models.loading import seq_length, shared_bi_encoder
 from terazi.models.refs import ModelRef, pick_device, prepare_environment, resolve
 from terazi.models.vectors import VectorStore, save_atomic, store_key, vector_identity
@@ -53,8 +54,11 @@ from terazi.retrieval.dense import (
 )
 from terazi.retrieval.frozen import (
     MANIFEST,
+    RULE,
+    allowed,
     candidate_fingerprint,
     load_frozen,
+    most_dropped,
     quarantine_folder,
     set_files,
     write_set,
@@ -69,6 +73,7 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.tables import CLEAN, VARIANT
+from terazi.ties import id_order
 
 log = logging.getLogger("terazi.retrieve")
 
@@ -87,6 +92,10 @@ def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> Candid
                 raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
                                  f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
             cs = load_frozen(path.parent)
+            if cs is not None and cs.ties != RULE:
+                raise ConfigError(f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
+                                  "by score, then document id descending (trec_eval's rule): run without "
+                                  "`candidates` to retrieve them afresh under the rule")
             if cs is None:
                 raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
                                  "or damaged, and a set named by fingerprint cannot be computed again; run without "
@@ -102,12 +111,15 @@ INDEX_PARAMS = {"flat": (), "hnsw": ("hnsw_m", "hnsw_ef_search"), "auto": ("hnsw
 
 
 def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
-    """Hash of everything that decides the candidates (an index's parameters only when that index is used)."""
+    """Hash of everything that decides the candidates (an index's parameters only when that index is used) and the
+    files of the set (the code that searches, orders and writes them)."""
     enc_params = encoder.model_dump(include={"max_length", "query_prefix", "document_prefix", "index",
                                              *INDEX_PARAMS[encoder.index]})
     return fingerprint.of_json({
         "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
         "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+        "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
+        "code": codehash.of_module(__name__),
     })
 
 
@@ -173,13 +185,16 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     if load_shard(path, z - a) is not None:
         return None
     enc = plan.encoder
-    ref = resolve(enc.model, enc.revision, plan.offline)
-    prepare_environment([ref], plan.offline)
-    model, lock = shared_bi_encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
     if part == "corpus":
         texts, prefix = CorpusTable(Path(plan.corpus)).rows(a, z), enc.document_prefix
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
+        if plan.query_vectors and (kept := _kept_vectors(plan.query_vectors, texts)) is not None:
+            save_atomic(path, kept)  # every text was encoded by this very encoding before (another set, a rerun)
+            return None
+    ref = resolve(enc.model, enc.revision, plan.offline)
+    prepare_environment([ref], plan.offline)
+    model, lock = shared_bi_encoder(ref, enc.device, enc.max_length, enc.trust_remote_code)
     with lock:
         if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
             return None
@@ -193,13 +208,34 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     return timed.cost()
 
 
+def _remembered_cost(cache_dir: Path, identity: str, cost: ModelCost | None) -> ModelCost | None:
+    """This freeze's encoding figures, kept for the encoder; when every text's vector was already kept (nothing
+    encoded), the figures of the encodings that made them, marked cached."""
+    store, key = CostStore(cache_dir), f"first stage:{identity}"
+    if cost is not None and cost.items:
+        store.add(key, cost)
+        return cost
+    kept = store.get(key)
+    return kept.model_copy(update={"cached": True}) if kept else cost
+
+
+def _kept_vectors(store: str, texts: list[str]) -> np.ndarray | None:
+    """The vectors of `texts` in their order when the store has every one of them, else None."""
+    found, vectors = VectorStore(store).get(fingerprint.text_keys(texts))
+    return np.ascontiguousarray(vectors, dtype=np.float32) if len(texts) and found.all() else None
+
+
 def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],
            corpus_costs: list[ModelCost | None] = (), query_costs: list[ModelCost | None] = ()) -> CandidateSet:
-    """Search every variant's text against the corpus shards; freeze and return the candidates."""
+    """Search every variant's text against the corpus shards, each list ranked by the tie rule and less the documents
+    the dataset leaves out (searched that much deeper); freeze and return the candidates."""
     if plan.frozen:
         return plan.frozen
     variants = read_variants(variant_sets).sort(VARIANT)
-    enc, depth = plan.encoder, plan.depth
+    dropped = open_dataset(dataset).dropped(dataset.ignore_identical_ids)
+    enc, depth = plan.encoder, plan.depth + most_dropped(dropped)
+    doc_ids = CorpusTable(Path(plan.corpus)).ids()
+    order = id_order(doc_ids)
     n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
     texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
     q_emb = stack(Path(plan.queries), plan.query_shards)
@@ -207,25 +243,26 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
     kind = choose_index(enc.index, n_docs)
     index_recall, sample = None, 0
     if kind == "flat":
-        scores, rows = exact_search(corpus(), q_emb, depth)
+        scores, rows = exact_search(corpus(), q_emb, depth, order)
         index_params: dict = {"type": "IndexFlatIP"}
     else:
         dim = q_emb.shape[1]
         index, index_params = build_index(corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist,
                                           enc.ivf_nprobe)
-        scores, rows = search_index(index, q_emb, depth)
+        scores, rows = search_index(index, q_emb, depth, order)
         pick = sample_rows(len(q_emb))
-        _, exact_rows = exact_search(corpus(), q_emb[pick], depth)
+        _, exact_rows = exact_search(corpus(), q_emb[pick], depth, order)
         index_recall, sample = round(recall_against_exact(rows[pick], exact_rows), 6), len(pick)
         log.info("%s: %s recall@%d against exact search %.4f (%d query texts)", plan.dataset, index_params["type"],
                  depth, index_recall, sample)
         del index
     row_of_text = pl.DataFrame({"text": texts, "i": np.arange(texts.len(), dtype=np.int64)})
     vi = variants.select("text").join(row_of_text, on="text", how="left", maintain_order="left")["i"].to_numpy()
-    doc_ids = CorpusTable(Path(plan.corpus)).ids()
     docs_encoded = sum(c.items for c in corpus_costs if c)
-    return freeze(plan, dataset, candidate_blocks(variants, vi, rows, scores, doc_ids), index_params, index_recall,
-                  sample, texts.len(), docs_encoded, combine([c for c in [*corpus_costs, *query_costs] if c]))
+    queries_encoded = sum(c.items for c in query_costs if c)
+    blocks = (allowed(b, dropped, plan.depth) for b in candidate_blocks(variants, vi, rows, scores, doc_ids))
+    return freeze(plan, dataset, blocks, index_params, index_recall, sample, queries_encoded, docs_encoded,
+                  combine([c for c in [*corpus_costs, *query_costs] if c]))
 
 
 def candidate_blocks(variants: pl.DataFrame, vi: np.ndarray, rows: np.ndarray, scores: np.ndarray,
@@ -249,7 +286,7 @@ def candidate_blocks(variants: pl.DataFrame, vi: np.ndarray, rows: np.ndarray, s
 
 
 def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.DataFrame], index_params: dict,
-           index_recall: float | None, sample: int, n_texts: int, docs_encoded: int,
+           index_recall: float | None, sample: int, queries_encoded: int, docs_encoded: int,
            cost: ModelCost | None = None) -> CandidateSet:
     """Write the candidate set (parquet and TREC runs, a block of variants at a time; the manifest) into a new folder
     and move it into place at once; when a concurrent run froze the same set first, theirs is kept (it is the
@@ -257,6 +294,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.Da
     import faiss
 
     folder, depth = Path(plan.folder), plan.depth
+    cost = _remembered_cost(folder.parent.parent, plan.encoder_identity, cost)
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.mkdir(parents=True)
     ids, recall = write_set(tmp, blocks, open_dataset(dataset).qrels, depth)
@@ -264,8 +302,8 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.Da
         "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
         "faiss_version": faiss.__version__, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
-        "queries_encoded": n_texts, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
-        "cost": cost.model_dump() if cost else None,
+        "queries_encoded": queries_encoded, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
+        "cost": cost.model_dump() if cost else None, "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
     }
     fp = candidate_fingerprint(body, ids)
     stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,

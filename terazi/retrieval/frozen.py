@@ -23,18 +23,19 @@ import polars as pl
 
 from terazi import fingerprint, stamps
 from terazi.data.blocks import blockwise, write_blocks
-from terazi.data.trec import write_run
+from terazi.data.trec_writer import write_run
 from terazi.errors import CacheError
 from terazi.metrics.ceiling import UNCHANGED
 from terazi.metrics.per_query import per_query_values
-from terazi.paths import inside
+from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet
 from terazi.schemas.tables import RANKING
 
 log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"
-# manifest fields that describe where and how fast a set was made, not which candidates it holds
-NOT_IN_FINGERPRINT = ("path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
+# manifest fields that describe where and how fast a set was made, not which candidates it holds (the lookup key
+# holds the code that made the set: the same candidates made by a newer terazi keep their fingerprint)
+NOT_IN_FINGERPRINT = ("lookup_key", "path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
                       "index_recall_queries", "shards", "cost")
 
 
@@ -42,6 +43,24 @@ def candidate_fingerprint(body: dict, ids: str) -> str:
     """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order (`ids`:
     the hash of its (condition, sample, query_id, doc_id) rows, `write_set`)."""
     return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
+
+
+RULE = "trec"  # the tie rule every first stage ranks by (`terazi.metrics.contracts.TIES`), in its lookup key and manifest
+
+
+def allowed(cand: pl.DataFrame, dropped: pl.DataFrame, depth: int) -> pl.DataFrame:
+    """A candidate table (in variant and rank order) less the (query_id, doc_id) pairs its dataset leaves out of every
+    ranking (`Dataset.dropped`), ranked again from 1 and cut to `depth`: a first stage searches as many documents
+    past `depth` as a query can lose, so each keeps its `depth` best allowed ones."""
+    if dropped.height:
+        cand = cand.join(dropped, on=["query_id", "doc_id"], how="anti", maintain_order="left").with_columns(
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("condition", "sample", "query_id").alias("rank"))
+    return cand.filter(pl.col("rank") <= depth)
+
+
+def most_dropped(dropped: pl.DataFrame) -> int:
+    """The most documents one query loses (`allowed`): how far past `depth` a first stage searches."""
+    return int(dropped.group_by("query_id").len()["len"].max() or 0) if dropped.height else 0
 
 
 def recall_by_condition(qrels: dict[str, dict[str, int]], candidates: Path, depth: int) -> dict[str, float]:
@@ -119,13 +138,13 @@ def write_runs(candidates: Path, runs: Path, only: set[str] | None = None) -> No
     blockwise(candidates, RANKING, write)
 
 
-def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> CandidateSet | None:
+def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -> CandidateSet | None:
     """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
     written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
     A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
-    (terazi.stamps); with `remembered=False` (`terazi cache check`, `repair`) every byte is hashed."""
+    (terazi.stamps); with `trust_stamps=False` (`terazi cache check`, `repair`) every byte is hashed."""
     book = stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
-    hashed = (lambda p: stamps.file_digest(p, book)) if remembered else fingerprint.of_file
+    hashed = (lambda p: stamps.file_digest(p, book)) if trust_stamps else fingerprint.of_file
     try:
         body = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -149,6 +168,8 @@ def load_frozen(folder: Path, rebuild: bool = True, remembered: bool = True) -> 
         if still:
             raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
                              "hash; run `terazi cache repair`")
+    if trust_stamps:
+        mark_used(folder / MANIFEST)
     return CandidateSet.model_validate(body | {"files": files})
 
 
@@ -173,10 +194,6 @@ def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
         (target / stale).unlink()
     for name, digest in runs.items():
         src, dst = folder / "runs" / name, target / name
-        dst.unlink(missing_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copyfile(src, dst)
+        link(src, dst)
         if not (dst.is_file() and (os.path.samefile(src, dst) or fingerprint.of_file(dst) == digest)):
             raise CacheError(f"{dst} does not match the frozen candidates ({src}); run `terazi cache repair`")

@@ -82,7 +82,8 @@ def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_set
                 at.isolated_variants(dataset.name, vs.condition))
         return {}
 
-    key = memo.key("isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets])
+    key = memo.key("isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets],
+                   maker=__name__)
     memo.reuse(cache_dir, key, out_dir, write)
     extra_sets = [vs.model_copy(update={"condition": isolated(vs.condition),
                                         "path": str(layout.isolated_variants(dataset.name, vs.condition))})

@@ -1,7 +1,7 @@
 """`build_card(results_dir, system)`: the evaluation section of a model card for one system of a results folder.
 
 The card is built from the folder's full-precision files (terazi.present.card.folder) in the Kalbur card's layout:
-protocol sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
+method sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
 sentence where the system has a judged variant, rank intervals; plus the Hugging Face metadata
 (terazi.present.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
 """
@@ -20,9 +20,9 @@ from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
 from terazi.errors import DatasetError
-from terazi.present.card import hub, protocol, tables
+from terazi.present.card import hub, method, tables
 from terazi.present.card.folder import RunFolder, read_folder
-from terazi.present.card.protocol import model_label
+from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, word
 from terazi.present.notes import variant_sentence
 from terazi.present.table import Table
@@ -38,7 +38,7 @@ class Card:
     labels: str
     headline: str
     confidence: float
-    protocol: list[str]
+    method: list[str]
     results: Table
     per_dataset: Table
     comparisons: Table
@@ -58,7 +58,7 @@ class Card:
 
     def markdown(self) -> str:
         lab = self.labels
-        lines = [f"## {word('title', lab)}", "", " ".join(self.protocol), "", self.results.markdown(), "",
+        lines = [f"## {word('title', lab)}", "", " ".join(self.method), "", self.results.markdown(), "",
                  f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(), ""]
         if self.comparisons.rows:  # a run of one system compares nothing
             lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
@@ -87,7 +87,7 @@ class Card:
     def to_json(self) -> str:
         """Everything the card prints, unrounded, with the text tables beside."""
         body = {"system": self.system, "model_name": self.model_name, "labels": self.labels, "headline": self.headline,
-                "confidence": self.confidence, "protocol": self.protocol, **self.numbers,
+                "confidence": self.confidence, "method": self.method, **self.numbers,
                 "cells": [asdict(c) for c in self.cells], "hub_datasets": [asdict(d) for d in self.datasets],
                 "tables": {"results": self.results.to_json(), "per_dataset": self.per_dataset.to_json(),
                            "comparisons": self.comparisons.to_json(), "ranks": self.ranks.to_json()},
@@ -165,7 +165,7 @@ def build_card(results_dir: str | Path, system: str, labels: Labels | None = Non
                "variants": variant_rows, "ranks": ranks.to_dicts()}
     return Card(
         system=system, model_name=model_name or system, labels=labels, headline=s.headline, confidence=s.confidence,
-        protocol=protocol.sentences(run, labels), results=tables.results(run, system, shown, labels),
+        method=method.sentences(run, labels), results=tables.results(run, system, shown, labels),
         per_dataset=tables.per_dataset(run, system, shown, labels), comparisons=counts, comparisons_caption=caption,
         significant=tables.significant(run, system, shown, labels, rivals), variants=variant_text,
         ranks=tables.rank_table(ranks, system, shown, labels, s.confidence),

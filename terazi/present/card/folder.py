@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from terazi.analysis.intervals import PAIRS_SCHEMA
 from terazi.errors import DatasetError, describe
+from terazi.readback import finite_parquet, read_csv
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.schemas.layout import RunLayout
 
@@ -24,7 +25,7 @@ REQUIRED = ("manifest.json", "leaderboard.csv", "per_query.parquet", "comparison
 
 @dataclass(frozen=True)
 class Settings:
-    """The run's statistics and protocol settings, whichever flow wrote the folder."""
+    """The run's statistics and method settings, whichever flow wrote the folder."""
 
     benchmark: str
     headline: str
@@ -92,15 +93,13 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
 
 
 def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
-    """A table of the folder; `schema` types a table that may have no rows (a run of one system compares none)."""
+    """A table of the folder, its numbers checked (terazi.readback); `schema` types a table that may have no rows (a
+    run of one system compares none)."""
     if not path.is_file():
         if optional:
             return None
         raise DatasetError(path, None, "missing: not a finished terazi results folder")
-    try:
-        return pl.read_csv(path, schema=schema) if schema else pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
-    except pl.exceptions.PolarsError as e:
-        raise DatasetError(path, None, f"cannot read it as CSV ({str(e).splitlines()[0]})") from None
+    return read_csv(path, schema)
 
 
 def read_folder(path: str | Path) -> RunFolder:
@@ -120,6 +119,7 @@ def read_folder(path: str | Path) -> RunFolder:
         raise DatasetError(root / "manifest.json", None, problem) from None
     settings = _settings(manifest.config, manifest)
     try:  # only the headline's rows are read
+        finite_parquet(root / "per_query.parquet")
         per_query = pl.scan_parquet(root / "per_query.parquet").filter(pl.col("measure") == settings.headline).collect()
     except (OSError, pl.exceptions.PolarsError) as e:
         raise DatasetError(root / "per_query.parquet", None, f"cannot read it ({str(e).splitlines()[0]})") from None

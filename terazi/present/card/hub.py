@@ -6,8 +6,12 @@ with split and revision, or terazi's content fingerprint where there is no hub r
 condition: type `ndcg_at_10`, the value as the card rounds it, name `nDCG@10 (Mobil)`.
 
 `.eval_results` (the Hub's newer per-result files): one entry per ranked dataset × condition with the same value,
-the run's date, and notes carrying the cell's interval and the metric contract. The Hub aggregates these into a
-leaderboard only for datasets registered as benchmarks; elsewhere they are shown on the model page.
+the run's date, and notes carrying the cell's interval, the metric contract and what measured it. The Hub aggregates
+these into a leaderboard only for datasets registered as benchmarks; elsewhere they are shown on the model page.
+
+The two are separate files on the Hub, each read on its own: `model-index` in the README's front matter (one YAML
+document between `---` fences), the entries as a YAML list in `.eval_results/<name>.yaml`. Written into one stream,
+the entries would be read as `model-index` items without a `name`; `terazi card` writes them apart.
 Out-of-ranking datasets are left out of both: the run set them aside for a reason (e.g. training overlap).
 """
 
@@ -106,9 +110,9 @@ def contract_text(c: MetricContract | None) -> str:
 
 
 NOTES = {"tr": "{name}; {level} GA [{low}, {high}] (veri setinin {n} sorgusundan {b} bootstrap örneklemi, seed {seed}); "
-               "metrik sözleşmesi: {contract}",
+               "metrik sözleşmesi: {contract}; {source} ile ölçüldü",
          "en": "{name}; {level} CI [{low}, {high}] ({b} bootstrap resamples of the dataset's {n} queries, seed {seed}); "
-               "metric contract: {contract}"}
+               "metric contract: {contract}; measured with {source}"}
 
 
 def eval_results(datasets: list[HubDataset], cells: list[Cell], measure: str, labels: str, source: str, date: str,
@@ -121,10 +125,10 @@ def eval_results(datasets: list[HubDataset], cells: list[Cell], measure: str, la
             continue
         notes = NOTES[labels].format(name=metric_name(measure, c.condition, labels), level=conf(confidence, labels),
                                      low=score(c.low), high=score(c.high), n=c.queries, b=resamples, seed=seed,
-                                     contract=contract_text(contract))
+                                     contract=contract_text(contract), source=source)
+        # no `source`: the Hub wants a URL with a source's name, and a results folder has none (the name is in notes)
         out.append({"dataset": {"id": ds.type, "task_id": c.condition, "revision": ds.revision},
-                    "value": rounded(c.value), **({"date": date} if date else {}), "source": {"name": source},
-                    "notes": notes})
+                    "value": rounded(c.value), **({"date": date} if date else {}), "notes": notes})
     return out
 
 

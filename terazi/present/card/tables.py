@@ -13,7 +13,7 @@ import polars as pl
 
 from terazi.analysis.intervals import featured_cells, pairwise_summary
 from terazi.present.card.folder import RunFolder
-from terazi.present.card.protocol import model_label
+from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, conf, pct, score, signed, span, word
 from terazi.present.labels import params_text
 from terazi.present.table import Table

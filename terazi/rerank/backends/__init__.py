@@ -15,7 +15,7 @@ from importlib import import_module
 from terazi.models.refs import resolve
 from terazi.rerank.backends.base import Metered
 from terazi.rerank.pairs import Corpus
-from terazi.schemas import RerankerSpec
+from terazi.schemas import MODEL_KINDS, RerankerSpec
 
 REGISTRY: dict[tuple[str, str], str] = {
     ("bm25", "bm25s"): "terazi.rerank.backends.bm25:BM25Scorer",
@@ -24,6 +24,8 @@ REGISTRY: dict[tuple[str, str], str] = {
     ("bi-encoder", "torch"): "terazi.rerank.backends.torch_bi:TorchBiEncoder",
     ("bi-encoder", "onnx"): "terazi.rerank.backends.onnx:OnnxBiEncoder",
     ("llm-reranker", "torch"): "terazi.rerank.backends.llm:LLMReranker",
+    ("http", "cohere"): "terazi.rerank.backends.http:HttpReranker",
+    ("http", "tei"): "terazi.rerank.backends.http:HttpReranker",
 }
 MAX_SCORERS = 4
 
@@ -45,7 +47,7 @@ def backend_class(kind: str, backend: str = "torch") -> type:
 def make_scorer(spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool,
                 cache_dir: str = ".terazi-cache") -> Metered:
     """The row's scorer, metered (`cost()`); `cache_dir` holds ONNX exports and int8 copies."""
-    ref = resolve(spec.model, spec.revision, offline, cache_dir) if getattr(spec, "model", None) else None
+    ref = resolve(spec.model, spec.revision, offline, cache_dir) if spec.kind in MODEL_KINDS else None
     cls = backend_class(spec.kind, backend_of(spec))
     return Metered(cls.create(spec, ref=ref, cache_dir=cache_dir, corpus=corpus, corpus_fingerprint=corpus_fingerprint))
 

@@ -207,7 +207,9 @@ class Metered:
 
     Wraps any `PairScorer`; a scorer without `load()` (BM25) is loaded by scoring an empty list. A scorer that
     encodes texts (a bi-encoder: `hold`) is given many pairs at once first (`holding`); its encoding is timed as
-    scoring, and a text it finds already encoded costs nothing, not even a model load.
+    scoring, and a text it finds already encoded costs nothing, not even a model load. A scorer served elsewhere
+    (`remote`: each call is a paid request) has no warm-up pair and no latency probe: its latency is that of its
+    requests (`request_log`).
     """
 
     def __init__(self, inner):
@@ -236,7 +238,7 @@ class Metered:
 
     def warm(self, pairs: list[Pair]) -> np.ndarray:
         """Load the model and score the first pair untimed (first-call set-up); returns that pair's score."""
-        if self._warm:
+        if self._warm or getattr(self.inner, "remote", False):
             return np.zeros(0)
         load = getattr(self.inner, "load", None)
         if load is not None:
@@ -291,6 +293,8 @@ class Metered:
 
     def time_queries(self, groups: list[list[Pair]], budget_s: float) -> None:
         """Latency per query: each group (one query's candidates) scored as one call, until `budget_s` is spent."""
+        if getattr(self.inner, "remote", False):
+            return
         spent = 0.0
         for group in groups:
             if not group or (self.latencies_ms and spent >= budget_s):

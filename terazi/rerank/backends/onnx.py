@@ -30,7 +30,7 @@ from terazi.models.refs import (
     pick_device,
     weights_info,
 )
-from terazi.paths import inside
+from terazi.paths import inside, mark_used
 from terazi.rerank.backends.base import CPU_BATCH, Backend
 from terazi.rerank.backends.bi import BiEncoder
 from terazi.rerank.backends.torch_cross import activation_name
@@ -127,6 +127,7 @@ class _Onnx(Backend):
                 if not source.is_file():
                     _atomic(source, self._export)
             self._file = quantize_int8(source, self._int8_path) if self.spec.quantization == "int8" else source
+            mark_used(self._folder)  # where an export or int8 copy lives (`terazi cache prune`)
         return self._file
 
     @property

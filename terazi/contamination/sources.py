@@ -3,11 +3,13 @@ them, a BEIR folder, a folder written by `datasets`' `save_to_disk`, and `hf:ORG
 
 A source says which of its fields hold text (`fields`, default `text`) and which of those are queries (`queries`:
 compared with benchmark queries for repeats; by default the fields named query, question, queries, questions or
-anchor). A field's value may be a text, a list of texts or null (nothing to read). A BEIR folder is read as its
+anchor). A record may lack some of the fields (a file of queries and passages: `--field query --field text`), not
+all of them; a field's value may be a text, a list of texts or null (nothing to read). A BEIR folder is read as its
 corpus (title and text) and its queries, whatever the fields say; a plain-text file is one text per non-blank line,
 read as the field `text`. Each record is named `<file>:<n>`, n being its line in a JSON-lines or text file and its
 row (from 1) in a parquet file or a `datasets` table, and <file> is the path as given (a folder's files: the folder
-as given, then the path inside it). Every problem is one line naming the file, line or field.
+as given, then the path inside it), followed by `(id X)` where the record has an `_id` or `id` of its own. Every
+problem is one line naming the file, line or field.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from terazi.schemas.leakage import LOCAL_HF, TrainSource
 _KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "txt",
           ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl", ".txt.gz": "txt"}
 _SAVED = ("dataset_dict.json", "state.json")  # what `save_to_disk` leaves in a folder
+ID_FIELDS = ("_id", "id")  # a record's own name, where it has one (BEIR's `_id`, most datasets' `id`)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Chunk:
     texts: pl.Series     # every text of those records
     record: np.ndarray   # int64: for each text, the index in `rows` of its record
     query: np.ndarray    # bool: whether the text is from a query field
+    ids: pl.Series | None = None  # each record's own id (null where it has none); None: no record has one
 
 
 class _File:
@@ -92,40 +96,49 @@ class _Rows:
         self.texts: list[str] = []
         self.record: list[int] = []
         self.query: list[bool] = []
+        self.ids: list[str | None] = []
 
-    def add(self, row: int, texts: list[tuple[str, bool]]) -> None:
+    def add(self, row: int, texts: list[tuple[str, bool]], record_id: str | None = None) -> None:
         k = len(self.rows)
         self.rows.append(row)
+        self.ids.append(record_id)
         for t, q in texts:
             self.texts.append(t)
             self.record.append(k)
             self.query.append(q)
 
     def chunk(self) -> Chunk:
+        ids = pl.Series(self.ids, dtype=pl.Utf8) if any(i is not None for i in self.ids) else None
         return Chunk(np.array(self.rows, np.int64), pl.Series(self.texts, dtype=pl.Utf8),
-                     np.array(self.record, np.int64), np.array(self.query, bool))
+                     np.array(self.record, np.int64), np.array(self.query, bool), ids)
+
+
+def _no_field(where: Path | str, line: int | None, plan: list[tuple[str, bool]], have: list[str]) -> DatasetError:
+    wanted = " or ".join(repr(name) for name, _ in plan)
+    return DatasetError(where, line, f"no field {wanted} (fields: {', '.join(have[:12]) or 'none'})")
 
 
 class _Jsonl(_File):
-    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool, bool]]):
+    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool]]):
         self.path, self.label, self.plan, self.size = path, label, plan, path.stat().st_size
 
-    def _record(self, n: int, raw: bytes) -> list[tuple[str, bool]]:
+    def _record(self, n: int, raw: bytes) -> tuple[list[tuple[str, bool]], str | None]:
+        """The record's texts (fields it lacks skipped; one without any of them refused) and its own id."""
         try:
             obj = json.loads(_decoded(self.path, n, raw))
         except json.JSONDecodeError as e:
             raise DatasetError(self.path, n, f"not valid JSON ({e.msg})") from None
         if not isinstance(obj, dict):
             raise DatasetError(self.path, n, "expected a JSON object")
+        if not any(name in obj for name, _ in self.plan):
+            raise _no_field(self.path, n, self.plan, list(obj))
         out = []
-        for name, is_query, required in self.plan:
-            if name not in obj:
-                if required:
-                    have = ", ".join(list(obj)[:12]) or "none"
-                    raise DatasetError(self.path, n, f"no field {name!r} (fields: {have})")
-                continue
-            out += [(t, is_query) for t in _text_values(self.path, n, name, obj[name])]
-        return out
+        for name, is_query in self.plan:
+            if name in obj:
+                out += [(t, is_query) for t in _text_values(self.path, n, name, obj[name])]
+        record_id = next((obj[f] for f in ID_FIELDS if isinstance(obj.get(f), (str, int)) and
+                          not isinstance(obj.get(f), bool)), None)
+        return out, None if record_id is None else str(record_id)
 
     def check(self) -> None:
         for n, raw in nonblank_lines(self.path):
@@ -136,7 +149,7 @@ class _Jsonl(_File):
     def chunks(self, batch: int) -> Iterator[Chunk]:
         rows = _Rows()
         for n, raw in nonblank_lines(self.path):
-            rows.add(n, self._record(n, raw))
+            rows.add(n, *self._record(n, raw))
             if len(rows.rows) >= batch:
                 yield rows.chunk()
                 rows = _Rows()
@@ -165,34 +178,44 @@ class _Text(_File):
             yield rows.chunk()
 
 
-def _arrow_check(where: str, schema, plan: list[tuple[str, bool, bool]]) -> None:
-    """Every field read is a text or list-of-texts column."""
+def _columns(schema, plan: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """The plan's fields the table has (a table may lack some of them, not all)."""
+    return [(name, q) for name, q in plan if name in schema.names]
+
+
+def _id_column(schema) -> str | None:
+    return next((f for f in ID_FIELDS if f in schema.names), None)
+
+
+def _arrow_check(where: str, schema, plan: list[tuple[str, bool]]) -> None:
+    """Some field read is a column, and every field read is a text or list-of-texts column."""
     import pyarrow as pa
 
-    for name, _, _ in plan:
-        if name not in schema.names:
-            raise DatasetError(where, None, f"no field {name!r} (columns: {', '.join(schema.names[:12])})")
+    if not _columns(schema, plan):
+        raise _no_field(where, None, plan, list(schema.names))
+    for name, _ in _columns(schema, plan):
         t = schema.field(name).type
         inner = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
         if not (pa.types.is_string(inner) or pa.types.is_large_string(inner) or pa.types.is_null(inner)):
             raise DatasetError(where, None, f"field {name!r} is {t}: expected text or a list of texts")
 
 
-def _table_chunk(df: pl.DataFrame, first_row: int, plan: list[tuple[str, bool, bool]]) -> Chunk:
+def _table_chunk(df: pl.DataFrame, first_row: int, plan: list[tuple[str, bool]], id_column: str | None) -> Chunk:
     """A chunk from a batch of columns (lists of texts exploded, nulls dropped), all in polars."""
     parts = []
-    for name, is_query, _ in plan:
+    for name, is_query in plan:
         part = pl.DataFrame({"r": np.arange(df.height, dtype=np.int64), "t": df[name]})
         if isinstance(part.schema["t"], pl.List):
             part = part.explode("t")
         parts.append(part.with_columns(pl.col("t").cast(pl.Utf8)).drop_nulls("t").with_columns(q=pl.lit(is_query)))
     both = pl.concat(parts)
+    ids = df[id_column].cast(pl.Utf8) if id_column else None
     return Chunk(np.arange(first_row, first_row + df.height, dtype=np.int64), both["t"],
-                 both["r"].to_numpy(), both["q"].to_numpy())
+                 both["r"].to_numpy(), both["q"].to_numpy(), ids)
 
 
 class _Parquet(_File):
-    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool, bool]]):
+    def __init__(self, path: Path, label: str, plan: list[tuple[str, bool]]):
         self.path, self.label, self.plan, self.size = path, label, plan, path.stat().st_size
 
     def _open(self):
@@ -209,16 +232,19 @@ class _Parquet(_File):
 
     def chunks(self, batch: int) -> Iterator[Chunk]:
         row = 1
-        for b in self._open().iter_batches(batch_size=batch, columns=[p[0] for p in self.plan]):
+        table = self._open()
+        plan, id_column = _columns(table.schema_arrow, self.plan), _id_column(table.schema_arrow)
+        columns = list(dict.fromkeys([*(p[0] for p in plan), *([id_column] if id_column else [])]))
+        for b in table.iter_batches(batch_size=batch, columns=columns):
             df = pl.from_arrow(b)
-            yield _table_chunk(df, row, self.plan)
+            yield _table_chunk(df, row, plan, id_column)
             row += df.height
 
 
 class _Table(_File):
     """A `datasets` table (from the hub or `save_to_disk`), read as Arrow batches."""
 
-    def __init__(self, table, label: str, plan: list[tuple[str, bool, bool]]):
+    def __init__(self, table, label: str, plan: list[tuple[str, bool]]):
         self.table, self.label, self.plan, self.size = table, label, plan, int(table.data.nbytes)
 
     def check(self) -> None:
@@ -226,9 +252,11 @@ class _Table(_File):
 
     def chunks(self, batch: int) -> Iterator[Chunk]:
         row = 1
+        schema = self.table.data.schema
+        plan, id_column = _columns(schema, self.plan), _id_column(schema)
         for t in self.table.with_format("arrow").iter(batch_size=batch):
             df = pl.from_arrow(t)
-            yield _table_chunk(df, row, self.plan)
+            yield _table_chunk(df, row, plan, id_column)
             row += df.height
 
 
@@ -270,8 +298,8 @@ def _hub_table(source: TrainSource):
 def _folder_files(root: Path, source: TrainSource) -> list[_File]:
     base = source.path.removeprefix("hf:").rstrip("/")
     if (root / "corpus.jsonl").is_file() and (root / "queries.jsonl").is_file():  # BEIR
-        return [_Jsonl(root / "corpus.jsonl", f"{base}/corpus.jsonl", [("title", False, False), ("text", False, True)]),
-                _Jsonl(root / "queries.jsonl", f"{base}/queries.jsonl", [("text", True, True)])]
+        return [_Jsonl(root / "corpus.jsonl", f"{base}/corpus.jsonl", [("title", False), ("text", False)]),
+                _Jsonl(root / "queries.jsonl", f"{base}/queries.jsonl", [("text", True)])]
     if any((root / s).is_file() for s in _SAVED):
         datasets = _datasets_module(str(root))
         try:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from terazi.data.leakage.match import Hits, group_of
-from terazi.data.leakage.ngrams import text_ngrams
-from terazi.data.leakage.normalize import tokens
-from terazi.data.leakage.result import Example
-from terazi.data.leakage.sides import BenchmarkSide, TrainingSide
+from terazi.contamination.match import Hits, group_of
+from terazi.contamination.ngrams import text_ngrams
+from terazi.contamination.normalize import tokens
+from terazi.contamination.result import Example
+from terazi.contamination.sides import BenchmarkSide, TrainingSide
 from terazi.schemas.leakage import LeakageOptions
 
 _WIDTH = 12  # words shown on each side of the shared ones

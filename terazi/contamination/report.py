@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from terazi.data.leakage.result import DatasetLeakage, LeakageResult
+from terazi.contamination.result import DatasetLeakage, LeakageResult
 from terazi.paths import slugify, unique, writable_folder
 from terazi.schemas.layout import LeakageLayout
 

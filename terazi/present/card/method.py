@@ -1,4 +1,5 @@
-"""The card's protocol sentences, generated from the run's own manifest: each says only what the run did.
+"""The card's method sentences (what was evaluated, how), generated from the run's own manifest: each says only what
+the run did.
 
 A run with frozen candidates says which first stage froze how many candidates, under which fingerprint, and how
 deep the rerankers reordered; runs made elsewhere (`terazi analyze`) have no candidates and say so instead. The

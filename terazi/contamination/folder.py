@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from terazi.data.leakage.core import check
-from terazi.data.leakage.report import folders, write
-from terazi.data.leakage.sources import Reader
+from terazi.contamination.core import check
+from terazi.contamination.report import folders, write
+from terazi.contamination.sources import Reader
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.paths import disjoint, writable_folder
 from terazi.schemas import DatasetManifest
@@ -22,10 +22,11 @@ from terazi.schemas.sources import parse as parse_source
 from terazi.version import __version__
 
 
-def check_inputs(config: LeakageConfig) -> list[DatasetManifest]:
-    """Check the folders (outputs never overlap inputs), load every dataset, open every training source, before any
-    work: a bad input is one line naming its file, line or field."""
-    disjoint(*config.folders())  # before anything is written, a named dataset's copy in the cache included
+def check_inputs(config: LeakageConfig, files: list[tuple[str, str]] = ()) -> list[DatasetManifest]:
+    """Check the folders (outputs never overlap inputs, nor input `files` such as the config file), load every
+    dataset, open every training source, before any work: a bad input is one line naming its file, line or field."""
+    outputs, inputs = config.folders()
+    disjoint(outputs, [*inputs, *files])  # before anything is written, a named dataset's copy in the cache included
     if any(parse_source(d.path) for d in config.datasets):
         writable_folder(config.cache_dir, "cache folder")  # named datasets are copied into it
     datasets = [load_dataset(spec, config.cache_dir, announce=False) for spec in config.datasets]

@@ -7,6 +7,7 @@ read in batches; what is kept per item is a number (a training record's line or 
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterator, Sequence
 
@@ -14,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from terazi.data.beir import Dataset
-from terazi.data.leakage.sources import Chunk, Reader, nonblank_lines
+from terazi.contamination.sources import Chunk, Reader, nonblank_lines
 
 
 def _passage(raw: bytes) -> str:
@@ -85,6 +86,8 @@ class TrainingSide:
         self._files: list[tuple[int, int]] = []  # (source, file in that source)
         self._rows: list[np.ndarray] = []
         self.rows = np.empty(0, np.int64)
+        self._id_starts: list[int] = []  # the first record of each chunk whose records have ids of their own
+        self._ids: list[pl.Series] = []
 
     @property
     def size(self) -> int:
@@ -104,6 +107,9 @@ class TrainingSide:
                 self._files.append((s, f))
                 for c in file.chunks(batch):
                     self._rows.append(c.rows)
+                    if c.ids is not None:
+                        self._id_starts.append(records)
+                        self._ids.append(c.ids)
                     self.texts_read[s] += len(c.texts)
                     self.queries_read[s] += int(c.query.sum())
                     yield c, records, s
@@ -115,11 +121,20 @@ class TrainingSide:
     def _file_of(self, items: np.ndarray) -> np.ndarray:
         return np.searchsorted(np.array(self._file_starts, np.int64), items, side="right") - 1
 
+    def _id_of(self, item: int) -> str | None:
+        k = bisect.bisect_right(self._id_starts, item) - 1
+        if k < 0 or item - self._id_starts[k] >= len(self._ids[k]):
+            return None
+        return self._ids[k][item - self._id_starts[k]]
+
     def refs(self, items: np.ndarray) -> list[str]:
-        """`<file>:<line or row>` of each record."""
+        """`<file>:<line or row>` of each record, with `(id X)` where the record has an id of its own."""
         files = self._file_of(items)
-        return [f"{self.readers[s].files[f].label}:{row}"
-                for (s, f), row in zip((self._files[k] for k in files), self.rows[items].tolist())]
+        out = []
+        for item, (s, f), row in zip(items.tolist(), (self._files[k] for k in files), self.rows[items].tolist()):
+            record_id = self._id_of(item)
+            out.append(f"{self.readers[s].files[f].label}:{row}" + (f" (id {record_id})" if record_id else ""))
+        return out
 
     def texts(self, items: Sequence[int]) -> dict[int, list[str]]:
         """Some records' texts (every field read), by record number, read again from their files."""

@@ -4,10 +4,11 @@ The rules, in order (the same for benchmark and training texts, so that a copy m
 
 1. Unicode NFC, so a text in NFD (a letter plus a combining mark, as macOS file names and some PDFs give it) and
    the same text in NFC have the same letters;
-2. Turkish casefolding, as `terazi.turkish.tr_lower`: İ → i, I → ı, then ordinary lowercasing (a copy in
-   CAPITALS matches);
-3. with `fold_ascii`, Turkish letters to their base letters, as `terazi.turkish.to_ascii`: ç ğ ı ö ş ü â î û →
-   c g i o s u a i u (a copy typed on a keyboard without Turkish letters matches);
+2. casefolding in which dotted and dotless i are one letter: İ, I, ı and i all → i, then ordinary lowercasing. A
+   copy in CAPITALS matches however it was cased: Turkish casing (`gecesi` → `GECESİ`) and every other tool's
+   (`gecesi` → `GECESI`, which Turkish lowercasing would read as `gecesı`) alike;
+3. with `fold_ascii`, Turkish letters to their base letters, as `terazi.turkish.to_ascii`: ç ğ ö ş ü â î û →
+   c g o s u a i u (a copy typed on a keyboard without Turkish letters matches);
 4. apostrophes dropped without a trace, so a suffix stays on its word whichever apostrophe was typed, or none
    (İstanbul'da, İstanbul’da and Istanbulda give one token);
 5. tokens: runs of letters, combining marks and digits; every other character (punctuation, symbols, spaces,
@@ -21,14 +22,13 @@ import polars as pl
 _APOSTROPHES = "['’‘ʼ`´]"
 _TOKEN = r"[\p{L}\p{M}\p{N}]+"
 _NEEDS_NFC = r"[^\x00-\x{2FF}]"
-_ASCII_FROM, _ASCII_TO = list("çğıöşüâîû"), list("cgiosuaiu")  # lowercase only: rule 3 runs after rule 2
+_ASCII_FROM, _ASCII_TO = list("çğöşüâîû"), list("cgosuaiu")  # lowercase only: rule 3 runs after rule 2
 
 
 def _folded(texts: pl.Expr, fold_ascii: bool) -> pl.Expr:
-    # after NFC, I + combining dot is İ, so only İ needs the Turkish rule (Unicode lowercasing would turn it
-    # into i + combining dot, and I into i); an i + combining dot already there (what Python's str.lower makes of İ)
-    # is an i
-    e = (texts.str.replace_many(["İ", "I"], ["i", "ı"]).str.to_lowercase()
+    # after NFC, I + combining dot is İ (Unicode lowercasing would turn it into i + combining dot); an i + combining
+    # dot already there (what Python's str.lower makes of İ) is an i
+    e = (texts.str.replace_many(["İ", "I", "ı"], ["i", "i", "i"]).str.to_lowercase()
          .str.replace_all("i\u0307", "i", literal=True))
     if fold_ascii:
         e = e.str.replace_many(_ASCII_FROM, _ASCII_TO)

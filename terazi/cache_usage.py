@@ -1,0 +1,177 @@
+"""What the cache folder weighs, part by part, and pruning what no recent run used.
+
+The cache only grows by itself: every new model, corpus, candidate set and code version adds entries. An *entry* is
+the unit a run uses whole: a stored output (`outputs/<key>/`, or one file for a kept table or plot), a frozen
+candidate set, a vector store, a corpus table, an ONNX export, the intervals file, a quarantined item, a stopped
+run's plan. A run marks each entry it uses (its mtime, `terazi.paths.mark_used`), so an entry's age is the time since
+a run last needed it. Pruning removes entries older than a given age, or the least recently used until the folder
+fits a size budget; a warm run afterwards makes again exactly what was removed (vectors are encoded again, outputs
+computed again: no pair is scored, the score store is never pruned). Entries used in the last `GRACE_SECONDS` are
+never removed (a run's plan under `work/`: none younger than a day), so a prune beside a running run cannot take
+what it is using.
+
+Sizes are the blocks a file holds on disk. Outputs are hard-linked into results folders: removing such a file from
+the cache frees nothing while a results folder still links it, so `freed` counts only files with no other link.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from terazi.analysis import known
+from terazi.memo import FOLDER as OUTPUTS
+from terazi.memo import META
+from terazi.rerank.store.scores import CACHE_FILE
+from terazi.retrieval.frozen import MANIFEST as FROZEN_MANIFEST
+
+GRACE_SECONDS = 600
+WORK_GRACE_SECONDS = 24 * 3600  # a plan is removed by its run when it ends: one this old belongs to a stopped run
+KEPT = (CACHE_FILE, "scores", "costs")  # what a run paid for: never pruned
+# part name -> the entries it holds, each with the file whose mtime says when a run last used it
+PARTS = {
+    "outputs": (OUTPUTS, lambda e: e / META if e.is_dir() else e),
+    "candidates": ("candidates", lambda e: e / FROZEN_MANIFEST),
+    "embeddings": ("embeddings", lambda e: e),
+    "corpus": ("corpus", lambda e: e),
+    "onnx": ("onnx", lambda e: e),
+    "quarantine": ("quarantine", lambda e: e),
+    "work": ("work", lambda e: e),
+}
+
+
+@dataclass
+class Entry:
+    part: str
+    path: Path
+    used: float  # seconds since the epoch
+    size: int  # bytes on disk
+    freed: int  # bytes a removal gives back (files no results folder links)
+
+
+def _sizes(path: Path) -> tuple[int, int]:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+    size = freed = 0
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        size += st.st_blocks * 512
+        freed += st.st_blocks * 512 if st.st_nlink == 1 else 0
+    return size, freed
+
+
+def _used(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def entries(cache: Path) -> list[Entry]:
+    """Every prunable entry of the cache folder (temporary items being written by a run are not entries)."""
+    out = []
+    for part, (folder, marker) in PARTS.items():
+        for e in sorted((cache / folder).glob("*")):
+            if e.name.startswith("."):
+                continue
+            out.append(Entry(part, e, _used(marker(e)), *_sizes(e)))
+    intervals = cache / known.FILE
+    if intervals.is_file():
+        out.append(Entry("intervals", intervals, _used(intervals), *_sizes(intervals)))
+    return out
+
+
+def usage(cache: Path) -> list[tuple[str, int, int, int]]:
+    """(part, entries, bytes on disk, bytes a removal would free) per part, the kept scores included."""
+    rows: dict[str, list[int]] = {}
+    for e in entries(cache):
+        row = rows.setdefault(e.part, [0, 0, 0])
+        row[0] += 1
+        row[1] += e.size
+        row[2] += e.freed
+    for name in KEPT:
+        if (cache / name).exists():
+            size, _ = _sizes(cache / name)
+            row = rows.setdefault("scores (kept)", [0, 0, 0])
+            row[0] += 1
+            row[1] += size
+    return [(part, *values) for part, values in rows.items()]
+
+
+def prunable(cache: Path, older_than: float | None = None, max_size: int | None = None,
+             now: float | None = None) -> list[Entry]:
+    """The entries a prune removes: those unused for `older_than` seconds, then, least recently used first, as many
+    as it takes for the whole folder to fit `max_size` bytes. Entries used within `GRACE_SECONDS` are kept."""
+    now = time.time() if now is None else now
+    candidates = sorted((e for e in entries(cache)
+                         if now - e.used >= (WORK_GRACE_SECONDS if e.part == "work" else GRACE_SECONDS)),
+                        key=lambda e: e.used)
+    chosen = [e for e in candidates if older_than is not None and now - e.used >= older_than]
+    if max_size is not None:
+        total = sum(_sizes(p)[0] for p in cache.iterdir()) if cache.is_dir() else 0
+        total -= sum(e.size for e in chosen)
+        for e in candidates:
+            if total <= max_size:
+                break
+            if e not in chosen:
+                chosen.append(e)
+                total -= e.size
+    return chosen
+
+
+def remove(entry: Entry) -> None:
+    if entry.path.is_dir():
+        shutil.rmtree(entry.path, ignore_errors=True)
+    else:
+        entry.path.unlink(missing_ok=True)
+        for side in (entry.path.with_name(entry.path.name + "-wal"), entry.path.with_name(entry.path.name + "-shm")):
+            side.unlink(missing_ok=True)
+
+
+def parse_age(text: str) -> float:
+    """Seconds of an age such as `30d`, `12h`, `90m`, `45s` (a bare number is days)."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    text = text.strip().lower()
+    unit = units.get(text[-1:], None)
+    number = text[:-1] if unit else text
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"age {text!r}: a number with d, h, m or s (e.g. 30d)") from None
+    if value < 0:
+        raise ValueError(f"age {text!r}: must not be negative")
+    return value * (unit or units["d"])
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as `20G`, `500M`, `1.5T` (binary units; a bare number is bytes)."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    text = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = units.get(text[-1:], None)
+    number = text[:-1] if unit else text
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"size {text!r}: a number with K, M, G or T (e.g. 20G)") from None
+    if value < 0:
+        raise ValueError(f"size {text!r}: must not be negative")
+    return int(value * (unit or 1))
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"

@@ -1,0 +1,144 @@
+"""One request to a rerank API as a paid service expects it: at most `concurrency` in flight per endpoint, tried again
+after a 429 or a 5xx (waiting what `Retry-After` asks, else an exponential backoff with jitter), a time-out or a
+dropped connection, a bounded number of times; refused at once on any other 4xx.
+
+The bound holds over every thread and process that shares the cache folder (thread workers, a local Dask cluster,
+several runs at once): `Slots` are lock files in `<cache>/http/<endpoint hash>/`, one per request in flight. Workers
+on machines that do not share the folder each keep the bound on their own.
+
+Messages name the endpoint, the status and the server's own words, cut to one line, with the API key blotted out
+wherever the server echoes it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import itertools
+import logging
+import random
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+from filelock import FileLock, Timeout
+
+from terazi.errors import ServiceError
+from terazi.models.costs import RequestLog
+
+log = logging.getLogger("terazi.backends")
+BACKOFF_S, MAX_BACKOFF_S = 0.5, 30.0  # the first retry waits 0.25-0.5 s, doubling up to 15-30 s
+MAX_RETRY_AFTER_S = 300.0  # a server asking for a longer pause is not waited for: the request fails
+POLL_S = 0.02
+MESSAGE_CHARS = 300
+
+
+class Slots:
+    """At most `n` holders at once among every thread and process using `folder`: `n` lock files, one held per
+    holder (an OS file lock, so a holder that dies frees its slot)."""
+
+    def __init__(self, folder: Path, n: int):
+        self.folder, self.n = folder, n
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            for i in random.sample(range(self.n), self.n):
+                lock = FileLock(self.folder / f"{i}.lock")
+                try:
+                    lock.acquire(timeout=0)
+                except Timeout:
+                    continue
+                try:
+                    yield
+                finally:
+                    lock.release()
+                return
+            time.sleep(POLL_S)
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asks to wait (`Retry-After`: seconds or an HTTP date), None when it does not say."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def pause(attempt: int, asked: float | None) -> float:
+    """How long to wait before try `attempt + 2`: what the server asked, plus up to 20% so that waiting requests do
+    not come back at the same instant; else the exponential backoff with jitter, half to all of
+    `BACKOFF_S × 2^attempt` (at most `MAX_BACKOFF_S`)."""
+    if asked is not None:
+        return asked * random.uniform(1.0, 1.2)
+    return min(MAX_BACKOFF_S, BACKOFF_S * 2**attempt) * random.uniform(0.5, 1.0)
+
+
+def server_message(response: httpx.Response, secret: str | None) -> str:
+    """The server's own words on one line: `message`, `detail` or `error` of a JSON body, else the body's text."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    if isinstance(body, dict):
+        found = next((body[k] for k in ("message", "detail", "error") if body.get(k)), body)
+        body = found.get("message", found) if isinstance(found, dict) else found
+    return blot(" ".join(str(body).split())[:MESSAGE_CHARS] or response.reason_phrase, secret)
+
+
+def blot(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def send(client: httpx.Client, url: str, body: dict, *, retries: int, slots: Slots, requests: RequestLog,
+         where: str, secret: str | None):
+    """POST `body` to `url` and return the decoded JSON answer, trying again as the module says (each try sent
+    again counted in `requests`, each answer's round trip too)."""
+    for attempt in itertools.count():
+        asked = None
+        try:
+            with slots.hold():
+                start = time.perf_counter()
+                response = client.post(url, json=body)
+                took = time.perf_counter() - start
+        except httpx.TimeoutException:
+            problem = f"no answer within {client.timeout.read:g} s"
+        except httpx.TransportError as e:  # refused, reset or dropped connection, a broken answer
+            problem = f"connection failed ({type(e).__name__}: {blot(str(e), secret)})"
+        else:
+            status = response.status_code
+            if 200 <= status < 300:
+                try:
+                    payload = response.json()
+                except ValueError:
+                    raise ServiceError(f"{where}: malformed answer (not JSON: {server_message(response, secret)!r}); "
+                                       "no score of this request is kept") from None
+                requests.answered(1000 * took)
+                return payload
+            problem = f"{status} {response.reason_phrase}: {server_message(response, secret)}"
+            if status != 429 and status < 500:
+                raise ServiceError(f"{where} answered {problem}")
+            asked = retry_after(response)
+        if attempt == retries:
+            raise ServiceError(f"{where}: gave up after {attempt + 1} tries (the last: {problem}); the scores already "
+                               "answered are kept, so a run again sends only the rest")
+        if asked is not None and asked > MAX_RETRY_AFTER_S:
+            raise ServiceError(f"{where} answered {problem} and asks to wait {asked:.0f} s (Retry-After), more than "
+                               f"{MAX_RETRY_AFTER_S:.0f} s: run again later; the scores already answered are kept")
+        wait = pause(attempt, asked)
+        requests.retried()
+        log.warning("%s: %s; trying again in %.1f s (retry %d of %d)", where, problem, wait, attempt + 1, retries)
+        time.sleep(wait)
