@@ -148,12 +148,15 @@ def test_rankings_and_fusions_of_the_pool_equal_the_whole_tables(tmp_path, monke
 
 def test_run_files_and_the_candidates_hash_written_in_blocks_equal_the_whole_tables(tmp_path):
     path, whole = pool(tmp_path)
-    depths = {k: 6 for k in whole.select("condition", "sample").unique().rows()}
     samples = {"typo": 2, "typo~isolated": 2}
-    one = runfolder.write_rankings([whole], depths, tmp_path / "one", "x", "sys", samples)
-    many = runfolder.write_rankings(variant_blocks(path, RANKING, 5), depths, tmp_path / "many", "x", "sys", samples)
-    assert [p.relative_to(tmp_path / "one") for p in one] == [p.relative_to(tmp_path / "many") for p in many]
-    assert len(one) == 7 and all(a.read_bytes() == b.read_bytes() for a, b in zip(one, many))
+    for head in (None, 4):  # the systems' own scores; a rescored head above a tail moved below it
+        one = runfolder.write_rankings(whole, tmp_path / f"one{head}", "x", "sys", samples, head)
+        many = runfolder.write_rankings(variant_blocks(path, RANKING, 5), tmp_path / f"many{head}", "x", "sys",
+                                        samples, head)
+        one, many = sorted(one), sorted(many)
+        assert [p.relative_to(tmp_path / f"one{head}") for p in one] == [
+            p.relative_to(tmp_path / f"many{head}") for p in many]
+        assert len(one) == 7 and all(a.read_bytes() == b.read_bytes() for a, b in zip(one, many))
     ids = whole.select("condition", "sample", "query_id", "doc_id")
     rows = fingerprint.Rows()
     for part in variant_blocks(path, RANKING, 5):

@@ -164,7 +164,7 @@ def test_ids_with_whitespace_match_across_qrels_runs_and_changed_files(tmp_path)
     qrels = runfolder.write_qrels({"q 1": {"d 1": 1, "d2": 0}, "q2": {"d2": 2}}, tmp_path / "qrels" / "x.tsv")
     ranking = pl.DataFrame({"condition": ["upper"] * 3, "sample": [0] * 3, "query_id": ["q 1", "q 1", "q2"],
                             "rank": [1, 2, 1], "doc_id": ["d 1", "d2", "d2"], "score": [2.0, 1.0, 1.0]})
-    [run] = runfolder.write_rankings([ranking], {("upper", 0): 2}, tmp_path, "x", "sys", {})
+    [run] = runfolder.write_rankings(ranking, tmp_path, "x", "sys", {})
     changed = runfolder.write_changed(["q 1"], tmp_path / "changed" / "x" / "upper.txt")
     judged = read_qrels(qrels)
     assert set(judged["query_id"]) == set(read_run(run)["query_id"]) == {"q%201", "q2"}

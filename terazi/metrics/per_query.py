@@ -78,10 +78,11 @@ def _values(g: int, measures: list[str], ev: Evaluation, judged: pl.DataFrame) -
 
 
 def ranking_values(qrels, ranking: str | Path, changed: pl.DataFrame, measures: list[str],
-                   policies: Policies = Policies()) -> pl.DataFrame:
-    """`per_query_values` of a ranking file, read a block of whole variants at a time (whole when it is not in
-    (condition, sample, query_id, rank) order)."""
-    return blockwise(ranking, COLUMNS, lambda blocks: per_query_values(qrels, blocks, changed, measures, policies))
+                   policies: Policies | None = None) -> pl.DataFrame:
+    """`per_query_values` of a ranking file (`policies`: the default ones when None), read a block of whole variants
+    at a time (whole when it is not in (condition, sample, query_id, rank) order)."""
+    return blockwise(ranking, COLUMNS, lambda blocks: per_query_values(qrels, blocks, changed, measures,
+                                                                       policies or Policies()))
 
 
 COLUMNS = ["condition", "sample", "query_id", "doc_id", "rank", "score"]
