@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
-from terazi.data.blocks import NEW_VARIANT, aligned_blocks, condition_offsets, sorted_blocks, write_blocks
+from terazi.data.blocks import BLOCK_ROWS, NEW_VARIANT, aligned_blocks, condition_offsets, sorted_blocks, write_blocks
 from terazi.rerank.keys import rescored
 from terazi.schemas.tables import CLEAN, RANKING, VARIANT
 from terazi.ties import tie_order
@@ -26,16 +27,21 @@ def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: i
     return _reorder(head.with_columns(pl.Series("score", head_scores, dtype=pl.Float64)), candidates, rerank_depth, ties)
 
 
-def pair_scores(pairs: pl.Series, found: pl.DataFrame) -> np.ndarray:
-    """The score of every pair of `pairs` (pids, candidate order) from the scores found (pid, score)."""
-    found = found.sort("pid")
+def pair_scores(pairs: Path, found: pl.DataFrame) -> np.ndarray:
+    """The score of every pair in the file `pairs` (pid, candidate order) from the scores found (pid, score, sorted by
+    pid). The pairs are read and looked up a block at a time: what is held whole is `found` and the scores returned."""
     ids, values = found["pid"].to_numpy(), found["score"].to_numpy()
-    want = pairs.to_numpy()
-    at = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
-    missing = int((ids[at] != want).sum()) if len(ids) else len(want)
+    file = pq.ParquetFile(pairs)
+    out, at, missing = np.empty(file.metadata.num_rows, dtype=np.float64), 0, 0
+    for batch in file.iter_batches(batch_size=BLOCK_ROWS):
+        want = batch.column(0).to_numpy()
+        where = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
+        missing += int((ids[where] != want).sum()) if len(ids) else len(want)
+        out[at: at + len(want)] = values[where] if len(ids) else np.nan
+        at += len(want)
     if missing:
         raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
-    return values[at]
+    return out
 
 
 def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> pl.DataFrame:

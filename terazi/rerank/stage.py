@@ -199,19 +199,24 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
 
 def _head_scores(plan: RerankPlan) -> np.ndarray:
     """The score of every pair the plan rescores, in candidate order: those the store had, and those the chunks
-    scored (read back from the store, or from the chunks' files, which follow the work list's order)."""
+    scored."""
+    work = Path(plan.work)
+    found = pl.concat([pl.read_parquet(work / "known.parquet"), _new_scores(plan)]).sort("pid")
+    return pair_scores(work / "pairs.parquet", found)
+
+
+def _new_scores(plan: RerankPlan) -> pl.DataFrame:
+    """(pid, score) of the pairs the chunks scored: read back from the store, or from the chunks' files, which follow
+    the work list's order."""
     work = Path(plan.work)
     if plan.in_store:
         todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
         scored = Scores(plan.cache_dir, plan.score_store).get_many(ModelKey(plan.identity, plan.max_length),
                                                                    todo.select("q", "d"))
-        new = todo.join(scored, on=["q", "d"]).select("pid", "score")
-    else:
-        parts = [pl.read_parquet(_chunk_scores(plan, i), columns=["score"]) for i in range(len(plan.chunks))]
-        scores = pl.concat(parts) if parts else pl.DataFrame(schema={"score": pl.Float64})
-        new = pl.read_parquet(work / "todo.parquet", columns=["pid"]).hstack(scores)
-    return pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(),
-                       pl.concat([pl.read_parquet(work / "known.parquet"), new]))
+        return todo.join(scored, on=["q", "d"]).select("pid", "score")
+    parts = [pl.read_parquet(_chunk_scores(plan, i), columns=["score"]) for i in range(len(plan.chunks))]
+    scores = pl.concat(parts) if parts else pl.DataFrame(schema={"score": pl.Float64})
+    return pl.read_parquet(work / "todo.parquet", columns=["pid"]).hstack(scores)
 
 
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,

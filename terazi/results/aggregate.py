@@ -68,8 +68,9 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
               per_query: pl.DataFrame, contracts: list[MetricContract], config: EvalConfig, variants: pl.DataFrame,
               reranks: list[RerankResult], depths: list[DepthSet] | None = None,
               cache_dir: str | None = None) -> tuple[Aggregates, pl.DataFrame]:
-    """Every number of the results, in one system order (significance group, then headline); also the per-dataset
-    retention (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
+    """Every number of the results, in one system order (significance group, then headline), from the headline
+    measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
+    (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
     rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo)."""
     conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed,
@@ -138,18 +139,10 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
     is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
     layout, reranks = RunLayout(run_dir), reranks or []
-    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
-
-    def write(root: Path) -> dict:
-        per_query.write_parquet(RunLayout(root).per_query)
-        return {}
-
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
-    cell_means(per_query).write_csv(layout.scores_csv)
-    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
+    headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
-        agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
+        agg, by_dataset = aggregate(datasets, variant_sets, candidates, headline, score_sets[0].contracts, config,
                                     variants, reranks, depths, cache_dir)
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
@@ -176,6 +169,23 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                                  encoding="utf-8")
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked_datasets(datasets)), layout.root)
     return leaderboard_rows(agg.board, datasets, config.conditions)
+
+
+def write_per_query(datasets: list[DatasetManifest], score_sets: list[ScoreSet], config: EvalConfig,
+                    identity: BenchmarkIdentity, run_dir: str, cache_dir: str | None) -> pl.DataFrame:
+    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
+    scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
+    all that the statistics read (so that the whole table is not held while they run)."""
+    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
+
+    def write(root: Path) -> dict:
+        per_query.write_parquet(RunLayout(root).per_query)
+        return {}
+
+    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
+    cell_means(per_query).write_csv(RunLayout(run_dir).scores_csv)
+    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
+    return per_query.filter(pl.col("measure") == config.headline)
 
 
 def leaderboard_rows(board: pl.DataFrame, datasets: list[DatasetManifest], conditions: list[str]) -> list[LeaderboardRow]:
