@@ -144,15 +144,15 @@ class FirstStageResults:
 
 def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: FirstStageResults, config: EvalConfig,
             out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
-    """One first stage's results in `out`: runs/ for every TREC tool, the statistics and every table, the frozen
-    candidates."""
-    export = export_task.submit(datasets, variants, done.rankings, out, cache)
+    """One first stage's results in `out`: the statistics and every table, runs/ for every TREC tool, the frozen
+    candidates. The statistics and the runs one after the other: side by side, the statistics' per-query tables and
+    the runs' blocks add up (benchmarks/bench_scale_up.py), for no time on a machine whose cores each already use."""
     identity = benchmark_identity(config, datasets, done.candidates)
     board = aggregate_task(datasets, variants, done.candidates, done.scores, config, out, identity,
                            reranks=done.rankings, depths=done.depths, cache_dir=cache)
+    export_task(datasets, variants, done.rankings, out, cache)
     for cs in done.candidates:
         publish_candidates_task(cs, out)
-    export.result()
     return identity, board
 
 

@@ -80,18 +80,33 @@ def of_file(path: Path | str) -> str:
 
 
 def of_rows(frame: pl.DataFrame) -> str:
-    """Hash of a table's rows in order (tab-separated cells, one row a line), as `str()` writes each cell.
+    """Hash of a table's rows in order (tab-separated cells, one row a line), as `str()` writes each cell."""
+    return Rows().add(frame).hexdigest()
 
-    Built with polars in slices (no Python object per row); string and integer columns give exactly the
-    bytes of the row-by-row definition, other types fall back to it."""
-    if not all(dt == pl.Utf8 or dt.is_integer() for dt in frame.dtypes) or any(frame.null_count().row(0)):
-        return of_text("\n".join("\t".join(map(str, row)) for row in frame.iter_rows()))
-    h = hashlib.sha256()
-    lines = frame.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in frame.columns], separator="\t"))
-    for start in range(0, frame.height, ROWS_PER_SLICE):
-        part = lines.slice(start, ROWS_PER_SLICE).to_series().str.join("\n").item()
-        h.update((("\n" if start else "") + part).encode())
-    return h.hexdigest()[:LENGTH]
+
+class Rows:
+    """`of_rows` of a table given as its consecutive parts (a table written a block at a time): the same hash.
+
+    Built with polars in slices (no Python object per row); string and integer columns give exactly the bytes of the
+    row-by-row definition, other types fall back to it."""
+
+    def __init__(self) -> None:
+        self._h, self._rows = hashlib.sha256(), 0
+
+    def add(self, frame: pl.DataFrame) -> Rows:
+        if not all(dt == pl.Utf8 or dt.is_integer() for dt in frame.dtypes) or any(frame.null_count().row(0)):
+            parts = ["\n".join("\t".join(map(str, row)) for row in frame.iter_rows())]
+        else:
+            lines = frame.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in frame.columns], separator="\t"))
+            parts = (lines.slice(start, ROWS_PER_SLICE).to_series().str.join("\n").item()
+                     for start in range(0, frame.height, ROWS_PER_SLICE))
+        for part in parts if frame.height else []:
+            self._h.update((("\n" if self._rows else "") + part).encode())
+            self._rows += 1
+        return self
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()[:LENGTH]
 
 
 def text_keys(texts: Iterable[str]) -> np.ndarray:

@@ -262,6 +262,7 @@ def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monke
     """The flow writes rankings a batch of variants at a time; they equal `rank_part` on the whole table, also when
     a variant straddles two batches, and a candidate file in another order falls back to ranking in memory."""
     import terazi.rerank.ranking as ranking
+    from terazi.data import blocks
 
     ds, cands, variants, _ = inputs(tiny_dataset)
     spec = BM25Spec(name="bm25", kind="bm25")
@@ -281,6 +282,6 @@ def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monke
         frame.write_parquet(tmp_path / f"{name}.parquet", row_group_size=5)
         head = head_scores(frame)
         for rows in (5, 1000):
-            monkeypatch.setattr(ranking, "BATCH_ROWS", rows)
+            monkeypatch.setattr(blocks, "BLOCK_ROWS", rows)
             ranking.write_ranking(tmp_path / "ranked.parquet", tmp_path / f"{name}.parquet", head, 7)
             assert pl.read_parquet(tmp_path / "ranked.parquet").equals(expected), (name, rows)

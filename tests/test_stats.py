@@ -81,9 +81,29 @@ def test_shared_draws_are_the_queries_a_generator_of_the_seed_draws():
         step = max(1, chunk // v.size)
         gathered = np.concatenate([v[rng.integers(0, v.size, size=(min(300, s + step) - s, v.size))].mean(axis=1)
                                    for s in range(0, 300, step)])
-        assert c.shape == (300, v.size) and (c.sum(axis=1) == v.size).all()
+        assert c.shape == (300, v.size) and (c.rows(0, 300).sum(axis=1) == v.size).all()
+        assert c.nbytes == 300 * ((v.size + 1) // 2)  # two counts to a byte
         np.testing.assert_allclose(resampled_means([v], c, chunk)[0], gathered, rtol=1e-13, atol=0)
     boot = balanced_bootstrap(values, 300, 11, chunk)
     assert np.allclose(boot, (resampled_means([values["a"]], counts[0])[0] + resampled_means([values["b"]], counts[1])[0]) / 2)
     with pytest.raises(ValueError, match="finite"):
         resampled_means([np.array([0.5, np.nan])], draws((2,), 10, 0, chunk)[0])
+
+
+def test_counts_are_given_back_as_drawn_packed_or_not():
+    """Counts below 16 are kept two to a byte, a block holding a larger one a byte each; any range of rows, across
+    blocks, comes back as the counts themselves (odd and even query counts)."""
+    from terazi.analysis.stats import Counts
+
+    rng = np.random.default_rng(4)
+    for size in (1, 6, 7):
+        blocks = [rng.poisson(1.0, (5, size)), rng.poisson(1.0, (3, size)), rng.poisson(1.0, (4, size))]
+        blocks[1][0, 0] = 300  # this block's counts need two bytes
+        counts = Counts(size)
+        for b in blocks:
+            counts.add(b)
+        whole = np.vstack(blocks)
+        assert counts.shape == (12, size) and [packed for packed, _ in counts.blocks] == [True, False, True]
+        for start, stop in [(0, 12), (2, 9), (5, 8), (11, 12), (3, 3)]:
+            got = counts.rows(start, stop)
+            assert got.dtype == np.float64 and got.flags.c_contiguous and np.array_equal(got, whole[start:stop])

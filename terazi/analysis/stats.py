@@ -45,17 +45,17 @@ class _Draws:
     """The resamples of a run, drawn once per (seed, resamples, dataset sizes) and shared by every interval.
 
     Every interval of a run resamples the same datasets with the same seed, so it draws the same queries: drawing them
-    once and keeping each dataset's draws as counts (how often each query is in each resample, the smallest unsigned
-    type that holds them: 2000 × 10,000 queries is 20 MB) turns an interval into one matrix product per dataset instead
-    of drawing and gathering resamples × queries values again. The generator is called exactly as an interval drawing
-    its own would (seeded with `seed`, datasets in the caller's order, chunks of about `chunk_cells` indexes), so the
+    once and keeping each dataset's draws as counts (how often each query is in each resample: `Counts`, half a byte
+    each, so 2000 × 10,000 queries is 10 MB) turns an interval into one matrix product per dataset instead of drawing
+    and gathering resamples × queries values again. The generator is called exactly as an interval drawing its own
+    would (seeded with `seed`, datasets in the caller's order, chunks of about `chunk_cells` indexes), so the
     resamples are the same queries as before. Kept up to `budget` bytes, least recently used first out.
     """
 
     def __init__(self, budget: int = 256 * 2**20):
         self.budget, self.kept, self.lock = budget, OrderedDict(), threading.Lock()
 
-    def __call__(self, sizes: tuple[int, ...], n_resamples: int, seed: int, chunk_cells: int) -> list[np.ndarray]:
+    def __call__(self, sizes: tuple[int, ...], n_resamples: int, seed: int, chunk_cells: int) -> list[Counts]:
         key = (sizes, n_resamples, seed, chunk_cells)
         with self.lock:
             if key in self.kept:
@@ -70,25 +70,65 @@ class _Draws:
         return counts
 
     @staticmethod
-    def _counts(rng: np.random.Generator, size: int, n_resamples: int, chunk_cells: int) -> np.ndarray:
+    def _counts(rng: np.random.Generator, size: int, n_resamples: int, chunk_cells: int) -> Counts:
         if size == 0:
             raise ValueError("a dataset has no queries to resample")
         step = max(1, chunk_cells // size)
-        parts = []
+        counts = Counts(size)
         for start in range(0, n_resamples, step):
             check()
             rows = min(n_resamples, start + step) - start
             idx = rng.integers(0, size, size=(rows, size))
             idx += np.arange(rows)[:, None] * size  # row r's queries counted in r's own block of `size` bins
-            c = np.bincount(idx.ravel(), minlength=rows * size).reshape(rows, size)
-            parts.append(c.astype(np.min_scalar_type(size)))
-        return np.concatenate(parts)
+            counts.add(np.bincount(idx.ravel(), minlength=rows * size).reshape(rows, size))
+        return counts
+
+
+class Counts:
+    """How often each query is in each resample (resamples × queries), kept in the blocks of rows it was drawn in:
+    two counts to a byte in a block whose counts are all below 16 (every block but in theory: a count is about
+    Poisson(1)), else the smallest unsigned type that holds them. `rows` gives them back as floats."""
+
+    def __init__(self, size: int):
+        self.size, self.blocks, self.starts = size, [], [0]
+
+    def add(self, c: np.ndarray) -> None:
+        top, rows = int(c.max()), c.shape[0]
+        c = c.astype(np.min_scalar_type(top))
+        if top < 16:
+            c = np.pad(c, ((0, 0), (0, c.shape[1] % 2)))
+            c = c[:, 0::2] | c[:, 1::2] << 4
+        self.blocks.append((top < 16, c))
+        self.starts.append(self.starts[-1] + rows)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.starts[-1], self.size
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for _, b in self.blocks)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows `start` to `stop` (resamples), as one C-ordered float64 matrix."""
+        out = np.empty((max(0, min(stop, self.shape[0]) - start), self.size))
+        for (packed, block), a, z in zip(self.blocks, self.starts, self.starts[1:]):
+            lo, hi = max(start, a), min(stop, z)
+            if lo >= hi:
+                continue
+            part, into = block[lo - a: hi - a], out[lo - start: hi - start]
+            if packed:
+                into[:, 0::2] = part & 15
+                into[:, 1::2] = (part >> 4)[:, : self.size // 2]
+            else:
+                into[:] = part
+        return out
 
 
 draws = _Draws()
 
 
-def resampled_means(arrays: Sequence[np.ndarray], counts: np.ndarray, chunk_cells: int = 4_000_000) -> list[np.ndarray]:
+def resampled_means(arrays: Sequence[np.ndarray], counts: Counts, chunk_cells: int = 4_000_000) -> list[np.ndarray]:
     """The mean of each of one dataset's aligned `arrays` in each resample of `counts` (resamples × queries: how
     often each query was drawn; the same queries for every array: paired), in blocks of rows of about `chunk_cells`
     cells so that memory stays bounded whatever the query count."""
@@ -101,7 +141,7 @@ def resampled_means(arrays: Sequence[np.ndarray], counts: np.ndarray, chunk_cell
     step = max(1, chunk_cells // max(1, counts.shape[1]))
     for start in range(0, counts.shape[0], step):
         check()
-        block = counts[start:start + step].astype(np.float64)
+        block = counts.rows(start, start + step)
         for j in range(values.shape[1]):  # one product per array: its means do not depend on what it is paired with
             out[start:start + step, j] = block @ values[:, j]
     out /= counts.shape[1]

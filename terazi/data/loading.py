@@ -72,9 +72,10 @@ def dataset_corpus(dataset: DatasetManifest, cache_dir: str) -> CorpusTable:
     return corpus_table(Path(dataset.path) / "corpus.jsonl", dataset.corpus_fingerprint, dataset.n_docs, cache_dir)
 
 
-def read_variants(sets: list[VariantSet]) -> pl.DataFrame:
-    """The variant tables of several sets as one frame (the stages that read all conditions of a dataset at once)."""
-    return pl.concat([pl.read_parquet(v.path) for v in sets])
+def read_variants(sets: list[VariantSet], columns: list[str] | None = None) -> pl.DataFrame:
+    """The variant tables of several sets as one frame (the stages that read all conditions of a dataset at once),
+    all their columns or `columns`."""
+    return pl.concat([pl.read_parquet(v.path, columns=columns) for v in sets])
 
 
 def variant_texts(variant_sets: list[VariantSet]) -> pl.DataFrame:

@@ -25,6 +25,7 @@ scores as the systems gave them, tail included, stay in `rankings/<dataset>/<sys
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,16 +60,19 @@ def run_scores(ranking: pl.DataFrame, head: int | None) -> pl.DataFrame:
                                 .alias("score"))
 
 
-def write_rankings(ranking: pl.DataFrame, root: str | Path, dataset: str, system: str,
+def write_rankings(ranking: pl.DataFrame | Iterable[pl.DataFrame], root: str | Path, dataset: str, system: str,
                    samples: dict[str, int], head: int | None = None) -> list[Path]:
     """A ranking table (condition, sample, query_id, rank, doc_id, score) as TREC files, one per (condition,
     sample), scored as `run_scores` says (`head`: the rescored head's depth, None without one), so that ranking by
-    score and document id, as every TREC reader does, gives back the ranks exactly."""
-    written = []
-    for (cond, smp), part in run_scores(ranking, head).group_by(["condition", "sample"], maintain_order=True):
-        path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
-        written.append(write_run(part, path, system))
-    return written
+    score and document id, as every TREC reader does, gives back the ranks exactly. `ranking`: the table, or its
+    blocks of whole variants in order (`terazi.data.blocks`), each (condition, sample)'s rows in consecutive blocks,
+    appended to its file."""
+    written: dict[tuple[str, int], Path] = {}
+    for block in [ranking] if isinstance(ranking, pl.DataFrame) else ranking:
+        for (cond, smp), part in run_scores(block, head).group_by(["condition", "sample"], maintain_order=True):
+            path = RunLayout(root).run_file(dataset, cond, system, smp, samples.get(cond, 1))
+            written[cond, smp] = write_run(part, path, system, append=(cond, smp) in written)
+    return list(written.values())
 
 
 def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:

@@ -20,13 +20,15 @@ def trec_id(col: str) -> pl.Expr:
     return pl.when(c.str.contains(r"\s")).then(encoded).otherwise(c).alias(col)
 
 
-def write_run(df: pl.DataFrame, path: str | Path, tag: str) -> Path:
+def write_run(df: pl.DataFrame, path: str | Path, tag: str, append: bool = False) -> Path:
     """(query_id, doc_id, rank, score) → a TREC run file, the scores as the shortest text that reads back as the same
-    64-bit float (polars' writer), so a tool that ranks by score (trec_eval, ranx, MTEB) sees the very scores."""
+    64-bit float (polars' writer), so a tool that ranks by score (trec_eval, ranx, MTEB) sees the very scores; with
+    `append`, added at the file's end (a run written a block of queries at a time)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    df.sort("query_id", "rank").select(
-        trec_id("query_id"), pl.lit("Q0").alias("q0"), trec_id("doc_id"), "rank", pl.col("score").cast(pl.Float64),
-        pl.lit(tag).alias("tag")
-    ).write_csv(path, separator=" ", include_header=False, quote_style="never")
+    with path.open("ab" if append else "wb") as out:
+        df.sort("query_id", "rank").select(
+            trec_id("query_id"), pl.lit("Q0").alias("q0"), trec_id("doc_id"), "rank", pl.col("score").cast(pl.Float64),
+            pl.lit(tag).alias("tag")
+        ).write_csv(out, separator=" ", include_header=False, quote_style="never")
     return path

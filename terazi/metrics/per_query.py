@@ -3,15 +3,17 @@ every statistic and every leaderboard is computed from. `terazi run` and `terazi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
 
 from terazi import memo
+from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.metrics.contracts import Policies, metric_contracts
-from terazi.metrics.engine import evaluate
+from terazi.metrics.engine import Evaluation, evaluate, qrels_frame
 from terazi.schemas import DatasetManifest, RerankResult, ScoreSet, VariantSet
 from terazi.schemas.layout import RunLayout
 
@@ -21,20 +23,69 @@ def changed_flags(variants: pl.DataFrame) -> pl.DataFrame:
     return variants.group_by("condition", "query_id").agg(pl.col("changed").any())
 
 
-def per_query_values(qrels, ranked: pl.DataFrame, changed: pl.DataFrame, measures: list[str],
-                     policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
+def per_query_values(qrels, ranked: pl.DataFrame | Iterable[pl.DataFrame], changed: pl.DataFrame,
+                     measures: list[str], policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
     """(condition, query_id, measure, value, changed) of every (condition, sample) ranking, samples of one query
-    averaged; `changed` holds (condition, query_id, changed). `terazi run` and `terazi analyze` both compute here."""
-    frames = []
-    for (cond, smp), part in ranked.group_by(["condition", "sample"], maintain_order=True):
-        ev = evaluate(qrels, part.drop("condition", "sample"), measures, policies, order=order)
-        for m in measures:
-            frames.append(pl.DataFrame({"condition": cond, "sample": smp, "query_id": ev.query_ids[m],
-                                        "measure": m, "value": ev.per_query[m]}))
+    averaged; `changed` holds (condition, query_id, changed). `ranked` is one table or blocks of whole variants in
+    order (`terazi.data.blocks`). A query's values are its own, so each block is evaluated against its queries'
+    judgments alone, then each ranking's judged queries it lacks as `evaluate` counts them; the rows come in the
+    order one `evaluate` of each whole ranking gives. `terazi run` and `terazi analyze` both compute here."""
+    judgments = qrels_frame(qrels)
+    judged = judgments.select(pl.col("query_id").unique(maintain_order=True)).with_row_index("at")  # evaluate's order
+    rankings: dict[tuple[str, int], int] = {}  # (condition, sample) → its place, in order of appearance
+    values, ranked_queries = [], []
+    for block in [ranked] if isinstance(ranked, pl.DataFrame) else ranked:
+        for (cond, smp), part in block.group_by(["condition", "sample"], maintain_order=True):
+            g = rankings.setdefault((cond, smp), len(rankings))
+            queries = part.select(pl.col("query_id").unique())
+            mine = judgments.join(queries, on="query_id", how="semi", maintain_order="left")
+            ev = evaluate(mine, part.drop("condition", "sample"), measures, policies, order=order)
+            values += _values(g, measures, ev, judged)
+            ranked_queries.append(queries.join(judged, on="query_id").select("at", pl.lit(g, pl.UInt32).alias("g")))
+    seen = pl.concat(ranked_queries) if ranked_queries else pl.DataFrame(schema={"at": pl.UInt32, "g": pl.UInt32})
+    for g in rankings.values():
+        lacking = judged.join(seen.filter(pl.col("g") == g), on="at", how="anti", maintain_order="left")
+        if lacking.height:
+            mine = judgments.join(lacking, on="query_id", how="semi", maintain_order="left")
+            values += _values(g, measures, evaluate(mine, NO_ROWS, measures, policies, order=order), judged)
+    # numbers until the end: ranking g, measure m, query at (the judgments' order); a condition is c, its first place
+    conditions = list(dict.fromkeys(c for c, _ in rankings))
+    of_ranking = {g: conditions.index(c) for (c, _), g in rankings.items()}
+    table = (pl.concat(values).sort("g", "m", "at", maintain_order=True)
+             .select(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"), "at", "m", "value")
+             .group_by("c", "at", "m", maintain_order=True).agg(pl.col("value").mean()))
     return (
-        pl.concat(frames).group_by("condition", "query_id", "measure", maintain_order=True).agg(pl.col("value").mean())
-        .join(changed, on=["condition", "query_id"], how="left").with_columns(pl.col("changed").fill_null(False))
+        table.select(pl.col("c").replace_strict(dict(enumerate(conditions)), return_dtype=pl.Utf8).alias("condition"),
+                     judged["query_id"].gather(table["at"]).alias("query_id"),
+                     pl.col("m").replace_strict(dict(enumerate(measures)), return_dtype=pl.Utf8).alias("measure"),
+                     "value")
+        .join(changed, on=["condition", "query_id"], how="left", maintain_order="left")
+        .with_columns(pl.col("changed").fill_null(False))
     )
+
+
+NO_ROWS = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64})
+
+
+def _values(g: int, measures: list[str], ev: Evaluation, judged: pl.DataFrame) -> list[pl.DataFrame]:
+    """(g, m, at, value) of each measure: ranking `g`'s values, measure `m` the m-th of `measures`, query `at` the
+    at-th of `judged`."""
+    return [pl.DataFrame({"query_id": pl.Series(ev.query_ids[m], dtype=pl.Utf8),
+                          "value": pl.Series(ev.per_query[m], dtype=pl.Float64)})
+            .join(judged, on="query_id", how="left", maintain_order="left")
+            .select(pl.lit(g, pl.UInt32).alias("g"), pl.lit(i, pl.UInt32).alias("m"), "at", "value")
+            for i, m in enumerate(measures)]
+
+
+def ranking_values(qrels, ranking: str | Path, changed: pl.DataFrame, measures: list[str],
+                   policies: Policies | None = None) -> pl.DataFrame:
+    """`per_query_values` of a ranking file (`policies`: the default ones when None), read a block of whole variants
+    at a time (whole when it is not in (condition, sample, query_id, rank) order)."""
+    return blockwise(ranking, COLUMNS, lambda blocks: per_query_values(qrels, blocks, changed, measures,
+                                                                       policies or Policies()))
+
+
+COLUMNS = ["condition", "sample", "query_id", "doc_id", "rank", "score"]
 
 
 def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
@@ -44,9 +95,8 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
     when the same ranking was scored before against the same judgments and variants (terazi.memo). `ties`: the tie
     rule the ranking was made under, as its contract states it (the values follow the ranking's own ranks)."""
     def write(root: Path) -> dict:
-        ds = open_dataset(dataset)
-        ranked = pl.read_parquet(ranking.path).select("condition", "sample", "query_id", "doc_id", "rank", "score")
-        values = per_query_values(ds.qrels, ranked, changed_flags(read_variants(variant_sets)), measures, policies)
+        changed = changed_flags(read_variants(variant_sets, ["condition", "query_id", "changed"]))
+        values = ranking_values(open_dataset(dataset).qrels, ranking.path, changed, measures, policies)
         per_query = values.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"),
                                   "condition", "query_id", "measure", "value", "changed")
         path = RunLayout(root).per_query_part(dataset.name, ranking.system)

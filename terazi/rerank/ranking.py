@@ -1,25 +1,23 @@
 """Rankings from scores: a reranked list holds the `rerank_depth` rescored candidates (ties broken by the tie rule,
-`terazi.metrics.contracts.tie_order`: document id descending, as trec_eval), then the remaining first-stage
+`terazi.ties.tie_order`: document id descending, as trec_eval), then the remaining first-stage
 candidates in their first-stage order, so deeper measures (R@100) still see the whole
-candidate list. Tables have the columns `terazi.schemas.tables.RANKING`; the candidate file is read a batch of whole
-variants at a time, never whole.
+candidate list. Tables have the columns `terazi.schemas.tables.RANKING`; candidate and ranking files are read and
+written a block of whole variants at a time (`terazi.data.blocks`), never whole.
 """
 
 from __future__ import annotations
 
-import logging
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from terazi.data.blocks import BLOCK_ROWS, NEW_VARIANT, aligned_blocks, condition_offsets, sorted_blocks, write_blocks
 from terazi.rerank.keys import rescored
-from terazi.schemas.tables import CLEAN, VARIANT
+from terazi.schemas.tables import CLEAN, RANKING, VARIANT
 from terazi.ties import tie_order
-
-log = logging.getLogger("terazi.rerank")
 
 
 def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> pl.DataFrame:
@@ -29,20 +27,21 @@ def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: i
     return _reorder(head.with_columns(pl.Series("score", head_scores, dtype=pl.Float64)), candidates, rerank_depth, ties)
 
 
-def pair_scores(pairs: pl.Series, found: pl.DataFrame) -> np.ndarray:
-    """The score of every pair of `pairs` (pids, candidate order) from the scores found (pid, score)."""
+def pair_scores(pairs: Path, found: pl.DataFrame) -> np.ndarray:
+    """The score of every pair in the file `pairs` (pid, candidate order) from the scores found (pid, score, sorted by
+    pid). The pairs are read and looked up a block at a time: what is held whole is `found` and the scores returned."""
     ids, values = found["pid"].to_numpy(), found["score"].to_numpy()
-    order = np.argsort(ids, kind="stable")
-    ids, values = ids[order], values[order]
-    want = pairs.to_numpy()
-    at = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
-    missing = int((ids[at] != want).sum()) if len(ids) else len(want)
+    file = pq.ParquetFile(pairs)
+    out, at, missing = np.empty(file.metadata.num_rows, dtype=np.float64), 0, 0
+    for batch in file.iter_batches(batch_size=BLOCK_ROWS):
+        want = batch.column(0).to_numpy()
+        where = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
+        missing += int((ids[where] != want).sum()) if len(ids) else len(want)
+        out[at: at + len(want)] = values[where] if len(ids) else np.nan
+        at += len(want)
     if missing:
         raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
-    return values[at]
-
-
-_NEW_VARIANT = pl.any_horizontal([pl.col(c) != pl.col(c).shift(1) for c in VARIANT]).fill_null(True)
+    return out
 
 
 def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> pl.DataFrame:
@@ -51,7 +50,7 @@ def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: in
     documents and scores are permuted within each variant (sorted by score and the tie rule, as `_reorder` sorts
     them), its ranks renumbered 1..n: no sort of the whole batch."""
     n = part.height
-    starts = part.select(pl.arg_where(_NEW_VARIANT)).to_series().to_numpy()
+    starts = part.select(pl.arg_where(NEW_VARIANT)).to_series().to_numpy()
     vid = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
     rank = part["rank"].to_numpy().astype(np.int64)
     head = np.flatnonzero(rank <= rerank_depth)
@@ -68,77 +67,19 @@ def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: in
                                                pl.Series("score", score[take]))
 
 
-class Unsorted(Exception):
-    pass
-
-
-def _check_sorted(part: pl.DataFrame, last: tuple | None) -> tuple:
-    """Variants contiguous and in (condition, sample, query_id) order, ranks increasing; returns the last variant."""
-    firsts = part.filter(_NEW_VARIANT).select(VARIANT)
-    if last is not None:
-        firsts = pl.concat([pl.DataFrame([last], schema=firsts.schema, orient="row"), firsts])
-    ok = (firsts.equals(firsts.sort(VARIANT)) and not firsts.is_duplicated().any()
-          and part.select((pl.col("rank").diff() > 0) | _NEW_VARIANT).to_series().all())
-    if not ok:
-        raise Unsorted
-    return part.select(VARIANT).row(-1)
-
-
-BATCH_ROWS = 131_072
-DICTIONARY = ["condition", "query_id"]  # few distinct values a batch; the documents' ids are mostly distinct (a
-# dictionary tried and dropped on every page: a quarter of the writer's time)
-
-
 def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> None:
-    """The rankings of every variant, written a batch of whole variants at a time (the candidates are read in one
-    pass, never whole). `head_scores` are the new scores of the candidates ranked ≤ `rerank_depth`, in file order.
-    Rows come out in (condition, sample, query_id, rank) order, exactly as `_reorder` orders them; a candidate
-    file in another order is ranked in memory instead. A batch is encoded and compressed by a writer thread while
-    the next one is ranked (pyarrow releases the GIL there): one batch in flight, the order kept."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    writer, carry, last, used, pending = None, None, None, 0, None
-    cols = [*VARIANT, "rank", "doc_id", "score"]
+    """The rankings of every variant, written a block of whole variants at a time (the candidates are read a
+    condition at a time, never whole). `head_scores` are the new scores of the candidates ranked ≤ `rerank_depth`,
+    in file order. Rows come out in (condition, sample, query_id, rank) order, exactly as `_reorder` orders them; a
+    candidate file without the layout of `terazi.data.blocks` is ranked in memory instead."""
+    def ranked() -> Iterator[pl.DataFrame]:
+        used = condition_offsets(candidates, pl.col("rank") <= rerank_depth)  # each condition's first head score
+        for part in sorted_blocks(candidates, RANKING):
+            cond, n = part["condition"][0], part.select((pl.col("rank") <= rerank_depth).sum()).item()
+            yield _rerank_sorted(part, head_scores[used[cond]: used[cond] + n], rerank_depth, ties)
+            used[cond] += n
 
-    def emit(part: pl.DataFrame) -> None:
-        nonlocal writer, used, last, pending
-        last = _check_sorted(part, last)
-        n = part.select((pl.col("rank") <= rerank_depth).sum()).item()
-        table = _rerank_sorted(part, head_scores[used: used + n], rerank_depth, ties).to_arrow()
-        used += n
-        writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd", use_dictionary=DICTIONARY)
-        if pending is not None:
-            pending.result()
-        pending = pool.submit(writer.write_table, table.cast(writer.schema))
-
-    def close() -> None:
-        nonlocal writer
-        wait([pending] if pending else [])
-        if writer is not None:
-            writer.close()
-            writer = None
-
-    with ThreadPoolExecutor(1, thread_name_prefix="terazi-ranking") as pool:
-        try:
-            for batch in pq.ParquetFile(candidates).iter_batches(batch_size=BATCH_ROWS, columns=cols):
-                frame = pl.from_arrow(batch) if carry is None else pl.concat([carry, pl.from_arrow(batch)])
-                cut = frame.select(pl.arg_where(_NEW_VARIANT).max()).item()  # where the last variant starts
-                carry = frame.slice(cut)  # it may go on in the next batch
-                if cut:
-                    emit(frame.slice(0, cut))
-            if carry is not None and carry.height:
-                emit(carry)
-            if pending is not None:
-                pending.result()
-            if writer is None:
-                pl.DataFrame(schema={"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64,
-                                     "doc_id": pl.Utf8, "score": pl.Float64}).write_parquet(tmp)
-        except Unsorted:
-            close()
-            log.info("%s is not sorted by variant and rank: ranking it in memory", candidates)
-            rank_part(pl.read_parquet(candidates), head_scores, rerank_depth, ties).write_parquet(tmp)
-        finally:
-            close()
-    tmp.replace(path)
+    write_blocks(path, ranked(), lambda: rank_part(pl.read_parquet(candidates), head_scores, rerank_depth, ties))
 
 
 def write_sweep(path: Path, candidates: Path, scores: np.ndarray, rerank_depth: int, sweep_depth: int) -> np.ndarray:
@@ -162,6 +103,15 @@ def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int, tie
     cols = [*VARIANT, "rank", "doc_id", "score"]
     return pl.concat([head.select(cols), tail.select(cols).with_columns(pl.col("rank").cast(pl.Int64))]).sort(
         [*VARIANT, "rank"])
+
+
+def write_fusion(path: Path, rankings: list[Path], rerank_depth: int, k: int = 60, ties: str = "trec") -> None:
+    """`reciprocal_rank_fusion` of ranking files of the same candidates, a block of whole variants at a time (each
+    block's variants whole in every file, in (condition, sample, query_id) order); files without the layout of
+    `terazi.data.blocks` are fused in memory instead."""
+    write_blocks(path, (reciprocal_rank_fusion(parts, rerank_depth, k, ties)
+                        for parts in aligned_blocks(rankings, RANKING)),
+                 lambda: reciprocal_rank_fusion([pl.read_parquet(r) for r in rankings], rerank_depth, k, ties))
 
 
 def reciprocal_rank_fusion(rankings: list[pl.DataFrame], rerank_depth: int, k: int = 60,

@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from terazi import memo
@@ -37,9 +38,9 @@ from terazi.rerank.keys import (
     store_keys,
     variant_keys,
 )
-from terazi.rerank.ranking import pair_scores, reciprocal_rank_fusion, write_ranking, write_sweep
+from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
-from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, work_list
+from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
 from terazi.schemas import (
     FIRST_STAGE,
     MODEL_KINDS,
@@ -116,15 +117,14 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     found = (Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store
              else empty_scores())
     known = run_ids(found, var, docs)
-    todo = work_list(unique, known, var, docs, by_query=getattr(scorer, "remote", False))
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
     pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
-    todo.write_parquet(work / "todo.parquet")
-    chunks = chunk_bounds(todo.height, scale.chunk_pairs, common["block"])
+    todo = write_work_list(work / "todo.parquet", unique, known, var, docs, by_query=getattr(scorer, "remote", False))
+    chunks = chunk_bounds(todo, scale.chunk_pairs, common["block"])
     log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
-             dataset.name, pairs.len(), unique.len(), known.height, todo.height, len(chunks))
+             dataset.name, pairs.len(), unique.len(), known.height, todo, len(chunks))
     return RerankPlan(**common, work=str(work), chunks=chunks, needed=pairs.len(), unique=unique.len(),
                       cached=known.height, in_store=in_store)
 
@@ -165,15 +165,9 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     work = Path(plan.work)
 
     def write(root: Path) -> dict:
-        model = ModelKey(plan.identity, plan.max_length)
-        todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
-        scored = (Scores(plan.cache_dir, plan.score_store).get_many(model, todo.select("q", "d")) if plan.in_store
-                  else pl.concat([pl.read_parquet(_chunk_scores(plan, i)) for i in range(len(plan.chunks))]))
-        new = todo.join(scored, on=["q", "d"])
-        found = pl.concat([pl.read_parquet(work / "known.parquet"), new.select("pid", "score")])
         path = RunLayout(root).ranking(plan.dataset, plan.system)
         path.parent.mkdir(parents=True, exist_ok=True)
-        head = pair_scores(pl.read_parquet(work / "pairs.parquet").to_series(), found)
+        head = _head_scores(plan)
         if plan.sweep_depth is not None:  # the sweep's clean pairs kept apart, the ranking's own scores passed on
             sweep = RunLayout(root).sweep_scores(plan.dataset, plan.system)
             sweep.parent.mkdir(parents=True, exist_ok=True)
@@ -199,6 +193,28 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     return result
 
 
+def _head_scores(plan: RerankPlan) -> np.ndarray:
+    """The score of every pair the plan rescores, in candidate order: those the store had, and those the chunks
+    scored."""
+    work = Path(plan.work)
+    found = pl.concat([pl.read_parquet(work / "known.parquet"), _new_scores(plan)]).sort("pid")
+    return pair_scores(work / "pairs.parquet", found)
+
+
+def _new_scores(plan: RerankPlan) -> pl.DataFrame:
+    """(pid, score) of the pairs the chunks scored: read back from the store, or from the chunks' files, which follow
+    the work list's order."""
+    work = Path(plan.work)
+    if plan.in_store:
+        todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
+        scored = Scores(plan.cache_dir, plan.score_store).get_many(ModelKey(plan.identity, plan.max_length),
+                                                                   todo.select("q", "d"))
+        return todo.join(scored, on=["q", "d"]).select("pid", "score")
+    parts = [pl.read_parquet(_chunk_scores(plan, i), columns=["score"]) for i in range(len(plan.chunks))]
+    scores = pl.concat(parts) if parts else pl.DataFrame(schema={"score": pl.Float64})
+    return pl.read_parquet(work / "todo.parquet", columns=["pid"]).hstack(scores)
+
+
 def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
                  out_dir: str, cache_dir: str | None = None, ties: str = "trec") -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
@@ -206,11 +222,9 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
     by_name = {p.system: p for p in parts}
 
     def write(root: Path) -> dict:
-        fused = reciprocal_rank_fusion([pl.read_parquet(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k,
-                                       ties)
         path = RunLayout(root).ranking(dataset.name, spec.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fused.write_parquet(path)
+        write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k, ties)
         return {}
 
     key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,

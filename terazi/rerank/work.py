@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from terazi.data.blocks import BLOCK_ROWS, write_blocks
 from terazi.rerank.keys import model_key
 from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
@@ -26,20 +27,32 @@ log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0
 
 
-def work_list(unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame,
-              by_query: bool = False) -> pl.DataFrame:
-    """The unique pairs (pids in first-occurrence order) without a score, with their keys and texts, sorted by
-    length (stable: ties keep first-occurrence order), numbered `pos`; `by_query`: by query text first, so that a
-    scorer served elsewhere sends each query's documents in as few requests as it can."""
-    todo = unique.to_frame("pid").join(known.select("pid"), on="pid", how="anti", maintain_order="left")
+def write_work_list(path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame,
+                    by_query: bool = False) -> int:
+    """The unique pairs (pids in first-occurrence order) without a score, sorted by length (stable: ties keep
+    first-occurrence order; `by_query`: by query text first, so that a scorer served elsewhere sends each query's
+    documents in as few requests as it can), written to `path` as (pos, pid, q, d, text, doc_id) a block at a time
+    (only the pairs' numbers are held whole; their texts and ids are gathered block by block); returns their number."""
+    todo = unique.to_frame("pid").join(known.select("pid"), on="pid", how="anti", maintain_order="left")["pid"]
     n = docs.height
-    texts = var.unique("qi").sort("qi")
-    todo = todo.with_columns((pl.col("pid") // n).alias("qi"), (pl.col("pid") % n).alias("di"))
-    todo = (todo.join(texts.select("qi", "q", "text"), on="qi", how="left", maintain_order="left")
-            .join(docs.select("di", "d", "doc_id", "chars"), on="di", how="left", maintain_order="left"))
-    todo = todo.with_columns((pl.col("text").str.len_chars() + pl.col("chars")).alias("length"))
-    return (todo.sort(["qi", "length"] if by_query else "length", maintain_order=True)
-            .select("pid", "q", "d", "text", "doc_id").with_row_index("pos"))
+    texts = var.unique("qi").sort("qi").select("q", "text")  # row i: text number i
+    ids = todo.to_numpy()
+    length = (texts["text"].str.len_chars().to_numpy().astype(np.int64)[ids // n]
+              + docs["chars"].to_numpy().astype(np.int64)[ids % n])
+    ids = ids[np.lexsort((length, ids // n)) if by_query else np.argsort(length, kind="stable")]
+    del length
+
+    def rows() -> Iterator[pl.DataFrame]:
+        for a in range(0, len(ids), BLOCK_ROWS):
+            pid = ids[a: a + BLOCK_ROWS]
+            yield pl.concat([
+                pl.DataFrame({"pos": np.arange(a, a + len(pid), dtype=np.uint32), "pid": pid}),
+                texts.gather(pid // n), docs.select("d", "doc_id").gather(pid % n)], how="horizontal").select(
+                "pos", "pid", "q", "d", "text", "doc_id")
+
+    write_blocks(path, rows(), lambda: pl.DataFrame(schema={"pos": pl.UInt32, "pid": pl.Int64, "q": pl.Int64,
+                                                           "d": pl.Int64, "text": pl.Utf8, "doc_id": pl.Utf8}))
+    return len(ids)
 
 
 def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:

@@ -34,7 +34,7 @@ from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
 from terazi.data.exclusions import read_exclusions
 from terazi.data.loading import open_dataset, variant_texts
-from terazi.metrics.per_query import changed_flags, per_query_values
+from terazi.metrics.per_query import changed_flags, ranking_values
 from terazi.present import report
 from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
@@ -67,8 +67,9 @@ def aggregate(datasets: list[DatasetManifest], variant_sets: list[VariantSet], c
               per_query: pl.DataFrame, contracts: list[MetricContract], config: EvalConfig, variants: pl.DataFrame,
               reranks: list[RerankResult], depths: list[DepthSet] | None = None,
               cache_dir: str | None = None) -> tuple[Aggregates, pl.DataFrame]:
-    """Every number of the results, in one system order (significance group, then headline); also the per-dataset
-    retention (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
+    """Every number of the results, in one system order (significance group, then headline), from the headline
+    measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
+    (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
     rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo)."""
     conditions = pl.DataFrame([{"dataset": v.dataset, "condition": v.condition, "samples": v.samples,
                                 "queries": v.n_queries, "changed": v.n_changed, "share_changed": v.share_changed,
@@ -137,18 +138,10 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
     is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
     layout, reranks = RunLayout(run_dir), reranks or []
-    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
-
-    def write(root: Path) -> dict:
-        per_query.write_parquet(RunLayout(root).per_query)
-        return {}
-
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
-    cell_means(per_query).write_csv(layout.scores_csv)
-    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
+    headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
-        agg, by_dataset = aggregate(datasets, variant_sets, candidates, per_query, score_sets[0].contracts, config,
+        agg, by_dataset = aggregate(datasets, variant_sets, candidates, headline, score_sets[0].contracts, config,
                                     variants, reranks, depths, cache_dir)
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
@@ -175,6 +168,23 @@ def build_leaderboard(datasets: list[DatasetManifest], variant_sets: list[Varian
                                  encoding="utf-8")
     log.info("leaderboard over %d dataset(s) written to %s", len(ranked_datasets(datasets)), layout.root)
     return leaderboard_rows(agg.board, datasets, config.conditions)
+
+
+def write_per_query(datasets: list[DatasetManifest], score_sets: list[ScoreSet], config: EvalConfig,
+                    identity: BenchmarkIdentity, run_dir: str, cache_dir: str | None) -> pl.DataFrame:
+    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
+    scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
+    all that the statistics read (so that the whole table is not held while they run)."""
+    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
+
+    def write(root: Path) -> dict:
+        per_query.write_parquet(RunLayout(root).per_query)
+        return {}
+
+    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
+    cell_means(per_query).write_csv(RunLayout(run_dir).scores_csv)
+    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
+    return per_query.filter(pl.col("measure") == config.headline)
 
 
 def leaderboard_rows(board: pl.DataFrame, datasets: list[DatasetManifest], conditions: list[str]) -> list[LeaderboardRow]:
@@ -215,8 +225,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
                        k: int, variant_sets: list[VariantSet] = (), cache_dir: str | None = None) -> pl.DataFrame | None:
     """Per-query recall@k of the frozen first-stage candidates (the pool every reranker reorders), end to end;
     `variants`: the query variants of every dataset (`variant_texts`), read from `variant_sets`. Kept in the cache's
-    stored outputs per candidate set, dataset and variant files (reading every candidate of a large benchmark is
-    most of the statistics' memory)."""
+    stored outputs per candidate set, dataset and variant files; the candidates are read a block at a time."""
     by_name = {c.dataset: c for c in candidates}
     frames = []
     for d in datasets:
@@ -225,8 +234,7 @@ def first_stage_recall(datasets: list[DatasetManifest], candidates: list[Candida
         mine = variants.filter(pl.col("dataset") == d.name)
 
         def make(d: DatasetManifest = d, mine: pl.DataFrame = mine) -> pl.DataFrame:
-            values = per_query_values(open_dataset(d).qrels, pl.read_parquet(by_name[d.name].path),
-                                      changed_flags(mine), [f"R@{k}"])
+            values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"])
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
         key = memo.key("first-stage-recall", d.name, d.fingerprint, k, Path(by_name[d.name].path),

@@ -11,13 +11,15 @@ import yaml
 
 from terazi import memo
 from terazi.data import runfolder
+from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.tables import CLEAN, SETTING_MARK, is_configured
+from terazi.schemas.tables import CLEAN, RANKING, SETTING_MARK, is_configured
 from terazi.shutdown import check
 
 log = logging.getLogger("terazi.export")
+CONFIGURED = ~pl.col("condition").str.contains(SETTING_MARK, literal=True)  # not the isolated setting's
 
 
 def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
@@ -36,10 +38,10 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
         for r in (r for r in rankings if r.dataset == ds.name):
             check()
 
-            def write(root: Path, r: RerankResult = r, ds: DatasetManifest = ds, samples: dict = samples) -> dict:
-                ranking = pl.read_parquet(r.path).filter(~pl.col("condition").str.contains(SETTING_MARK, literal=True))
-                return {"files": len(runfolder.write_rankings(ranking, root, ds.name, r.system, samples,
-                                                              r.rerank_depth))}
+            def write(root: Path, r: RerankResult = r, name: str = ds.name, samples: dict = samples) -> dict:
+                files = blockwise(r.path, RANKING, lambda blocks: runfolder.write_rankings(
+                    (b.filter(CONFIGURED) for b in blocks), root, name, r.system, samples, r.rerank_depth))
+                return {"files": len(files)}
 
             key = memo.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
             n += memo.reuse(cache_dir, key, out_dir, write)["files"]

@@ -21,12 +21,14 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from terazi import codehash, fingerprint
+from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.errors import CacheError, ConfigError
@@ -58,9 +60,8 @@ from terazi.retrieval.frozen import (
     load_frozen,
     most_dropped,
     quarantine_folder,
-    recall_by_condition,
     set_files,
-    write_runs,
+    write_set,
 )
 from terazi.schemas import (
     CandidateSet,
@@ -257,38 +258,46 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
         del index
     row_of_text = pl.DataFrame({"text": texts, "i": np.arange(texts.len(), dtype=np.int64)})
     vi = variants.select("text").join(row_of_text, on="text", how="left", maintain_order="left")["i"].to_numpy()
-    k = rows.shape[1]
-    r, s = rows[vi], scores[vi]
-    keep = (r >= 0).ravel()
-    cand = pl.DataFrame({
-        "condition": np.repeat(variants["condition"].to_numpy(), k)[keep],
-        "sample": np.repeat(variants["sample"].to_numpy(), k)[keep],
-        "query_id": np.repeat(variants["query_id"].to_numpy(), k)[keep],
-        "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(vi))[keep],
-        "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
-        "score": s.ravel()[keep].astype(np.float64),
-    })
-    cand = allowed(cand, dropped, plan.depth)
     docs_encoded = sum(c.items for c in corpus_costs if c)
     queries_encoded = sum(c.items for c in query_costs if c)
-    return freeze(plan, dataset, cand, index_params, index_recall, sample, queries_encoded, docs_encoded,
+    blocks = (allowed(b, dropped, plan.depth) for b in candidate_blocks(variants, vi, rows, scores, doc_ids))
+    return freeze(plan, dataset, blocks, index_params, index_recall, sample, queries_encoded, docs_encoded,
                   combine([c for c in [*corpus_costs, *query_costs] if c]))
 
 
-def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, index_params: dict,
+def candidate_blocks(variants: pl.DataFrame, vi: np.ndarray, rows: np.ndarray, scores: np.ndarray,
+                     doc_ids: pl.Series) -> Iterator[pl.DataFrame]:
+    """The candidate table, a block of variants at a time in the variants' (sorted) order: variant j's candidates
+    are the search results of its text, row `vi[j]` of `rows` (corpus rows, −1 where none) and `scores`."""
+    k = rows.shape[1]
+    step = max(1, BLOCK_ROWS // max(k, 1))
+    for a in range(0, variants.height, step):
+        part, at = variants.slice(a, step), vi[a: a + step]
+        r, s = rows[at], scores[at]
+        keep = (r >= 0).ravel()
+        yield pl.DataFrame({
+            "condition": np.repeat(part["condition"].to_numpy(), k)[keep],
+            "sample": np.repeat(part["sample"].to_numpy(), k)[keep],
+            "query_id": np.repeat(part["query_id"].to_numpy(), k)[keep],
+            "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(at))[keep],
+            "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
+            "score": s.ravel()[keep].astype(np.float64),
+        })
+
+
+def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.DataFrame], index_params: dict,
            index_recall: float | None, sample: int, queries_encoded: int, docs_encoded: int,
            cost: ModelCost | None = None) -> CandidateSet:
-    """Write the candidate set (parquet, TREC runs, manifest) into a new folder and move it into place at once;
-    when a concurrent run froze the same set first, theirs is kept (it is the same)."""
+    """Write the candidate set (parquet and TREC runs, a block of variants at a time; the manifest) into a new folder
+    and move it into place at once; when a concurrent run froze the same set first, theirs is kept (it is the
+    same)."""
     import faiss
 
     folder, depth = Path(plan.folder), plan.depth
     cost = _remembered_cost(folder.parent.parent, plan.encoder_identity, cost)
     tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.mkdir(parents=True)
-    cand.write_parquet(tmp / "candidates.parquet")
-    write_runs(cand, tmp / "runs")
-    recall = recall_by_condition(open_dataset(dataset).qrels, cand, depth)
+    ids, recall = write_set(tmp, blocks, open_dataset(dataset).qrels, depth)
     body = {
         "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
         "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
@@ -296,7 +305,7 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, cand: pl.DataFrame, in
         "queries_encoded": queries_encoded, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
         "cost": cost.model_dump() if cost else None, "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
     }
-    fp = candidate_fingerprint(body, cand)
+    fp = candidate_fingerprint(body, ids)
     stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
                           index_recall_queries=sample, shards=len(plan.corpus_shards), **body)
     (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))

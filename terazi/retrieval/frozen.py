@@ -15,17 +15,21 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from terazi import fingerprint, stamps
+from terazi.data.blocks import blockwise, write_blocks
 from terazi.data.trec_writer import write_run
 from terazi.errors import CacheError
-from terazi.metrics.engine import evaluate
+from terazi.metrics.ceiling import UNCHANGED
+from terazi.metrics.per_query import per_query_values
 from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet
+from terazi.schemas.tables import RANKING
 
 log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"
@@ -35,9 +39,9 @@ NOT_IN_FINGERPRINT = ("lookup_key", "path", "trec_dir", "seconds", "queries_enco
                       "index_recall_queries", "shards", "cost")
 
 
-def candidate_fingerprint(body: dict, cand: pl.DataFrame) -> str:
-    """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order."""
-    ids = fingerprint.of_rows(cand.select("condition", "sample", "query_id", "doc_id"))
+def candidate_fingerprint(body: dict, ids: str) -> str:
+    """A candidate set's fingerprint: its manifest (paths and timings aside) and every candidate id, in order (`ids`:
+    the hash of its (condition, sample, query_id, doc_id) rows, `write_set`)."""
     return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
 
 
@@ -59,13 +63,35 @@ def most_dropped(dropped: pl.DataFrame) -> int:
     return int(dropped.group_by("query_id").len()["len"].max() or 0) if dropped.height else 0
 
 
-def recall_by_condition(qrels: dict[str, dict[str, int]], cand: pl.DataFrame, depth: int) -> dict[str, float]:
-    """Recall@depth of each condition's candidates (its first sample), as the manifest records it."""
-    recall = {}
-    for (cond,), part in cand.group_by("condition", maintain_order=True):
-        ev = evaluate(qrels, part.filter(pl.col("sample") == 0), [f"R@{depth}"], order="rank")
-        recall[cond] = round(ev.aggregate[f"R@{depth}"], 6)
-    return recall
+def recall_by_condition(qrels: dict[str, dict[str, int]], candidates: Path, depth: int) -> dict[str, float]:
+    """Recall@depth of each condition's candidates (its first sample), as the manifest records it: the mean of
+    `evaluate`'s per-query values, the file read a block at a time."""
+    first = pl.col("sample") == 0
+    values = blockwise(candidates, RANKING, lambda blocks: per_query_values(
+        qrels, (b.filter(first) for b in blocks), UNCHANGED, [f"R@{depth}"]))
+    return {cond: round(part["value"].rechunk().mean(), 6)
+            for (cond,), part in values.group_by("condition", maintain_order=True)}
+
+
+def write_set(folder: Path, blocks: Iterable[pl.DataFrame], qrels: dict[str, dict[str, int]],
+              depth: int) -> tuple[str, dict[str, float]]:
+    """A candidate table, given as its consecutive blocks (in (condition, sample, query_id, rank) order, so that the
+    stages after it read it a block of whole variants at a time), into `folder`: candidates.parquet, then its TREC
+    runs; returns the hash of its ids (for `candidate_fingerprint`) and each condition's recall@depth."""
+    ids, path = fingerprint.Rows(), folder / "candidates.parquet"
+
+    def hashed() -> Iterator[pl.DataFrame]:
+        for block in blocks:
+            ids.add(block.select("condition", "sample", "query_id", "doc_id"))
+            yield block
+
+    write_blocks(path, hashed(), lambda: pl.DataFrame(schema=CANDIDATES))
+    write_runs(path, folder / "runs")
+    return ids.hexdigest(), recall_by_condition(qrels, path, depth)
+
+
+CANDIDATES = {"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64, "doc_id": pl.Utf8,
+              "score": pl.Float64}
 
 
 def store_candidates(target: Path, cand: pl.DataFrame, body: dict, qrels: dict[str, dict[str, int]],
@@ -73,12 +99,10 @@ def store_candidates(target: Path, cand: pl.DataFrame, body: dict, qrels: dict[s
     """Freeze a candidate table computed in this process (BM25, or runs made elsewhere) into `target`: parquet,
     TREC copies, then the manifest (`body` and the recall; relative paths, so the cache can be copied or moved)."""
     target.mkdir(parents=True, exist_ok=True)
-    cand.write_parquet(target / "candidates.parquet")
-    write_runs(cand, target / "runs")
-    body = {**body, "path": "candidates.parquet", "trec_dir": "runs",
-            "recall": recall_by_condition(qrels, cand, body["depth"]),
+    ids, recall = write_set(target, [cand], qrels, body["depth"])
+    body = {**body, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
             "seconds": round(time.perf_counter() - started, 3)}
-    cs = CandidateSet(fingerprint=candidate_fingerprint(body, cand), reused=False, files=set_files(target), **body)
+    cs = CandidateSet(fingerprint=candidate_fingerprint(body, ids), reused=False, files=set_files(target), **body)
     tmp = target / (MANIFEST + ".tmp")
     tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
     tmp.replace(target / MANIFEST)
@@ -95,14 +119,23 @@ def candidates_file_name(condition: str, sample: int, samples: int) -> str:
     return f"{condition}.trec" if samples == 1 else f"{condition}-{sample}.trec"
 
 
-def write_runs(cand: pl.DataFrame, runs: Path, only: set[str] | None = None) -> None:
-    """TREC run files of a candidate table, one per condition and sample (or only the ones named `runs/<file>`)."""
+def write_runs(candidates: Path, runs: Path, only: set[str] | None = None) -> None:
+    """TREC run files of a candidate file, one per condition and sample (or only the ones named `runs/<file>`), read a
+    block of whole variants at a time (each (condition, sample)'s rows in consecutive blocks, appended to its file)."""
     runs.mkdir(parents=True, exist_ok=True)
-    samples = dict(cand.group_by("condition").agg(pl.col("sample").n_unique()).iter_rows())
-    for (cond, smp), part in cand.group_by(["condition", "sample"], maintain_order=True):
-        name = candidates_file_name(cond, smp, samples[cond])
-        if only is None or f"runs/{name}" in only:
-            write_run(part, runs / name, "terazi-first-stage")
+    samples = dict(pl.scan_parquet(candidates).group_by("condition").agg(pl.col("sample").n_unique()).collect()
+                   .iter_rows())
+
+    def write(blocks: Iterable[pl.DataFrame]) -> None:
+        started = set()
+        for block in blocks:
+            for (cond, smp), part in block.group_by(["condition", "sample"], maintain_order=True):
+                name = candidates_file_name(cond, smp, samples[cond])
+                if only is None or f"runs/{name}" in only:
+                    write_run(part, runs / name, "terazi-first-stage", append=name in started)
+                    started.add(name)
+
+    blockwise(candidates, RANKING, write)
 
 
 def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -> CandidateSet | None:
@@ -130,7 +163,7 @@ def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -
             raise CacheError(f"frozen candidates {folder}: {', '.join(bad)} missing or damaged")
         log.warning("frozen candidates %s: %s missing or damaged; writing them again from candidates.parquet",
                     folder, ", ".join(bad))
-        write_runs(pl.read_parquet(folder / "candidates.parquet"), folder / "runs", only=set(bad))
+        write_runs(folder / "candidates.parquet", folder / "runs", only=set(bad))
         still = [n for n in bad if not (folder / n).is_file() or fingerprint.of_file(folder / n) != files[n]]
         if still:
             raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "

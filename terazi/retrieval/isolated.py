@@ -9,14 +9,17 @@ every (text, document) pair that the end-to-end setting already scored.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from terazi import memo
+from terazi.data.blocks import BLOCK_ROWS, condition_rows, write_blocks
 from terazi.schemas import CandidateSet, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.tables import CLEAN, VARIANT, isolated
+from terazi.schemas.tables import CLEAN, RANKING, VARIANT, isolated
 
 log = logging.getLogger("terazi.isolate")
 
@@ -27,16 +30,35 @@ def isolated_variants(variants: pl.DataFrame) -> pl.DataFrame:
 
 
 def isolated_candidates(candidates: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
-    """For every isolated variant, the clean query's candidates (clean sample 0) in their first-stage order."""
+    """For every isolated variant, the clean query's candidates (clean sample 0) in their first-stage order; the
+    pseudo-conditions in the order of `variants`, each one's variants in (sample, query_id) order."""
     clean = candidates.filter((pl.col("condition") == CLEAN) & (pl.col("sample") == 0)).drop("condition", "sample")
     keys = isolated_variants(variants).select(VARIANT)
-    return keys.join(clean, on="query_id", how="inner").select(candidates.columns)
+    return pl.concat([part.sort("sample", "query_id").join(clean, on="query_id", how="inner", maintain_order="left_right")
+                      for _, part in keys.group_by("condition", maintain_order=True)],
+                     how="vertical").select(candidates.columns) if keys.height else candidates.clear()
 
 
 def with_isolated(candidates: pl.DataFrame, variants: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The candidate and variant tables extended with the isolated pseudo-conditions."""
+    """The candidate and variant tables extended with the isolated pseudo-conditions (the candidates followed by
+    theirs)."""
     iso = isolated_candidates(candidates, variants)
     return pl.concat([candidates, iso.cast(candidates.schema)]), pl.concat([variants, isolated_variants(variants)])
+
+
+def isolated_blocks(candidates: Path, variants: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """`with_isolated`'s candidates a block at a time: the candidate file's own rows, then each pseudo-condition's
+    (the clean candidates, read again for each, of the queries it has). With candidates in the layout of
+    `terazi.data.blocks`, the pool has it too."""
+    schema = pl.read_parquet_schema(candidates)
+    yield from (pl.from_arrow(b) for b in pq.ParquetFile(candidates).iter_batches(batch_size=BLOCK_ROWS))
+    keys = isolated_variants(variants).select(VARIANT)
+    for (cond,), part in keys.group_by("condition", maintain_order=True):
+        for smp in part["sample"].unique().sort().to_list():
+            wanted = part.filter(pl.col("sample") == smp).select("query_id")
+            for rows in condition_rows(candidates, RANKING, CLEAN):
+                yield (rows.filter(pl.col("sample") == 0).join(wanted, on="query_id", how="semi", maintain_order="left")
+                       .with_columns(pl.lit(cond).alias("condition"), pl.lit(smp).alias("sample")).cast(schema))
 
 
 def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], robustness: str,
@@ -50,13 +72,13 @@ def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_set
 
     def write(root: Path) -> dict:
         variants = pl.concat([pl.read_parquet(v.path) for v in variant_sets])
-        cand, variants = with_isolated(pl.read_parquet(candidates.path), variants)
         at = RunLayout(root)
         path = at.isolated_candidates(dataset.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        cand.write_parquet(path)
+        source = Path(candidates.path)
+        write_blocks(path, isolated_blocks(source, variants), lambda: with_isolated(pl.read_parquet(source), variants)[0])
         for vs in corrupted:
-            variants.filter(pl.col("condition") == isolated(vs.condition)).write_parquet(
+            isolated_variants(variants.filter(pl.col("condition") == vs.condition)).write_parquet(
                 at.isolated_variants(dataset.name, vs.condition))
         return {}
 
