@@ -5,6 +5,7 @@ unreadable file never says it is complete, and pruning makes a warm run recomput
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -101,7 +102,7 @@ def edit_in_place(path: Path, data: bytes, append: bool) -> None:
         f.write(data)
 
 
-def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, caplog):
+def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, caplog, monkeypatch):
     from terazi.cli.application import app
 
     config, first, root = cold
@@ -114,6 +115,7 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
     assert (a / "per_query.parquet").stat().st_size == size
 
     assert CliRunner().invoke(app, ["cache", "check", "--cache", str(cache)]).exit_code == 2
+    monkeypatch.setattr(logging.getLogger("terazi"), "propagate", True)  # the command kept its lines off the root
     problems = {p.problem for p in cache_folder.check(cache)}
     assert {f"runs/{trec.relative_to(a / 'runs')} was changed after it was stored",
             "per_query.parquet was changed after it was stored"} <= problems

@@ -60,11 +60,14 @@ def query_groups(candidates: Path, variants: list[str], corpus, rerank_depth: in
     return list(groups.values())
 
 
+MIN_PROBE_S = 1.0  # the latency probe's least time budget
+
+
 def probe_latency(scorer, candidates: Path, variants: list[str], corpus, rerank_depth: int) -> None:
-    """Time up to `LATENCY_QUERIES` queries one at a time (within 10% of the scoring time, at least 1 s)."""
+    """Time up to `LATENCY_QUERIES` queries one at a time (within 10% of the scoring time, at least MIN_PROBE_S)."""
     if hasattr(scorer, "time_queries") and variants and LATENCY_QUERIES:
         scorer.time_queries(query_groups(candidates, variants, corpus, rerank_depth),
-                            budget_s=max(1.0, 0.1 * scorer.seconds))
+                            budget_s=max(MIN_PROBE_S, 0.1 * scorer.seconds))
 
 
 def settle(identity: str, chunk_costs: list[ModelCost], scored: int, cache_dir: str,
