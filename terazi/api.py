@@ -68,11 +68,12 @@ def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10
     from terazi.metrics.contracts import Policies
     from terazi.metrics.engine import evaluate as evaluate_run
 
+    policies = policies or Policies()
     if isinstance(qrels, (str, Path)):
         qrels = read_qrels(qrels)
-    if isinstance(run, (str, Path)):
-        run = read_run(run)
-    return evaluate_run(qrels, run, list(measures), policies or Policies())
+    if isinstance(run, (str, Path)):  # the rank column is read only where a policy checks it, as `terazi score` does
+        run = read_run(run, rank=policies.repeated_rank == "error")
+    return evaluate_run(qrels, run, list(measures), policies)
 
 
 def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunManifest, pl.DataFrame]:

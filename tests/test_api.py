@@ -30,6 +30,21 @@ def test_score_the_worked_example():
     assert nd["Q3"] == 0.0
 
 
+def test_score_reads_the_rank_column_of_a_run_file_where_the_contract_checks_it(tmp_path):
+    """The strict contract's repeated-rank check needs the file's rank column: the Python API reads it as `terazi score`
+    does (before, it read scores only, and a file with two documents at rank 1 passed)."""
+    import pytest
+
+    from terazi.errors import TeraziError
+    from terazi.metrics.contracts import Policies
+
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\n")
+    (tmp_path / "run.txt").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 1 1.0 t\n")
+    assert terazi.score(tmp_path / "qrels.txt", tmp_path / "run.txt", ["RR@10"]).aggregate["RR@10"] == 1.0
+    with pytest.raises(TeraziError, match="rank 1 appears more than once in the ranking of query 'q1'"):
+        terazi.score(tmp_path / "qrels.txt", tmp_path / "run.txt", ["RR@10"], Policies.of("strict"))
+
+
 def test_evaluate_analyze_and_compare_from_python(prefect_server, tmp_path, tiny_dataset):
     manifest, board = terazi.evaluate({
         "datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "conditions": ["upper"], "depth": 10,
