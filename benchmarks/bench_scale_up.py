@@ -40,7 +40,7 @@ def config(data: Path, work: Path, encoder: str) -> dict:
 
 def run_one(raw: dict) -> dict:
     """In a fresh process: the flow, its stages' times and peak RSS, the process's high-water mark."""
-    from benchmarks.bench_warm import Sampler, stages, task_runs
+    from benchmarks.measure import Sampler, stages, task_runs
     from benchmarks.tiny import peak_rss
 
     sampler = Sampler()
@@ -119,7 +119,7 @@ def main() -> None:
         return
     from prefect.server.api.server import SubprocessASGIServer
 
-    from benchmarks.bench_warm import dataset, environment
+    from benchmarks.measure import dataset, environment
     from benchmarks.tiny import bi_encoder
 
     work = args.work or Path(tempfile.mkdtemp(prefix="terazi-bench-scale-up-"))
