@@ -9,6 +9,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
+from rich.markup import escape
 
 from terazi.schemas import DatasetSpec, EvalConfig
 
@@ -22,7 +23,7 @@ def about(model: type[BaseModel], field: str) -> str:
     shown = "" if default is None or default is False else f" [default: {'on' if default is True else default}]"
     many = any(get_origin(t) in (list, tuple) for t in (info.annotation, *get_args(info.annotation)))
     repeat = " (repeatable)" if many else ""
-    return f"{info.description}{repeat}{shown}"
+    return escape(f"{info.description}{repeat}{shown}")  # typer reads help as rich markup: [#SUBSET] is text here
 
 
 def sets(model: type[BaseModel], field: str, *names: str, **settings: Any) -> Any:
@@ -35,6 +36,6 @@ Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help=abou
 Split = Annotated[str | None, typer.Option(help=about(DatasetSpec, "split"))]
 ConfigFile = Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False,
                                                  help="YAML, JSON or TOML config file; flags override its fields")]
-Results = Annotated[str | None, typer.Option("--out", "-o", help="results folder, the results written straight into it")]
+Results = Annotated[str | None, typer.Option("--out", "-o", help="results folder, written into directly (no time-stamped sub-folder)")]
 Exclude = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude"))]
 ExcludeBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude_by"))]
