@@ -12,7 +12,7 @@ from terazi import shutdown
 from terazi.cli.common import Verbose, err
 from terazi.cli.places import declares
 from terazi.paths import Place
-from terazi.schemas.config import Limits
+from terazi.schemas.scale import Limits
 
 LIMITS = Limits()
 
