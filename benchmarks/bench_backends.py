@@ -26,7 +26,7 @@ import numpy as np
 from gpu_check import agreement, demo_corpus, demo_pairs
 
 from benchmarks.record import record
-from terazi.present import tables as presentation
+from terazi.present.labels import size_text
 from terazi.rerank.backends import make_scorer
 from terazi.schemas import CrossEncoderSpec
 
@@ -83,7 +83,7 @@ def main() -> None:
                     cells = [f"{np.abs(scores - ref).max():.2e}", f"{tau:.3f}", f"{flips} of {clear}"]
                     row |= {"max_abs_diff": np.abs(scores - ref).max(), "kendall_tau": tau, "flips": flips,
                             "clear_pairs": clear}
-                print(f"| {label} | {name} | {cost.per_second:,.1f} | {presentation.size_text(cost.size_bytes)} | "
+                print(f"| {label} | {name} | {cost.per_second:,.1f} | {size_text(cost.size_bytes)} | "
                       + " | ".join(cells) + " |", flush=True)
     record("bench_backends", {"pairs": len(pairs), "max_length": args.max_length, "models": rows})
 

@@ -2,17 +2,11 @@
 dataset names), and the manifests passed between tasks. Imports leaves only."""
 
 from terazi.schemas.analyze import AnalyzeConfig
-from terazi.schemas.config import (
-    DatasetSpec,
-    EncoderSpec,
-    EvalConfig,
-    FirstStageSpec,
-    Limits,
-    ScaleSpec,
-    VariantPair,
-)
+from terazi.schemas.config import EvalConfig, VariantPair
 from terazi.schemas.corruption import CorruptionSpec, MobileSpec
+from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import BUNDLED_ENCODER, CONDITIONS, FIRST_STAGE
+from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
 from terazi.schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
@@ -44,6 +38,7 @@ from terazi.schemas.rerankers import (
     RerankerSpec,
     RRFSpec,
 )
+from terazi.schemas.scale import Limits, ScaleSpec
 
 __all__ = [
     "AnalyzeConfig", "BUNDLED_ENCODER", "BM25Spec", "BenchmarkIdentity", "BiEncoderSpec", "CONDITIONS", "CandidateSet",

@@ -1,4 +1,5 @@
-"""`EvalConfig`: every parameter of one evaluation, validated before any work starts.
+"""`EvalConfig`: every parameter of one evaluation, validated before any work starts; its sections that stand on
+their own are in their modules (schemas/datasets.py, first_stages.py, rerankers.py, corruption.py, scale.py).
 
 It is the flow's only parameter, so the Prefect UI renders it as a form with these defaults
 and rejects bad values with pydantic's message.
@@ -12,11 +13,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from terazi.errors import FieldsError, MetricError
-from terazi.paths import slugify, unique
+from terazi.paths import unique
 from terazi.schemas.corruption import CorruptionSpec
+from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import (
     BENCHMARK,
-    BUNDLED_ENCODER,
     CONDITIONS,
     FIRST_STAGE,
     Condition,
@@ -24,128 +25,11 @@ from terazi.schemas.fields import (
     SlugName,
     StrictModel,
 )
+from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
 from terazi.schemas.measures import parse_measure
 from terazi.schemas.rerankers import MODEL_KINDS, RerankerSpec, default_rerankers
-from terazi.schemas.sources import parse as parse_source
+from terazi.schemas.scale import ScaleSpec
 from terazi.schemas.tables import CLEAN
-
-
-class DatasetSpec(StrictModel):
-    """A BEIR-format folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or a named dataset (hf:, mteb:,
-    ir_datasets:), read into a BEIR folder in the cache."""
-
-    path: str = Field(description="BEIR folder: absolute, or relative to the folder terazi runs in (for a served "
-                                  "deployment: the folder `terazi serve` was started in); or a named dataset: "
-                                  "hf:ORG/NAME[@REVISION][#SUBSET], hf:/local/folder, mteb:TASK[#SUBSET], "
-                                  "ir_datasets:ID")
-    name: SlugName | None = Field(None, description="label in the leaderboard and folder name in the results; "
-                                                    "default: the folder's name, made safe and unique")
-    split: SlugName = Field("test", description="qrels split: reads qrels/<split>.tsv")
-    task_type: str = Field("retrieval", max_length=100, description="groups datasets for Mean (TaskType)")
-    language: str = Field("tur-Latn", pattern=r"^[a-z]{3}-[A-Z][a-z]{3}$", description="the queries' language and "
-                          "script, as MTEB names them (ISO 639-3 and 15924): written in the MTEB result files")
-    in_ranking: bool = Field(True, description="False: shown in the results, not aggregated")
-    reason: str | None = Field(None, max_length=200, description="why the dataset is out of the ranking (in_ranking: "
-                                                                  "false), printed beside its '*' in every table")
-    first_stage_runs: str | None = Field(None, description="folder of TREC runs computed elsewhere to freeze as this "
-                                                          "dataset's first stage instead of the encoder: one per "
-                                                          "condition, <condition>.trec or <condition>-<sample>.trec; "
-                                                          "or MTEB's saved predictions (a prediction_folder, or its "
-                                                          "<task>_predictions.json) for the clean queries")
-    ignore_identical_ids: bool = Field(False, description="leave a document whose id equals the query's id out of "
-                                                          "every ranking (BEIR's and MTEB's ignore_identical_ids, set "
-                                                          "for ArguAna- and Quora-style sets where a query is also a "
-                                                          "document); a query's excluded_ids (BRIGHT's) in "
-                                                          "queries.jsonl are always left out")
-
-    @model_validator(mode="after")
-    def _reason_only_out_of_ranking(self) -> DatasetSpec:
-        if self.reason is not None and self.in_ranking:
-            raise FieldsError(("reason", "in_ranking"), "reason is for a dataset out of the ranking: set in_ranking: "
-                                                        "false, or drop the reason")
-        return self
-
-    @property
-    def label(self) -> str:
-        """The dataset's name; EvalConfig fills it in from the folder (or dataset) name when it is not given."""
-        source = parse_source(self.path)
-        return self.name or (source.label if source else slugify(Path(self.path).resolve().name))
-
-    @property
-    def folder(self) -> str | None:
-        """The folder on this machine the dataset is read from (a BEIR folder, hf:/local/folder); None for a hub's."""
-        source = parse_source(self.path)
-        return self.path if source is None else source.name if source.local else None
-
-
-class EncoderSpec(StrictModel):
-    """The first-stage dense encoder and its FAISS index."""
-
-    model: str = Field(BUNDLED_ENCODER, description="Hugging Face id, absolute local folder, or "
-                                                    f"'{BUNDLED_ENCODER}' (shipped with terazi, works offline)")
-    revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: int = Field(32, ge=1, description="texts per encoding batch")
-    max_length: int | None = Field(None, ge=8, description="tokens per text; default: the model's own")
-    query_prefix: str = Field("", description="prepended to every query, e.g. 'query: ' for E5 models")
-    document_prefix: str = Field("", description="prepended to every document, e.g. 'passage: '")
-    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
-    index: Literal["flat", "hnsw", "ivf", "auto"] = Field(
-        "flat", description="flat = exact (searched shard by shard); auto = exact up to 2M documents, HNSW above; "
-                            "an approximate index's recall against exact search is measured and recorded")
-    hnsw_m: int = Field(32, ge=4, description="HNSW: neighbours per node")
-    hnsw_ef_search: int = Field(256, ge=1, description="HNSW: search breadth")
-    ivf_nlist: int | None = Field(None, ge=1, description="IVF: number of lists; default 4·√(documents)")
-    ivf_nprobe: int = Field(16, ge=1, description="IVF: lists searched per query")
-    trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
-                                                       "deployment refuses it unless its server allows it")
-
-
-class FirstStageSpec(StrictModel):
-    """A named first stage: dense (the `encoder:` settings, as without `first_stages`), or BM25 over the whole
-    corpus (bm25s over the Turkish analyser of the BM25 reranker); runs made elsewhere stay a dataset's
-    `first_stage_runs`."""
-
-    name: SlugName = Field(description="the first stage's name")
-    kind: Literal["dense", "bm25"] = Field("dense", description="dense: sentence-transformers + FAISS (`encoder:`); "
-                                                                "bm25: BM25 over the whole corpus")
-    language: str = Field("turkish", pattern=r"^[a-z]+$", description="bm25: Snowball stemmer and casing rules")
-    k1: float = Field(1.5, gt=0, description="bm25: term-frequency saturation")
-    b: float = Field(0.75, ge=0, le=1, description="bm25: length normalisation")
-    encoder: EncoderSpec | None = Field(None, description="dense: its own encoder (default: the config's `encoder:`)")
-
-
-class ScaleSpec(StrictModel):
-    """How the heavy stages are cut into tasks (so W workers run W at once), and where workers share scores."""
-
-    shard_size: int = Field(65536, ge=1, description="documents per corpus-encoding task (a contiguous block); "
-                                                     "multiples of 2048 encode the same blocks as one task would")
-    query_shard_size: int = Field(65536, ge=1, description="distinct query texts per query-encoding task")
-    chunk_pairs: int = Field(50_000, ge=1, description="pairs per reranking task, rounded up to whole scoring blocks "
-                                                       "(8 batches); the chunking never changes a score")
-    worker_resources: dict[str, float] = Field(default_factory=dict, description="resources every model task needs on "
-                                               "a Dask or Ray worker, e.g. {GPU: 1}: Dask workers started with "
-                                               "`--resources GPU=1`, Ray nodes with GPUs")
-    score_store: str | None = Field(None, description="score store shared by workers on several machines: a folder or "
-                                                      "an fsspec URL (e.g. s3://bucket/terazi-scores); the local cache "
-                                                      "stays the fast path (a served deployment accepts only its "
-                                                      "server's)")
-
-
-
-class Limits(StrictModel):
-    """The most work one run may ask for (docs/reliability.md, "Bounds"), checked before any heavy stage starts: a
-    config, or anyone at the deployment form, cannot start a run that fills the memory or never ends. `terazi run
-    --no-limits` lifts them for a run of one's own; `terazi serve --max-…` sets them for the form's runs."""
-
-    resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
-    samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
-    workers: int = Field(64, ge=1, description="most task_runner_workers")
-    depths: int = Field(100, ge=1, description="most rerank_depths (each depth ranks every reranker's candidates again)")
-    pairs: int = Field(100_000_000, ge=1, description="most first-stage pairs: query variants (judged queries × "
-                                                      "samples of every condition) × depth × first stages, over all "
-                                                      "datasets")
-    cells: int = Field(10_000_000_000, ge=1, description="most bootstrap cells: bootstrap_resamples × judged queries, "
-                                                         "over all datasets")
 
 
 class VariantPair(StrictModel):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from terazi.errors import ConfigError, describe
 from terazi.paths import unique
-from terazi.schemas.config import DatasetSpec
+from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import StrictModel
 from terazi.schemas.sources import parse as parse_source
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from terazi.schemas.config import EncoderSpec
+from terazi.schemas.first_stages import EncoderSpec
 from terazi.schemas.rerankers import RerankerSpec
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from prefect import task
 
 from terazi.retrieval.bm25 import bm25_first_stage
-from terazi.retrieval.first_stage import encode_shard, plan_retrieval, search
+from terazi.retrieval.first_stage import encode_shard, search
 from terazi.retrieval.frozen import publish_candidates
+from terazi.retrieval.plan import plan_retrieval
 from terazi.tasks import transient
 
 retrieval_plan_task = task(plan_retrieval, name="first-stage-plan", retries=2, retry_delay_seconds=[2, 10],

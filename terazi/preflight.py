@@ -1,7 +1,7 @@
 """Everything that can be checked before any heavy stage starts (the flow's first task; the CLI and the Python API
 run it before Prefect starts).
 
-The work asked for is within the limits in force (`schemas.config.Limits`: the documented maxima, the service
+The work asked for is within the limits in force (`schemas.scale.Limits`: the documented maxima, the service
 policy's for a served run, none after `terazi run --no-limits`), output and cache folders are
 writable, the score cache opens (a damaged one is named, with the
 command that repairs it), every model reference resolves (a hub id while offline, a

@@ -59,11 +59,11 @@ def board(root: Path, name: str) -> pl.DataFrame:
 # the file whose code is "edited", and the stages whose outputs must be made again (every other one is linked)
 EDITS = [
     ("terazi.rerank.stage", "terazi.rerank.ranking", {"ranking", "fusion"}),
-    ("terazi.metrics.per_query", "terazi.metrics.engine", {"per-query", "per-query-all", "first-stage-recall"}),
+    ("terazi.metrics.per_query", "terazi.metrics.families", {"per-query", "per-query-all", "first-stage-recall"}),
     ("terazi.results.export", "terazi.data.trec_writer", {"runs"}),
 ]
 # code the frozen first stage runs too (its recall, its TREC copies): the set is made again from the kept vectors
-REFROZEN = {"terazi.metrics.engine", "terazi.data.trec_writer"}
+REFROZEN = {"terazi.metrics.families", "terazi.data.trec_writer"}
 
 
 @pytest.mark.parametrize(("maker", "module", "remade"), EDITS, ids=[e[1] for e in EDITS])

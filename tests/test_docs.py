@@ -102,7 +102,7 @@ def defined(module: Path) -> set[str]:
 
 def dotted_names(text: str) -> list[tuple[str, str]]:
     """(module, name) for every dotted code name in backticks that starts at a module of the repository, and for the
-    bare names that follow one in the same table cell (`retrieval.first_stage.plan_retrieval`, `encode_shard`)."""
+    bare names that follow one in the same table cell (`retrieval.first_stage.encode_shard`, `search`)."""
     out = []
     for line in text.splitlines():
         for cell in line.split("|"):

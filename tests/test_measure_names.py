@@ -8,7 +8,8 @@ import pytrec_eval
 from hypothesis import given, settings
 
 from terazi.errors import MetricError
-from terazi.metrics.engine import FAMILY, evaluate
+from terazi.metrics.engine import evaluate
+from terazi.metrics.families import FAMILY
 from terazi.schemas.measures import FAMILIES, parse_measure
 from tests.test_metrics import qrels_and_run
 

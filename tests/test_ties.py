@@ -155,7 +155,7 @@ def test_dense_first_stage_leaves_them_out_and_old_sets_are_refused(tmp_path):
 
     from terazi.corrupt.variants import corrupt_queries
     from terazi.errors import ConfigError
-    from terazi.retrieval.first_stage import find_frozen
+    from terazi.retrieval.frozen import find_frozen
     from terazi.schemas import CorruptionSpec, EncoderSpec
     from tests.stages import first_stage
 

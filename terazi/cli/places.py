@@ -22,7 +22,7 @@ from terazi.paths import Declared, Found, Place, disjoint
 
 def dataset_path(value: Any) -> str | None:
     """A dataset's folder on this machine (a BEIR folder, hf:/local/folder); None for a hub's, mteb: or ir_datasets:."""
-    from terazi.schemas.config import DatasetSpec
+    from terazi.schemas.datasets import DatasetSpec
 
     return DatasetSpec(path=str(value)).folder
 

@@ -14,7 +14,7 @@ from terazi.cli.options import Verbose, sets
 from terazi.cli.places import declares
 from terazi.configs import given
 from terazi.paths import Place
-from terazi.schemas.config import Limits
+from terazi.schemas.scale import Limits
 
 
 @declares(reads=(Place("config", "config file"), Place("data_root", "data root")),

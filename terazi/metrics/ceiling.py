@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.data.loading import open_dataset
-from terazi.metrics.engine import qrels_frame
+from terazi.metrics.frames import qrels_frame
 from terazi.metrics.per_query import per_query_values
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, DepthSet
 from terazi.schemas.layout import RunLayout

@@ -2,12 +2,12 @@
 
 Judged queries become integer codes and (query, document) pairs 64-bit keys; document strings are only read where
 two scores tie. Only judged rows carry gain, so once ranked every measure is one aggregation over the judged rows of
-each query (the measure families: `terazi.schemas.measures`).
+each query: its family's (the names: `terazi.schemas.measures`; the aggregations:
+`terazi.metrics.families`). Judgments and runs are read and checked first (`terazi.metrics.frames`).
 """
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -16,6 +16,8 @@ import polars as pl
 
 from terazi.errors import MetricError
 from terazi.metrics.contracts import CONTRACTS, Policies
+from terazi.metrics.families import FAMILY
+from terazi.metrics.frames import check_run, qrels_frame, run_frame
 from terazi.schemas import Measure, parse_measure
 
 if TYPE_CHECKING:
@@ -77,88 +79,6 @@ class Evaluation:
                 f"({p.extra_query}); unjudged documents retrieved {q['unjudged_documents']} ({p.unjudged}); NaN "
                 f"scores {q['nan_scores']} ({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, "
                 "then doc id desc; ideal DCG 0 → 0")
-
-
-def _is_int(x: object) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
-
-
-def qrels_frame(qrels: Mapping[str, Mapping[str, int]] | pl.DataFrame) -> pl.DataFrame:
-    """Judgments as (query_id, doc_id, grade), validated: integer grades ≥ 0 (duplicates are checked in `evaluate`)."""
-    if isinstance(qrels, pl.DataFrame):
-        df = qrels.select(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), "grade")
-    else:
-        rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
-        bad = [(q, d, g) for q, d, g in rows if not _is_int(g)]
-        if bad:
-            q, d, g = bad[0]
-            what = "missing" if g is None else f"not an integer ({g!r})"
-            raise MetricError(f"grade of query {q!r}, document {d!r} is {what}")
-        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "grade": [int(r[2]) for r in rows]},
-                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
-    if df["grade"].null_count():
-        row = df.filter(pl.col("grade").is_null()).row(0)
-        raise MetricError(f"grade of query {row[0]!r}, document {row[1]!r} is missing")
-    if df["grade"].dtype.is_float():
-        bad = df.filter(pl.col("grade").is_nan() | (pl.col("grade") != pl.col("grade").round(0)))
-        if bad.height:
-            q, d, g = bad.row(0)
-            raise MetricError(f"grade of query {q!r}, document {d!r} is not an integer ({g!r})")
-    elif not df["grade"].dtype.is_integer():
-        raise MetricError(f"grades must be integers, got {df['grade'].dtype}")
-    neg = df.filter(pl.col("grade") < 0)
-    if neg.height:
-        q, d, g = neg.row(0)
-        raise MetricError(f"negative grade {g} for query {q!r}, document {d!r}")
-    return df.with_columns(pl.col("grade").cast(pl.Int64))
-
-
-def run_frame(run: Mapping[str, Mapping[str, float]] | pl.DataFrame) -> pl.DataFrame:
-    """A run as (query_id, doc_id, score[, rank]); dict input is {qid: {doc_id: score}}. Missing scores are errors."""
-    if isinstance(run, pl.DataFrame):
-        lacking = [c for c in ("query_id", "doc_id", "score") if c not in run.columns]
-        if lacking:
-            raise MetricError(f"the run lacks column(s) {lacking}")
-        if not run["score"].dtype.is_numeric():
-            raise MetricError(f"run scores must be numbers, got {run['score'].dtype}")
-        df = run.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
-                              pl.col("score").cast(pl.Float64))
-    else:
-        rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
-        for q, d, s in rows:
-            if not isinstance(s, numbers.Real) or isinstance(s, bool):
-                what = "missing" if s is None else f"not a number ({s!r})"
-                raise MetricError(f"score of query {q!r}, document {d!r} is {what}")
-        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "score": [float(r[2]) for r in rows]},
-                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
-    if df["score"].null_count():
-        q, d = df.filter(pl.col("score").is_null()).select("query_id", "doc_id").row(0)
-        raise MetricError(f"score of query {q!r}, document {d!r} is missing")
-    return df
-
-
-def _check_run(r: pl.DataFrame, policies: Policies) -> int:
-    """Apply the NaN-score and repeated-rank policies; returns the number of NaN scores."""
-    nan = int(r["score"].is_nan().sum())
-    if nan and policies.nan_score == "error":
-        q, d = r.filter(pl.col("score").is_nan()).select("query_id", "doc_id").row(0)
-        raise MetricError(f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract "
-                          f"{policies.label})")
-    if policies.repeated_rank == "error" and "rank" in r.columns:
-        if r["rank"].null_count():
-            q, d = r.filter(pl.col("rank").is_null()).select("query_id", "doc_id").row(0)
-            raise MetricError(f"rank of query {q!r}, document {d!r} is missing "
-                              f"(repeated_rank=error under contract {policies.label})")
-        if r.select(pl.struct("query_id", "rank").n_unique()).item() < r.height:
-            dup = r.filter(pl.struct("query_id", "rank").is_duplicated()).sort("query_id", "rank", "doc_id")
-            q, k = dup.select("query_id", "rank").row(0)
-            docs = dup.filter((pl.col("query_id") == q) & (pl.col("rank") == k))["doc_id"].to_list()
-            raise MetricError(f"rank {k} appears more than once in the ranking of query {q!r} "
-                              f"(documents {', '.join(map(repr, docs))}; "
-                              f"repeated_rank=error under contract {policies.label})")
-    return nan
 
 
 def _within(group: str) -> pl.Expr:
@@ -228,7 +148,7 @@ def evaluate(
     parsed = {m.name: m for m in map(parse_measure, measures)}
     q = qrels_frame(qrels)
     r = run_frame(run)
-    nan_scores = _check_run(r, policies)
+    nan_scores = check_run(r, policies)
 
     judged = q["query_id"].unique(maintain_order=True)
     nq = judged.len()
@@ -320,55 +240,3 @@ def evaluate(
         else:
             values[name], ids[name] = v, qids
     return Evaluation(ids, values, policies, parsed, counts)
-
-
-# ---------------------------------------------------------------- the families, one entry each
-# Each gives, for measure `m` (its n-th): aggregations over a query's judged rows in rank order (`pos`, 0-based;
-# `grade`), aggregations over its ideal ordering (judgments with grade > 0, best first), and the per-query value from
-# those columns (`v{n}`, `ideal{n}`, `rel` = relevant judgments at the threshold, `len` = documents returned). Both
-# row sets also carry `top`, the query's highest grade.
-
-def _top(m: Measure) -> pl.Expr:
-    return pl.col("pos") < m.cutoff if m.cutoff else pl.lit(True)
-
-
-def _hit(m: Measure) -> pl.Expr:
-    return (pl.col("grade") >= m.rel) & _top(m)
-
-
-def _ndcg(m: Measure, n: int, rel: str):
-    g = pl.col("grade").cast(pl.Float64)
-    if m.gain == "exponential":
-        # (2^g − 1) / 2^top: DCG and its ideal scaled by one power of two, so their ratio is bit for bit the unscaled
-        # one, and no grade overflows (2^g is infinite from g = 1024, and ∞ / ∞ is NaN)
-        top = pl.col("top").cast(pl.Float64)
-        g = 2.0 ** (g - top) - 2.0 ** (-top)
-    dcg = (g / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
-    return [dcg.alias(f"v{n}")], [dcg.alias(f"ideal{n}")], \
-        pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
-
-
-def _judged(m: Measure, n: int, rel: str):  # judged among the returned top k
-    value = pl.when(pl.col("len") > 0).then(pl.col(f"v{n}") / pl.min_horizontal("len", m.cutoff))
-    return [_top(m).sum().alias(f"v{n}")], [], value
-
-
-def _rr(m: Measure, n: int, rel: str):
-    return [(1.0 / (pl.col("pos").filter(_hit(m)).min() + 1)).alias(f"v{n}")], [], pl.col(f"v{n}")
-
-
-def _p(m: Measure, n: int, rel: str):
-    return [_hit(m).sum().alias(f"v{n}")], [], pl.col(f"v{n}") / m.cutoff
-
-
-def _r(m: Measure, n: int, rel: str):
-    return [_hit(m).sum().alias(f"v{n}")], [], pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
-
-
-def _ap(m: Measure, n: int, rel: str):  # the i-th relevant document, at rank p, adds precision i / p
-    hit = _hit(m)
-    return [(hit.cum_sum() / (pl.col("pos") + 1)).filter(hit).sum().alias(f"v{n}")], [], \
-        pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
-
-
-FAMILY: dict[str, Callable] = {"nDCG": _ndcg, "Judged": _judged, "RR": _rr, "P": _p, "R": _r, "AP": _ap}

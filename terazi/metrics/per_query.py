@@ -13,7 +13,8 @@ from terazi import memo
 from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.metrics.contracts import Policies, metric_contracts
-from terazi.metrics.engine import Evaluation, evaluate, qrels_frame
+from terazi.metrics.engine import Evaluation, evaluate
+from terazi.metrics.frames import qrels_frame
 from terazi.schemas import DatasetManifest, RerankResult, ScoreSet, VariantSet
 from terazi.schemas.layout import RunLayout
 

@@ -12,20 +12,16 @@ from terazi.present.decontaminated import decontaminated_table
 from terazi.present.depths import depth_tables
 from terazi.present.labels import level
 from terazi.present.notes import explain, featured_lines, variant_sentence
-from terazi.present.tables import (
+from terazi.present.setup_tables import (
     COST_NOTE,
     costs_table,
     datasets_table,
     examples,
-    leaderboard,
     out_of_ranking_notes,
-    per_dataset,
-    ranks_table,
-    robustness,
     system_kinds,
     systems_table,
-    variants_table,
 )
+from terazi.present.tables import leaderboard, per_dataset, ranks_table, robustness, variants_table
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult
 from terazi.schemas.tables import CLEAN
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.present.labels import condition_label
+from terazi.present.setup_tables import conditions_table
 from terazi.present.table import Table
-from terazi.present.tables import conditions_table
 from terazi.schemas import BenchmarkIdentity, CandidateSet
 
 

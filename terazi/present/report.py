@@ -22,8 +22,9 @@ from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
 from terazi.fingerprint import of_rows
 from terazi.present.labels import condition_label, level, word
+from terazi.present.setup_tables import COST_NOTE, COST_POINTER, conditions_table
 from terazi.present.table import Table
-from terazi.present.tables import COST_NOTE, COST_POINTER, conditions_table, pairs_summary_table, pairs_table
+from terazi.present.tables import pairs_summary_table, pairs_table
 from terazi.schemas.tables import CLEAN
 
 CSS = """

@@ -41,7 +41,7 @@ from terazi.present.display import display_tables
 from terazi.present.labels import level
 from terazi.present.markdown import leaderboard_markdown
 from terazi.present.notes import dropped_line
-from terazi.present.tables import system_kinds
+from terazi.present.setup_tables import system_kinds
 from terazi.results.as_mteb import write_mteb_results
 from terazi.results.costs import costs_frame, system_costs
 from terazi.schemas import (

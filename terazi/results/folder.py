@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from terazi.errors import IncompleteRunError, OutputPathError
 from terazi.paths import disjoint, inside, local_path, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
-from terazi.schemas.config import DatasetSpec
+from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.layout import RunLayout
 
 MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST

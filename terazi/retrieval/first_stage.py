@@ -1,21 +1,19 @@
-"""The first stage: dense retrieval over all variants of one dataset, frozen under a fingerprint.
+"""The dense first stage's work: encode the shards a plan cut (terazi/retrieval/plan.py), search every variant of one
+dataset against them, and freeze the candidates under a fingerprint.
 
-The frozen set lives in the cache folder under a lookup key built from everything that decides
-the candidates (dataset, encoder identity, index, depth, the variant texts, the tie rule the lists are ranked by and
-the documents the dataset leaves out). A later run with the
-same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
+The frozen set lives in the cache folder under a lookup key built from everything that decides the candidates
+(dataset, encoder identity, index, depth, the variant texts, the tie rule the lists are ranked by, the documents the
+dataset leaves out, and the code of this module's import closure, which searches, orders and writes them). A later
+run with the same key reads it back and never loads the encoder. The candidate fingerprint is the hash of the
 manifest including the candidate ids, so anyone can check they rank the same lists.
 
-The work is cut into tasks: a plan (reuse, or shards to encode), one task per corpus shard and per
-query shard (on the model runner, so W workers encode W shards at once), and the search. The frozen
-set's manifest names its files relative to its own folder, with their SHA-256: a copied or moved cache
-works from its new place, and a missing or damaged file is rebuilt (TREC files, from the parquet) or
-the set is computed again, never used as it is.
+The frozen set's manifest names its files relative to its own folder, with their SHA-256: a copied or moved cache
+works from its new place, and a missing or damaged file is rebuilt (TREC files, from the parquet) or the set is
+computed again, never used as it is (terazi/retrieval/frozen.py).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -30,13 +28,11 @@ import polars as pl
 from terazi import codehash, fingerprint
 from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
-from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.errors import CacheError, ConfigError
+from terazi.data.loading import open_dataset, read_variants
 from terazi.models.costs import CostStore, TimedEncoder, combine
-from terazi.models.loading import seq_length, shared_bi_encoder
-from terazi.models.refs import ModelRef, pick_device, prepare_environment, resolve
-from terazi.models.vectors import VectorStore, save_atomic, store_key, vector_identity
-from terazi.paths import inside
+from terazi.models.loading import shared_bi_encoder
+from terazi.models.refs import ModelRef, prepare_environment, resolve
+from terazi.models.vectors import VectorStore, save_atomic
 from terazi.progress import progress
 from terazi.retrieval.dense import (
     build_index,
@@ -47,7 +43,6 @@ from terazi.retrieval.dense import (
     recall_against_exact,
     sample_rows,
     search_index,
-    shard_bounds,
     shard_path,
     shards,
     stack,
@@ -57,9 +52,7 @@ from terazi.retrieval.frozen import (
     RULE,
     allowed,
     candidate_fingerprint,
-    load_frozen,
     most_dropped,
-    quarantine_folder,
     set_files,
     write_set,
 )
@@ -69,7 +62,6 @@ from terazi.schemas import (
     EncoderSpec,
     ModelCost,
     RetrievalPlan,
-    ScaleSpec,
     VariantSet,
 )
 from terazi.schemas.tables import CLEAN, VARIANT
@@ -78,41 +70,14 @@ from terazi.ties import id_order
 log = logging.getLogger("terazi.retrieve")
 
 
-def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> CandidateSet:
-    """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
-    for path in inside(cache_dir, "candidates").glob(f"*/{MANIFEST}"):
-        if path.parent.name.startswith("."):  # being written
-            continue
-        try:
-            body = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if body.get("fingerprint") == wanted:
-            if body["dataset_fingerprint"] != dataset.fingerprint:
-                raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
-                                 f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
-            cs = load_frozen(path.parent)
-            if cs is not None and cs.ties != RULE:
-                raise ConfigError(f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
-                                  "by score, then document id descending (trec_eval's rule): run without "
-                                  "`candidates` to retrieve them afresh under the rule")
-            if cs is None:
-                raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
-                                 "or damaged, and a set named by fingerprint cannot be computed again; run without "
-                                 "`candidates` to retrieve afresh")
-            return cs
-    raise ConfigError(f"no frozen candidates with fingerprint {wanted} under {cache_dir}/candidates")
-
-
-# plan, shards, search -------------------------------------------------------------------------------------
-
 INDEX_PARAMS = {"flat": (), "hnsw": ("hnsw_m", "hnsw_ef_search"), "auto": ("hnsw_m", "hnsw_ef_search"),
                 "ivf": ("ivf_nlist", "ivf_nprobe")}
 
 
-def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
-    """Hash of everything that decides the candidates (an index's parameters only when that index is used) and the
-    files of the set (the code that searches, orders and writes them)."""
+def lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
+    """Hash of everything that decides the candidates (an index's parameters only when that index is used) and of the
+    code that makes the set's files (this module's import closure: it searches, orders and writes them); the plan
+    finds a set frozen under it, or has it frozen there."""
     enc_params = encoder.model_dump(include={"max_length", "query_prefix", "document_prefix", "index",
                                              *INDEX_PARAMS[encoder.index]})
     return fingerprint.of_json({
@@ -121,58 +86,6 @@ def _lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef,
         "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
         "code": codehash.of_module(__name__),
     })
-
-
-def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
-                   cache_dir: str, offline: bool = False, frozen: str | None = None,
-                   scale: ScaleSpec = ScaleSpec(), external: str | None = None) -> RetrievalPlan:
-    """Reuse frozen candidates (`frozen` set), import them from TREC runs made elsewhere (`external`), or cut the
-    work into corpus and query shards."""
-    started = time.time()
-    if external:  # candidates from another system's first stage (terazi/retrieval/external.py), frozen like terazi's own
-        from terazi.retrieval.external import import_candidates
-
-        cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
-        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
-                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
-    if frozen:
-        cs = find_frozen(cache_dir, frozen, dataset)
-        have = pl.read_parquet(cs.path, columns=VARIANT).unique()
-        need = read_variants(variant_sets).select(VARIANT)
-        missing = need.join(have, on=VARIANT, how="anti")
-        if missing.height:
-            cond, smp, q = missing.row(0)
-            raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
-                             f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with")
-        log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
-        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
-                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
-    variants = read_variants(variant_sets).sort(VARIANT)
-    ref = resolve(encoder.model, encoder.revision, offline, cache_dir)
-    prepare_environment([ref], offline)
-    lookup_key = _lookup_key(dataset, variants, ref, encoder, depth)
-    folder = inside(cache_dir, "candidates", lookup_key)
-    if (folder / MANIFEST).is_file():
-        cs = load_frozen(folder)
-        if cs is not None:
-            log.info("%s: reusing frozen candidates %s (no encoding)", dataset.name, cs.fingerprint)
-            return RetrievalPlan(dataset=dataset.name, lookup_key=lookup_key, folder=str(folder), frozen=cs,
-                                 encoder=encoder, depth=depth, offline=offline)
-        quarantine_folder(folder)
-    corpus = dataset_corpus(dataset, cache_dir)
-    vectors = lambda prefix: vector_identity(ref, "torch", seq_length(ref, encoder.max_length), prefix,  # noqa: E731
-                                             "fp32", pick_device(encoder.device))
-    work = inside(cache_dir, "work", f"queries-{lookup_key}-{uuid.uuid4().hex[:8]}")
-    work.mkdir(parents=True, exist_ok=True)
-    texts = variants["text"].unique(maintain_order=True)
-    texts.to_frame("text").write_parquet(work / "texts.parquet")
-    return RetrievalPlan(
-        dataset=dataset.name, lookup_key=lookup_key, folder=str(folder), encoder=encoder, encoder_identity=ref.identity,
-        depth=depth, offline=offline, corpus=str(corpus.path), corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
-        embeddings=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.document_prefix),
-                                                                  dataset.corpus_fingerprint))),
-        query_vectors=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.query_prefix)))), queries=str(work),
-        query_shards=shard_bounds(texts.len(), scale.query_shard_size), started=started)
 
 
 def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None:

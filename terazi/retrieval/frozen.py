@@ -24,11 +24,11 @@ import polars as pl
 from terazi import fingerprint, stamps
 from terazi.data.blocks import blockwise, write_blocks
 from terazi.data.trec_writer import write_run
-from terazi.errors import CacheError
+from terazi.errors import CacheError, ConfigError
 from terazi.metrics.ceiling import UNCHANGED
 from terazi.metrics.per_query import per_query_values
 from terazi.paths import inside, link, mark_used
-from terazi.schemas import CandidateSet
+from terazi.schemas import CandidateSet, DatasetManifest
 from terazi.schemas.tables import RANKING
 
 log = logging.getLogger("terazi.frozen")
@@ -179,6 +179,32 @@ def quarantine_folder(folder: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(folder, target)
     log.warning("moved the damaged candidate set %s to %s; computing it again", folder, target)
+
+
+def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> CandidateSet:
+    """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
+    for path in inside(cache_dir, "candidates").glob(f"*/{MANIFEST}"):
+        if path.parent.name.startswith("."):  # being written
+            continue
+        try:
+            body = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if body.get("fingerprint") == wanted:
+            if body["dataset_fingerprint"] != dataset.fingerprint:
+                raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
+                                 f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
+            cs = load_frozen(path.parent)
+            if cs is not None and cs.ties != RULE:
+                raise ConfigError(f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
+                                  "by score, then document id descending (trec_eval's rule): run without "
+                                  "`candidates` to retrieve them afresh under the rule")
+            if cs is None:
+                raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
+                                 "or damaged, and a set named by fingerprint cannot be computed again; run without "
+                                 "`candidates` to retrieve afresh")
+            return cs
+    raise ConfigError(f"no frozen candidates with fingerprint {wanted} under {cache_dir}/candidates")
 
 
 def publish_candidates(cs: CandidateSet, run_dir: str | Path) -> None:
