@@ -25,24 +25,23 @@ def more_places(kwargs: dict) -> tuple[Found, Found]:
     return written, run_inputs(kwargs["results"])
 
 
+FORMATS = ("markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json "
+           "(every number unrounded) | all (each in its own file: needs --out)")
+OUT = ("write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and "
+       ".eval_results/FILE.yaml beside them)")
+NAMES = "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)"
+
+
 @declares(reads=(Place("results", "results folder"),), writes=(Place("out", "card file", file=True),), more=more_places)
 def card(
-    results: Annotated[Path, typer.Argument(exists=True, file_okay=False,
-        help="results folder of `terazi run` or `analyze`")],
+    results: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="a `terazi run` or `analyze` folder")],
     system: Annotated[str, typer.Option("--system", "-s", help="the system the card is about (a leaderboard row)")],
-    labels: Annotated[Literal["tr", "en"] | None, typer.Option(
-        help="tr (the Kalbur card's words) or en; default: the run's labels")] = None,
-    fmt: Annotated[str, typer.Option("--format", help=(
-        "markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json (every "
-        "number unrounded) | all (each in its own file: needs --out)"))] = "markdown",
-    model_name: Annotated[str | None, typer.Option(help="the model's name in model-index (default: the system's)")] = None,
-    name: Annotated[list[str] | None, typer.Option(metavar="SYSTEM=NAME",
-        help="how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)")] = None,
-    rival: Annotated[list[str] | None, typer.Option(help="systems the comparison counts list (repeatable; default: all)")
-                     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help=(
-        "write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and .eval_results/FILE.yaml "
-        "beside them)"))] = None,
+    labels: Annotated[Literal["tr", "en"] | None, typer.Option(help="tr (the Kalbur card's words), en; default: the run's")] = None,
+    fmt: Annotated[str, typer.Option("--format", help=FORMATS)] = "markdown",
+    model_name: Annotated[str | None, typer.Option(help="name in model-index (default: the system's)")] = None,
+    name: Annotated[list[str] | None, typer.Option(metavar="SYSTEM=NAME", help=NAMES)] = None,
+    rival: Annotated[list[str] | None, typer.Option(help="systems the comparison counts list (default: all)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help=OUT)] = None,
     verbose: Verbose = False,
 ) -> None:
     """The card's evaluation section: protocol, results, per-dataset and comparison tables, significant cells, rank

@@ -13,21 +13,21 @@ from terazi.cli.options import Verbose
 from terazi.cli.places import declares
 from terazi.paths import Place
 
+SOURCE = ("a long score table (CSV or parquet: system,task,task_type,score), an MTEB results folder "
+          "(<model>/<revision>/<task>.json) or a terazi results folder")
+BORDA = ("per-task (default; N = systems evaluated on each task, the ranking note) | mteb (N = every system with any "
+         "result, MTEB's code)")
+TASK_TYPES = "MTEB folders: TASK=TYPE for Mean (TaskType) (repeatable); a TYPE alone is the default type"
+
 
 @declares(reads=(Place("source", "score table"),))
 def leaderboard_cmd(
-    source: Annotated[Path, typer.Argument(exists=True, help=(
-        "a long score table (CSV or parquet: system,task,task_type,score), an MTEB results folder "
-        "(<model>/<revision>/<task>.json) or a terazi results folder"))],
+    source: Annotated[Path, typer.Argument(exists=True, help=SOURCE)],
     fmt: Annotated[str, typer.Option("--format", help="table | csv | json | markdown | latex (booktabs)")] = "table",
-    borda: Annotated[str | None, typer.Option(help=(
-        "per-task (default; N = systems evaluated on each task, the ranking note) | mteb (N = every system with any "
-        "result, MTEB's code)"))] = None,
+    borda: Annotated[str | None, typer.Option(help=BORDA)] = None,
     out_of_ranking: Annotated[list[str] | None, typer.Option(help="task shown but not aggregated (repeatable)")] = None,
-    task_type: Annotated[list[str] | None, typer.Option(
-        help="MTEB folders: TASK=TYPE for Mean (TaskType) (repeatable); a TYPE alone is the default type")] = None,
-    split: Annotated[str | None, typer.Option(help="MTEB folders: only this split (default: every split in the files)")
-                     ] = None,
+    task_type: Annotated[list[str] | None, typer.Option(help=TASK_TYPES)] = None,
+    split: Annotated[str | None, typer.Option(help="MTEB folders: only this split (default: every split)")] = None,
     language: Annotated[str | None, typer.Option(help="MTEB folders: only subsets in this language, e.g. tur")] = None,
     verbose: Verbose = False,
 ) -> None:

@@ -49,16 +49,21 @@ def demo(
     evaluate_and_print(demo_config(**given(EvalConfig, locals(), out="out_dir", cache="cache_dir")))
 
 
-@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
-                 Place("exclude", "exclude folder")),
-          writes=(Place("out", "results folder"), Place("cache", "cache folder")))
+RERANKERS = f"{SPELLINGS} (repeatable; default: bm25-tr and hybrid-rrf, as in every entry point)"
+UNLIMITED = "more work than the documented limits allow (docs/reliability.md): resamples, samples, workers, pairs, cells"
+
+
+@declares(
+    reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path), Place("exclude", "exclude folder")),
+    writes=(Place("out", "results folder"), Place("cache", "cache folder")),
+)
 def run(
     config: ConfigFile = None,
     dataset: Datasets = None,
-    reranker: Annotated[list[dict] | None, typer.Option("--reranker", "-r", metavar="SPEC", parser=parse_reranker, help=(
-        f"{SPELLINGS} (repeatable; default: bm25-tr and hybrid-rrf, as in every entry point)"))] = None,
+    rerankers: Annotated[list[dict] | None, typer.Option("--reranker", "-r", metavar="SPEC", parser=parse_reranker,
+                                                         help=RERANKERS)] = None,
     encoder: Annotated[str | None, sets(EncoderSpec, "model")] = None,
-    condition: Annotated[list[str] | None, sets(EvalConfig, "conditions")] = None,
+    conditions: Annotated[list[str] | None, sets(EvalConfig, "conditions", "--condition")] = None,
     split: Split = None,
     depth: Annotated[int | None, sets(EvalConfig, "depth")] = None,
     rerank_depth: Annotated[int | None, sets(EvalConfig, "rerank_depth")] = None,
@@ -69,14 +74,11 @@ def run(
     offline: Annotated[bool | None, sets(EvalConfig, "offline")] = None,
     exclude: Exclude = None,
     exclude_by: ExcludeBy = None,
-    no_limits: Annotated[bool, typer.Option("--no-limits", help=(
-        "allow more work than the documented limits (resamples, samples, workers, pairs, bootstrap cells: "
-        "docs/reliability.md)"))] = False,
+    no_limits: Annotated[bool, typer.Option("--no-limits", help=UNLIMITED)] = False,
     verbose: Verbose = False,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
-    fields = given(EvalConfig, locals(), reranker="rerankers", encoder="encoder.model", condition="conditions",
-                   samples="corruption.samples", cache="cache_dir")
+    fields = given(EvalConfig, locals(), encoder="encoder.model", samples="corruption.samples", cache="cache_dir")
     if no_limits:
         from terazi.policy import NO_LIMITS
 

@@ -16,34 +16,36 @@ from terazi.configs import given
 from terazi.paths import Place
 from terazi.schemas.scale import Limits
 
+CONFIG = "benchmark config for both deployments' defaults (default: the demo)"
+REMOTE_CODE = "let form runs set trust_remote_code (runs a model repository's code)"
+MODELS = "models form runs may use besides the config's: hub ids, patterns (BAAI/*), absolute folders (repeatable)"
+DATA_ROOTS = "folder form runs may read datasets from, besides the config's dataset folders (repeatable)"
+RESULTS_ROOT = "folder form runs write results in (default: the config's out_dir)"
+CACHE_ROOT = "folder of the cache (default: the config's cache_dir)"
+PRINT_POLICY = "print the policy as JSON (for a work-pool worker's TERAZI_SERVICE_POLICY) and exit"
 
-@declares(reads=(Place("config", "config file"), Place("data_root", "data root")),
-          writes=(Place("results_root", "results root"), Place("cache_root", "cache root")))
+
+@declares(
+    reads=(Place("config", "config file"), Place("data_root", "data root")),
+    writes=(Place("results_root", "results root"), Place("cache_root", "cache root")),
+)
 def serve(
-    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False,
-        help="benchmark config for both deployments' defaults (default: the demo)")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=CONFIG)] = None,
     cron: Annotated[str, typer.Option(help="nightly schedule (cron)")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="time zone of the schedule")] = "Europe/Istanbul",
     limit: Annotated[int | None, typer.Option(min=1, help="most flow runs at once")] = None,
-    allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code",
-        help="let form runs set trust_remote_code (runs a model repository's code)")] = False,
-    allow_model: Annotated[list[str] | None, typer.Option(help=(
-        "model form runs may use besides the config's: a hub id or pattern (BAAI/*) or an absolute folder "
-        "(repeatable)"))] = None,
-    data_root: Annotated[list[str] | None, typer.Option(
-        help="folder form runs may read datasets from, besides the config's dataset folders (repeatable)")] = None,
-    results_root: Annotated[str | None, typer.Option(
-        help="folder form runs write results in (default: the config's out_dir)")] = None,
-    cache_root: Annotated[str | None, typer.Option(
-        help="folder of the cache (default: the config's cache_dir)")] = None,
-    max_resamples: Annotated[int | None, sets(Limits, "resamples")] = None,
-    max_samples: Annotated[int | None, sets(Limits, "samples")] = None,
-    max_workers: Annotated[int | None, sets(Limits, "workers")] = None,
-    max_depths: Annotated[int | None, sets(Limits, "depths")] = None,
-    max_pairs: Annotated[int | None, sets(Limits, "pairs")] = None,
-    max_cells: Annotated[int | None, sets(Limits, "cells")] = None,
-    print_policy: Annotated[bool, typer.Option("--print-policy",
-        help="print the policy as JSON (for a work-pool worker's TERAZI_SERVICE_POLICY) and exit")] = False,
+    allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code", help=REMOTE_CODE)] = False,
+    allow_model: Annotated[list[str] | None, typer.Option(help=MODELS)] = None,
+    data_root: Annotated[list[str] | None, typer.Option(help=DATA_ROOTS)] = None,
+    results_root: Annotated[str | None, typer.Option(help=RESULTS_ROOT)] = None,
+    cache_root: Annotated[str | None, typer.Option(help=CACHE_ROOT)] = None,
+    max_resamples: Annotated[int | None, sets(Limits, "resamples", min=1)] = None,
+    max_samples: Annotated[int | None, sets(Limits, "samples", min=1)] = None,
+    max_workers: Annotated[int | None, sets(Limits, "workers", min=1)] = None,
+    max_depths: Annotated[int | None, sets(Limits, "depths", min=1)] = None,
+    max_pairs: Annotated[int | None, sets(Limits, "pairs", min=1)] = None,
+    max_cells: Annotated[int | None, sets(Limits, "cells", min=1)] = None,
+    print_policy: Annotated[bool, typer.Option("--print-policy", help=PRINT_POLICY)] = False,
     verbose: Verbose = False,
 ) -> None:
     """Serve the ad-hoc and nightly deployments from this process (needs PREFECT_API_URL for a lasting server).
