@@ -154,8 +154,8 @@ class EvalConfig(StrictModel):
     scale: ScaleSpec = Field(default_factory=ScaleSpec, description="shards, chunks and the shared score store")
     out_dir: str = Field("results", description="results folder: absolute, or relative to the folder terazi runs "
                                                 "in (a served deployment keeps it inside its results root)")
-    cache_dir: str = Field(".terazi-cache", description="frozen candidates, embeddings and the score cache: "
-                                                       "absolute or relative like out_dir")
+    cache_dir: str = Field(".terazi-cache", description="cache folder (frozen candidates, embeddings, the score "
+                                                       "cache): absolute, or relative like out_dir")
     run_name: SlugName | None = Field(None, description="results sub-folder; default: a UTC time stamp")
     offline: bool = Field(False, description="never contact a model hub")
     exclude: str | None = Field(None, description=EXCLUDE)

@@ -224,6 +224,8 @@ def default_rerankers() -> list:
 
 
 HTTP_KEY = "TERAZI_API_KEY"  # `http:…`: the variable the API key is read from
+SPELLINGS = ("bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
+             f"${HTTP_KEY}) | rrf:A+B, optional =NAME")  # what parse_reranker reads
 
 
 def parse_reranker(text: str) -> dict:
@@ -240,8 +242,7 @@ def parse_reranker(text: str) -> dict:
         return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
     if kind in MODEL_KINDS and arg:
         return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
-    raise ValueError(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
-                     "llm-reranker:MODEL, http:[MODEL@]URL or rrf:A+B")
+    raise ValueError(f"cannot read reranker {text!r}; use {SPELLINGS}")
 
 
 def _http_reranker(text: str) -> dict:

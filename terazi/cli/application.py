@@ -10,18 +10,7 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli import (
-    analyze,
-    cache,
-    card,
-    compare,
-    convert,
-    corrupt,
-    leaderboard,
-    leakage,
-    run,
-    serve,
-)
+from terazi.cli import analyze, cache, card, compare, convert, corrupt, leaderboard, leakage, run, serve
 from terazi.paths import Declared, Place
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

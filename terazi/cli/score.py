@@ -10,7 +10,6 @@ script.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -52,6 +51,7 @@ def main(argv: list[str]) -> int:
     from terazi.errors import DatasetError, MetricError
     from terazi.metrics.contracts import Policies
     from terazi.metrics.engine import evaluate
+    from terazi.present.score_report import as_json, as_text
     from terazi.schemas.measures import parse_measure
 
     args = parser().parse_args(argv)
@@ -76,25 +76,9 @@ def main(argv: list[str]) -> int:
         return 2
     aliases = {m: c for m, c in canonical.items() if m.strip() != c}
     if args.fmt == "json":
-        out = {"aggregate": ev.aggregate, "queries": ev.queries, "contract": ev.contract(), "aliases": aliases}
-        if args.per_query:
-            out["per_query"] = {m: ev.per_query_dict(m) for m in ev.measures}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        print(as_json(ev, aliases, args.per_query))
         return 0
-    from terazi.present.table import Table
-
-    console, no_relevant = _console(), ev.queries["no_relevant"]
-    rows = [[name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])), m.gain if m.family == "nDCG" else "–",
-             "–" if m.family in ("nDCG", "Judged") else str(m.rel), f"{no_relevant[name]} ({policies.no_relevant})"]
-            for name, m in ev.measures.items()]
-    table = Table(["measure", "value", "queries", "gain", "rel ≥", "no relevant"], rows, align=["left"] + ["right"] * 5)
-    console.print(table.rich(f"{args.run_file.name} vs {args.qrels.name} — contract {policies.label}"))
-    if aliases:
-        console.print("aliases: " + ", ".join(f"{a} → {c}" for a, c in aliases.items()), highlight=False)
-    console.print(ev.sentence(), highlight=False)
-    if args.per_query:
-        ids = sorted({q for m in ev.measures for q in ev.query_ids[m]})
-        vals = {m: ev.per_query_dict(m) for m in ev.measures}
-        per_query = [[q, *(f"{vals[m][q]:.4f}" if q in vals[m] else "–" for m in ev.measures)] for q in ids]
-        console.print(Table(["query", *ev.measures], per_query).rich())
+    console = _console()
+    for part in as_text(ev, policies, aliases, f"{args.run_file.name} vs {args.qrels.name}", args.per_query):
+        console.print(part, highlight=False)
     return 0

@@ -30,6 +30,7 @@ from rapidfuzz.distance import OSA
 from terazi.corrupt.letters import ascii_full, ascii_partial, upper
 from terazi.corrupt.mobile import colloquial, mobile
 from terazi.corrupt.typo import typo
+from terazi.errors import ConfigError
 from terazi.schemas import CorruptionSpec
 from terazi.schemas.tables import CLEAN
 from terazi.turkish import tr_lower
@@ -79,7 +80,7 @@ def parts(condition: str) -> list[Condition]:
     out = []
     for name in condition.split("+"):
         if name not in RULES:
-            raise ValueError(f"unknown condition {name!r}; known: {sorted(RULES)} (compose with '+')")
+            raise ConfigError(f"unknown condition {name!r}; known: {', '.join(RULES)} (compose with '+')")
         out.append(RULES[name])
     return out
 

@@ -20,7 +20,7 @@ from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
-from terazi.errors import DatasetError
+from terazi.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
 from terazi.present.card.folder import RunFolder, read_folder
 from terazi.present.card.method import model_label
@@ -33,6 +33,15 @@ Labels = Literal["tr", "en"]
 FORMATS = ("markdown", "yaml", "eval-results", "json", "all")
 # all: each part in its own file, as the Hub reads them (the README's front matter, .eval_results/)
 SUFFIXES = {"markdown": ".md", "yaml": ".yaml", "json": ".json"}
+
+
+def check_format(fmt: str, out: Path | None) -> None:
+    """A format the card can be given in: one of `FORMATS`, and `all` (several files) only with a file to write."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "all" and out is None:
+        raise ConfigError("--format all writes each part to its own file: give --out FILE (FILE.md, FILE.yaml, "
+                          "FILE.json and .eval_results/FILE.yaml)")
 
 
 def card_files(out: Path, fmt: str) -> dict[str, Path]:
