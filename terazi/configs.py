@@ -63,7 +63,10 @@ def demo_config(out_dir: str = "results", cache_dir: str = ".terazi-cache", run_
         "benchmark": "terazi-demo",
         "datasets": [{"path": str(DEMO_DIR), "name": "terazi-demo", "task_type": "retrieval"}],
         "corruption": {"samples": 3},
-        "out_dir": out_dir, "cache_dir": cache_dir, "run_name": run_name, "offline": True,
+        "out_dir": out_dir,
+        "cache_dir": cache_dir,
+        "run_name": run_name,
+        "offline": True,
     }
 
 

@@ -108,5 +108,6 @@ def quiet_console(verbose: bool) -> None:
 
     for handler in logging.getLogger().handlers:
         if isinstance(handler, PrefectConsoleHandler) and not any(
-                isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters):
+            isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters
+        ):
             handler.addFilter(_OnlyWarningsOutsidePrefect())

@@ -15,8 +15,9 @@ from terazi.paths import Place
 from terazi.schemas import AnalyzeConfig
 
 
-@declares(reads=(Place("folder", "runs folder"), Place("exclude", "exclude folder")),
-          writes=(Place("out", "results folder"),))
+@declares(
+    reads=(Place("folder", "runs folder"), Place("exclude", "exclude folder")), writes=(Place("out", "results folder"),)
+)
 def analyze(
     folder: Annotated[Path, typer.Argument(help=about(AnalyzeConfig, "folder"))],
     out: Results,
@@ -38,13 +39,20 @@ def analyze(
     verbose: Verbose = False,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
-    fields = given(AnalyzeConfig, locals(), metric="metrics", condition="conditions", resamples="bootstrap_resamples",
-                   first_stage="first_stages")
+    fields = given(
+        AnalyzeConfig,
+        locals(),
+        metric="metrics",
+        condition="conditions",
+        resamples="bootstrap_resamples",
+        first_stage="first_stages",
+    )
     from terazi.cli.prefect_api import check_api, run_flow
     from terazi.results.imported import inventory
 
-    config = AnalyzeConfig.model_validate({**fields, "folder": str(folder), "out_dir": str(Path(out).parent),
-                                           "run_name": Path(out).name})
+    config = AnalyzeConfig.model_validate(
+        {**fields, "folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name}
+    )
     inventory(config)  # a malformed folder (or --exclude folder) fails here, in one line, before Prefect starts
     check_api()
     manifest, seconds = run_flow("terazi.flows.analyze:analyze", config)

@@ -25,10 +25,14 @@ def more_places(kwargs: dict) -> tuple[Found, Found]:
     return written, run_inputs(kwargs["results"])
 
 
-FORMATS = ("markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json "
-           "(every number unrounded) | all (each in its own file: needs --out)")
-OUT = ("write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and "
-       ".eval_results/FILE.yaml beside them)")
+FORMATS = (
+    "markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json "
+    "(every number unrounded) | all (each in its own file: needs --out)"
+)
+OUT = (
+    "write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and "
+    ".eval_results/FILE.yaml beside them)"
+)
 NAMES = "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)"
 
 
@@ -36,7 +40,9 @@ NAMES = "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m
 def card(
     results: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="a `terazi run` or `analyze` folder")],
     system: Annotated[str, typer.Option("--system", "-s", help="the system the card is about (a leaderboard row)")],
-    labels: Annotated[Literal["tr", "en"] | None, typer.Option(help="tr (the Kalbur card's words), en; default: the run's")] = None,
+    labels: Annotated[
+        Literal["tr", "en"] | None, typer.Option(help="tr (the Kalbur card's words), en; default: the run's")
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help=FORMATS)] = "markdown",
     model_name: Annotated[str | None, typer.Option(help="name in model-index (default: the system's)")] = None,
     name: Annotated[list[str] | None, typer.Option(metavar="SYSTEM=NAME", help=NAMES)] = None,

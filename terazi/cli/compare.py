@@ -16,12 +16,18 @@ from terazi.paths import Place
 @declares(reads=(Place("before", "results folder"), Place("after", "results folder")))
 def compare(
     before: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="results folder (the baseline)")],
-    after: Annotated[Path | None, typer.Argument(exists=True, file_okay=False,
-        help="results folder to compare with it")] = None,
-    systems: Annotated[tuple[str, str] | None, typer.Option(
-        help="compare two systems of BEFORE instead: --systems A B (A − B)")] = None,
-    measure: Annotated[str | None, typer.Option("--measure", "-m", help="measure (default: the run's headline)")] = None,
-    fmt: Annotated[Literal["table", "markdown", "json"], typer.Option("--format", help="a table on the terminal, markdown or JSON")] = "table",
+    after: Annotated[
+        Path | None, typer.Argument(exists=True, file_okay=False, help="results folder to compare with it")
+    ] = None,
+    systems: Annotated[
+        tuple[str, str] | None, typer.Option(help="compare two systems of BEFORE instead: --systems A B (A − B)")
+    ] = None,
+    measure: Annotated[
+        str | None, typer.Option("--measure", "-m", help="measure (default: the run's headline)")
+    ] = None,
+    fmt: Annotated[
+        Literal["table", "markdown", "json"], typer.Option("--format", help="a table on the terminal, markdown or JSON")
+    ] = "table",
     everything: Annotated[bool, typer.Option("--all", help="every cell, not only those that changed")] = False,
     resamples: Annotated[int, typer.Option(min=100, help="paired bootstrap resamples")] = 2000,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,

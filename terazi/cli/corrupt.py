@@ -24,11 +24,15 @@ def corrupt(
     condition: Annotated[str, typer.Option(help=f"{' | '.join(CONDITIONS)}; compose with '+', e.g. upper+typo")],
     source: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, help=SOURCE)] = None,
     seed: int = 13,
-    rate: Annotated[float | None, typer.Option(
-        help=f"{about(CorruptionSpec, 'typo_rate')}; {about(CorruptionSpec, 'ascii_partial_rate')}")] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(help=f"{about(CorruptionSpec, 'typo_rate')}; {about(CorruptionSpec, 'ascii_partial_rate')}"),
+    ] = None,
     min_edits: Annotated[int | None, sets(CorruptionSpec, "typo_min_edits")] = None,
-    slip_rate: Annotated[float | None, typer.Option(
-        help="mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)")] = None,
+    slip_rate: Annotated[
+        float | None,
+        typer.Option(help="mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)"),
+    ] = None,
     mobile: Annotated[list[str] | None, typer.Option(metavar="RULE=P", help=MOBILE)] = None,
     samples: Annotated[int | None, sets(CorruptionSpec, "samples")] = None,
     verbose: Verbose = False,

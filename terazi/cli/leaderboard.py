@@ -13,10 +13,14 @@ from terazi.cli.options import Verbose
 from terazi.cli.places import declares
 from terazi.paths import Place
 
-SOURCE = ("a long score table (CSV or parquet: system,task,task_type,score), an MTEB results folder "
-          "(<model>/<revision>/<task>.json) or a terazi results folder")
-BORDA = ("per-task (default; N = systems evaluated on each task, the ranking note) | mteb (N = every system with any "
-         "result, MTEB's code)")
+SOURCE = (
+    "a long score table (CSV or parquet: system,task,task_type,score), an MTEB results folder "
+    "(<model>/<revision>/<task>.json) or a terazi results folder"
+)
+BORDA = (
+    "per-task (default; N = systems evaluated on each task, the ranking note) | mteb (N = every system with any "
+    "result, MTEB's code)"
+)
 TASK_TYPES = "MTEB folders: TASK=TYPE for Mean (TaskType) (repeatable); a TYPE alone is the default type"
 
 

@@ -20,9 +20,14 @@ def _named(kwargs: dict) -> bool:
     return any(dataset_path(d) is None for d in kwargs.get("dataset") or [])
 
 
-@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
-                 Place("train", "training source", training_path)),
-          writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)))
+@declares(
+    reads=(
+        Place("config", "config file"),
+        Place("dataset", "dataset folder", dataset_path),
+        Place("train", "training source", training_path),
+    ),
+    writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)),
+)
 def leakage(
     train: Annotated[
         list[str] | None, typer.Option("--train", "-t", help=about(TrainSource, "path") + " (repeatable)")
@@ -45,8 +50,9 @@ def leakage(
     if near_threshold is not None:
         options["near_threshold"] = read_near_threshold(near_threshold)
     raw = with_datasets(read_config_file(config) if config else {}, dataset, split)
-    checked = LeakageConfig.laid_over(raw, train, field, query_field, options,
-                                      **given(LeakageConfig, {"out": out, "cache_dir": cache}))
+    checked = LeakageConfig.laid_over(
+        raw, train, field, query_field, options, **given(LeakageConfig, {"out": out, "cache_dir": cache})
+    )
     from terazi.cli.prefect_api import check_api, run_flow
     from terazi.contamination.folder import check_inputs
     from terazi.present.leakage import read_summary, shares_table

@@ -32,10 +32,16 @@ def sets(model: type[BaseModel], field: str, *names: str, **settings: Any) -> An
 
 
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="debug logging and full tracebacks")]
-Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help=about(DatasetSpec, "path") + " (repeatable)")]
+Datasets = Annotated[
+    list[str] | None, typer.Option("--dataset", "-d", help=about(DatasetSpec, "path") + " (repeatable)")
+]
 Split = Annotated[str | None, typer.Option(help=about(DatasetSpec, "split"))]
-ConfigFile = Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False,
-                                                 help="YAML, JSON or TOML config file; flags override its fields")]
-Results = Annotated[str | None, typer.Option("--out", "-o", help="results folder, written into directly (no time-stamped sub-folder)")]
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", dir_okay=False, help="YAML, JSON or TOML config file; flags override its fields"),
+]
+Results = Annotated[
+    str | None, typer.Option("--out", "-o", help="results folder, written into directly (no time-stamped sub-folder)")
+]
 Exclude = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude"))]
 ExcludeBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude_by"))]

@@ -25,8 +25,10 @@ def check_api() -> None:
     try:
         httpx.get(url.rstrip("/") + "/health", timeout=5.0).raise_for_status()
     except httpx.HTTPError as e:
-        raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with `prefect server "
-                          "start`, or unset PREFECT_API_URL to run on a temporary local server") from None
+        raise TeraziError(
+            f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with `prefect server "
+            "start`, or unset PREFECT_API_URL to run on a temporary local server"
+        ) from None
 
 
 HEARTBEAT = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"

@@ -37,7 +37,6 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     err.print(f"results: {manifest.run_dir}  ({seconds:.1f}s)")
 
 
-
 @declares(writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def demo(
     out: Annotated[str | None, sets(EvalConfig, "out_dir")] = None,
@@ -50,18 +49,25 @@ def demo(
 
 
 RERANKERS = f"{SPELLINGS} (repeatable; default: bm25-tr and hybrid-rrf, as in every entry point)"
-UNLIMITED = "more work than the documented limits allow (docs/reliability.md): resamples, samples, workers, pairs, cells"
+UNLIMITED = (
+    "more work than the documented limits allow (docs/reliability.md): resamples, samples, workers, pairs, cells"
+)
 
 
 @declares(
-    reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path), Place("exclude", "exclude folder")),
+    reads=(
+        Place("config", "config file"),
+        Place("dataset", "dataset folder", dataset_path),
+        Place("exclude", "exclude folder"),
+    ),
     writes=(Place("out", "results folder"), Place("cache", "cache folder")),
 )
 def run(
     config: ConfigFile = None,
     dataset: Datasets = None,
-    rerankers: Annotated[list[dict] | None, typer.Option("--reranker", "-r", metavar="SPEC", parser=parse_reranker,
-                                                         help=RERANKERS)] = None,
+    rerankers: Annotated[
+        list[dict] | None, typer.Option("--reranker", "-r", metavar="SPEC", parser=parse_reranker, help=RERANKERS)
+    ] = None,
     encoder: Annotated[str | None, sets(EncoderSpec, "model")] = None,
     conditions: Annotated[list[str] | None, sets(EvalConfig, "conditions", "--condition")] = None,
     split: Split = None,

@@ -18,21 +18,37 @@ from terazi.metrics.contracts import CONTRACTS, POLICY_CASES, POLICY_CHOICES
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="terazi score", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="terazi score",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Score a TREC run against qrels under a named, printed contract (default trec: trec_eval -c).",
-        epilog="contracts:\n" + "\n".join(f"  {c.name}: {c.summary}" for c in CONTRACTS.values())
-               + "\n\nEach policy option overrides the contract's value; the output names the contract and every "
-                 "policy.")
+        epilog="contracts:\n"
+        + "\n".join(f"  {c.name}: {c.summary}" for c in CONTRACTS.values())
+        + "\n\nEach policy option overrides the contract's value; the output names the contract and every "
+        "policy.",
+    )
     p.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docid grade) or BEIR tsv; - for stdin")
-    p.add_argument("--run", dest="run_file", type=Path, required=True,
-                   help="TREC run (qid Q0 docid rank score tag); - for stdin (a pipe or <(…) works too)")
-    p.add_argument("-m", "--metric", action="append",
-                   help="repeatable; default nDCG@10 and RR@10. e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) "
-                        "and trec_eval (ndcg_cut_10, ndcg, recip_rank, P_5) names are aliases")
+    p.add_argument(
+        "--run",
+        dest="run_file",
+        type=Path,
+        required=True,
+        help="TREC run (qid Q0 docid rank score tag); - for stdin (a pipe or <(…) works too)",
+    )
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="repeatable; default nDCG@10 and RR@10. e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) "
+        "and trec_eval (ndcg_cut_10, ndcg, recip_rank, P_5) names are aliases",
+    )
     p.add_argument("--contract", choices=list(CONTRACTS), default="trec", help="named policy preset (default trec)")
     for name, choices in POLICY_CHOICES.items():
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices,
-                       help=f"{POLICY_CASES[name]}: {' | '.join(choices)} (default: the contract's)")
+        p.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            choices=choices,
+            help=f"{POLICY_CASES[name]}: {' | '.join(choices)} (default: the contract's)",
+        )
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--format", dest="fmt", choices=["table", "json"], default="table")
     p.add_argument("-v", "--verbose", action="store_true", help="full tracebacks")
@@ -64,8 +80,9 @@ def main(argv: list[str]) -> int:
             raise DatasetError("-", None, "stdin can hold the run or the qrels, not both")
         canonical = {m: parse_measure(m).canonical for m in args.metric or ["nDCG@10", "RR@10"]}
         measures = list(dict.fromkeys(canonical.values()))
-        ev = evaluate(read_qrels(args.qrels), read_run(args.run_file, rank=policies.repeated_rank == "error"),
-                      measures, policies)
+        ev = evaluate(
+            read_qrels(args.qrels), read_run(args.run_file, rank=policies.repeated_rank == "error"), measures, policies
+        )
     except (DatasetError, MetricError) as e:
         _console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False)
         return 2

@@ -60,16 +60,19 @@ def serve(
     from terazi.policy import ServicePolicy
 
     cfg = load_config(config)
-    policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model or [], data_root or [], results_root,
-                                       cache_root, limits)
+    policy = ServicePolicy.for_service(
+        cfg, allow_remote_code, allow_model or [], data_root or [], results_root, cache_root, limits
+    )
     disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
     if print_policy:
         print(policy.model_dump_json())
         return
     check_api()
     if not os.environ.get("PREFECT_API_URL"):
-        err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
-                  "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
+        err.print(
+            "[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
+            "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]"
+        )
     err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
     err.print(f"policy: {policy.describe()}", highlight=False)
     with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive

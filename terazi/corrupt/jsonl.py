@@ -38,5 +38,15 @@ def variant_lines(lines: Iterable[str], where: str, condition: str, seed: int, s
             raise DatasetError(where, n, describe(e)) from None
         for s in range(k):
             text = corrupt(q.text, condition, seed=seed, query_id=q.id, sample=s, spec=spec)
-            yield json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition, "seed": seed,
-                              "sample": s, "changed": changed(q.text, text)}, ensure_ascii=False)
+            yield json.dumps(
+                {
+                    "_id": q.id,
+                    "text": text,
+                    "original": q.text,
+                    "condition": condition,
+                    "seed": seed,
+                    "sample": s,
+                    "changed": changed(q.text, text),
+                },
+                ensure_ascii=False,
+            )

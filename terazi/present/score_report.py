@@ -21,9 +21,17 @@ def as_text(ev: Any, policies: Any, aliases: dict[str, str], title: str, per_que
     """What the terminal shows, in order: the measures' table (gain, relevance threshold and the queries without a
     relevant document under the contract's policy), the aliases read, the contract's sentence, the per-query table."""
     no_relevant = ev.queries["no_relevant"]
-    rows = [[name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])), m.gain if m.family == "nDCG" else "–",
-             "–" if m.family in ("nDCG", "Judged") else str(m.rel), f"{no_relevant[name]} ({policies.no_relevant})"]
-            for name, m in ev.measures.items()]
+    rows = [
+        [
+            name,
+            f"{ev.aggregate[name]:.4f}",
+            str(len(ev.query_ids[name])),
+            m.gain if m.family == "nDCG" else "–",
+            "–" if m.family in ("nDCG", "Judged") else str(m.rel),
+            f"{no_relevant[name]} ({policies.no_relevant})",
+        ]
+        for name, m in ev.measures.items()
+    ]
     table = Table(["measure", "value", "queries", "gain", "rel ≥", "no relevant"], rows, align=["left"] + ["right"] * 5)
     parts = [table.rich(f"{title} — contract {policies.label}")]
     if aliases:

@@ -13,9 +13,14 @@ from terazi.readback import read_csv
 from terazi.schemas.layout import RunLayout
 
 
-def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set[str] = frozenset(),
-               task_types: list[str] = (), split: str | None = None, language: str | None = None
-               ) -> tuple[pl.DataFrame, str]:
+def load_board(
+    source: str | Path,
+    borda: str | None = None,
+    out_of_ranking: set[str] = frozenset(),
+    task_types: list[str] = (),
+    split: str | None = None,
+    language: str | None = None,
+) -> tuple[pl.DataFrame, str]:
     """(board, note) from a long score table (CSV/parquet), an MTEB results folder, or a terazi results folder.
 
     A terazi results folder's `leaderboard.csv` is shown as its run aggregated it (with significance groups
@@ -26,9 +31,11 @@ def load_board(source: str | Path, borda: str | None = None, out_of_ranking: set
     if source.is_dir() and (layout.leaderboard_csv.is_file() or layout.marker.exists()):
         layout.refuse_unfinished()
         if borda is not None or out_of_ranking:
-            raise ValueError(f"{source} is a terazi results folder, aggregated by its run: --borda and "
-                             "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's "
-                             "config)")
+            raise ValueError(
+                f"{source} is a terazi results folder, aggregated by its run: --borda and "
+                "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's "
+                "config)"
+            )
         return read_csv(layout.leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
     borda = borda or "per-task"
     if source.is_dir():
