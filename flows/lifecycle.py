@@ -20,7 +20,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
 from terazi import shutdown
-from terazi.analysis import known
+from terazi.analysis.known import Known, kept
 from terazi.flows.runtime import current_flow_run_id
 from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
@@ -90,18 +90,19 @@ def results_folder(
             if full:
                 raise full from e
             raise
-    with known.kept(cache_dir):  # the card's intervals are the statistics' own: found, not drawn again
-        publish(run.path, artifact_prefix)
+    with kept(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
+        publish(run.path, artifact_prefix, known)
 
 
-def publish(run_dir: Path, prefix: str) -> None:
+def publish(run_dir: Path, prefix: str, known: Known | None = None) -> None:
     """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
-    the model card of the featured system (`terazi card`), in the run's labels."""
+    the model card of the featured system (`terazi card`), in the run's labels (its intervals found in `known` when
+    computed before, terazi.analysis.known)."""
     items = artifacts(run_dir)
     layout = RunLayout(run_dir)
     if layout.is_complete():  # the card reads the manifest
         featured = json.loads(layout.tables_json.read_text(encoding="utf-8"))["featured"]["system"]
-        card = build_card(run_dir, featured)
+        card = build_card(run_dir, featured, known=known)
         items.append(
             Artifact(
                 "card",

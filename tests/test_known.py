@@ -4,9 +4,11 @@ them, no draw at all for values seen before, a draw for anything that changed, a
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
-from terazi.analysis import known, stats
+from terazi.analysis import depths, intervals, known, stats
+from terazi.analysis.judged import judge
 from terazi.cache_folder import check, repair
 
 
@@ -23,44 +25,106 @@ def values(seed: int) -> dict[str, np.ndarray]:
     return {"tr": rng.random(300), "en": rng.random(120)}
 
 
-def statistics(a: dict, b: dict) -> list:
+def statistics(a: dict, b: dict, store: known.Known | None = None) -> list:
     return [
-        stats.interval(a, 500, 3, 0.9),
-        stats.paired_difference(a, b, 500, 3, 0.9),
-        stats.ratio_interval(a, b, 500, 3, 0.9, "macro"),
-        stats.ratio_interval(a, b, 500, 3, 0.9, "pooled"),
+        stats.interval(a, 500, 3, 0.9, known=store),
+        stats.paired_difference(a, b, 500, 3, 0.9, known=store),
+        stats.ratio_interval(a, b, 500, 3, 0.9, "macro", known=store),
+        stats.ratio_interval(a, b, 500, 3, 0.9, "pooled", known=store),
     ]
 
 
 def test_found_again_equal_to_drawn_and_only_what_changed_is_drawn(tmp_path, counted):
     a, b = values(1), values(2)
-    drawn = statistics(a, b)  # outside `kept`: computed, as everywhere but the results stage
+    drawn = statistics(a, b)  # no store: computed, as everywhere but the results stage
     assert len(counted) == 4
-    with known.kept(tmp_path):
-        assert statistics(a, b) == drawn  # the first run over this cache computes and keeps them
+    with known.kept(tmp_path) as store:
+        assert isinstance(store, known.Known)
+        assert statistics(a, b, store) == drawn  # the first run over this cache computes and keeps them
     assert len(counted) == 8 and (tmp_path / known.FILE).is_file()
-    with known.kept(tmp_path):  # the next run: all found, nothing drawn
-        assert statistics({k: v.copy() for k, v in a.items()}, b) == drawn
+    with known.kept(tmp_path) as store:  # the next run: all found, nothing drawn
+        assert statistics({k: v.copy() for k, v in a.items()}, b, store) == drawn
         assert len(counted) == 8
+        assert statistics(a, b) == drawn and len(counted) == 12  # not given the store: nothing ambient, all drawn
         changed = {**a, "en": a["en"] + 1e-9}  # one value of one dataset moved
-        again = statistics(changed, b)
-    assert len(counted) == 12 and again[0].estimate != drawn[0].estimate
-    with known.kept(tmp_path):  # other parameters are other results; numpy's numbers are the numbers they equal
-        assert stats.interval(a, 500, 4, 0.9) != drawn[0] and len(counted) == 13
-        assert stats.interval(a, np.int64(500), np.int64(3), np.float64(0.9)) == drawn[0] and len(counted) == 13
+        again = statistics(changed, b, store)
+    assert len(counted) == 16 and again[0].estimate != drawn[0].estimate
+    with known.kept(tmp_path) as store:  # other parameters are other results; numpy scalars are the numbers they equal
+        assert stats.interval(a, 500, 4, 0.9, known=store) != drawn[0] and len(counted) == 17
+        numpy_args = (np.int64(500), np.int64(3), np.float64(0.9))
+        assert stats.interval(a, *numpy_args, known=store) == drawn[0] and len(counted) == 17
+    with known.kept(None) as store, known.kept(tmp_path / "missing") as other:  # no cache folder: no store
+        assert store is None and other is None
+
+
+def per_query(seed: int) -> pl.DataFrame:
+    """Two datasets, three systems, clean and one condition that changed some queries."""
+    rng, rows = np.random.default_rng(seed), []
+    for d, n in (("tr", 60), ("en", 40)):
+        changed = rng.random(n) < 0.5
+        for s in ("a", "b", "c"):
+            for cond in ("clean", "upper"):
+                rows += [
+                    (d, s, cond, f"q{i:03d}", "nDCG@10", float(v), cond == "upper" and bool(changed[i]))
+                    for i, v in enumerate(rng.random(n))
+                ]
+    return pl.DataFrame(
+        rows, schema=["dataset", "system", "condition", "query_id", "measure", "value", "changed"], orient="row"
+    )
+
+
+def run_statistics(pq: pl.DataFrame, store: known.Known | None) -> list:
+    """What the results stage computes from the per-query table (terazi.results.aggregate), the store passed down;
+    a depth sweep of system a at depths 2 and 4, the first stage's ceiling beside it."""
+    datasets, args = ["en", "tr"], (400, 5, 0.9)
+    clean = pq.filter((pl.col("condition") == "clean") & (pl.col("system") == "a")).select(
+        "dataset", "query_id", "value"
+    )
+    sweep = pl.concat(
+        clean.with_columns(pl.lit("a").alias("system"), pl.lit(d).alias("depth"), pl.col("value") * d / 4, pairs=d)
+        for d in (2, 4)
+    )
+    ceiling = sweep.select("dataset", "query_id", "depth", system=pl.lit("first-stage"), recall="value", oracle=1.0)
+    return [
+        depths.ceiling_table(ceiling, datasets, *args, known=store),
+        depths.depth_table(sweep, ceiling, datasets, ["a"], {"a": None}, *args, known=store),
+        intervals.system_intervals(pq, datasets, *args, known=store),
+        intervals.retention_intervals(pq, datasets, ["clean", "upper"], *args, "pooled", known=store),
+        intervals.pairwise(pq, datasets, ["clean", "upper"], *args, holm=True, known=store),
+        judge(pq, "a", "b", "nDCG@10", datasets, 50, 5, 400, 0.9, known=store),
+    ]
+
+
+def same(x: list, y: list) -> bool:
+    return all(a.equals(b) if isinstance(a, pl.DataFrame) else a == b for a, b in zip(x, y, strict=True))
+
+
+def test_the_results_stage_statistics_take_the_store_and_a_warm_run_draws_nothing(tmp_path, counted):
+    pq = per_query(4)
+    drawn = run_statistics(pq, None)
+    cold = len(counted)
+    assert cold > 10
+    with known.kept(tmp_path) as store:
+        assert same(run_statistics(pq, store), drawn)  # the same result found again within a run is drawn once
+    first = len(counted)
+    assert cold < first < 2 * cold
+    with known.kept(tmp_path) as store:  # the warm run: every interval, ratio and difference found
+        assert same(run_statistics(pq.clone(), store), drawn)
+    assert len(counted) == first
 
 
 def test_a_damaged_file_is_set_aside_and_reported(tmp_path, counted):
     a, b = values(1), values(2)
     (tmp_path / known.FILE).write_bytes(b"not a database" * 100)
     assert [f.problem.split(" ")[0] for f in check(tmp_path)] == ["unreadable"]
-    with known.kept(tmp_path):
-        drawn = statistics(a, b)  # computed as if there were no file
+    with known.kept(tmp_path) as store:
+        assert store is None
+        drawn = statistics(a, b, store)  # computed as if there were no file
     assert len(counted) == 4 and (tmp_path / f"{known.FILE}.damaged").is_file()
     (tmp_path / known.FILE).write_bytes(b"not a database" * 100)
     assert any("deleted" in line for line in repair(tmp_path)) and not (tmp_path / known.FILE).exists()
-    with known.kept(tmp_path):
-        assert statistics(a, b) == drawn
+    with known.kept(tmp_path) as store:
+        assert statistics(a, b, store) == drawn
     assert check(tmp_path) == []
 
 
@@ -68,17 +132,17 @@ def test_a_file_another_run_holds_is_waited_for_then_left_alone(tmp_path, counte
     import sqlite3
 
     a, b = values(1), values(2)
-    with known.kept(tmp_path):
-        drawn = statistics(a, b)
+    with known.kept(tmp_path) as store:
+        drawn = statistics(a, b, store)
     monkeypatch.setattr(known, "TIMEOUT", 0.05)
     other = sqlite3.connect(tmp_path / known.FILE, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")  # another run writing its intervals, for longer than this one waits
     try:
-        with known.kept(tmp_path):
-            assert statistics(a, b) == drawn  # computed, as without the file
+        with known.kept(tmp_path) as store:
+            assert store is None and statistics(a, b, store) == drawn  # computed, as without the file
     finally:
         other.execute("ROLLBACK")
         other.close()
     assert len(counted) == 8 and not (tmp_path / f"{known.FILE}.damaged").exists()
-    with known.kept(tmp_path):  # the file was left as it was: everything found again
-        assert statistics(a, b) == drawn and len(counted) == 8
+    with known.kept(tmp_path) as store:  # the file was left as it was: everything found again
+        assert statistics(a, b, store) == drawn and len(counted) == 8

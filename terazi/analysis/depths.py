@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from terazi.analysis.known import Known
 from terazi.analysis.stats import balanced_mean, interval, paired_difference
 from terazi.schemas import FIRST_STAGE, ModelCost
 
@@ -22,13 +23,21 @@ def _by_dataset(frame: pl.DataFrame, column: str, datasets: list[str]) -> dict[s
 
 
 def ceiling_table(
-    ceiling: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float
+    ceiling: pl.DataFrame,
+    datasets: list[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    *,
+    known: Known | None = None,
 ) -> pl.DataFrame:
-    """ceiling.csv: per first stage and depth, recall@depth and the oracle's headline with their intervals."""
+    """ceiling.csv: per first stage and depth, recall@depth and the oracle's headline with their intervals (`known`:
+    where intervals computed before are found, terazi.analysis.known; as in `depth_table`)."""
     rows = []
     for (stage, depth), part in ceiling.sort("depth").group_by("system", "depth", maintain_order=True):
         recall, oracle = (
-            interval(_by_dataset(part, c, datasets), resamples, seed, confidence) for c in ("recall", "oracle")
+            interval(_by_dataset(part, c, datasets), resamples, seed, confidence, known=known)
+            for c in ("recall", "oracle")
         )
         rows.append(
             {
@@ -54,6 +63,8 @@ def depth_table(
     resamples: int,
     seed: int,
     confidence: float,
+    *,
+    known: Known | None = None,
 ) -> pl.DataFrame:
     """depths.csv: per reranker (leaderboard order) and depth, its headline and interval, Δ to the deepest depth
     with its paired interval and verdict, `enough` (this depth is the smallest not significantly below the deepest),
@@ -68,8 +79,8 @@ def depth_table(
         found = []
         for d in depths:
             iv, diff = (
-                interval(at[d], resamples, seed, confidence),
-                paired_difference(at[d], deepest, resamples, seed, confidence),
+                interval(at[d], resamples, seed, confidence, known=known),
+                paired_difference(at[d], deepest, resamples, seed, confidence, known=known),
             )
             pairs = balanced_mean(_by_dataset(part.filter(pl.col("depth") == d), "pairs", datasets))
             found.append(

@@ -12,6 +12,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
+from terazi.analysis.known import Known
 from terazi.analysis.stats import (
     Aggregation,
     Interval,
@@ -60,15 +61,18 @@ def _aligned(
 
 
 def system_intervals(
-    pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float
+    pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float, *, known: Known | None = None
 ) -> pl.DataFrame:
-    """Headline (clean) mean of each system with its interval and significance group, best first."""
+    """Headline (clean) mean of each system with its interval and significance group, best first (`known`: where
+    intervals computed before are found, terazi.analysis.known; as in every function here)."""
     systems = pq["system"].unique(maintain_order=True).to_list()
     cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
-    cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence) for s in systems}
+    cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence, known=known) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
     adjacent = [
-        paired_difference(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence).significant
+        paired_difference(
+            _aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence, known=known
+        ).significant
         for a, b in zip(ordered, ordered[1:])
     ]
     groups = significance_groups(ordered, adjacent)
@@ -104,6 +108,8 @@ def pairwise(
     seed: int,
     confidence: float,
     holm: bool,
+    *,
+    known: Known | None = None,
 ) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: better / no difference / worse.
 
@@ -116,7 +122,9 @@ def pairwise(
         cells = []
         for d in datasets:
             for c in conditions:
-                ci = paired_difference(_aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence)
+                ci = paired_difference(
+                    _aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence, known=known
+                )
                 cells.append((d, c, ci))
         rejected = (
             holm_reject([ci.p_value for *_, ci in cells], 1 - confidence)
@@ -202,6 +210,8 @@ def retention_intervals(
     seed: int,
     confidence: float,
     aggregation: Aggregation = "macro",
+    *,
+    known: Known | None = None,
 ) -> pl.DataFrame:
     """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
     interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.
@@ -231,8 +241,8 @@ def retention_intervals(
                 rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
                 continue
             clean = _aligned(cells, s, CLEAN, only=changed)
-            ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
-            ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
+            ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation, known=known)
+            ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence, known=known)
             rows.append(
                 (
                     s,

@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from terazi.analysis import stats
-from terazi.schemas import ModelCost
+from terazi.analysis.known import Known
+from terazi.schemas import EvalConfig, ModelCost
 from terazi.schemas.tables import CLEAN
 
 
@@ -71,9 +72,11 @@ def judge(
     confidence: float,
     label: str | None = None,
     costs: dict[str, ModelCost | None] | None = None,
+    *,
+    known: Known | None = None,
 ) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
-    condition, query_id, measure, value)."""
+    condition, query_id, measure, value); `known`: where intervals computed before are found (terazi.analysis.known)."""
     clean = per_query.filter(
         (pl.col("condition") == CLEAN) & (pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)
     )
@@ -88,7 +91,12 @@ def judge(
         )
     chosen = both.join(subset(both, n, seed), on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
     iv = stats.paired_difference(
-        {"subset": chosen["variant"].to_numpy()}, {"subset": chosen["base"].to_numpy()}, resamples, seed, confidence
+        {"subset": chosen["variant"].to_numpy()},
+        {"subset": chosen["base"].to_numpy()},
+        resamples,
+        seed,
+        confidence,
+        known=known,
     )
     costs = costs or {}
     return Judgement(
@@ -103,3 +111,26 @@ def judge(
         costs.get(base),
         costs.get(variant),
     )
+
+
+def judge_variants(
+    per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict, known: Known | None = None
+) -> list[Judgement]:
+    """Every variant the run's configuration names (`variants`), judged against its base (`judge`)."""
+    return [
+        judge(
+            per_query,
+            v.base,
+            v.variant,
+            config.headline,
+            ranked,
+            config.subset,
+            config.seed,
+            config.bootstrap_resamples,
+            config.confidence,
+            v.label,
+            costs,
+            known=known,
+        )
+        for v in config.variants
+    ]

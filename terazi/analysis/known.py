@@ -9,9 +9,12 @@ module (`terazi.codehash`: its source and imports, and numpy's version for its g
 changes one reranker computes the intervals that involve its values and finds every other one; nothing is ever looked
 up by name, so a result can only be found again for the very same numbers.
 
-Only within `kept(cache_dir)` (a run's statistics, and the model card it publishes); elsewhere every call computes.
-The file is derived: damaged or unwritable, it is set aside and everything is computed as before; `terazi cache
-check` reports it and `repair` deletes it.
+The store is an argument, never ambient: `kept(cache_dir)` opens it for a block (None without a usable cache folder),
+and each statistic of a run, and of the model card the run publishes, takes it as its `known=` keyword and hands it
+down to `stats.interval` and `stats.ratio_interval`. Called without it (a test, `terazi compare`, `terazi card`), a
+statistic computes everything: what a function returns depends on what it is given, never on where it is called from.
+The file is derived: damaged or unwritable, it is set aside and everything is computed as before; `terazi cache check`
+reports it and `repair` deletes it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,8 +42,9 @@ log = logging.getLogger("terazi.known")
 T = TypeVar("T")
 
 
-class _Store:
-    """One cache folder's results: looked up one by one, the new ones written together when the block ends."""
+class Known:
+    """One cache folder's results, open for a `kept` block: looked up one by one, the new ones written together when
+    the block ends."""
 
     def __init__(self, path: Path):
         self.new: dict[str, list] = {}
@@ -65,9 +68,6 @@ class _Store:
             self.db.close()
 
 
-_active: ContextVar[_Store | None] = ContextVar("terazi_known", default=None)
-
-
 def check(path: Path) -> str | None:
     """What is wrong with an intervals file (None when it is sound)."""
     try:
@@ -83,17 +83,18 @@ def check(path: Path) -> str | None:
 
 
 @contextmanager
-def kept(cache_dir: str | Path | None) -> Iterator[None]:
-    """Within the block, `by_content` functions look their results up in `cache_dir`'s intervals file first."""
+def kept(cache_dir: str | Path | None) -> Iterator[Known | None]:
+    """`cache_dir`'s intervals file, open for the block (to be passed as `known=`; its new results are written when
+    the block ends), or None (compute everything) without a cache folder or when the file cannot be opened."""
     if cache_dir is None or not Path(cache_dir).is_dir():
-        yield
+        yield None
         return
     path = Path(cache_dir) / FILE
     try:
-        store = _Store(path)
+        store = Known(path)
     except sqlite3.OperationalError as e:  # held by another run past TIMEOUT, or a read-only folder: not damaged
         log.warning("%s: %s; computing every interval", path, e)
-        yield
+        yield None
         return
     except sqlite3.DatabaseError as e:  # damaged: set aside (it is derived), this run computes everything
         log.warning("%s: %s; computing every interval (the file is set aside)", path, e)
@@ -101,13 +102,11 @@ def kept(cache_dir: str | Path | None) -> Iterator[None]:
             path.replace(path.with_name(f"{FILE}.damaged"))
         except OSError:
             pass
-        yield
+        yield None
         return
-    token = _active.set(store)
     try:
-        yield
+        yield store
     finally:
-        _active.reset(token)
         mark_used(path)
         try:
             store.close()
@@ -127,15 +126,16 @@ def _digest(h: hashlib._Hash, value: Any) -> None:
 
 
 def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """A function returning `kind` (a dataclass of numbers) looked up by the content of its arguments within `kept`."""
+    """A function returning `kind` (a dataclass of numbers), given a keyword-only `known` (a `Known` or None): its
+    result is looked up there by the content of its other arguments first, and a new one kept there. The function
+    itself never sees `known`, nor does the key: the same arguments are the same result with or without a store."""
 
     def wrap(fn: Callable[..., T]) -> Callable[..., T]:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
-        def call(*args, **kwargs) -> T:
-            store = _active.get()
-            if store is None:
+        def call(*args, known: Known | None = None, **kwargs) -> T:
+            if known is None:
                 return fn(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
@@ -145,15 +145,17 @@ def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
                 _digest(h, value)
             key = h.hexdigest()
             try:
-                hit = store.get(key)
+                hit = known.get(key)
             except sqlite3.Error:
                 hit = None
             if hit is not None:
                 return kind(*hit)
             result = fn(*args, **kwargs)
-            store.new[key] = list(dataclasses.astuple(result))
+            known.new[key] = list(dataclasses.astuple(result))
             return result
 
+        keyword = inspect.Parameter("known", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Known | None")
+        call.__signature__ = signature.replace(parameters=[*signature.parameters.values(), keyword])
         return call
 
     return wrap

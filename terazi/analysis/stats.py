@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from terazi.analysis.known import by_content
+from terazi.analysis.known import Known, by_content
 from terazi.shutdown import check
 
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems
@@ -169,7 +169,8 @@ def balanced_mean(values: Scores) -> float:
 
 @by_content(Interval)
 def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
-    """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0."""
+    """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0. A keyword `known`
+    (`by_content`): a store of results (terazi.analysis.known) to find it in or keep it in."""
     boot = balanced_bootstrap(values, n_resamples, seed)
     alpha = 1 - confidence
     low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
@@ -178,9 +179,15 @@ def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence:
 
 
 def paired_difference(
-    a: Scores, b: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+    a: Scores,
+    b: Scores,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    *,
+    known: Known | None = None,
 ) -> Interval:
-    """Interval of mean(a) − mean(b) over the same queries, balanced by dataset."""
+    """Interval of mean(a) − mean(b) over the same queries, balanced by dataset (`known`: `interval`'s store)."""
     if set(a) != set(b):
         raise ValueError(f"systems cover different datasets: {sorted(a)} vs {sorted(b)}")
     diffs = {}
@@ -189,7 +196,7 @@ def paired_difference(
         if x.shape != y.shape:
             raise ValueError(f"dataset {d!r}: {x.size} vs {y.size} queries; paired scores must be aligned")
         diffs[d] = x - y
-    return interval(diffs, n_resamples, seed, confidence)
+    return interval(diffs, n_resamples, seed, confidence, known=known)
 
 
 @dataclass(frozen=True)
@@ -234,7 +241,8 @@ def ratio_interval(
     macro (the Kalbur card's Koruma): per dataset R_d = mean(num_d) / mean(den_d), then the mean of R_d over
     datasets; a dataset whose clean mean is 0 has no ratio and is left out. pooled: the dataset-balanced mean of
     `num` over that of `den`. Each resample draws queries with replacement within each dataset, the same
-    queries for `num` and `den` (paired), and recomputes the ratio the same way as the estimate.
+    queries for `num` and `den` (paired), and recomputes the ratio the same way as the estimate. A keyword `known`
+    (`by_content`): a store of results (terazi.analysis.known) to find it in or keep it in.
     """
     if set(num) != set(den):
         raise ValueError(f"corrupted and clean cover different datasets: {sorted(num)} vs {sorted(den)}")

@@ -16,7 +16,6 @@ from pathlib import Path
 import polars as pl
 
 from terazi import memo
-from terazi.analysis import known
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
@@ -28,7 +27,8 @@ from terazi.analysis.intervals import (
     retention_intervals,
     system_intervals,
 )
-from terazi.analysis.judged import Judgement, judge
+from terazi.analysis.judged import Judgement, judge_variants
+from terazi.analysis.known import Known, kept
 from terazi.analysis.leaderboard import board_of_scores, describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
@@ -74,11 +74,14 @@ def aggregate(
     reranks: list[RerankResult],
     depths: list[DepthSet] | None = None,
     cache_dir: str | None = None,
+    *,
+    known: Known | None = None,
 ) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline), from the headline
     measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
     (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
-    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo)."""
+    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo); `known`: where
+    intervals computed before are found (terazi.analysis.known), passed to every statistic."""
     conditions = pl.DataFrame(
         [
             {
@@ -95,19 +98,23 @@ def aggregate(
     )
     ranked, names = ranked_datasets(datasets), [d.name for d in datasets]
     stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
-    intervals = system_intervals(per_query.filter(pl.col("measure") == config.headline), ranked, *stats_args)
+    intervals = system_intervals(
+        per_query.filter(pl.col("measure") == config.headline), ranked, *stats_args, known=known
+    )
     order = intervals["system"].to_list()
     headline = in_order(per_query.filter(pl.col("measure") == config.headline), order)
     present = set(headline["condition"].unique())
     settings = [*config.conditions, *(c for c in map(isolated, config.conditions[1:]) if c in present)]
     not_first_iso = ~((pl.col("system") == FIRST_STAGE) & (pl.col("setting") == ISOLATED))
-    retention = retention_intervals(headline, ranked, settings, *stats_args, config.retention).filter(not_first_iso)
+    retention = retention_intervals(headline, ranked, settings, *stats_args, config.retention, known=known).filter(
+        not_first_iso
+    )
     by_dataset = retention_by_dataset(headline, names, settings).filter(not_first_iso)
     recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth, variant_sets, cache_dir)
     recall = (
         None
         if recall_pq is None
-        else retention_intervals(recall_pq, ranked, config.conditions, *stats_args, config.retention)
+        else retention_intervals(recall_pq, ranked, config.conditions, *stats_args, config.retention, known=known)
     )
     decomp = decomposition(retention, recall)
 
@@ -134,7 +141,7 @@ def aggregate(
     }
     if (dropped := dropped_line(datasets)) is not None:
         contract["left out of every ranking"] = dropped
-    pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm), order)
+    pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm, known=known), order)
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     deco = None
@@ -150,8 +157,8 @@ def aggregate(
             k: pl.concat([pl.read_parquet(x.path) for x in depths if (x.system == FIRST_STAGE) == k])
             for k in (True, False)
         }
-        ceiling = ceiling_table(parts[True], ranked, *stats_args)
-        sweep = depth_table(parts[False], parts[True], ranked, order, costs, *stats_args)
+        ceiling = ceiling_table(parts[True], ranked, *stats_args, known=known)
+        sweep = depth_table(parts[False], parts[True], ranked, order, costs, *stats_args, known=known)
     agg = Aggregates(
         order=order,
         board=board,
@@ -164,7 +171,7 @@ def aggregate(
         contract=contract,
         ranks=ranks,
         costs=costs,
-        judgements=judge_variants(per_query, ranked, config, costs),
+        judgements=judge_variants(per_query, ranked, config, costs, known),
         decontaminated=deco,
         depths=sweep,
         ceiling=ceiling,
@@ -190,7 +197,7 @@ def build_leaderboard(
     layout, reranks = RunLayout(run_dir), reranks or []
     headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
-    with known.kept(cache_dir):  # every interval of values seen before is found, not drawn again
+    with kept(cache_dir) as known:  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(
             datasets,
             variant_sets,
@@ -202,6 +209,7 @@ def build_leaderboard(
             reranks,
             depths,
             cache_dir,
+            known=known,
         )
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
@@ -352,25 +360,6 @@ def first_stage_recall(
         )
         frames.append(memo.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
-
-
-def judge_variants(per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict) -> list[Judgement]:
-    return [
-        judge(
-            per_query,
-            v.base,
-            v.variant,
-            config.headline,
-            ranked,
-            config.subset,
-            config.seed,
-            config.bootstrap_resamples,
-            config.confidence,
-            v.label,
-            costs,
-        )
-        for v in config.variants
-    ]
 
 
 def variants_frame(judgements: list[Judgement]) -> pl.DataFrame:

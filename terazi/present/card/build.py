@@ -19,6 +19,7 @@ import polars as pl
 from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
+from terazi.analysis.known import Known
 from terazi.analysis.ranks import rank_intervals
 from terazi.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
@@ -176,9 +177,10 @@ class Card:
         return json.dumps(body, ensure_ascii=False, indent=1)
 
 
-def cells(run: RunFolder, system: str) -> list[hub.Cell]:
+def cells(run: RunFolder, system: str, known: Known | None = None) -> list[hub.Cell]:
     """The system's headline per dataset × condition (the configured conditions, datasets in the run's order) with
-    a percentile interval from the run's bootstrap settings over that dataset's queries."""
+    a percentile interval from the run's bootstrap settings over that dataset's queries (found in `known` when
+    computed before, terazi.analysis.known)."""
     s = run.settings
     mine = run.per_query.filter(pl.col("system") == system).sort("dataset", "query_id")
     out = []
@@ -186,7 +188,7 @@ def cells(run: RunFolder, system: str) -> list[hub.Cell]:
         for c in s.conditions:
             v = mine.filter((pl.col("dataset") == d.name) & (pl.col("condition") == c))["value"].to_numpy()
             if v.size:
-                iv = stats.interval({d.name: v}, s.resamples, s.seed, s.confidence)
+                iv = stats.interval({d.name: v}, s.resamples, s.seed, s.confidence, known=known)
                 out.append(hub.Cell(d.name, c, iv.estimate, iv.low, iv.high, int(v.size)))
     return out
 
@@ -229,10 +231,12 @@ def build_card(
     model_name: str | None = None,
     names: dict[str, str] | None = None,
     rivals: list[str] | None = None,
+    known: Known | None = None,
 ) -> Card:
     """The card of `system` from a results folder (`terazi run` or `terazi analyze`). `labels`: tr or en (default:
     the run's own); `model_name`: the name in `model-index` (default: the system's); `names`: how rows are called
-    (system -> display name); `rivals`: the systems the comparison counts and cells list (default: all)."""
+    (system -> display name); `rivals`: the systems the comparison counts and cells list (default: all); `known`: where
+    intervals computed before are found (terazi.analysis.known; a run publishing its own card passes its cache's)."""
     run = read_folder(results_dir)
     if system not in run.order:
         raise DatasetError(run.path / "leaderboard.csv", None, f"no system {system!r}; systems: {', '.join(run.order)}")
@@ -281,7 +285,7 @@ def build_card(
         variants=variant_text,
         ranks=tables.rank_table(ranks, system, shown, labels, s.confidence),
         rank_line=tables.rank_line(ranks, system, shown, labels, s.confidence),
-        cells=cells(run, system),
+        cells=cells(run, system, known),
         datasets=datasets,
         source=f"terazi ({s.benchmark})",
         date=run.started[:10],
