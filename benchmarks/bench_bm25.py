@@ -41,8 +41,9 @@ def floor(corpus, cands: pl.DataFrame, variants: pl.DataFrame, rerank_depth: int
     start = time.perf_counter()
     bm25 = bm25s.BM25()
     bm25.index([analyse(t) or [""] for batch in corpus.batches() for t in batch], show_progress=False)
-    top = cands.filter(pl.col("rank") <= rerank_depth).join(variants.select("condition", "sample", "query_id", "text"),
-                                                            on=["condition", "sample", "query_id"])
+    top = cands.filter(pl.col("rank") <= rerank_depth).join(
+        variants.select("condition", "sample", "query_id", "text"), on=["condition", "sample", "query_id"]
+    )
     row = dict(zip(corpus.ids().to_list(), range(corpus.ids().len())))
     rows = np.fromiter((row[d] for d in top["doc_id"]), dtype=np.int64, count=top.height)
     texts = top["text"].to_list()
@@ -84,8 +85,11 @@ def main() -> None:
     cs = first_stage(ds, vs, EncoderSpec(model=bi_encoder(tmp / "tiny-bi"), batch_size=128), args.depth, cache)
     corpus = dataset_corpus(ds, cache)
     cands, variants = pl.read_parquet(cs.path), read_variants(vs)
-    print(f"xquad-tr×{args.replicas}: {ds.n_docs} passages, {ds.n_queries} queries, {len(vs)} conditions "
-          f"({', '.join(args.conditions)}), rerank depth {args.rerank_depth}", flush=True)
+    print(
+        f"xquad-tr×{args.replicas}: {ds.n_docs} passages, {ds.n_queries} queries, {len(vs)} conditions "
+        f"({', '.join(args.conditions)}), rerank depth {args.rerank_depth}",
+        flush=True,
+    )
 
     gc.freeze()  # as a terazi command does before its flow (terazi.shutdown.graceful): floor and stage alike
     floor_s, want = floor(corpus, cands, variants, args.rerank_depth)
@@ -103,14 +107,28 @@ def main() -> None:
     stage_s = sum(parts.values())
     got = pl.read_parquet(result.path).join(want, on=["condition", "sample", "query_id", "doc_id"])
     same = got.height == want.height and bool((got["score"] == got["floor"]).all())
-    print(f"(a) floor: bm25s index + {variants['text'].n_unique()} distinct query texts × get_scores + gather: "
-          f"{floor_s:.2f}s")
-    print(f"(b) stage: {stage_s:.2f}s for {result.pairs_needed:,} pairs ({result.pairs_scored:,} scored): "
-          + ", ".join(f"{k} {v:.2f}s" for k, v in parts.items()))
+    print(
+        f"(a) floor: bm25s index + {variants['text'].n_unique()} distinct query texts × get_scores + gather: "
+        f"{floor_s:.2f}s"
+    )
+    print(
+        f"(b) stage: {stage_s:.2f}s for {result.pairs_needed:,} pairs ({result.pairs_scored:,} scored): "
+        + ", ".join(f"{k} {v:.2f}s" for k, v in parts.items())
+    )
     print(f"ratio stage/floor {stage_s / floor_s:.2f}× (≤ 2 wanted); scores identical to the floor's: {same}")
-    record("bench_bm25", {"replicas": args.replicas, "conditions": args.conditions, "pairs": result.pairs_needed,
-                          "floor_s": floor_s, "stage_s": stage_s, "ratio": stage_s / floor_s, "identical": same,
-                          **{f"{k}_s": v for k, v in parts.items()}})
+    record(
+        "bench_bm25",
+        {
+            "replicas": args.replicas,
+            "conditions": args.conditions,
+            "pairs": result.pairs_needed,
+            "floor_s": floor_s,
+            "stage_s": stage_s,
+            "ratio": stage_s / floor_s,
+            "identical": same,
+            **{f"{k}_s": v for k, v in parts.items()},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,10 @@ def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_trai
 
     rng = random.Random(25)
     words, cumulative = _vocab(rng, 30_000)
+
     def sentence(lo, hi):
         return " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(lo, hi)))
+
     docs = [{"_id": f"d{i}", "text": sentence(40, 90).capitalize() + "."} for i in range(n_passages)]
     queries = [{"_id": f"q{i}", "text": sentence(4, 12) + "?"} for i in range(n_queries)]
     qrels = [(f"q{i}", f"d{rng.randrange(n_passages)}", 1) for i in range(n_queries)]
@@ -68,7 +70,7 @@ def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_trai
                 d = rng.randrange(n_passages)
                 src = docs[d]["text"].rstrip(".").split()
                 at = rng.randrange(len(src) - 10)
-                window = " ".join(src[at:at + 10])
+                window = " ".join(src[at : at + 10])
                 window = tr_upper(window) if i % 200 == 7 else window
                 window = unicodedata.normalize("NFD", window) if i % 300 == 7 else window
                 own = text.split()
@@ -80,7 +82,7 @@ def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_trai
                 query = queries[q]["text"].rstrip("?")
                 if i % 100 == 3:
                     k = rng.randrange(len(query))
-                    query = query[:k] + ("a" if query[k] != "a" else "e") + query[k + 1:]
+                    query = query[:k] + ("a" if query[k] != "a" else "e") + query[k + 1 :]
                 planted_queries[f"q{q}"] = i + 1
             row = {"text": text, "query": query} if i < n_train_queries else {"text": text, "query": None}
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -107,14 +109,25 @@ def run_terazi(folder: Path) -> dict:
     t0, c0 = time.perf_counter(), cpu_seconds()
     ds = load_beir(folder / "bench")
     t1 = time.perf_counter()
-    r = check([ds], [TrainSource(path=str(folder / "train.jsonl"), fields=("text", "query"))], LeakageOptions(ngram=NGRAM))
+    r = check(
+        [ds], [TrainSource(path=str(folder / "train.jsonl"), fields=("text", "query"))], LeakageOptions(ngram=NGRAM)
+    )
     t2 = time.perf_counter()
     d = r.datasets[0]
-    return {"seconds": t2 - t0, "cpu": cpu_seconds() - c0, "load_seconds": t1 - t0, "check_seconds": t2 - t1,
-            "peak": peak_rss(),
-            "passages_hit": len(d.passage_hits), "queries_hit": len(d.query_hits), "train_hits": len(r.train_hits),
-            "exact_repeats": sum(x.kind == "exact" for x in d.repeats),
-            "near_repeats": sum(x.kind == "near" for x in d.repeats), "held": r.held, "held_ngrams": r.held_ngrams}
+    return {
+        "seconds": t2 - t0,
+        "cpu": cpu_seconds() - c0,
+        "load_seconds": t1 - t0,
+        "check_seconds": t2 - t1,
+        "peak": peak_rss(),
+        "passages_hit": len(d.passage_hits),
+        "queries_hit": len(d.query_hits),
+        "train_hits": len(r.train_hits),
+        "exact_repeats": sum(x.kind == "exact" for x in d.repeats),
+        "near_repeats": sum(x.kind == "near" for x in d.repeats),
+        "held": r.held,
+        "held_ngrams": r.held_ngrams,
+    }
 
 
 _APOS = re.compile("['’‘ʼ`´]")
@@ -128,7 +141,7 @@ def _plain_tokens(text: str) -> list[str]:
 
 
 def _grams(toks: list[str]) -> list[tuple[str, ...]]:
-    return [tuple(toks[i:i + NGRAM]) for i in range(len(toks) - NGRAM + 1)]
+    return [tuple(toks[i : i + NGRAM]) for i in range(len(toks) - NGRAM + 1)]
 
 
 def run_plain(folder: Path, fraction: float) -> dict:
@@ -160,22 +173,38 @@ def run_plain(folder: Path, fraction: float) -> dict:
     found: set[tuple[str, ...]] = set()
     bench_hits = repeats = 0
     with open(folder / "bench" / "queries.jsonl", encoding="utf-8") as f:
-        repeats = sum(" ".join(_plain_tokens(json.loads(line)["text"])) in train_queries
-                      for n, line in enumerate(f) if n % step == 0)
+        repeats = sum(
+            " ".join(_plain_tokens(json.loads(line)["text"])) in train_queries
+            for n, line in enumerate(f)
+            if n % step == 0
+        )
     for text in bench_texts():
         met = train_grams.intersection(_grams(_plain_tokens(text)))
         if met:
             bench_hits += 1
             found |= met
-    train_hits = sum(any(g in found for field in ("text", "query") if row[field] for g in _grams(_plain_tokens(row[field])))
-                     for row in train_rows())
-    return {"seconds": time.perf_counter() - t0, "cpu": cpu_seconds() - c0, "peak": peak_rss(), "bench_hits": bench_hits,
-            "train_hits": train_hits, "exact_repeats": repeats, "fraction": 1 / step}
+    train_hits = sum(
+        any(g in found for field in ("text", "query") if row[field] for g in _grams(_plain_tokens(row[field])))
+        for row in train_rows()
+    )
+    return {
+        "seconds": time.perf_counter() - t0,
+        "cpu": cpu_seconds() - c0,
+        "peak": peak_rss(),
+        "bench_hits": bench_hits,
+        "train_hits": train_hits,
+        "exact_repeats": repeats,
+        "fraction": 1 / step,
+    }
 
 
 def child(method: str, folder: Path, fraction: float) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", method, "--data", str(folder),
-                          "--plain-fraction", str(fraction)], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", method, "--data", str(folder), "--plain-fraction", str(fraction)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -202,33 +231,60 @@ def main() -> None:
         print(f"data written to {folder} in {time.perf_counter() - t:.0f} s")
     planted = json.loads((folder / "planted.json").read_text())
     sizes = {p.name: p.stat().st_size for p in [folder / "train.jsonl", folder / "bench" / "corpus.jsonl"]}
-    print(f"{a.train:,} training passages ({a.train_queries:,} with a query; {sizes['train.jsonl'] / 2**20:.0f} MB) "
-          f"against {a.passages:,} benchmark passages and {a.queries:,} queries "
-          f"({sizes['corpus.jsonl'] / 2**20:.0f} MB); {NGRAM}-grams; {os.cpu_count()} cores")
-    print(f"planted: {planted['planted_passages']:,} benchmark passages copied into training, "
-          f"{planted['planted_queries']:,} benchmark queries repeated (half exactly)")
+    print(
+        f"{a.train:,} training passages ({a.train_queries:,} with a query; {sizes['train.jsonl'] / 2**20:.0f} MB) "
+        f"against {a.passages:,} benchmark passages and {a.queries:,} queries "
+        f"({sizes['corpus.jsonl'] / 2**20:.0f} MB); {NGRAM}-grams; {os.cpu_count()} cores"
+    )
+    print(
+        f"planted: {planted['planted_passages']:,} benchmark passages copied into training, "
+        f"{planted['planted_queries']:,} benchmark queries repeated (half exactly)"
+    )
     t = child("terazi", folder, 1.0)
     p = child("plain", folder, a.plain_fraction)
     scale = 1 / p["fraction"]  # each of its passes is linear in one side's size, and both sides were cut alike
     plain_s, plain_cpu = p["seconds"] * scale, p["cpu"] * scale
     print(f"{'method':<28} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>12}  answer")
-    print(f"{'terazi.contamination.check':<28} {t['seconds']:>8.1f} {t['cpu']:>7.1f} {t['peak'] / 2**20:>12.0f}  "
-          f"{t['passages_hit']:,} passages + {t['queries_hit']:,} queries hit, {t['train_hits']:,} training records, "
-          f"{t['exact_repeats']:,} exact + {t['near_repeats']:,} near repeats "
-          f"(load_beir {t['load_seconds']:.1f} s + check {t['check_seconds']:.1f} s; {t['held']} side held, "
-          f"{t['held_ngrams']:,} n-grams)")
-    note = "" if p["fraction"] == 1 else f" (ran on 1/{round(1 / p['fraction'])} of each side in {p['seconds']:.1f} s: " \
-                                         f"time extrapolated ×{scale:.0f}, answer and memory of the sample)"
-    print(f"{'plain Python sets':<28} {plain_s:>8.1f} {plain_cpu:>7.1f} {p['peak'] / 2**20:>12.0f}  "
-          f"{p['bench_hits']:,} benchmark items hit, {p['train_hits']:,} training records, "
-          f"{p['exact_repeats']:,} exact repeats{note}")
-    print(f"planted overlaps found by terazi: {t['passages_hit']:,} passages hit of {planted['planted_passages']:,} "
-          f"planted; {t['exact_repeats'] + t['near_repeats']:,} repeats of {planted['planted_queries']:,} planted")
-    print(f"terazi against plain Python: {plain_s / t['seconds']:.1f}× as fast in wall time, "
-          f"{plain_cpu / t['cpu']:.1f}× in CPU time, {p['peak'] / t['peak']:.1f}× less peak memory")
-    record("bench_leakage", {"units": "seconds, bytes", "train": a.train, "passages": a.passages, "queries": a.queries,
-                             "train_queries": a.train_queries, "sizes": sizes, "planted": planted, "terazi": t,
-                             "plain": p | {"extrapolated_seconds": plain_s, "extrapolated_cpu": plain_cpu}})
+    print(
+        f"{'terazi.contamination.check':<28} {t['seconds']:>8.1f} {t['cpu']:>7.1f} {t['peak'] / 2**20:>12.0f}  "
+        f"{t['passages_hit']:,} passages + {t['queries_hit']:,} queries hit, {t['train_hits']:,} training records, "
+        f"{t['exact_repeats']:,} exact + {t['near_repeats']:,} near repeats "
+        f"(load_beir {t['load_seconds']:.1f} s + check {t['check_seconds']:.1f} s; {t['held']} side held, "
+        f"{t['held_ngrams']:,} n-grams)"
+    )
+    note = (
+        ""
+        if p["fraction"] == 1
+        else f" (ran on 1/{round(1 / p['fraction'])} of each side in {p['seconds']:.1f} s: "
+        f"time extrapolated ×{scale:.0f}, answer and memory of the sample)"
+    )
+    print(
+        f"{'plain Python sets':<28} {plain_s:>8.1f} {plain_cpu:>7.1f} {p['peak'] / 2**20:>12.0f}  "
+        f"{p['bench_hits']:,} benchmark items hit, {p['train_hits']:,} training records, "
+        f"{p['exact_repeats']:,} exact repeats{note}"
+    )
+    print(
+        f"planted overlaps found by terazi: {t['passages_hit']:,} passages hit of {planted['planted_passages']:,} "
+        f"planted; {t['exact_repeats'] + t['near_repeats']:,} repeats of {planted['planted_queries']:,} planted"
+    )
+    print(
+        f"terazi against plain Python: {plain_s / t['seconds']:.1f}× as fast in wall time, "
+        f"{plain_cpu / t['cpu']:.1f}× in CPU time, {p['peak'] / t['peak']:.1f}× less peak memory"
+    )
+    record(
+        "bench_leakage",
+        {
+            "units": "seconds, bytes",
+            "train": a.train,
+            "passages": a.passages,
+            "queries": a.queries,
+            "train_queries": a.train_queries,
+            "sizes": sizes,
+            "planted": planted,
+            "terazi": t,
+            "plain": p | {"extrapolated_seconds": plain_s, "extrapolated_cpu": plain_cpu},
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -67,7 +67,9 @@ def run_pytrec(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
         qd = pytrec_eval.parse_qrel(f)
     with open(run) as f:
         rd = pytrec_eval.parse_run(f)
-    res = pytrec_eval.RelevanceEvaluator(qd, {"ndcg_cut.10", "P.10", "recall.100", "map_cut.100", "recip_rank"}).evaluate(rd)
+    res = pytrec_eval.RelevanceEvaluator(
+        qd, {"ndcg_cut.10", "P.10", "recall.100", "map_cut.100", "recip_rank"}
+    ).evaluate(rd)
     # trec_eval's recip_rank has no cutoff: RR@10 is computed from it only where the first hit is in the top 10
     out = {m: {q: v[k] for q, v in res.items()} for m, k in MEASURES.items() if k}
     out["RR@10"] = {q: (v["recip_rank"] if v["recip_rank"] >= 0.1 else 0.0) for q, v in res.items()}
@@ -79,7 +81,13 @@ def run_ranx(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
 
     q = Qrels.from_file(str(qrels), kind="trec")
     r = Run.from_file(str(run), kind="trec")
-    names = {"nDCG@10": "ndcg@10", "RR@10": "mrr@10", "P@10": "precision@10", "R@100": "recall@100", "AP@100": "map@100"}
+    names = {
+        "nDCG@10": "ndcg@10",
+        "RR@10": "mrr@10",
+        "P@10": "precision@10",
+        "R@100": "recall@100",
+        "AP@100": "map@100",
+    }
     res = evaluate(q, r, list(names.values()), return_mean=False)
     ids = list(r.keys())
     return {m: dict(zip(ids, np.asarray(res[n]).tolist())) for m, n in names.items()}
@@ -93,7 +101,8 @@ with open(sys.argv[1]) as f:
     qrels = pytrec_eval.parse_qrel(f)
 with open(sys.argv[2]) as f:
     run = pytrec_eval.parse_run(f)
-res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "P.10", "recall.100", "map_cut.100", "recip_rank"}).evaluate(run)
+measures = {"ndcg_cut.10", "P.10", "recall.100", "map_cut.100", "recip_rank"}
+res = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
 n = len(res)
 means = {m: sum(v[k] for v in res.values()) / n for m, k in
          (("nDCG@10", "ndcg_cut_10"), ("P@10", "P_10"), ("R@100", "recall_100"), ("AP@100", "map_cut_100"))}
@@ -108,13 +117,27 @@ def whole_process(folder: Path, qrels: Path, run: Path, repeat: int) -> tuple[di
     script.write_text(PYTREC_SCRIPT)
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    terazi = [sys.executable, "-m", "terazi.cli", "score", "--qrels", str(qrels), "--run", str(run),
-              *(a for m in MEASURES for a in ("-m", m))]
-    commands = {"terazi score": terazi, "terazi score --json": terazi + ["--format", "json"],
-                "pytrec_eval script": [sys.executable, str(script), str(qrels), str(run)]}
+    terazi = [
+        sys.executable,
+        "-m",
+        "terazi.cli",
+        "score",
+        "--qrels",
+        str(qrels),
+        "--run",
+        str(run),
+        *(a for m in MEASURES for a in ("-m", m)),
+    ]
+    commands = {
+        "terazi score": terazi,
+        "terazi score --json": terazi + ["--format", "json"],
+        "pytrec_eval script": [sys.executable, str(script), str(qrels), str(run)],
+    }
     # byte-compile terazi as an installed package is (pip does it), even where PYTHONDONTWRITEBYTECODE is set;
     # pytrec_eval in site-packages is compiled already, and each tool's entry script is compiled on every run
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "terazi")], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(root / "terazi")], check=True, stdout=subprocess.DEVNULL
+    )
     ours = json.loads(subprocess.run(terazi + ["--format", "json"], env=env, check=True, capture_output=True).stdout)
     theirs = json.loads(subprocess.run(commands["pytrec_eval script"], env=env, check=True, capture_output=True).stdout)
     worst = max(abs(ours["aggregate"][m] - theirs[m]) for m in MEASURES)
@@ -149,19 +172,27 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         qrels, run = make_files(Path(tmp), args.queries, args.depth, args.corpus)
-        print(f"{args.queries} queries × {args.depth} documents from a corpus of {args.corpus}; "
-              f"measures {', '.join(MEASURES)}")
+        print(
+            f"{args.queries} queries × {args.depth} documents from a corpus of {args.corpus}; "
+            f"measures {', '.join(MEASURES)}"
+        )
         times, cpu = whole_process(Path(tmp), qrels, run, args.repeat)
-        print(f"whole process (fresh interpreter, imports, both files read, {args.repeat} interleaved runs; "
-              f"means agree within 1e-9):")
+        print(
+            f"whole process (fresh interpreter, imports, both files read, {args.repeat} interleaved runs; "
+            f"means agree within 1e-9):"
+        )
         best = {name: min(t) for name, t in times.items()}
         median = {name: statistics.median(t) for name, t in times.items()}
         for name in times:
-            print(f"{name:>20}: best {best[name]:6.3f} s   median {median[name]:6.3f} s   "
-                  f"(CPU best {min(cpu[name]):.3f} s: user + system, every thread)")
+            print(
+                f"{name:>20}: best {best[name]:6.3f} s   median {median[name]:6.3f} s   "
+                f"(CPU best {min(cpu[name]):.3f} s: user + system, every thread)"
+            )
         for name in ("terazi score", "terazi score --json"):
-            print(f"{'ratio':>20}: best {best[name] / best['pytrec_eval script']:6.2f}×   median "
-                  f"{median[name] / median['pytrec_eval script']:6.2f}×  ({name} / pytrec_eval script)")
+            print(
+                f"{'ratio':>20}: best {best[name] / best['pytrec_eval script']:6.2f}×   median "
+                f"{median[name] / median['pytrec_eval script']:6.2f}×  ({name} / pytrec_eval script)"
+            )
         print("in process (imports done; read both files + evaluate):")
         t_ours, ours = best_of(run_terazi, args.repeat, qrels, run)
         t_trec, trec = best_of(run_pytrec, args.repeat, qrels, run)
@@ -180,14 +211,27 @@ def main() -> None:
             print("ranx not installed: skipped (pip install ranx)")
         for name, t in rows:
             print(f"{name:>14}: {t:7.3f} s   ({t / t_ours:5.2f}× terazi)")
-    record("bench_metrics", {
-        "queries": args.queries, "depth": args.depth, "corpus": args.corpus, "repeat": args.repeat,
-        "whole_process_s": {name: {"walls": t, "best": best[name], "median": median[name], "cpu_best": min(cpu[name])}
-                            for name, t in times.items()},
-        "ratio_to_pytrec_eval_script": {name: {"best": best[name] / best["pytrec_eval script"],
-                                               "median": median[name] / median["pytrec_eval script"]}
-                                        for name in ("terazi score", "terazi score --json")},
-        "in_process_best_s": dict(rows)})
+    record(
+        "bench_metrics",
+        {
+            "queries": args.queries,
+            "depth": args.depth,
+            "corpus": args.corpus,
+            "repeat": args.repeat,
+            "whole_process_s": {
+                name: {"walls": t, "best": best[name], "median": median[name], "cpu_best": min(cpu[name])}
+                for name, t in times.items()
+            },
+            "ratio_to_pytrec_eval_script": {
+                name: {
+                    "best": best[name] / best["pytrec_eval script"],
+                    "median": median[name] / median["pytrec_eval script"],
+                }
+                for name in ("terazi score", "terazi score --json")
+            },
+            "in_process_best_s": dict(rows),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -94,31 +94,58 @@ def main() -> None:
         qids = beir.judged_query_ids
         q_emb = encode(enc, [beir.queries[q].text for q in qids], 32, max_length=enc.max_seq_length)
         s, rows = faiss.knn(q_emb, d_emb, 100, metric=faiss.METRIC_INNER_PRODUCT)
-        faiss_order = pl.DataFrame({"query_id": np.repeat(qids, 100), "doc_id": [doc_ids[i] for i in rows.ravel()],
-                                    "rank": np.tile(np.arange(1, 101), len(qids)), "score": s.ravel().astype(float)})
+        faiss_order = pl.DataFrame(
+            {
+                "query_id": np.repeat(qids, 100),
+                "doc_id": [doc_ids[i] for i in rows.ravel()],
+                "rank": np.tile(np.arange(1, 101), len(qids)),
+                "score": s.ravel().astype(float),
+            }
+        )
         before = evaluate(qrels, faiss_order, ["nDCG@10", "RR@10"], order="rank")
         ascending = {q: dict(sorted(r.items(), key=lambda x: (-x[1], x[0]))) for q, r in predictions.items()}
-        flipped = evaluate(qrels, pl.DataFrame(
-            [(q, d, i + 1, s) for q, r in ascending.items() for i, (d, s) in enumerate(r.items())],
-            schema=["query_id", "doc_id", "rank", "score"], orient="row"), ["nDCG@10"], order="rank")
+        flipped = evaluate(
+            qrels,
+            pl.DataFrame(
+                [(q, d, i + 1, s) for q, r in ascending.items() for i, (d, s) in enumerate(r.items())],
+                schema=["query_id", "doc_id", "rank", "score"],
+                orient="row",
+            ),
+            ["nDCG@10"],
+            order="rank",
+        )
 
     nd = ours.per_query_dict("nDCG@10")
     differ = sum(abs(nd[q] - theirs[q][0]) > 1e-6 for q in qrels)
-    print(f"XQuAD-tr with {args.copies:.0%} of its paragraphs copied: {len(texts)} passages ({tied_pairs} copies), "
-          f"{len(qrels)} questions")
+    print(
+        f"XQuAD-tr with {args.copies:.0%} of its paragraphs copied: {len(texts)} passages ({tied_pairs} copies), "
+        f"{len(qrels)} questions"
+    )
     print(f"{'':34} {'nDCG@10':>9} {'MRR@10':>9}")
     print(f"{'MTEB (mteb.evaluate)':34} {scores['ndcg_at_10']:9.5f} {scores['mrr_at_10']:9.5f}")
-    print(f"{'MTEB evaluator, per query, mean':34} {np.mean([v[0] for v in theirs.values()]):9.5f} "
-          f"{np.mean([v[1] for v in theirs.values()]):9.5f}")
+    print(
+        f"{'MTEB evaluator, per query, mean':34} {np.mean([v[0] for v in theirs.values()]):9.5f} "
+        f"{np.mean([v[1] for v in theirs.values()]):9.5f}"
+    )
     print(f"{'terazi first stage (tie rule)':34} {ours.aggregate['nDCG@10']:9.5f} {ours.aggregate['RR@10']:9.5f}")
     print(f"{'FAISS order (terazi before)':34} {before.aggregate['nDCG@10']:9.5f} {before.aggregate['RR@10']:9.5f}")
     print(f"{'MTEB scores, ids ascending':34} {flipped.aggregate['nDCG@10']:9.5f}")
     print(f"queries whose nDCG@10 differs (terazi vs MTEB, > 1e-6): {differ} of {len(qrels)}")
-    record("bench_mteb_parity", {
-        "copies": args.copies, "seed": args.seed, "passages": len(texts), "copied_passages": tied_pairs,
-        "questions": len(qrels), "mteb": {"nDCG@10": scores["ndcg_at_10"], "RR@10": scores["mrr_at_10"]},
-        "terazi": ours.aggregate, "faiss_order": before.aggregate, "mteb_ids_ascending": flipped.aggregate,
-        "queries_differing": differ})
+    record(
+        "bench_mteb_parity",
+        {
+            "copies": args.copies,
+            "seed": args.seed,
+            "passages": len(texts),
+            "copied_passages": tied_pairs,
+            "questions": len(qrels),
+            "mteb": {"nDCG@10": scores["ndcg_at_10"], "RR@10": scores["mrr_at_10"]},
+            "terazi": ours.aggregate,
+            "faiss_order": before.aggregate,
+            "mteb_ids_ascending": flipped.aggregate,
+            "queries_differing": differ,
+        },
+    )
 
 
 if __name__ == "__main__":

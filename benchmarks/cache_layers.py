@@ -16,8 +16,10 @@ def layer_table(layers: dict[str, list[dict]]) -> None:
     for name, rows in layers.items():
         flow, wall = (statistics.median(r[k] for r in rows) for k in ("flow", "wall"))
         runs = ", ".join(f"{r['flow']:.2f}" for r in rows)
-        print(f"| {name} | {flow:.2f} s ({runs}) | {flow - base['flow']:+.2f} s | "
-              f"{(flow - base['flow']) / flow:.0%} | {wall:.1f} s |")
+        print(
+            f"| {name} | {flow:.2f} s ({runs}) | {flow - base['flow']:+.2f} s | "
+            f"{(flow - base['flow']) / flow:.0%} | {wall:.1f} s |"
+        )
 
 
 def switch_off(layer: str) -> None:

@@ -57,14 +57,34 @@ from terazi.schemas import CrossEncoderSpec, DatasetSpec, LLMRerankerSpec  # noq
 # fp32 order itself depending on the batch. The scales here were chosen by measurement on the CPU at these sizes
 # (fp32 at two batch sizes, fp64 and fp16 against fp32; figures in benchmarks/results/gpu_check.md).
 SIZES = {
-    "gpu": (dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-                 initializer_range=0.05),
-            dict(hidden_size=1024, num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=8,
-                 intermediate_size=2816, initializer_range=0.05)),
-    "tiny": (dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
-                  initializer_range=0.2),
-             dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                  intermediate_size=128, initializer_range=0.2)),
+    "gpu": (
+        dict(
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            initializer_range=0.05,
+        ),
+        dict(
+            hidden_size=1024,
+            num_hidden_layers=8,
+            num_attention_heads=16,
+            num_key_value_heads=8,
+            intermediate_size=2816,
+            initializer_range=0.05,
+        ),
+    ),
+    "tiny": (
+        dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, initializer_range=0.2),
+        dict(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            initializer_range=0.2,
+        ),
+    ),
 }
 
 
@@ -78,10 +98,12 @@ def build_models(folder: Path, size: str) -> tuple[str, str]:
     ce_cfg, llm_cfg = SIZES[size]
     torch.manual_seed(0)
     ce, llm = folder / "cross-encoder", folder / "llm-reranker"
-    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, num_labels=1, max_position_embeddings=512,
-                                             **ce_cfg)).save_pretrained(ce)
-    Qwen2ForCausalLM(Qwen2Config(vocab_size=tok.vocab_size, max_position_embeddings=1024, tie_word_embeddings=True,
-                                 **llm_cfg)).save_pretrained(llm)
+    BertForSequenceClassification(
+        BertConfig(vocab_size=tok.vocab_size, num_labels=1, max_position_embeddings=512, **ce_cfg)
+    ).save_pretrained(ce)
+    Qwen2ForCausalLM(
+        Qwen2Config(vocab_size=tok.vocab_size, max_position_embeddings=1024, tie_word_embeddings=True, **llm_cfg)
+    ).save_pretrained(llm)
     for f in (ce, llm):
         tok.save_pretrained(f)
     return str(ce), str(llm)
@@ -105,10 +127,11 @@ def demo_corpus(cache: str) -> CorpusTable:
 
 
 def agreement(ref: np.ndarray, other: np.ndarray, groups: list[int], tolerance: float) -> tuple[float, int, int]:
-    """(mean Kendall tau per query, flipped pairs, pairs fp32 separates by more than `tolerance` × the query's range)."""
+    """(mean Kendall tau per query, flipped pairs, pairs fp32 separates by more than `tolerance` × the query's
+    range)."""
     taus, flips, clear, start = [], 0, 0, 0
     for n in groups:
-        a, b = ref[start:start + n], other[start:start + n]
+        a, b = ref[start : start + n], other[start : start + n]
         start += n
         i, j = np.triu_indices(n, 1)
         da, db = a[i] - a[j], b[i] - b[j]
@@ -120,8 +143,9 @@ def agreement(ref: np.ndarray, other: np.ndarray, groups: list[int], tolerance: 
     return float(np.mean(taus)), flips, clear
 
 
-def check(model: str, kind: str, precision: str, device: str, groups: list[list[Pair]], cache: str,
-          passes: int) -> tuple[np.ndarray, dict, Metered]:
+def check(
+    model: str, kind: str, precision: str, device: str, groups: list[list[Pair]], cache: str, passes: int
+) -> tuple[np.ndarray, dict, Metered]:
     """Scores of all pairs through the reranking stage's scorer, with its warm pairs/s: one full batch to warm up at
     the real batch shape, then `passes` timed passes (median, slowest, fastest), the scores those of the first."""
     if kind == "cross-encoder":
@@ -130,7 +154,7 @@ def check(model: str, kind: str, precision: str, device: str, groups: list[list[
         spec = LLMRerankerSpec(name="llm", kind=kind, model=model, max_length=512, device=device, precision=precision)
     scorer = make_scorer(spec, demo_corpus(cache), "", True, cache)  # the reranking stage's factory
     pairs = [p for g in groups for p in g]
-    scorer.score(pairs[:scorer.batch_size])  # load, first-call set-up, one batch of the real shape: untimed
+    scorer.score(pairs[: scorer.batch_size])  # load, first-call set-up, one batch of the real shape: untimed
     rates, scores = [], None
     for _ in range(max(1, passes)):
         items, seconds = scorer.items, scorer.seconds
@@ -138,21 +162,34 @@ def check(model: str, kind: str, precision: str, device: str, groups: list[list[
         rates.append((scorer.items - items) / max(scorer.seconds - seconds, 1e-9))
         scores = out if scores is None else scores
     cost = scorer.cost()
-    return scores, {"pairs_per_s": round(float(np.median(rates)), 1),
-                    "pairs_per_s_range": [round(min(rates), 1), round(max(rates), 1)], "passes": len(rates),
-                    "batch_size": cost.batch_size, "identity": scorer.identity}, scorer
+    return (
+        scores,
+        {
+            "pairs_per_s": round(float(np.median(rates)), 1),
+            "pairs_per_s_range": [round(min(rates), 1), round(max(rates), 1)],
+            "passes": len(rates),
+            "batch_size": cost.batch_size,
+            "identity": scorer.identity,
+        },
+        scorer,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny models: checks the script")
-    parser.add_argument("--tolerance", type=float, default=0.02, help="share of a query's fp32 score range beyond "
-                                                                        "which two candidates must keep their order")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.02,
+        help="share of a query's fp32 score range beyond which two candidates must keep their order",
+    )
     parser.add_argument("--max-flips", type=int, default=0, help="flips allowed per model in fp16")
     parser.add_argument("--judge-bf16", action="store_true", help="hold bf16 to the same tolerance")
     parser.add_argument("--queries", type=int, default=None, help="demo queries (default: 51 on CUDA, 8 dry)")
-    parser.add_argument("--passes", type=int, default=None, help="timed passes per model and precision (default: 5 "
-                                                                 "on CUDA, 2 dry)")
+    parser.add_argument(
+        "--passes", type=int, default=None, help="timed passes per model and precision (default: 5 on CUDA, 2 dry)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
 
@@ -161,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         device, size, precisions = "cpu", "tiny", ["fp32", "fp16", "bf16"]
     elif not torch.cuda.is_available():
-        print("gpu_check: skipped, no CUDA device (torch.cuda.is_available() is False); --dry-run checks the script "
-              "on the CPU")
+        print(
+            "gpu_check: skipped, no CUDA device (torch.cuda.is_available() is False); --dry-run checks the script "
+            "on the CPU"
+        )
         return 0
     else:
         device, size = "cuda", "gpu"
@@ -193,8 +232,12 @@ def main(argv: list[str] | None = None) -> int:
                         row["verdict"] = "stable"
                 else:
                     tau, flips, clear = agreement(ref, scores, sizes, args.tolerance)
-                    row |= {"max_abs_diff": float(np.abs(scores - ref).max()), "kendall_tau": round(tau, 4),
-                            "flips": flips, "separated_pairs": clear}
+                    row |= {
+                        "max_abs_diff": float(np.abs(scores - ref).max()),
+                        "kendall_tau": round(tau, 4),
+                        "flips": flips,
+                        "separated_pairs": clear,
+                    }
                     if precision in judged and flips > args.max_flips:
                         failed, row["verdict"] = True, f"FAIL: {flips} flips > {args.max_flips}"
                     else:
@@ -205,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 print("  ".join(f"{k}={v}" for k, v in row.items() if k != "identity"), flush=True)
     seconds = round(time.perf_counter() - start, 1)
-    print(f"gpu_check: {'FAILED' if failed else 'passed'} in {seconds}s (tolerance {args.tolerance:.0%} of each "
-          f"query's fp32 range, at most {args.max_flips} flips; judged: {', '.join(sorted(judged))})")
+    print(
+        f"gpu_check: {'FAILED' if failed else 'passed'} in {seconds}s (tolerance {args.tolerance:.0%} of each "
+        f"query's fp32 range, at most {args.max_flips} flips; judged: {', '.join(sorted(judged))})"
+    )
     if args.out:
         args.out.write_text(json.dumps({"device": device, "seconds": seconds, "rows": rows}, indent=1))
     return 1 if failed else 0

@@ -7,10 +7,10 @@ False positives: pairs of sides that share no copy, so every hit is a shared 8-w
 (or one that folding made up): XQuAD-tr against the demo both ways, and XQuAD-tr's articles split in two halves
 (paragraphs and questions of the first half against those of the second); repeats are counted with the default
 near threshold (rapidfuzz ratio 90), where folding could make two different short questions one. Copies found:
-XQuAD-tr against training copies of its own paragraphs and questions as real training data holds them, upper-cased
-by a non-Turkish tool (`str.upper`: i → I, so Turkish lowercasing reads ı), typed without Turkish letters, or both. Each setting is run
-with `fold_ascii` off and on; "Turkish I" is the casefolding before issue 37 (İ → i, I → ı), "any I" today's
-(İ, I, ı, i → i).
+XQuAD-tr against training copies of its own paragraphs and questions as real training data holds them, upper-cased by a
+non-Turkish tool (`str.upper`: i → I, so Turkish lowercasing reads ı), typed without Turkish letters, or both. Each
+setting is run with `fold_ascii` off and on; "Turkish I" is the casefolding before issue 37 (İ → i, I → ı), "any I"
+today's (İ, I, ı, i → i).
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ def beir_halves(folder: Path, out: Path) -> tuple[Path, Path]:
     for k, keep in enumerate((lambda d: d in half, lambda d: d not in half)):
         judged = [(q, d, int(g)) for q, d, g in qrels if keep(d)]
         ids = {q for q, _, _ in judged}
-        parts.append(write_beir(out / f"half{k}", [d for d in docs if keep(d["_id"])],
-                                [q for q in queries if q["_id"] in ids], judged))
+        parts.append(
+            write_beir(
+                out / f"half{k}", [d for d in docs if keep(d["_id"])], [q for q in queries if q["_id"] in ids], judged
+            )
+        )
     return parts[0], parts[1]
 
 
@@ -50,15 +53,16 @@ def copies(folder: Path, out: Path) -> dict[str, Path]:
     tools would have copied them."""
     from terazi.turkish import to_ascii
 
-    texts = [(field, json.loads(line)["text"]) for name, field in (("corpus.jsonl", "text"), ("queries.jsonl", "query"))
-             for line in (folder / name).read_text(encoding="utf-8").splitlines()]
-    ways = {"upper (str.upper)": str.upper, "no Turkish letters": to_ascii,
-            "both": lambda t: to_ascii(t).upper()}
+    texts = [
+        (field, json.loads(line)["text"])
+        for name, field in (("corpus.jsonl", "text"), ("queries.jsonl", "query"))
+        for line in (folder / name).read_text(encoding="utf-8").splitlines()
+    ]
+    ways = {"upper (str.upper)": str.upper, "no Turkish letters": to_ascii, "both": lambda t: to_ascii(t).upper()}
     files = {}
     for name, way in ways.items():
         path = out / f"copies-{len(files)}.jsonl"
-        path.write_text("".join(json.dumps({f: way(t)}, ensure_ascii=False) + "\n" for f, t in texts),
-                        encoding="utf-8")
+        path.write_text("".join(json.dumps({f: way(t)}, ensure_ascii=False) + "\n" for f, t in texts), encoding="utf-8")
         files[name] = path
     return files
 
@@ -73,8 +77,11 @@ def hits(bench: Path, train: Path, fold_ascii: bool, turkish_i: bool) -> tuple[i
     if turkish_i:
         normalize._folded = turkish_i_folded
     fields = ("text",) if train.is_dir() else ("text", "query")  # a BEIR folder is read as corpus and queries
-    result = check([load_beir(bench, name=bench.name)], [TrainSource(path=str(train), fields=fields)],
-                   LeakageOptions(fold_ascii=fold_ascii))
+    result = check(
+        [load_beir(bench, name=bench.name)],
+        [TrainSource(path=str(train), fields=fields)],
+        LeakageOptions(fold_ascii=fold_ascii),
+    )
     d = result.datasets[0]
     return len(d.query_hits), len(d.passage_hits), len(result.train_hits), len(d.repeats)
 
@@ -95,34 +102,53 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="terazi-folding-"))
     xquad = work / "xquad-tr"
-    subprocess.run([sys.executable, "-m", "terazi.cli", "convert-squad", args.xquad, str(xquad)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "terazi.cli", "convert-squad", args.xquad, str(xquad)], check=True, capture_output=True
+    )
     demo = ROOT / "terazi" / "demo"
     a, b = beir_halves(xquad, work)
-    settings = [("XQuAD-tr vs demo", xquad, demo), ("demo vs XQuAD-tr", demo, xquad),
-                ("XQuAD-tr half 1 vs half 2", a, b)]
+    settings = [
+        ("XQuAD-tr vs demo", xquad, demo),
+        ("demo vs XQuAD-tr", demo, xquad),
+        ("XQuAD-tr half 1 vs half 2", a, b),
+    ]
     settings += [(f"XQuAD-tr vs its copies: {name}", xquad, path) for name, path in copies(xquad, work).items()]
-    print("| benchmark vs training | casefolding | fold_ascii | queries hit | passages hit | training records hit | "
-          "queries repeated |")
+    print(
+        "| benchmark vs training | casefolding | fold_ascii | queries hit | passages hit | training records hit | "
+        "queries repeated |"
+    )
     print("|---|---|---|---|---|---|---|")
     rows = []
     for label, bench, train in settings:
         for turkish_i in (True, False):
             for fold in (False, True):
                 q, p, t, r = _fresh(bench, train, fold, turkish_i)
-                print(f"| {label} | {'Turkish I' if turkish_i else 'any I'} | {'on' if fold else 'off'} | {q} | {p} "
-                      f"| {t} | {r} |", flush=True)
-                rows.append({"setting": label, "casefolding": "Turkish I" if turkish_i else "any I",
-                             "fold_ascii": fold, "queries_hit": q, "passages_hit": p, "training_records_hit": t,
-                             "queries_repeated": r})
+                print(
+                    f"| {label} | {'Turkish I' if turkish_i else 'any I'} | {'on' if fold else 'off'} | {q} | {p} "
+                    f"| {t} | {r} |",
+                    flush=True,
+                )
+                rows.append(
+                    {
+                        "setting": label,
+                        "casefolding": "Turkish I" if turkish_i else "any I",
+                        "fold_ascii": fold,
+                        "queries_hit": q,
+                        "passages_hit": p,
+                        "training_records_hit": t,
+                        "queries_repeated": r,
+                    }
+                )
     record("leakage_folding", {"rows": rows})
 
 
 def _fresh(bench: Path, train: Path, fold: bool, turkish_i: bool) -> tuple[int, int, int, int]:
     """One setting in a process of its own (the old casefolding is patched in, never left behind)."""
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.leakage_folding import hits; "
-            f"print(*hits(__import__('pathlib').Path({str(bench)!r}), __import__('pathlib').Path({str(train)!r}), "
-            f"{fold}, {turkish_i}))")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.leakage_folding import hits; "
+        f"print(*hits(__import__('pathlib').Path({str(bench)!r}), __import__('pathlib').Path({str(train)!r}), "
+        f"{fold}, {turkish_i}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     return int(out[-4]), int(out[-3]), int(out[-2]), int(out[-1])
 

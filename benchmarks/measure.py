@@ -14,20 +14,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 XQUAD = ROOT.parent / "shared" / "data" / "xquad" / "xquad.tr.json"
 STAGES = {  # task function → stage (a task run's key is the function's name and a hash)
-    "preflight": "preflight", "corrupt_queries": "corrupt", "plan_retrieval": "first-stage plan",
-    "encode_shard": "encode", "search": "search", "add_isolated": "isolated", "first_stage_ranking": "first-stage row",
-    "plan_rerank": "rerank plan", "score_chunk": "rerank chunks", "finish_rerank": "rankings", "fuse_systems": "fusion",
-    "score_system": "per-query metrics", "build_leaderboard": "statistics+tables", "export_runs": "export runs/",
+    "preflight": "preflight",
+    "corrupt_queries": "corrupt",
+    "plan_retrieval": "first-stage plan",
+    "encode_shard": "encode",
+    "search": "search",
+    "add_isolated": "isolated",
+    "first_stage_ranking": "first-stage row",
+    "plan_rerank": "rerank plan",
+    "score_chunk": "rerank chunks",
+    "finish_rerank": "rankings",
+    "fuse_systems": "fusion",
+    "score_system": "per-query metrics",
+    "build_leaderboard": "statistics+tables",
+    "export_runs": "export runs/",
     "publish_candidates": "publish candidates",
 }
 
 
 def environment(prefect_home: Path) -> dict:
     """What scripts/quiet-prefect.sh sets, with Prefect's state in the benchmark's folder."""
-    return {**os.environ, "PREFECT_HOME": str(prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", "TOKENIZERS_PARALLELISM": "false",
-            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "PREFECT_HOME": str(prefect_home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def dataset(kind: str, replicas: int, folder: Path) -> Path:
@@ -74,8 +92,8 @@ def task_runs(flow_run_id: str) -> tuple[float, list]:
             runs, page = [], 200  # the API answers a page at a time: a benchmark-sized run has more task runs
             while len(runs) % page == 0:
                 more = await client.read_task_runs(
-                    flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), limit=page,
-                    offset=len(runs))
+                    flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), limit=page, offset=len(runs)
+                )
                 runs += more
                 if not more:
                     break
@@ -99,8 +117,11 @@ def stages(runs: list, samples: list, flow_start: float, flow_end: float) -> dic
             spans.setdefault(stage, []).append((r.start_time.timestamp(), r.end_time.timestamp()))
     bounds = {s: (min(b for b, _ in v), max(e for _, e in v)) for s, v in spans.items()}
     first, last = min(b for b, _ in bounds.values()), max(e for _, e in bounds.values())
-    bounds = {"before the first task": (flow_start, first), **dict(sorted(bounds.items(), key=lambda kv: kv[1][0])),
-              "after the last task": (last, flow_end)}
+    bounds = {
+        "before the first task": (flow_start, first),
+        **dict(sorted(bounds.items(), key=lambda kv: kv[1][0])),
+        "after the last task": (last, flow_end),
+    }
     out = {}
     for s, (b, e) in bounds.items():
         inside = [rss for t, rss in samples if b - 0.05 <= t <= e + 0.05]

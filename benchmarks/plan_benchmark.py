@@ -29,15 +29,30 @@ RERANKERS = 6
 DEPTH, RERANK_DEPTH = 100, 30
 
 
-def plan(datasets: dict[str, tuple[int, int]], pairs_per_second: float, docs_per_second: float, workers: int,
-         conditions: int = CONDITIONS, rerankers: int = RERANKERS, rerank_depth: int = RERANK_DEPTH) -> list[dict]:
+def plan(
+    datasets: dict[str, tuple[int, int]],
+    pairs_per_second: float,
+    docs_per_second: float,
+    workers: int,
+    conditions: int = CONDITIONS,
+    rerankers: int = RERANKERS,
+    rerank_depth: int = RERANK_DEPTH,
+) -> list[dict]:
     rows = []
     for name, (docs, queries) in datasets.items():
         variants = queries * conditions
         pairs = variants * rerank_depth  # per reranker; conditions that leave a query unchanged repeat pairs
-        rows.append({"dataset": name, "passages": docs, "queries": queries, "variants": variants, "pairs": pairs,
-                     "encode_h": (docs + variants) / docs_per_second / 3600,
-                     "rerank_h": pairs * rerankers / pairs_per_second / 3600})
+        rows.append(
+            {
+                "dataset": name,
+                "passages": docs,
+                "queries": queries,
+                "variants": variants,
+                "pairs": pairs,
+                "encode_h": (docs + variants) / docs_per_second / 3600,
+                "rerank_h": pairs * rerankers / pairs_per_second / 3600,
+            }
+        )
     total = {k: sum(r[k] for r in rows) for k in ("passages", "queries", "variants", "pairs", "encode_h", "rerank_h")}
     rows.append({"dataset": "total", **total})
     for r in rows:
@@ -49,8 +64,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", action="append", default=[], help="NAME=PASSAGES,QUERIES (repeatable)")
     ap.add_argument("--pairs-per-second", type=float, default=3.0, help="measured reranker throughput per worker")
-    ap.add_argument("--docs-per-second", type=float, help="measured encoder throughput per worker (default: the pair "
-                                                         "rate, same backbone and length)")
+    ap.add_argument(
+        "--docs-per-second",
+        type=float,
+        help="measured encoder throughput per worker (default: the pair rate, same backbone and length)",
+    )
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--rerankers", type=int, default=RERANKERS)
     args = ap.parse_args()
@@ -61,15 +79,21 @@ def main() -> None:
         datasets[name] = (docs, queries)
     args.docs_per_second = args.docs_per_second or args.pairs_per_second
     rows = plan(datasets, args.pairs_per_second, args.docs_per_second, args.workers, rerankers=args.rerankers)
-    print(f"{len(datasets)} datasets, {CONDITIONS} conditions, {args.rerankers} rerankers at top {RERANK_DEPTH} of "
-          f"{DEPTH}; {args.pairs_per_second:g} pairs/s and {args.docs_per_second:g} passages/s per worker, "
-          f"{args.workers} worker(s)\n")
-    print("| dataset | passages | queries | query variants | pairs per reranker | encoding h | reranking h "
-          f"(all {args.rerankers}) | wall h on {args.workers} |")
+    print(
+        f"{len(datasets)} datasets, {CONDITIONS} conditions, {args.rerankers} rerankers at top {RERANK_DEPTH} of "
+        f"{DEPTH}; {args.pairs_per_second:g} pairs/s and {args.docs_per_second:g} passages/s per worker, "
+        f"{args.workers} worker(s)\n"
+    )
+    print(
+        "| dataset | passages | queries | query variants | pairs per reranker | encoding h | reranking h "
+        f"(all {args.rerankers}) | wall h on {args.workers} |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['dataset']} | {r['passages']:,} | {r['queries']:,} | {r['variants']:,} | {r['pairs']:,} | "
-              f"{r['encode_h']:,.1f} | {r['rerank_h']:,.1f} | {r['wall_h']:,.1f} |")
+        print(
+            f"| {r['dataset']} | {r['passages']:,} | {r['queries']:,} | {r['variants']:,} | {r['pairs']:,} | "
+            f"{r['encode_h']:,.1f} | {r['rerank_h']:,.1f} | {r['wall_h']:,.1f} |"
+        )
     missing = [n for n in ("dmm", "arzuhal") if n not in datasets]
     if missing:
         print(f"\nnot included (sizes not published in the card): {', '.join(missing)}; add them with --dataset")

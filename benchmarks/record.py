@@ -29,6 +29,7 @@ CODE = ("terazi", "flows", "tasks", "schemas", "deployments", "benchmarks/*.py")
 
 def commit() -> str:
     """The short hash of HEAD, `+changes` when the measured code differs from it; `unknown` outside a checkout."""
+
     def git(*args: str) -> str:
         out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
         return out.stdout.strip() if out.returncode == 0 else ""
@@ -43,11 +44,16 @@ def record(name: str, figures: dict, folder: Path = RESULTS) -> Path:
     """Write `figures` (JSON-able: numbers, strings, lists, dicts) as `folder/<name>.json` with the date, the commit,
     the command and the machine's load; returns the file."""
     load = [round(x, 2) for x in os.getloadavg()]
-    body = {"benchmark": name, "command": " ".join([Path(sys.argv[0]).as_posix().removeprefix(f"{ROOT.as_posix()}/"),
-                                                    *sys.argv[1:]]),
-            "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "commit": commit(),
-            "machine": f"{os.cpu_count()} cores, load {' '.join(f'{x:.1f}' for x in load)}", "cpus": os.cpu_count(),
-            "load": load, "figures": _rounded(figures)}
+    body = {
+        "benchmark": name,
+        "command": " ".join([Path(sys.argv[0]).as_posix().removeprefix(f"{ROOT.as_posix()}/"), *sys.argv[1:]]),
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "commit": commit(),
+        "machine": f"{os.cpu_count()} cores, load {' '.join(f'{x:.1f}' for x in load)}",
+        "cpus": os.cpu_count(),
+        "load": load,
+        "figures": _rounded(figures),
+    }
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")

@@ -23,12 +23,20 @@ def bi_encoder(folder: Path, hidden: int = 64, layers: int = 2, max_length: int 
         return str(folder / "st")
     torch.manual_seed(0)
     tok = _tokenizer()
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                         num_attention_heads=2, intermediate_size=2 * hidden)).save_pretrained(folder / "hf")
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=2 * hidden,
+        )
+    ).save_pretrained(folder / "hf")
     tok.save_pretrained(folder / "hf")
     word = models.Transformer(str(folder / "hf"), max_seq_length=max_length)
     SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()]).save(
-        str(folder / "st"), create_model_card=False)
+        str(folder / "st"), create_model_card=False
+    )
     return str(folder / "st")
 
 
@@ -41,9 +49,16 @@ def cross_encoder(folder: Path, hidden: int = 64, layers: int = 2) -> str:
         return str(folder)
     torch.manual_seed(0)
     tok = _tokenizer()
-    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                                             num_attention_heads=2, intermediate_size=2 * hidden,
-                                             num_labels=1)).save_pretrained(folder)
+    BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=2 * hidden,
+            num_labels=1,
+        )
+    ).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 

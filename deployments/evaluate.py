@@ -44,18 +44,26 @@ def form_defaults(config: EvalConfig, policy: ServicePolicy | None = None) -> di
     return {"config": body}
 
 
-def deployments(config: EvalConfig, policy: ServicePolicy, cron: str = "0 2 * * *",
-                timezone: str = "Europe/Istanbul") -> list:
+def deployments(
+    config: EvalConfig, policy: ServicePolicy, cron: str = "0 2 * * *", timezone: str = "Europe/Istanbul"
+) -> list:
     """The ad-hoc deployment (defaults: `config` within `policy`) and the nightly one (on `cron` in `timezone`)."""
     params = form_defaults(config, policy)
     return [
-        evaluate.to_deployment(name="ad-hoc", parameters=params, tags=["terazi"],
-                               description="Evaluate with any EvalConfig: Run › Custom run shows every parameter with "
-                                           "its default and description."),
-        nightly.to_deployment(name="nightly", parameters=params, tags=["terazi", "nightly"],
-                              schedule=Cron(cron, timezone=timezone),
-                              description="Nightly benchmark: publishes what changed since the previous nightly of "
-                                          "the same benchmark."),
+        evaluate.to_deployment(
+            name="ad-hoc",
+            parameters=params,
+            tags=["terazi"],
+            description="Evaluate with any EvalConfig: Run › Custom run shows every parameter with "
+            "its default and description.",
+        ),
+        nightly.to_deployment(
+            name="nightly",
+            parameters=params,
+            tags=["terazi", "nightly"],
+            schedule=Cron(cron, timezone=timezone),
+            description="Nightly benchmark: publishes what changed since the previous nightly of the same benchmark.",
+        ),
     ]
 
 

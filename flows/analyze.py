@@ -38,15 +38,22 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
             parts = stage_results(found.of_stage(found.stages[0]), config, out)
             protocol_task(roots, parts["datasets"], config.as_eval_config(found.conditions), out, [])
         run.finish(config, candidates=[], **parts)
-    log.info("analysed %d dataset(s), %d system(s) in %.1fs: %s", len(found.datasets), len(found.systems),
-             run.manifest.seconds, out)
+    log.info(
+        "analysed %d dataset(s), %d system(s) in %.1fs: %s",
+        len(found.datasets),
+        len(found.systems),
+        run.manifest.seconds,
+        out,
+    )
     return run.manifest
 
 
 def stage_results(found: Inventory, config: AnalyzeConfig, out: str) -> dict:
     """The runs of `found` imported and aggregated into `out`; the manifest's parts."""
-    futures = [import_task.submit(d, found.settings[d.name], found.conditions, found.systems, config.metrics, out)
-               for d in found.datasets]
+    futures = [
+        import_task.submit(d, found.settings[d.name], found.conditions, found.systems, config.metrics, out)
+        for d in found.datasets
+    ]
     datasets, variants, rankings, scores = [], [], [], []
     for f in futures:
         manifest, ds_variants, ds_rankings, ds_scores = f.result()
@@ -55,10 +62,17 @@ def stage_results(found: Inventory, config: AnalyzeConfig, out: str) -> dict:
         rankings += ds_rankings
         scores += ds_scores
     identity = analysis_identity(config, datasets, variants, rankings)
-    board = aggregate_task(datasets, variants, [], scores, config.as_eval_config(found.conditions), out, identity,
-                           rankings)
-    return {"benchmark": identity, "datasets": datasets, "variants": variants, "reranks": rankings, "scores": scores,
-            "leaderboard": board}
+    board = aggregate_task(
+        datasets, variants, [], scores, config.as_eval_config(found.conditions), out, identity, rankings
+    )
+    return {
+        "benchmark": identity,
+        "datasets": datasets,
+        "variants": variants,
+        "reranks": rankings,
+        "scores": scores,
+        "leaderboard": board,
+    }
 
 
 @flow(name="terazi-analyze", validate_parameters=True)

@@ -80,12 +80,15 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
         roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
         variants, stages = [], {s.name: FirstStageResults() for s in config.stages}
         with model_runner(config) as submit:
-            steps = Steps(call=lambda task, *a, **k: task(*a, **k), spawn=lambda task, *a, **k: task.submit(*a, **k),
-                          model=submit)
+            steps = Steps(
+                call=lambda task, *a, **k: task(*a, **k), spawn=lambda task, *a, **k: task.submit(*a, **k), model=submit
+            )
             for ds in datasets:
                 # 1. the query variants of every condition
-                conditions = [corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out, cache)
-                              for c in config.conditions]
+                conditions = [
+                    corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out, cache)
+                    for c in config.conditions
+                ]
                 ds_variants = [f.result() for f in conditions]
                 variants += ds_variants
                 for spec in config.stages:
@@ -96,8 +99,10 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
                     ranked = rank_rows(steps, ds, pool, pool_variants, config, cache, o)
-                    per_query = [score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache,
-                                                   ties=config.ties) for r in ranked]
+                    per_query = [
+                        score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache, ties=config.ties)
+                        for r in ranked
+                    ]
                     sweeps = depth_sweep(ds, pool, ranked, config, o)
                     done.scores += [f.result() for f in per_query]
                     done.depths += [f.result() for f in sweeps]
@@ -114,8 +119,17 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
             for i, ds in enumerate(datasets):
                 shared += shared_pairs_task(ds, {n: s.pools[i] for n, s in stages.items()}, config, cache)
             protocol_task(roots, datasets, config, out, shared)
-        run.finish(config, benchmark=identity, datasets=datasets, variants=variants, candidates=main.candidates,
-                   reranks=main.rankings, scores=main.scores, leaderboard=board, shared_pairs=shared)
+        run.finish(
+            config,
+            benchmark=identity,
+            datasets=datasets,
+            variants=variants,
+            candidates=main.candidates,
+            reranks=main.rankings,
+            scores=main.scores,
+            leaderboard=board,
+            shared_pairs=shared,
+        )
     log.info("finished in %.1fs: %s", run.manifest.seconds, out)
     return run.manifest
 
@@ -142,14 +156,30 @@ class FirstStageResults:
     pools: list[tuple[CandidateSet, list[VariantSet]]] = field(default_factory=list)  # what the rows reordered
 
 
-def results(datasets: list[DatasetManifest], variants: list[VariantSet], done: FirstStageResults, config: EvalConfig,
-            out: str, cache: str) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
+def results(
+    datasets: list[DatasetManifest],
+    variants: list[VariantSet],
+    done: FirstStageResults,
+    config: EvalConfig,
+    out: str,
+    cache: str,
+) -> tuple[BenchmarkIdentity, list[LeaderboardRow]]:
     """One first stage's results in `out`: the statistics and every table, runs/ for every TREC tool, the frozen
     candidates. The statistics and the runs one after the other: side by side, the statistics' per-query tables and
     the runs' blocks add up (benchmarks/bench_scale_up.py), for no time on a machine whose cores each already use."""
     identity = benchmark_identity(config, datasets, done.candidates)
-    board = aggregate_task(datasets, variants, done.candidates, done.scores, config, out, identity,
-                           reranks=done.rankings, depths=done.depths, cache_dir=cache)
+    board = aggregate_task(
+        datasets,
+        variants,
+        done.candidates,
+        done.scores,
+        config,
+        out,
+        identity,
+        reranks=done.rankings,
+        depths=done.depths,
+        cache_dir=cache,
+    )
     export_task(datasets, variants, done.rankings, out, cache)
     for cs in done.candidates:
         publish_candidates_task(cs, out)
@@ -165,20 +195,40 @@ def evaluate(config: EvalConfig) -> RunManifest:
     return refusals_as_failed(lambda: evaluation(enforce_if_served(config), run_kind()))
 
 
-def first_stage(steps: Steps, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec,
-                config: EvalConfig, cache: str) -> CandidateSet:
+def first_stage(
+    steps: Steps, ds: DatasetManifest, variants: list[VariantSet], spec: FirstStageSpec, config: EvalConfig, cache: str
+) -> CandidateSet:
     """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), else `dense_first_stage`
     (reused, imported from the dataset's `first_stage_runs`, or encoded and searched)."""
     if spec.kind == "bm25":
         return steps.call(bm25_retrieval_task, ds, variants, spec, config.depth, cache)
     external = {d.label: d.first_stage_runs for d in config.datasets}.get(ds.name)
-    return dense_first_stage(steps, ds, variants, spec.encoder or config.encoder, config.depth, cache, config.offline,
-                             config.candidates.get(ds.name), config.scale, external)
+    return dense_first_stage(
+        steps,
+        ds,
+        variants,
+        spec.encoder or config.encoder,
+        config.depth,
+        cache,
+        config.offline,
+        config.candidates.get(ds.name),
+        config.scale,
+        external,
+    )
 
 
-def dense_first_stage(steps: Steps, ds: DatasetManifest, variants: list[VariantSet], encoder: EncoderSpec, depth: int,
-                      cache: str, offline: bool, frozen: str | None, scale: ScaleSpec,
-                      external: str | None) -> CandidateSet:
+def dense_first_stage(
+    steps: Steps,
+    ds: DatasetManifest,
+    variants: list[VariantSet],
+    encoder: EncoderSpec,
+    depth: int,
+    cache: str,
+    offline: bool,
+    frozen: str | None,
+    scale: ScaleSpec,
+    external: str | None,
+) -> CandidateSet:
     """An encoder's frozen candidates: reused, imported from TREC runs made elsewhere, or named (`frozen`), else
     encoded shard by shard on the model runner, then searched."""
     plan = steps.call(retrieval_plan_task, ds, variants, encoder, depth, cache, offline, frozen, scale, external)
@@ -190,14 +240,35 @@ def dense_first_stage(steps: Steps, ds: DatasetManifest, variants: list[VariantS
     return steps.call(search_task, plan, ds, variants, [f.result() for f in corpus], [f.result() for f in queries])
 
 
-def rank_rows(steps: Steps, ds: DatasetManifest, pool: CandidateSet, pool_variants: list[VariantSet],
-              config: EvalConfig, cache: str, out: str) -> list[RerankResult]:
+def rank_rows(
+    steps: Steps,
+    ds: DatasetManifest,
+    pool: CandidateSet,
+    pool_variants: list[VariantSet],
+    config: EvalConfig,
+    cache: str,
+    out: str,
+) -> list[RerankResult]:
     """The first stage's own row, each model row (a plan, its chunks on the model runner, the ranking), then each
     fusion of rows listed above it, in the config's order."""
     rows = {FIRST_STAGE: steps.spawn(first_stage_task, ds, pool, out, cache)}
-    plans = [steps.spawn(rerank_plan_task, ds, pool, pool_variants, spec, config.rerank_depth, cache, config.scale,
-                         config.offline, config.sweep_depth, config.ties)
-             for spec in config.rerankers if spec.kind != "rrf"]
+    plans = [
+        steps.spawn(
+            rerank_plan_task,
+            ds,
+            pool,
+            pool_variants,
+            spec,
+            config.rerank_depth,
+            cache,
+            config.scale,
+            config.offline,
+            config.sweep_depth,
+            config.ties,
+        )
+        for spec in config.rerankers
+        if spec.kind != "rrf"
+    ]
     chunks = {}
     for plan in (p.result() for p in plans):
         chunks[plan.system] = [steps.model(rerank_chunk_task, plan=plan, chunk=i) for i in range(len(plan.chunks))]
@@ -207,18 +278,25 @@ def rank_rows(steps: Steps, ds: DatasetManifest, pool: CandidateSet, pool_varian
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
-            ranked[spec.name] = steps.call(fuse_task, ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth,
-                                           out, cache, config.ties)
+            ranked[spec.name] = steps.call(
+                fuse_task, ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out, cache, config.ties
+            )
     return list(ranked.values())
 
 
-def depth_sweep(ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig,
-                out: str) -> list[PrefectFuture]:
+def depth_sweep(
+    ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig, out: str
+) -> list[PrefectFuture]:
     """With `rerank_depths`: the first stage's ceiling and each model row's headline at every depth (fusions and the
     first stage's own row have no scores of their own to sweep); nothing without."""
     if not config.rerank_depths:
         return []
     models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
-    return [ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
-            *(sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
-              for r in ranked if r.system in models)]
+    return [
+        ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
+        *(
+            sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
+            for r in ranked
+            if r.system in models
+        ),
+    ]

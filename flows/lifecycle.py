@@ -43,16 +43,23 @@ class OpenRun:
 
     def finish(self, config: BaseModel, **parts) -> RunManifest:
         """The manifest of the completed run (what it measured: `parts`), written when the `with` block ends."""
-        self.manifest = RunManifest(terazi_version=__version__, run_dir=str(self.path), kind=self.kind,
-                                    flow_run_id=current_flow_run_id(), started=self.started,
-                                    seconds=round(time.perf_counter() - self.clock, 2),
-                                    config=json.loads(config.model_dump_json()), **parts)
+        self.manifest = RunManifest(
+            terazi_version=__version__,
+            run_dir=str(self.path),
+            kind=self.kind,
+            flow_run_id=current_flow_run_id(),
+            started=self.started,
+            seconds=round(time.perf_counter() - self.clock, 2),
+            config=json.loads(config.model_dump_json()),
+            **parts,
+        )
         return self.manifest
 
 
 @contextmanager
-def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefix: str,
-                   cache_dir: str | None = None) -> Iterator[OpenRun]:
+def results_folder(
+    out_dir: str, run_name: str | None, kind: str, artifact_prefix: str, cache_dir: str | None = None
+) -> Iterator[OpenRun]:
     """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
     `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
     with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
@@ -64,8 +71,13 @@ def results_folder(out_dir: str, run_name: str | None, kind: str, artifact_prefi
                 raise RuntimeError("the run ended without its manifest")
             folder.finish(run.path, run.manifest.model_dump_json(indent=2))
         except BaseException as e:
-            full = disk_full(e, {"results folder": (run.path, "--out"),
-                                 **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {})})
+            full = disk_full(
+                e,
+                {
+                    "results folder": (run.path, "--out"),
+                    **({"cache folder": (Path(cache_dir), "--cache")} if cache_dir else {}),
+                },
+            )
             error = str(full or f"{type(e).__name__}: {e}".removesuffix(": "))
             signum = getattr(e, "signal", None) or shutdown.stopped_by()  # Prefect's TerminationSignal names it
             if not signum:
@@ -90,9 +102,13 @@ def publish(run_dir: Path, prefix: str) -> None:
     if layout.is_complete():  # the card reads the manifest
         featured = json.loads(layout.tables_json.read_text(encoding="utf-8"))["featured"]["system"]
         card = build_card(run_dir, featured)
-        items.append(Artifact("card", f"model card evaluation section of {featured} (terazi card), with its Hugging "
-                                      "Face model-index",
-                              markdown=card.markdown() + "\n```yaml\n" + card.model_index_yaml() + "\n```\n"))
+        items.append(
+            Artifact(
+                "card",
+                f"model card evaluation section of {featured} (terazi card), with its Hugging Face model-index",
+                markdown=card.markdown() + "\n```yaml\n" + card.model_index_yaml() + "\n```\n",
+            )
+        )
     post(items, prefix)
 
 

@@ -29,6 +29,9 @@ def tonight(config: EvalConfig) -> str:
     manifest = evaluation(config, "nightly")
     text = since_last_nightly(manifest, config)
     RunLayout(manifest.run_dir).changes_md.write_text(text)
-    create_markdown_artifact(markdown=text, key=f"{artifact_prefix(config, 'nightly')}-changes",
-                             description="what changed since the previous nightly of this benchmark")
+    create_markdown_artifact(
+        markdown=text,
+        key=f"{artifact_prefix(config, 'nightly')}-changes",
+        description="what changed since the previous nightly of this benchmark",
+    )
     return text

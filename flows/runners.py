@@ -18,8 +18,14 @@ def make_task_runner(config: EvalConfig):
 
         if config.task_runner_address:
             return DaskTaskRunner(address=config.task_runner_address)
-        return DaskTaskRunner(cluster_kwargs={"n_workers": config.task_runner_workers, "threads_per_worker": 1,
-                                              "processes": True, "resources": config.scale.worker_resources or None})
+        return DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": config.task_runner_workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "resources": config.scale.worker_resources or None,
+            }
+        )
     from prefect_ray import RayTaskRunner
 
     return RayTaskRunner(address=config.task_runner_address) if config.task_runner_address else RayTaskRunner()
@@ -28,8 +34,11 @@ def make_task_runner(config: EvalConfig):
 def ray_options(resources: dict[str, float]) -> dict:
     """Worker resources as Ray remote options: GPU and CPU counts, any other name a custom resource."""
     extra = {k: v for k, v in resources.items() if k not in ("GPU", "CPU")}
-    return {**({"num_gpus": resources["GPU"]} if "GPU" in resources else {}),
-            **({"num_cpus": resources["CPU"]} if "CPU" in resources else {}), **({"resources": extra} if extra else {})}
+    return {
+        **({"num_gpus": resources["GPU"]} if "GPU" in resources else {}),
+        **({"num_cpus": resources["CPU"]} if "CPU" in resources else {}),
+        **({"resources": extra} if extra else {}),
+    }
 
 
 def resource_context(kind: str, resources: dict[str, float]):

@@ -45,8 +45,9 @@ def crash_stale_runs(out_dir: str) -> None:
         try:
             with get_client(sync_client=True) as client:
                 if client.read_flow_run(flow_run_id).state.is_running():
-                    client.set_flow_run_state(flow_run_id, Crashed(message=f"process gone; results {folder} incomplete"),
-                                              force=True)
+                    client.set_flow_run_state(
+                        flow_run_id, Crashed(message=f"process gone; results {folder} incomplete"), force=True
+                    )
         except Exception as e:  # another server's run, or no longer known: the folder marker is what matters
             log.debug("could not mark flow run %s crashed: %s", flow_run_id, e)
 

@@ -18,24 +18,36 @@ class AnalyzeConfig(StrictModel):
     """A runs folder (qrels/, runs/, optional changed/ and datasets.yaml) and how to analyse it. The statistics
     settings mean what they mean in `EvalConfig`, with the same defaults."""
 
-    folder: str = Field(description="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
-                                    "optional changed/<dataset>/<condition>.txt and datasets.yaml")
+    folder: str = Field(
+        description="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
+        "optional changed/<dataset>/<condition>.txt and datasets.yaml"
+    )
     benchmark: str = Field(_EVAL["benchmark"].default, pattern=BENCHMARK, description=_EVAL["benchmark"].description)
-    conditions: list[SlugName] | None = Field(None, description="conditions to analyse, in this order ('clean' is "
-                                                                "always first); default: every condition found")
-    metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description)
+    conditions: list[SlugName] | None = Field(
+        None,
+        description="conditions to analyse, in this order ('clean' is always first); default: every condition found",
+    )
+    metrics: list[MeasureName] = Field(
+        default_factory=lambda: ["nDCG@10", "RR@10"], description=_EVAL["metrics"].description
+    )
     headline: MeasureName = Field(_EVAL["headline"].default, description=_EVAL["headline"].description)
-    first_stages: list[SlugName] | None = Field(None, description="runs of several first stages (files named "
-                                                "<first stage>~<system>.trec): their order, the first one's results "
-                                                "fill the results folder, each other's first-stages/<name>/; "
-                                                "default: sorted")
+    first_stages: list[SlugName] | None = Field(
+        None,
+        description="runs of several first stages (files named "
+        "<first stage>~<system>.trec): their order, the first one's results "
+        "fill the results folder, each other's first-stages/<name>/; "
+        "default: sorted",
+    )
     seed: int = Field(_EVAL["seed"].default, description="seed of the bootstrap")
-    bootstrap_resamples: int = Field(_EVAL["bootstrap_resamples"].default, ge=100,
-                                     description=_EVAL["bootstrap_resamples"].description)
+    bootstrap_resamples: int = Field(
+        _EVAL["bootstrap_resamples"].default, ge=100, description=_EVAL["bootstrap_resamples"].description
+    )
     confidence: float = Field(_EVAL["confidence"].default, gt=0.5, lt=1, description=_EVAL["confidence"].description)
     holm: bool = Field(_EVAL["holm"].default, description=_EVAL["holm"].description)
     borda: Literal["per-task", "mteb"] = Field(_EVAL["borda"].default, description=_EVAL["borda"].description)
-    retention: Literal["macro", "pooled"] = Field(_EVAL["retention"].default, description=_EVAL["retention"].description)
+    retention: Literal["macro", "pooled"] = Field(
+        _EVAL["retention"].default, description=_EVAL["retention"].description
+    )
     featured: SlugName | None = Field(None, description=_EVAL["featured"].description)
     labels: Literal["en", "tr"] = Field(_EVAL["labels"].default, description=_EVAL["labels"].description)
     out_dir: str = Field(_EVAL["out_dir"].default, description=_EVAL["out_dir"].description)
@@ -65,7 +77,21 @@ class AnalyzeConfig(StrictModel):
         validation because conditions of runs made elsewhere may have any safe name, not only terazi's corruption
         names."""
         return EvalConfig.model_construct(
-            benchmark=self.benchmark, datasets=[], conditions=conditions, metrics=self.metrics, headline=self.headline,
-            seed=self.seed, bootstrap_resamples=self.bootstrap_resamples, confidence=self.confidence, holm=self.holm,
-            borda=self.borda, retention=self.retention, featured=self.featured, labels=self.labels,
-            out_dir=self.out_dir, run_name=self.run_name, exclude=self.exclude, exclude_by=self.exclude_by)
+            benchmark=self.benchmark,
+            datasets=[],
+            conditions=conditions,
+            metrics=self.metrics,
+            headline=self.headline,
+            seed=self.seed,
+            bootstrap_resamples=self.bootstrap_resamples,
+            confidence=self.confidence,
+            holm=self.holm,
+            borda=self.borda,
+            retention=self.retention,
+            featured=self.featured,
+            labels=self.labels,
+            out_dir=self.out_dir,
+            run_name=self.run_name,
+            exclude=self.exclude,
+            exclude_by=self.exclude_by,
+        )

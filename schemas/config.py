@@ -38,32 +38,45 @@ class VariantPair(StrictModel):
 
     base: SlugName = Field(description="the reference row, e.g. kalbur")
     variant: SlugName = Field(description="the row judged against it, e.g. kalbur-int8")
-    label: str | None = Field(None, max_length=100, description="how the sentence names the variant, e.g. 'int8 sürüm' "
-                                                                "(default: 'VARIANT vs BASE')")
+    label: str | None = Field(
+        None,
+        max_length=100,
+        description="how the sentence names the variant, e.g. 'int8 sürüm' (default: 'VARIANT vs BASE')",
+    )
 
 
-EXCLUDE = ("leakage output folder (`terazi leakage --out`): every headline is also reported without the queries it "
-           "lists for each dataset, beside the full one, with the paired interval of the difference "
-           "(decontaminated.csv)")
-EXCLUDE_BY = ("queries: leave out the contaminated queries (n-gram hits and repeats: <dataset>/queries.txt); "
-              "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)")
+EXCLUDE = (
+    "leakage output folder (`terazi leakage --out`): every headline is also reported without the queries it "
+    "lists for each dataset, beside the full one, with the paired interval of the difference "
+    "(decontaminated.csv)"
+)
+EXCLUDE_BY = (
+    "queries: leave out the contaminated queries (n-gram hits and repeats: <dataset>/queries.txt); "
+    "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)"
+)
 
 
-TIES = ("how a ranking made from scores orders tied documents, part of the metric contract printed with every table: "
-        "trec = score, then document id descending, as trec_eval, pytrec_eval, BEIR and MTEB do (every first stage "
-        "ranks so); first-stage = a reranked head keeps tied documents in first-stage order (trec tools reading its "
-        "run files then break those ties by document id instead)")
+TIES = (
+    "how a ranking made from scores orders tied documents, part of the metric contract printed with every table: "
+    "trec = score, then document id descending, as trec_eval, pytrec_eval, BEIR and MTEB do (every first stage "
+    "ranks so); first-stage = a reranked head keeps tied documents in first-stage order (trec tools reading its "
+    "run files then break those ties by document id instead)"
+)
 
 
-RERANK_DEPTHS = ("depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
-                 "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
-                 "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep")
+RERANK_DEPTHS = (
+    "depth sweep, e.g. [10, 20, 30, 50, 100] (each ≤ depth; rerank_depth is added): the clean queries' "
+    "top max(rerank_depths) are scored once and every depth is ranked from those scores, with the "
+    "first stage's ceiling at each depth (depths.csv, ceiling.csv); default: no sweep"
+)
 
 
-FIRST_STAGES = ("named first stages, e.g. [{name: dense, kind: dense}, {name: bm25, kind: bm25}]: every reranker "
-                "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
-                "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
-                "default: the dense `encoder:` alone")
+FIRST_STAGES = (
+    "named first stages, e.g. [{name: dense, kind: dense}, {name: bm25, kind: bm25}]: every reranker "
+    "reranks each one's candidates (shared pairs scored once); the first one's results fill the results "
+    "folder, each other's first-stages/<name>/, and protocol.csv says whether the rerankers' order holds; "
+    "default: the dense `encoder:` alone"
+)
 
 
 def measures(config: object) -> None:
@@ -98,64 +111,100 @@ class EvalConfig(StrictModel):
     """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
     form and Python; the method they reproduce is described in docs/method.md."""
 
-    benchmark: str = Field("terazi", pattern=BENCHMARK,
-                           description="name of the benchmark (lowercase letters, digits, '-'): the nightly compares "
-                                       "runs of the same benchmark, and Prefect artifact keys start with it")
-    datasets: list[DatasetSpec] = Field(min_length=1, description="datasets to evaluate on: BEIR folders or named "
-                                                                 "datasets (hf:, mteb:, ir_datasets:)")
+    benchmark: str = Field(
+        "terazi",
+        pattern=BENCHMARK,
+        description="name of the benchmark (lowercase letters, digits, '-'): the nightly compares "
+        "runs of the same benchmark, and Prefect artifact keys start with it",
+    )
+    datasets: list[DatasetSpec] = Field(
+        min_length=1, description="datasets to evaluate on: BEIR folders or named datasets (hf:, mteb:, ir_datasets:)"
+    )
     encoder: EncoderSpec = Field(default_factory=EncoderSpec, description="first-stage dense retrieval")
     first_stages: list[FirstStageSpec] | None = Field(None, min_length=1, description=FIRST_STAGES)
-    rerankers: list[RerankerSpec] = Field(default_factory=default_rerankers,
-                                          description="rows of the leaderboard besides the first stage; each entry's "
-                                                      "'kind' decides its fields")
-    conditions: list[Condition] = Field(default_factory=lambda: [CLEAN, "upper", "ascii_full", "mobile", "typo"],
-                                        description="query conditions; 'clean' is always included")
+    rerankers: list[RerankerSpec] = Field(
+        default_factory=default_rerankers,
+        description="rows of the leaderboard besides the first stage; each entry's 'kind' decides its fields",
+    )
+    conditions: list[Condition] = Field(
+        default_factory=lambda: [CLEAN, "upper", "ascii_full", "mobile", "typo"],
+        description="query conditions; 'clean' is always included",
+    )
     corruption: CorruptionSpec = Field(default_factory=CorruptionSpec, description="parameters of the corruptions")
-    candidates: dict[str, str] = Field(default_factory=dict,
-                                       description="dataset name → frozen candidate fingerprint to reuse as it is")
+    candidates: dict[str, str] = Field(
+        default_factory=dict, description="dataset name → frozen candidate fingerprint to reuse as it is"
+    )
     depth: int = Field(100, ge=1, description="first-stage candidates per query")
-    rerank_depth: int = Field(30, ge=1, description="candidates each reranker rescores (≤ depth): the leaderboard's "
-                                                    "depth")
+    rerank_depth: int = Field(
+        30, ge=1, description="candidates each reranker rescores (≤ depth): the leaderboard's depth"
+    )
     rerank_depths: list[int] | None = Field(None, min_length=1, description=RERANK_DEPTHS)
     metrics: list[MeasureName] = Field(default_factory=lambda: ["nDCG@10", "RR@10"], description="measures per query")
     ties: Literal["trec", "first-stage"] = Field("trec", description=TIES)
     headline: MeasureName = Field("nDCG@10", description="measure of the leaderboard (added to metrics)")
     borda: Literal["per-task", "mteb"] = Field(
-        "per-task", description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
-                                "mteb = N is every system with any result (MTEB's code)")
+        "per-task",
+        description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
+        "mteb = N is every system with any result (MTEB's code)",
+    )
     seed: int = Field(13, description="seed of the corruptions and the bootstrap")
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals")
     holm: bool = Field(False, description="Holm correction across the cells of each pairwise comparison")
     retention: Literal["macro", "pooled"] = Field(
-        "macro", description="how retention (corrupted / clean over the queries a condition changed) combines "
-                             "datasets: macro = mean over ranked datasets of each dataset's ratio (the Kalbur card's "
-                             "Koruma); pooled = ratio of the dataset-balanced means")
+        "macro",
+        description="how retention (corrupted / clean over the queries a condition changed) combines "
+        "datasets: macro = mean over ranked datasets of each dataset's ratio (the Kalbur card's "
+        "Koruma); pooled = ratio of the dataset-balanced means",
+    )
     robustness: Literal["end-to-end", "both"] = Field(
-        "both", description="end-to-end: corrupted queries go through the first stage and the reranker (the card's "
-                            "setting); both: also the isolated setting, each reranker reordering the clean query's "
-                            "candidates with the corrupted text, so the reranker's loss is told apart from the first "
-                            "stage's (costs the pairs not already scored end to end)")
-    featured: SlugName | None = Field(None, description="system whose significant cells against every other system "
-                                                        "are listed with their deltas (default: the top system)")
-    labels: Literal["en", "tr"] = Field("en", description="display labels of conditions and columns: en = the "
-                                                          "condition names; tr = Temiz, BÜYÜK HARF, Türkçe karaktersiz, "
-                                                          "Mobil, Koruma, … as in the Kalbur card")
-    variants: list[VariantPair] = Field(default_factory=list, description="pairs of rows to judge against each other "
-                                                                          "(a model and its int8 or ONNX copy): "
-                                                                          "difference, interval, speed and size ratio")
-    subset: int | None = Field(1000, ge=2, description="judged variants: seeded sample of this many clean queries of "
-                                                         "the ranked datasets (all of them when fewer; none: all)")
-    task_runner: Literal["thread", "dask", "ray"] = Field("thread", description="where model tasks run: threads in "
-                                                          "this process, a Dask cluster or a Ray cluster")
+        "both",
+        description="end-to-end: corrupted queries go through the first stage and the reranker (the card's "
+        "setting); both: also the isolated setting, each reranker reordering the clean query's "
+        "candidates with the corrupted text, so the reranker's loss is told apart from the first "
+        "stage's (costs the pairs not already scored end to end)",
+    )
+    featured: SlugName | None = Field(
+        None,
+        description="system whose significant cells against every other system "
+        "are listed with their deltas (default: the top system)",
+    )
+    labels: Literal["en", "tr"] = Field(
+        "en",
+        description="display labels of conditions and columns: en = the "
+        "condition names; tr = Temiz, BÜYÜK HARF, Türkçe karaktersiz, "
+        "Mobil, Koruma, … as in the Kalbur card",
+    )
+    variants: list[VariantPair] = Field(
+        default_factory=list,
+        description="pairs of rows to judge against each other "
+        "(a model and its int8 or ONNX copy): "
+        "difference, interval, speed and size ratio",
+    )
+    subset: int | None = Field(
+        1000,
+        ge=2,
+        description="judged variants: seeded sample of this many clean queries of "
+        "the ranked datasets (all of them when fewer; none: all)",
+    )
+    task_runner: Literal["thread", "dask", "ray"] = Field(
+        "thread", description="where model tasks run: threads in this process, a Dask cluster or a Ray cluster"
+    )
     task_runner_workers: int = Field(2, ge=1, description="local Dask workers (when no address is given)")
-    task_runner_address: str | None = Field(None, description="existing Dask scheduler or Ray cluster address "
-                                                              "(a served deployment accepts only its server's)")
+    task_runner_address: str | None = Field(
+        None,
+        description="existing Dask scheduler or Ray cluster address (a served deployment accepts only its server's)",
+    )
     scale: ScaleSpec = Field(default_factory=ScaleSpec, description="shards, chunks and the shared score store")
-    out_dir: str = Field("results", description="results folder: absolute, or relative to the folder terazi runs "
-                                                "in (a served deployment keeps it inside its results root)")
-    cache_dir: str = Field(".terazi-cache", description="frozen candidates, embeddings and the score cache: "
-                                                       "absolute or relative like out_dir")
+    out_dir: str = Field(
+        "results",
+        description="results folder: absolute, or relative to the folder terazi runs "
+        "in (a served deployment keeps it inside its results root)",
+    )
+    cache_dir: str = Field(
+        ".terazi-cache",
+        description="cache folder (frozen candidates, embeddings, the score cache): absolute, or relative like out_dir",
+    )
     run_name: SlugName | None = Field(None, description="results sub-folder; default: a UTC time stamp")
     offline: bool = Field(False, description="never contact a model hub")
     exclude: str | None = Field(None, description=EXCLUDE)
@@ -179,32 +228,39 @@ class EvalConfig(StrictModel):
     def _consistent(self) -> EvalConfig:
         measures(self)
         if self.rerank_depth > self.depth:
-            raise FieldsError(("rerank_depth", "depth"), f"rerank_depth ({self.rerank_depth}) exceeds depth "
-                                                         f"({self.depth})")
+            raise FieldsError(
+                ("rerank_depth", "depth"), f"rerank_depth ({self.rerank_depth}) exceeds depth ({self.depth})"
+            )
         if self.rerank_depths is not None:
             if min(self.rerank_depths) < 1 or max(self.rerank_depths) > self.depth:
-                raise FieldsError(("rerank_depths", "depth"), f"rerank_depths {self.rerank_depths} must lie in "
-                                                              f"1..depth ({self.depth})")
+                raise FieldsError(
+                    ("rerank_depths", "depth"),
+                    f"rerank_depths {self.rerank_depths} must lie in 1..depth ({self.depth})",
+                )
             self.rerank_depths = sorted({*self.rerank_depths, self.rerank_depth})
         given = [d.name for d in self.datasets if d.name]
         if len({n.lower() for n in given}) != len(given):
             raise FieldsError("datasets", f"dataset names must be unique, got {given}")
-        derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given):]
+        derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given) :]
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         labels = [d.label for d in self.datasets]
         both = [d.label for d in self.datasets if d.first_stage_runs and d.label in self.candidates]
         if both:
-            raise FieldsError(("candidates", "datasets"), f"dataset(s) {both} have both frozen candidates and "
-                                                          "first_stage_runs: choose one")
+            raise FieldsError(
+                ("candidates", "datasets"),
+                f"dataset(s) {both} have both frozen candidates and first_stage_runs: choose one",
+            )
         stages = [s.name for s in self.first_stages or []]
         if len({n.lower() for n in stages}) != len(stages):
             raise FieldsError("first_stages", f"first stage names must be unique, got {stages}")
         lexical = any(s.kind == "bm25" for s in self.first_stages or [])
         if lexical and (self.candidates or any(d.first_stage_runs for d in self.datasets)):
-            raise FieldsError(("first_stages", "candidates" if self.candidates else "datasets"),
-                              "a bm25 first stage retrieves its own candidates; drop `candidates` and the datasets' "
-                              "first_stage_runs, or the bm25 first stage")
+            raise FieldsError(
+                ("first_stages", "candidates" if self.candidates else "datasets"),
+                "a bm25 first stage retrieves its own candidates; drop `candidates` and the datasets' "
+                "first_stage_runs, or the bm25 first stage",
+            )
         stray = [k for k in self.candidates if k not in labels]
         if stray:
             raise FieldsError("candidates", f"candidates given for unknown dataset(s) {stray}; datasets: {labels}")
@@ -215,17 +271,23 @@ class EvalConfig(StrictModel):
         for i, r in enumerate(self.rerankers):
             missing = [f for f in getattr(r, "fuse", []) if f not in earlier]
             if missing:
-                raise FieldsError(f"rerankers.{i}.fuse", f"reranker {r.name!r} fuses {missing}: fuse only first-stage "
-                                                         "or rows listed above it")
+                raise FieldsError(
+                    f"rerankers.{i}.fuse",
+                    f"reranker {r.name!r} fuses {missing}: fuse only first-stage or rows listed above it",
+                )
             earlier.add(r.name)
         for i, v in enumerate(self.variants):
             unknown = [n for n in (v.base, v.variant) if n not in earlier]
             if unknown or v.base == v.variant:
-                raise FieldsError(f"variants.{i}", f"{v.variant!r} vs {v.base!r} must name two different rows; rows: "
-                                                   f"{sorted(earlier)}")
+                raise FieldsError(
+                    f"variants.{i}",
+                    f"{v.variant!r} vs {v.base!r} must name two different rows; rows: {sorted(earlier)}",
+                )
         if self.featured is not None and self.featured not in earlier:
-            raise FieldsError("featured", f"featured system {self.featured!r} is not a row of the leaderboard; rows: "
-                                          f"{sorted(earlier)}")
+            raise FieldsError(
+                "featured",
+                f"featured system {self.featured!r} is not a row of the leaderboard; rows: {sorted(earlier)}",
+            )
         return self
 
     @property
@@ -250,17 +312,25 @@ class EvalConfig(StrictModel):
     def models(self) -> list[tuple[str, str, str | None, bool]]:
         """(where in the config, model, revision, trust_remote_code) of every model the run loads."""
         out = [("encoder", self.encoder.model, self.encoder.revision, self.encoder.trust_remote_code)]
-        out += [(f"first_stages.{f.name}.encoder", f.encoder.model, f.encoder.revision, f.encoder.trust_remote_code)
-                for f in self.first_stages or [] if f.encoder]
-        out += [(f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
-                for r in self.rerankers if r.kind in MODEL_KINDS]
+        out += [
+            (f"first_stages.{f.name}.encoder", f.encoder.model, f.encoder.revision, f.encoder.trust_remote_code)
+            for f in self.first_stages or []
+            if f.encoder
+        ]
+        out += [
+            (f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
+            for r in self.rerankers
+            if r.kind in MODEL_KINDS
+        ]
         return out
 
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(what the run writes, the folders it reads) for `terazi.paths.disjoint`: outputs never overlap inputs.
         Without a run name the results folder is a new time-stamped one under out_dir."""
-        outputs = [("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>"))),
-                   ("cache folder", self.cache_dir)]
+        outputs = [
+            ("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>"))),
+            ("cache folder", self.cache_dir),
+        ]
         inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]
         inputs += [("first-stage runs folder", d.first_stage_runs) for d in self.datasets if d.first_stage_runs]
         return outputs, inputs + ([("exclude folder", self.exclude)] if self.exclude else [])

@@ -20,10 +20,10 @@ class MobileSpec(StrictModel):
     apostrophe: float = _p(0.8, "per apostrophe before a suffix: dropped, the suffix joined (Ankara'da → Ankarada)")
     separator: float = _p(0.7, "per hyphen or slash between words or numbers: typed as a space (ve/veya → ve veya)")
     punctuation: float = _p(0.9, "per punctuation mark (? ! , ; : quotes, brackets, a final full stop): left out")
-    particle: float = _p(0.5, "per question particle mı/mi/mu/mü: joined to the word before (geliyor mu → geliyor"
-                              "mu)")
-    verb: float = _p(0.5, "per verb: colloquial ending, -(ı)yor → -(ı)yo and, on listed verb stems, -acak/-ecek → "
-                          "-cak/-cek")
+    particle: float = _p(0.5, "per question particle mı/mi/mu/mü: joined to the word before (geliyor mu → geliyormu)")
+    verb: float = _p(
+        0.5, "per verb: colloquial ending, -(ı)yor → -(ı)yo and, on listed verb stems, -acak/-ecek → -cak/-cek"
+    )
     bir: float = _p(0.4, "per 'bir': typed 'bi'")
     bir_sey: float = _p(0.6, "per 'bir şey'/'birşey': typed 'bişey'")
     degil: float = _p(0.3, "per 'değil': typed 'diil'")
@@ -33,16 +33,21 @@ class MobileSpec(StrictModel):
     slip: float = _p(0.05, "per word of 3+ letters: one letter replaced by a neighbouring key")
 
 
-
 class CorruptionSpec(StrictModel):
     """Parameters of the query corruptions (see terazi.corrupt and docs/corruptions.md)."""
 
     samples: int = Field(1, ge=1, description="seeded samples per query for stochastic conditions")
-    typo_rate: float = Field(0.05, gt=0, le=1, description="typo: expected edits per letter (a query of n letters "
-                                                            "gets typo_rate × n edits on average)")
-    typo_min_edits: int = Field(0, ge=0, le=5, description="typo: resample until at least this many edits (0: none "
-                                                            "forced, queries may stay unchanged)")
+    typo_rate: float = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="typo: expected edits per letter (a query of n letters gets typo_rate × n edits on average)",
+    )
+    typo_min_edits: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="typo: resample until at least this many edits (0: none forced, queries may stay unchanged)",
+    )
     ascii_partial_rate: float = Field(0.5, gt=0, le=1, description="ascii_partial: share of Turkish letters stripped")
     mobile: MobileSpec = Field(default_factory=MobileSpec, description="mobile: probability of each phone-typing rule")
-
-

@@ -21,14 +21,29 @@ def _slug(v: str) -> str:
     return v
 
 
-SlugName = Annotated[str, AfterValidator(_slug),
-                     Field(json_schema_extra={"pattern": SLUG}, description=f"a name used in file names: {SLUG_HELP}")]
+SlugName = Annotated[
+    str,
+    AfterValidator(_slug),
+    Field(json_schema_extra={"pattern": SLUG}, description=f"a name used in file names: {SLUG_HELP}"),
+]
 CONDITION_PATTERN = r"^(" + "|".join(CONDITIONS) + r")(\+(" + "|".join(CONDITIONS) + r"))*$"
-Condition = Annotated[str, Field(pattern=CONDITION_PATTERN, description="one of " + ", ".join(CONDITIONS)
-                                 + "; compose with '+', e.g. upper+typo", examples=["upper", "upper+typo"])]
-MeasureName = Annotated[str, Field(min_length=2, description="a measure with its cutoff, e.g. nDCG@10, RR@10, R@100, "
-                               "P@10, AP, Judged@10; RR(rel=2)@10 sets the relevance threshold",
-                               examples=["nDCG@10", "RR@10", "R@100"])]
+Condition = Annotated[
+    str,
+    Field(
+        pattern=CONDITION_PATTERN,
+        description="one of " + ", ".join(CONDITIONS) + "; compose with '+', e.g. upper+typo",
+        examples=["upper", "upper+typo"],
+    ),
+]
+MeasureName = Annotated[
+    str,
+    Field(
+        min_length=2,
+        description="a measure with its cutoff, e.g. nDCG@10, RR@10, R@100, "
+        "P@10, AP, Judged@10; RR(rel=2)@10 sets the relevance threshold",
+        examples=["nDCG@10", "RR@10", "R@100"],
+    ),
+]
 
 
 BENCHMARK = r"^[a-z0-9][a-z0-9-]{0,62}$"

@@ -246,10 +246,11 @@ class RunLayout:
 
 
 class LeakageLayout:
-    """The output folder of `terazi leakage` (terazi.contamination.report writes it; an evaluation's `exclude` reads it):
+    """The output folder of `terazi leakage` (terazi.contamination.report writes it; an evaluation's `exclude` reads
+    it):
 
-        summary.json report.md report.html train_hits.txt
-        <dataset>/queries.txt passages.txt relevant_hit.txt train_hits.txt repeats.tsv
+    summary.json report.md report.html train_hits.txt
+    <dataset>/queries.txt passages.txt relevant_hit.txt train_hits.txt repeats.tsv
     """
 
     def __init__(self, root: str | Path):

@@ -23,12 +23,21 @@ class TrainSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str = Field(min_length=1, description="a .jsonl/.ndjson/.parquet/.txt file (.gz too), a folder of them, a "
-                                                "BEIR folder, a `datasets` save_to_disk folder, or hf:ORG/NAME")
-    fields: tuple[str, ...] = Field(default=("text",), min_length=1, description="the fields that hold text")
-    queries: tuple[str, ...] | None = Field(None, description="which of them are queries (compared for repeats); "
-                                                              "default: those named query, question, queries, "
-                                                              "questions or anchor")
+    path: str = Field(
+        min_length=1,
+        description="training source: a .jsonl/.ndjson/.parquet/.txt file (.gz too), a "
+        "folder of them, a BEIR folder, a `datasets` save_to_disk folder, or "
+        "hf:ORG/NAME (from the local Hugging Face cache)",
+    )
+    fields: tuple[str, ...] = Field(
+        default=("text",), min_length=1, description="the fields of a record that hold text, e.g. text and query"
+    )
+    queries: tuple[str, ...] | None = Field(
+        None,
+        description="which of them are queries (compared for repeats); "
+        "default: those named query, question, queries, "
+        "questions or anchor",
+    )
     split: str | None = Field(None, description="a `datasets` table's split (default: train, else the only one)")
     name: str | None = Field(None, description="the source's name in the outputs (default: its file or folder)")
 
@@ -75,42 +84,91 @@ class LeakageOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    ngram: int = Field(8, ge=2, le=64, description="words in a shared sequence that counts as leakage")
-    fold_ascii: bool = Field(True, description="also match copies typed without Turkish letters (ç→c, ş→s, …): on "
-                                               "XQuAD-tr and the demo it found no pair that is not a copy "
-                                               "(benchmarks/leakage_folding.py); false: Turkish letters must match")
-    near_threshold: float | None = Field(90.0, ge=50, le=100, description="rapidfuzz ratio from which a training "
-                                         "query is a near repeat of a benchmark query; null: exact repeats only")
-    max_examples: int = Field(10, ge=0, le=1000, description="examples kept per dataset, of queries and of "
-                              "passages each")
-    batch: int = Field(20_000, ge=100, le=1_000_000, description="texts (records, on the training side) read and "
-                       "hashed at a time")
-    hold: Literal["auto", "benchmark", "training"] = Field("auto", description="the side whose n-grams are held in "
-                                                          "memory; auto: the one whose files are smaller")
+    ngram: int = Field(
+        8,
+        ge=2,
+        le=64,
+        description="words in a shared sequence that counts as leakage (8 is the Kalbur "
+        "card's rule; lm-evaluation-harness uses 13)",
+    )
+    fold_ascii: bool = Field(
+        True,
+        description="also match copies typed without Turkish letters (ç→c, ş→s, …): on "
+        "XQuAD-tr and the demo it found no pair that is not a copy "
+        "(benchmarks/leakage_folding.py); false: Turkish letters must match",
+    )
+    near_threshold: float | None = Field(
+        90.0,
+        ge=50,
+        le=100,
+        description="rapidfuzz ratio from which a training "
+        "query is a near repeat of a benchmark query; null (none on the command line): exact repeats only",
+    )
+    max_examples: int = Field(
+        10, ge=0, le=1000, description="examples kept per dataset, of queries and of passages each"
+    )
+    batch: int = Field(
+        20_000, ge=100, le=1_000_000, description="texts (records, on the training side) read and hashed at a time"
+    )
+    hold: Literal["auto", "benchmark", "training"] = Field(
+        "auto", description="the side whose n-grams are held in memory; auto: the one whose files are smaller"
+    )
+
+
+def read_near_threshold(text: str) -> float | None:
+    """`--near-threshold 85` as `near_threshold`, or none/off/exact (null) for exact repeats only."""
+    if text.strip().lower() in ("none", "off", "exact"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"--near-threshold {text!r}: expected a rapidfuzz ratio (50 to 100) or none") from None
 
 
 class LeakageConfig(StrictModel):
     """One leakage check: the benchmark datasets, the training sources, how to check and where to write. The
     `terazi-leakage` flow's parameter (the Prefect UI renders it as a form), and what `terazi leakage` builds."""
 
-    datasets: list[DatasetSpec] = Field(min_length=1, description="benchmark datasets: BEIR folders or named "
-                                                                 "datasets (hf:, mteb:, ir_datasets:)")
-    train: list[TrainSource] = Field(min_length=1, description="training sources: a path, or {path, fields, "
-                                                              "queries, split, name}")
+    datasets: list[DatasetSpec] = Field(
+        min_length=1, description="benchmark datasets: BEIR folders or named datasets (hf:, mteb:, ir_datasets:)"
+    )
+    train: list[TrainSource] = Field(
+        min_length=1, description="training sources: a path, or {path, fields, queries, split, name}"
+    )
     options: LeakageOptions = Field(default_factory=LeakageOptions, description="how to check")
     out: str = Field("leakage", description="output folder (never a dataset's folder, a source's or inside one)")
-    cache_dir: str = Field(".terazi-cache", description="where named datasets are copied as BEIR folders")
+    cache_dir: str = Field(
+        ".terazi-cache", description="cache folder: named datasets are copied into it as BEIR folders"
+    )
 
     @field_validator("train", mode="before")
     @classmethod
     def _paths_as_sources(cls, v: object) -> object:
         return [{"path": s} if isinstance(s, str) else s for s in v] if isinstance(v, list) else v
 
+    @classmethod
+    def laid_over(
+        cls,
+        raw: dict[str, Any],
+        train: list[str] | None,
+        fields: list[str] | None,
+        queries: list[str] | None,
+        options: dict[str, Any],
+        **given: Any,
+    ) -> LeakageConfig:
+        """A config file's fields (`raw`) with a command line's laid over: its training sources (read with its text
+        and query fields, replacing the file's), check options and other fields."""
+        if train:
+            raw["train"] = [TrainSource.of(t, fields=fields or None, queries=queries or None) for t in train]
+        if not raw.get("train"):
+            raise ConfigError("no training source: give --train PATH or a --config file with train")
+        return cls.model_validate({**raw, "options": {**(raw.get("options") or {}), **options}, **given})
+
     @model_validator(mode="after")
     def _named(self) -> LeakageConfig:
         """Every dataset named (its folder's or dataset's name, made unique), as an evaluation names it."""
         given = [d.name for d in self.datasets if d.name]
-        derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given):]
+        derived = unique(given + [d.label for d in self.datasets if not d.name])[len(given) :]
         for d in (d for d in self.datasets if not d.name):
             d.name = derived.pop(0)
         return self

@@ -26,21 +26,32 @@ class DatasetManifest(_Manifest):
     in_ranking: bool
     reason: str | None = Field(None, description="why the dataset is out of the ranking")
     language: str = Field("tur-Latn", description="the queries' language and script, as MTEB names them")
-    source: str | None = Field(None, description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
-                                                 "its revision); `path` is then terazi's BEIR copy of it")
-    fingerprint: str = Field(description="hash of the content: corpus, judged queries and the split's judgments, "
-                                         "texts in Unicode NFC, and the queries' excluded_ids where any are given "
-                                         "(ignore_identical_ids is a setting, recorded beside it and in the first "
-                                         "stage's lookup key)")
+    source: str | None = Field(
+        None,
+        description="where a named dataset came from (hf:…, mteb:…, ir_datasets:…, with "
+        "its revision); `path` is then terazi's BEIR copy of it",
+    )
+    fingerprint: str = Field(
+        description="hash of the content: corpus, judged queries and the split's judgments, "
+        "texts in Unicode NFC, and the queries' excluded_ids where any are given "
+        "(ignore_identical_ids is a setting, recorded beside it and in the first "
+        "stage's lookup key)"
+    )
     corpus_fingerprint: str
     n_docs: int
     n_queries: int = Field(description="queries that have judgments in the split")
     n_judgments: int
     n_queries_without_relevant: int
-    ignore_identical_ids: bool = Field(False, description="a document whose id equals the query's id is left out of "
-                                                          "every ranking (BEIR's and MTEB's convention)")
-    n_dropped: int = Field(0, description="(query, document) pairs every first stage leaves out: the queries' "
-                                          "excluded_ids and, with ignore_identical_ids, identical ids")
+    ignore_identical_ids: bool = Field(
+        False,
+        description="a document whose id equals the query's id is left out of "
+        "every ranking (BEIR's and MTEB's convention)",
+    )
+    n_dropped: int = Field(
+        0,
+        description="(query, document) pairs every first stage leaves out: the queries' "
+        "excluded_ids and, with ignore_identical_ids, identical ids",
+    )
 
 
 class VariantSet(_Manifest):
@@ -54,8 +65,10 @@ class VariantSet(_Manifest):
     path: str
     n_queries: int
     n_changed: int = Field(description="queries whose text changed in at least one sample")
-    edit_rate: float | None = Field(None, description="effective character edits per letter of the "
-                                                     "originals, case ignored (terazi.corrupt.edit_rate)")
+    edit_rate: float | None = Field(
+        None,
+        description="effective character edits per letter of the originals, case ignored (terazi.corrupt.edit_rate)",
+    )
 
     @property
     def share_changed(self) -> float:
@@ -67,8 +80,9 @@ class RequestCost(_Manifest):
     answered one took."""
 
     requests: int = Field(0, description="requests answered with scores")
-    retries: int = Field(0, description="requests sent again after a 429 or 5xx answer, a time-out or a dropped "
-                                        "connection")
+    retries: int = Field(
+        0, description="requests sent again after a 429 or 5xx answer, a time-out or a dropped connection"
+    )
     p50_ms: float | None = Field(None, description="median time from sending a request to its answer")
     p95_ms: float | None = Field(None, description="95th percentile of the same")
 
@@ -82,15 +96,17 @@ class ModelCost(_Manifest):
     device: str | None = Field(None, description="cpu, cuda, mps")
     precision: str | None = Field(None, description="fp32, fp16, bf16 or int8")
     batch_size: int | None = Field(None, description="items per model batch used")
-    unit: Literal["pairs", "texts"] = Field("pairs", description="pairs scored (rerankers) or texts encoded (the "
-                                                                 "first stage)")
+    unit: Literal["pairs", "texts"] = Field(
+        "pairs", description="pairs scored (rerankers) or texts encoded (the first stage)"
+    )
     items: int = Field(0, description="pairs scored (or texts encoded) inside the timer")
     seconds: float = Field(0.0, description="seconds spent in those calls")
     latency_p50_ms: float | None = Field(None, description="median time to score one query's rerank_depth candidates")
     latency_p95_ms: float | None = Field(None, description="95th percentile of the same")
     latency_queries: int = Field(0, description="queries timed one at a time for the latency")
-    cached: bool = Field(False, description="nothing was scored in this run: the figures are those of the runs that "
-                                            "scored the pairs")
+    cached: bool = Field(
+        False, description="nothing was scored in this run: the figures are those of the runs that scored the pairs"
+    )
     requests: RequestCost | None = Field(None, description="a reranker served over HTTP: its requests")
 
     @model_serializer(mode="wrap")
@@ -118,24 +134,33 @@ class CandidateSet(_Manifest):
     index: dict[str, str | int]
     depth: int
     faiss_version: str
-    path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score (in the cache file: "
-                                  "relative to the manifest's folder)")
+    path: str = Field(
+        description="parquet: condition, sample, query_id, rank, doc_id, score (in the cache file: "
+        "relative to the manifest's folder)"
+    )
     trec_dir: str
     recall: dict[str, float] = Field(description="recall@depth of the first stage per condition")
     reused: bool
     queries_encoded: int
     docs_encoded: int
     seconds: float
-    cost: ModelCost | None = Field(None, description="the encoder's size and warm encoding speed (texts/s) in the run "
-                                                     "that froze the candidates")
-    files: dict[str, str] = Field(default_factory=dict, description="SHA-256 of each frozen file, by its path relative "
-                                                                    "to the manifest's folder; checked before use")
-    index_recall: float | None = Field(None, description="approximate index only: recall@depth against exact search "
-                                                         "on a sample of query variants")
+    cost: ModelCost | None = Field(
+        None, description="the encoder's size and warm encoding speed (texts/s) in the run that froze the candidates"
+    )
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="SHA-256 of each frozen file, by its path relative to the manifest's folder; checked before use",
+    )
+    index_recall: float | None = Field(
+        None, description="approximate index only: recall@depth against exact search on a sample of query variants"
+    )
     index_recall_queries: int = Field(0, description="query variants in that sample")
     shards: int = Field(1, description="corpus shards the embeddings were encoded (and searched) in")
-    ties: str = Field("", description="the tie rule the lists were ranked by (trec: score, then document id "
-                                      "descending); empty: frozen in FAISS's order, before terazi ranked by the rule")
+    ties: str = Field(
+        "",
+        description="the tie rule the lists were ranked by (trec: score, then document id "
+        "descending); empty: frozen in FAISS's order, before terazi ranked by the rule",
+    )
     ignore_identical_ids: bool = Field(False, description="a document whose id is the query's was left out")
 
 
@@ -178,8 +203,9 @@ class RerankPlan(_Manifest):
     score_store: str | None
     offline: bool
     work: str = Field(description="folder of the pair table, the known scores and the work list")
-    variants: list[str] = Field(default_factory=list, description="the query variants' parquet files (for the "
-                                                                  "latency probe)")
+    variants: list[str] = Field(
+        default_factory=list, description="the query variants' parquet files (for the latency probe)"
+    )
     block: int = Field(description="pairs per scoring call and store commit")
     chunks: list[tuple[int, int]] = Field(description="[start, stop) positions in the work list, one task each")
     needed: int
@@ -188,9 +214,12 @@ class RerankPlan(_Manifest):
     started: float
     output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
-    in_store: bool = Field(True, description="the scores go through the score store; False for a scorer cheaper to "
-                                             "run than the store is to read and write (BM25): each chunk's scores "
-                                             "are kept in the work folder for the ranking only")
+    in_store: bool = Field(
+        True,
+        description="the scores go through the score store; False for a scorer cheaper to "
+        "run than the store is to read and write (BM25): each chunk's scores "
+        "are kept in the work folder for the ranking only",
+    )
 
 
 class ChunkResult(_Manifest):
@@ -200,8 +229,9 @@ class ChunkResult(_Manifest):
     pairs: int
     scored: int = Field(description="pairs this task scored (the rest were stored already, or by another run)")
     seconds: float
-    cost: ModelCost | None = Field(None, description="warm speed inside this chunk's scoring calls (and, in the "
-                                                     "last chunk, the latency per query)")
+    cost: ModelCost | None = Field(
+        None, description="warm speed inside this chunk's scoring calls (and, in the last chunk, the latency per query)"
+    )
 
 
 class RerankResult(_Manifest):
@@ -212,15 +242,21 @@ class RerankResult(_Manifest):
     identity: str = Field(description="model identity used in the score cache")
     candidates: str = Field(description="candidate fingerprint")
     path: str = Field(description="parquet: condition, sample, query_id, rank, doc_id, score")
-    rerank_depth: int | None = Field(None, description="the rescored head's depth, above the first stage's tail (None: "
-                                                       "no head, the first stage's own row or runs made elsewhere)")
+    rerank_depth: int | None = Field(
+        None,
+        description="the rescored head's depth, above the first stage's tail (None: "
+        "no head, the first stage's own row or runs made elsewhere)",
+    )
     pairs_needed: int = 0
     pairs_unique: int = 0
     pairs_cached: int = 0
     pairs_scored: int = 0
     seconds: float = 0.0
-    cost: ModelCost | None = Field(None, description="size and warm speed of the row (this run's, or the figures of "
-                                                     "the run that scored the cached pairs)")
+    cost: ModelCost | None = Field(
+        None,
+        description="size and warm speed of the row (this run's, or the figures of "
+        "the run that scored the cached pairs)",
+    )
 
 
 class SharedPairs(_Manifest):
@@ -247,8 +283,11 @@ class MetricContract(_Manifest):
     """The conventions a score was computed under; printed and stored beside every number."""
 
     measure: str
-    contract: str = Field("trec", description="the named contract (trec: trec_eval -c conventions, which BEIR-style "
-                                              "candidate lists need: unjudged candidates count as irrelevant)")
+    contract: str = Field(
+        "trec",
+        description="the named contract (trec: trec_eval -c conventions, which BEIR-style "
+        "candidate lists need: unjudged candidates count as irrelevant)",
+    )
     cutoff: int
     gain: str
     relevance_threshold: int
@@ -299,10 +338,14 @@ class BenchmarkIdentity(_Manifest):
     """What a run measured, so that runs of the same benchmark can be compared (and others cannot)."""
 
     name: str = Field(description="the config's benchmark name")
-    fingerprint: str = Field(description="hash of every dataset's frozen candidate fingerprint: one 16-hex number "
-                                         "for the benchmark's inputs (datasets, first stage, query variants)")
-    parts: dict[str, str] = Field(description="hash per part (datasets, first_stage, conditions, systems, metrics), "
-                                              "to say which part changed between two runs")
+    fingerprint: str = Field(
+        description="hash of every dataset's frozen candidate fingerprint: one 16-hex number "
+        "for the benchmark's inputs (datasets, first stage, query variants)"
+    )
+    parts: dict[str, str] = Field(
+        description="hash per part (datasets, first_stage, conditions, systems, metrics), "
+        "to say which part changed between two runs"
+    )
 
 
 class RunManifest(BaseModel):
@@ -324,8 +367,9 @@ class RunManifest(BaseModel):
     reranks: list[RerankResult]
     scores: list[ScoreSet]
     leaderboard: list[LeaderboardRow]
-    shared_pairs: list[SharedPairs] = Field(default_factory=list, description="several first stages only: the pairs "
-                                            "they share, per model row and dataset")
+    shared_pairs: list[SharedPairs] = Field(
+        default_factory=list, description="several first stages only: the pairs they share, per model row and dataset"
+    )
 
     @model_serializer(mode="wrap")
     def _shared_only_when_several(self, handler):

@@ -21,8 +21,17 @@ FAMILIES = ("nDCG", "RR", "R", "P", "AP", "Judged")
 WHOLE_RANKING = ("nDCG", "RR", "AP")  # may be written without a cutoff: trec_eval's ndcg, recip_rank and map
 
 # Spellings of a family: ir_measures' own, upper-case variants, and ranx's lower-case names.
-_FAMILY_ALIASES = {"MRR": "RR", "mrr": "RR", "NDCG": "nDCG", "ndcg": "nDCG", "Recall": "R", "recall": "R",
-                   "precision": "P", "MAP": "AP", "map": "AP"}
+_FAMILY_ALIASES = {
+    "MRR": "RR",
+    "mrr": "RR",
+    "NDCG": "nDCG",
+    "ndcg": "nDCG",
+    "Recall": "R",
+    "recall": "R",
+    "precision": "P",
+    "MAP": "AP",
+    "map": "AP",
+}
 _EXP_GAIN = {"ndcg_burges"}  # ranx's nDCG with gain 2^g − 1
 # trec_eval's result keys (ndcg_cut_10) and measure names (ndcg_cut.10)
 _TREC_CUT = {"ndcg_cut": "nDCG", "P": "P", "recall": "R", "map_cut": "AP"}
@@ -31,9 +40,12 @@ _TREC = re.compile(r"^(?P<m>ndcg_cut|P|recall|map_cut)[._](?P<k>.*)$")
 _NO_EQUIVALENT = {
     "hit_rate": "ranx's hit_rate (1 if any relevant document is in the top k) has no terazi family",
     "hits": "ranx's hits (number of relevant documents in the top k) is P@k × k; use P@k",
-    "f1": "ranx's f1 has no terazi family", "r-precision": "ranx's r-precision has no terazi family",
-    "r_precision": "ranx's r-precision has no terazi family", "bpref": "bpref has no terazi family",
-    "rbp": "rbp has no terazi family", "dcg": "unnormalised DCG has no terazi family; use nDCG@k",
+    "f1": "ranx's f1 has no terazi family",
+    "r-precision": "ranx's r-precision has no terazi family",
+    "r_precision": "ranx's r-precision has no terazi family",
+    "bpref": "bpref has no terazi family",
+    "rbp": "rbp has no terazi family",
+    "dcg": "unnormalised DCG has no terazi family; use nDCG@k",
     "dcg_burges": "unnormalised DCG has no terazi family; use nDCG(dcg='exp-log2')@k",
 }
 _NAME = re.compile(r"^(?P<family>[A-Za-z][A-Za-z0-9_\-]*)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>.*))?$")
@@ -51,8 +63,10 @@ class Measure:
     @property
     def canonical(self) -> str:
         """The one spelling terazi prints for this contract, e.g. `RR@10` for `mrr@10` and `MRR@10`."""
-        params = [*(["dcg='exp-log2'"] if self.gain == "exponential" else []),
-                  *([f"rel={self.rel}"] if self.rel != 1 else [])]
+        params = [
+            *(["dcg='exp-log2'"] if self.gain == "exponential" else []),
+            *([f"rel={self.rel}"] if self.rel != 1 else []),
+        ]
         return self.family + (f"({', '.join(params)})" if params else "") + (f"@{self.cutoff}" if self.cutoff else "")
 
 
@@ -80,8 +94,10 @@ def parse_measure(name: str) -> Measure:
         raise MetricError(f"{name!r}: {_NO_EQUIVALENT[raw]}")
     family = "nDCG" if raw in _EXP_GAIN else _FAMILY_ALIASES.get(raw, raw)
     if family not in FAMILIES:
-        raise MetricError(f"unknown measure {raw!r} in {name!r}; known: {', '.join(FAMILIES)} "
-                          f"(and the ranx / trec_eval spellings in docs/metrics.md)")
+        raise MetricError(
+            f"unknown measure {raw!r} in {name!r}; known: {', '.join(FAMILIES)} "
+            f"(and the ranx / trec_eval spellings in docs/metrics.md)"
+        )
     cutoff = None if m["cutoff"] is None else _cutoff(text, m["cutoff"])
     if cutoff is None and family not in WHOLE_RANKING:
         raise MetricError(f"{name!r} needs a cutoff, e.g. {family}@10")
@@ -100,4 +116,3 @@ def parse_measure(name: str) -> Measure:
         else:
             raise MetricError(f"{name!r}: unknown parameter {key!r} for {family}")
     return Measure(text, family, cutoff, gain, rel)
-

@@ -22,8 +22,10 @@ def checked_id(v: object) -> object:
     if isinstance(v, int) and not isinstance(v, bool):
         return str(v)
     if isinstance(v, str) and (bad := _CONTROL.search(v)):
-        raise ValueError(f"id {v!r} holds the control character U+{ord(bad.group()):04X}; ids are written to "
-                         "line- and space-separated TREC files: remove it")
+        raise ValueError(
+            f"id {v!r} holds the control character U+{ord(bad.group()):04X}; ids are written to "
+            "line- and space-separated TREC files: remove it"
+        )
     return v
 
 

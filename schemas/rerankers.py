@@ -29,8 +29,10 @@ class _Reranker(StrictModel):
 
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
 BatchSize = Annotated[int, Field(ge=1)] | Literal["auto"]
-QWEN3_SYSTEM = ('Judge whether the Document meets the requirements based on the Query and the Instruct provided. '
-                'Note that the answer can only be "yes" or "no".')
+QWEN3_SYSTEM = (
+    "Judge whether the Document meets the requirements based on the Query and the Instruct provided. "
+    'Note that the answer can only be "yes" or "no".'
+)
 QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
 QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
@@ -39,29 +41,45 @@ QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
 class _ModelReranker(_Reranker):
     model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
     revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field("auto", description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
-                                                      "reranker), on CUDA the largest batch the free GPU memory holds "
-                                                      "(at most 512)")
+    batch_size: BatchSize = Field(
+        "auto",
+        description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
+        "reranker), on CUDA the largest batch the free GPU memory holds "
+        "(at most 512)",
+    )
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
-    precision: Precision = Field("auto", description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
-                                                     "(an LLM reranker: bf16 where the GPU supports it); part of the "
-                                                     "score identity")
-    trust_remote_code: bool = Field(False, description="run the model's own code from its repository; a served "
-                                                       "deployment refuses it unless its server allows it")
+    precision: Precision = Field(
+        "auto",
+        description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
+        "(an LLM reranker: bf16 where the GPU supports it); part of the "
+        "score identity",
+    )
+    trust_remote_code: bool = Field(
+        False,
+        description="run the model's own code from its repository; a served "
+        "deployment refuses it unless its server allows it",
+    )
 
 
 class _EncoderReranker(_ModelReranker):
     """A cross- or bi-encoder: run by torch (sentence-transformers) or by onnxruntime."""
 
-    backend: Literal["torch", "onnx"] = Field("torch", description="torch: sentence-transformers; onnx: onnxruntime "
-                                                                    "with the model's tokenizer (pip install "
-                                                                    "'terazi[onnx]')")
-    file_name: str | None = Field(None, pattern=r"^[A-Za-z0-9._/-]+\.onnx$",
-                                  description="onnx: the model's own ONNX file, e.g. onnx/model_quint8_avx2.onnx; "
-                                              "default: onnx/model.onnx when the model has it, else an export made "
-                                              "once into the cache folder")
-    quantization: Literal["none", "int8"] = Field("none", description="onnx: int8 = a dynamic int8 copy of the ONNX "
-                                                                       "file made once with onnxruntime's quantiser")
+    backend: Literal["torch", "onnx"] = Field(
+        "torch",
+        description="torch: sentence-transformers; onnx: onnxruntime "
+        "with the model's tokenizer (pip install "
+        "'terazi[onnx]')",
+    )
+    file_name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._/-]+\.onnx$",
+        description="onnx: the model's own ONNX file, e.g. onnx/model_quint8_avx2.onnx; "
+        "default: onnx/model.onnx when the model has it, else an export made "
+        "once into the cache folder",
+    )
+    quantization: Literal["none", "int8"] = Field(
+        "none", description="onnx: int8 = a dynamic int8 copy of the ONNX file made once with onnxruntime's quantiser"
+    )
 
     @model_validator(mode="after")
     def _backend_options(self):
@@ -70,8 +88,10 @@ class _EncoderReranker(_ModelReranker):
             if used:
                 raise FieldsError((*used, "backend"), f"{' and '.join(used)} only apply with backend: onnx")
         elif self.precision in ("fp16", "bf16"):
-            raise FieldsError(("precision", "backend"), f"backend onnx runs fp32 (or int8 with quantization: int8), "
-                                                        f"not {self.precision}")
+            raise FieldsError(
+                ("precision", "backend"),
+                f"backend onnx runs fp32 (or int8 with quantization: int8), not {self.precision}",
+            )
         if self.file_name and (".." in self.file_name.split("/") or self.file_name.startswith("/")):
             raise FieldsError("file_name", f"file_name {self.file_name!r} must be a path inside the model folder")
         return self
@@ -99,13 +119,17 @@ class LLMRerankerSpec(_ModelReranker):
     max_length: int = Field(512, ge=32, description="tokens per prompt, template included (the passage is cut first)")
     instruction: str = Field(QWEN3_INSTRUCTION, max_length=2000, description="the task, filled into {instruction}")
     system: str = Field(QWEN3_SYSTEM, max_length=2000, description="system prompt")
-    user: str = Field(QWEN3_USER, max_length=2000, description="user turn; must contain {query} and {doc}, may "
-                                                                "contain {instruction}")
-    assistant_prefix: str = Field(QWEN3_ASSISTANT, max_length=200, description="text after the assistant turn opens, "
-                                                                               "before the yes/no answer")
+    user: str = Field(
+        QWEN3_USER, max_length=2000, description="user turn; must contain {query} and {doc}, may contain {instruction}"
+    )
+    assistant_prefix: str = Field(
+        QWEN3_ASSISTANT, max_length=200, description="text after the assistant turn opens, before the yes/no answer"
+    )
     chat: Literal["chatml", "tokenizer"] = Field(
-        "chatml", description="chatml: <|im_start|>system … <|im_end|> turns as Qwen3-Reranker documents them; "
-                              "tokenizer: the tokenizer's own chat template")
+        "chatml",
+        description="chatml: <|im_start|>system … <|im_end|> turns as Qwen3-Reranker documents them; "
+        "tokenizer: the tokenizer's own chat template",
+    )
     yes_token: str = Field("yes", min_length=1, description="vocabulary token read as the positive answer")
     no_token: str = Field("no", min_length=1, description="vocabulary token read as the negative answer")
 
@@ -116,14 +140,19 @@ class LLMRerankerSpec(_ModelReranker):
         if missing:
             raise ValueError(f"user template lacks {' and '.join(missing)}")
         try:
-            fields = [f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
-                      for _, f, spec, conv in string.Formatter().parse(v) if f is not None]
+            fields = [
+                f + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+                for _, f, spec, conv in string.Formatter().parse(v)
+                if f is not None
+            ]
         except ValueError as e:
             fields = [f"({e})"]
         odd = [f for f in fields if f not in ("instruction", "query", "doc")]
         if odd:  # a form can send this template: no attribute access, indexing or conversions
-            raise ValueError(f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in, as they are; "
-                             f"write other braces doubled (found {{{odd[0]}}})")
+            raise ValueError(
+                f"user template: only {{instruction}}, {{query}} and {{doc}} are filled in, as they are; "
+                f"write other braces doubled (found {{{odd[0]}}})"
+            )
         return v
 
 
@@ -146,34 +175,63 @@ class HttpRerankerSpec(_Reranker):
     for once; the API key is read from the environment variable `api_key_env` names, never from the config."""
 
     kind: Literal["http"] = Field(description="http")
-    url: str = Field(min_length=8, max_length=2000, description="the rerank endpoint, e.g. "
-                                                                "https://api.cohere.com/v2/rerank or "
-                                                                "http://127.0.0.1:8080/rerank")
-    dialect: Literal["cohere", "tei"] = Field("cohere", description="cohere: {model, query, documents, top_n} → "
-                                                                    "{results: [{index, relevance_score}]} (Cohere, "
-                                                                    "Jina, vLLM, Infinity); tei: {query, texts} → "
-                                                                    "[{index, score}] (text-embeddings-inference)")
-    model: str | None = Field(None, min_length=1, max_length=300, description="the model name the server expects "
-                                                                              "(sent as `model` in the cohere dialect; "
-                                                                              "named in the identity either way)")
-    revision: str | None = Field(None, min_length=1, max_length=200,
-                                 description="what the endpoint serves, in your words (a model version, a deployment "
-                                             "date): change it when the server's model changes, so old and new "
-                                             "scores are never mixed")
-    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-                                    description="name of the environment variable holding the API key, sent as "
-                                                "`Authorization: Bearer …`; none: no key")
-    batch_size: int = Field(32, ge=1, le=1000, description="documents per request (one query each); Cohere bills a "
-                                                           "search per query and up to 100 documents")
-    concurrency: int = Field(4, ge=1, le=64, description="requests in flight to this endpoint at most, over the "
-                                                         "threads and processes sharing the cache folder")
+    url: str = Field(
+        min_length=8,
+        max_length=2000,
+        description="the rerank endpoint, e.g. https://api.cohere.com/v2/rerank or http://127.0.0.1:8080/rerank",
+    )
+    dialect: Literal["cohere", "tei"] = Field(
+        "cohere",
+        description="cohere: {model, query, documents, top_n} → "
+        "{results: [{index, relevance_score}]} (Cohere, "
+        "Jina, vLLM, Infinity); tei: {query, texts} → "
+        "[{index, score}] (text-embeddings-inference)",
+    )
+    model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=300,
+        description="the model name the server expects "
+        "(sent as `model` in the cohere dialect; "
+        "named in the identity either way)",
+    )
+    revision: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="what the endpoint serves, in your words (a model version, a deployment "
+        "date): change it when the server's model changes, so old and new "
+        "scores are never mixed",
+    )
+    api_key_env: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        description="name of the environment variable holding the API key, sent as "
+        "`Authorization: Bearer …`; none: no key",
+    )
+    batch_size: int = Field(
+        32,
+        ge=1,
+        le=1000,
+        description="documents per request (one query each); Cohere bills a search per query and up to 100 documents",
+    )
+    concurrency: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="requests in flight to this endpoint at most, over the "
+        "threads and processes sharing the cache folder",
+    )
     timeout: float = Field(60.0, gt=0, le=600, description="seconds a request may take before it is tried again")
-    retries: int = Field(5, ge=0, le=20, description="tries after the first for a request answered 429 or 5xx, "
-                                                     "timed out or cut off")
+    retries: int = Field(
+        5, ge=0, le=20, description="tries after the first for a request answered 429 or 5xx, timed out or cut off"
+    )
     extra_body: dict[str, str | int | float | bool] = Field(
-        default_factory=dict, description="fields added to every request as they are, e.g. the server's truncation: "
-                                          "{max_tokens_per_doc: 512} (Cohere), {truncate: true} (TEI), "
-                                          "{truncate_prompt_tokens: 512} (vLLM); part of the identity")
+        default_factory=dict,
+        description="fields added to every request as they are, e.g. the server's truncation: "
+        "{max_tokens_per_doc: 512} (Cohere), {truncate: true} (TEI), "
+        "{truncate_prompt_tokens: 512} (vLLM); part of the identity",
+    )
 
     @property
     def backend(self) -> str:
@@ -187,11 +245,15 @@ class HttpRerankerSpec(_Reranker):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url {v!r} is not an http:// or https:// address")
         if parts.username or parts.password:
-            raise ValueError("url: no credentials in the address (it is written to the manifest); name the variable "
-                             "holding the key in api_key_env")
+            raise ValueError(
+                "url: no credentials in the address (it is written to the manifest); name the variable "
+                "holding the key in api_key_env"
+            )
         if any(s in k.lower() for k, _ in parse_qsl(parts.query) for s in SECRET_PARAMS):
-            raise ValueError("url: no key or token in the query string (it is written to the manifest); name the "
-                             "variable holding the key in api_key_env")
+            raise ValueError(
+                "url: no key or token in the query string (it is written to the manifest); name the "
+                "variable holding the key in api_key_env"
+            )
         return v
 
     @model_validator(mode="after")
@@ -210,20 +272,26 @@ class RRFSpec(_Reranker):
     rrf_k: int = Field(60, ge=1, description="k in 1 / (k + rank)")
 
 
-RerankerSpec = Annotated[CrossEncoderSpec | BiEncoderSpec | LLMRerankerSpec | BM25Spec | HttpRerankerSpec | RRFSpec,
-                        Field(discriminator="kind")]
+RerankerSpec = Annotated[
+    CrossEncoderSpec | BiEncoderSpec | LLMRerankerSpec | BM25Spec | HttpRerankerSpec | RRFSpec,
+    Field(discriminator="kind"),
+]
 MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
 
 
 def default_rerankers() -> list:
     """The rows every entry point runs unless told otherwise: lexical BM25 and its fusion with the first stage."""
-    return [BM25Spec(name="bm25-tr", kind="bm25"),
-            RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"])]
-
-
+    return [
+        BM25Spec(name="bm25-tr", kind="bm25"),
+        RRFSpec(name="hybrid-rrf", kind="rrf", fuse=[FIRST_STAGE, "bm25-tr"]),
+    ]
 
 
 HTTP_KEY = "TERAZI_API_KEY"  # `http:…`: the variable the API key is read from
+SPELLINGS = (
+    "bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
+    f"${HTTP_KEY}) | rrf:A+B, optional =NAME"
+)  # what parse_reranker reads
 
 
 def parse_reranker(text: str) -> dict:
@@ -240,8 +308,7 @@ def parse_reranker(text: str) -> dict:
         return {"name": name or "hybrid-rrf", "kind": "rrf", "fuse": fuse}
     if kind in MODEL_KINDS and arg:
         return {"name": name or slugify(Path(arg.rstrip("/")).name, kind), "kind": kind, "model": arg}
-    raise ValueError(f"cannot read reranker {text!r}; use bm25, cross-encoder:MODEL, bi-encoder:MODEL, "
-                     "llm-reranker:MODEL, http:[MODEL@]URL or rrf:A+B")
+    raise ValueError(f"cannot read reranker {text!r}; use {SPELLINGS}")
 
 
 def _http_reranker(text: str) -> dict:
@@ -253,7 +320,13 @@ def _http_reranker(text: str) -> dict:
     model, at, url = rest.partition("@")
     if not at or "://" in model:
         model, url = "", rest
-    row = {"name": name or slugify(model.rsplit("/", 1)[-1] or (urlsplit(url).hostname or ""), "http"),
-           "kind": "http", "url": url}
-    return {**row, **({"model": model} if model else {}),
-            **({"api_key_env": HTTP_KEY} if os.environ.get(HTTP_KEY) else {})}
+    row = {
+        "name": name or slugify(model.rsplit("/", 1)[-1] or (urlsplit(url).hostname or ""), "http"),
+        "kind": "http",
+        "url": url,
+    }
+    return {
+        **row,
+        **({"model": model} if model else {}),
+        **({"api_key_env": HTTP_KEY} if os.environ.get(HTTP_KEY) else {}),
+    }

@@ -7,4 +7,6 @@ from prefect import task
 from terazi.results.export import export_runs
 from terazi.tasks import transient
 
-export_task = task(export_runs, name="export-runs", retries=1, task_run_name="export-runs", retry_condition_fn=transient)
+export_task = task(
+    export_runs, name="export-runs", retries=1, task_run_name="export-runs", retry_condition_fn=transient
+)

@@ -7,5 +7,6 @@ from prefect import task
 from terazi.results.imported import import_dataset
 from terazi.tasks import transient
 
-import_task = task(import_dataset, name="import-runs", retries=1, retry_condition_fn=transient,
-                   task_run_name="import-runs {runs.name}")
+import_task = task(
+    import_dataset, name="import-runs", retries=1, retry_condition_fn=transient, task_run_name="import-runs {runs.name}"
+)

@@ -8,5 +8,10 @@ from prefect import task
 from terazi.retrieval.isolated import add_isolated
 from terazi.tasks import transient
 
-isolate_task = task(add_isolated, name="isolated-setting", retries=1, task_run_name="isolated {dataset.name}",
-                    retry_condition_fn=transient)
+isolate_task = task(
+    add_isolated,
+    name="isolated-setting",
+    retries=1,
+    task_run_name="isolated {dataset.name}",
+    retry_condition_fn=transient,
+)

@@ -8,6 +8,7 @@ from prefect import task
 from terazi.contamination.folder import check_folder, check_inputs
 from terazi.tasks import transient
 
-leakage_inputs_task = task(check_inputs, name="leakage-inputs", retries=1, retry_condition_fn=transient,
-                           task_run_name="leakage-inputs")
+leakage_inputs_task = task(
+    check_inputs, name="leakage-inputs", retries=1, retry_condition_fn=transient, task_run_name="leakage-inputs"
+)
 leakage_task = task(check_folder, name="leakage", retries=1, retry_condition_fn=transient, task_run_name="leakage")

@@ -7,5 +7,11 @@ from prefect import task
 from terazi.preflight import preflight
 from terazi.tasks import transient
 
-preflight_task = task(preflight, name="preflight", retries=2, retry_delay_seconds=[1, 5], retry_condition_fn=transient,
-                      task_run_name="preflight")
+preflight_task = task(
+    preflight,
+    name="preflight",
+    retries=2,
+    retry_delay_seconds=[1, 5],
+    retry_condition_fn=transient,
+    task_run_name="preflight",
+)

@@ -9,6 +9,7 @@ from terazi.results.aggregate import build_leaderboard
 from terazi.results.protocol import protocol_table
 from terazi.tasks import transient
 
-aggregate_task = task(build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard",
-                      retry_condition_fn=transient)
+aggregate_task = task(
+    build_leaderboard, name="leaderboard", retries=1, task_run_name="leaderboard", retry_condition_fn=transient
+)
 protocol_task = task(protocol_table, name="protocol", task_run_name="protocol")

@@ -11,13 +11,42 @@ from terazi.retrieval.frozen import publish_candidates
 from terazi.retrieval.plan import plan_retrieval
 from terazi.tasks import transient
 
-retrieval_plan_task = task(plan_retrieval, name="first-stage-plan", retries=2, retry_delay_seconds=[2, 10],
-                           task_run_name="first-stage-plan {dataset.name}", retry_condition_fn=transient)
-encode_shard_task = task(encode_shard, name="encode-shard", retries=2, retry_delay_seconds=[2, 10], tags=["terazi-model"],
-                         task_run_name="encode {plan.dataset} {part} {shard}", retry_condition_fn=transient)
-search_task = task(search, name="first-stage-search", retries=2, retry_delay_seconds=[2, 10],
-                   task_run_name="first-stage-search {dataset.name}", retry_condition_fn=transient)
-publish_candidates_task = task(publish_candidates, name="publish-candidates", retries=1, retry_condition_fn=transient,
-                               task_run_name="candidates {cs.dataset}")
-bm25_retrieval_task = task(bm25_first_stage, name="first-stage-bm25", retries=1, retry_condition_fn=transient,
-                           task_run_name="first-stage-bm25 {dataset.name}")
+retrieval_plan_task = task(
+    plan_retrieval,
+    name="first-stage-plan",
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    task_run_name="first-stage-plan {dataset.name}",
+    retry_condition_fn=transient,
+)
+encode_shard_task = task(
+    encode_shard,
+    name="encode-shard",
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    tags=["terazi-model"],
+    task_run_name="encode {plan.dataset} {part} {shard}",
+    retry_condition_fn=transient,
+)
+search_task = task(
+    search,
+    name="first-stage-search",
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    task_run_name="first-stage-search {dataset.name}",
+    retry_condition_fn=transient,
+)
+publish_candidates_task = task(
+    publish_candidates,
+    name="publish-candidates",
+    retries=1,
+    retry_condition_fn=transient,
+    task_run_name="candidates {cs.dataset}",
+)
+bm25_retrieval_task = task(
+    bm25_first_stage,
+    name="first-stage-bm25",
+    retries=1,
+    retry_condition_fn=transient,
+    task_run_name="first-stage-bm25 {dataset.name}",
+)

@@ -91,8 +91,9 @@ def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunMa
     return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
 
 
-def compare(before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None,
-            **options: Any) -> Comparison:
+def compare(
+    before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None, **options: Any
+) -> Comparison:
     """Two results folders (after − before) or two systems of one folder (`systems=(a, b)`: a − b), per dataset ×
     condition with paired intervals and verdicts; `options`: measure, resamples, seed, confidence, correct."""
     from terazi.analysis import comparison as core
@@ -112,9 +113,14 @@ def card(results: str | Path, system: str, labels: str | None = None, **options:
     return build_card(results, system, labels, **options)
 
 
-def leakage(datasets: list[str | Mapping[str, Any]], train: list[str | Mapping[str, Any]], out: str | Path = "leakage",
-            fields: tuple[str, ...] | None = None, cache_dir: str = ".terazi-cache",
-            **options: Any) -> tuple[LeakageManifest, pl.DataFrame]:
+def leakage(
+    datasets: list[str | Mapping[str, Any]],
+    train: list[str | Mapping[str, Any]],
+    out: str | Path = "leakage",
+    fields: tuple[str, ...] | None = None,
+    cache_dir: str = ".terazi-cache",
+    **options: Any,
+) -> tuple[LeakageManifest, pl.DataFrame]:
     """Check benchmark `datasets` (BEIR folders or named datasets, paths or DatasetSpec fields) against training
     sources (`train`: paths or {path, fields, queries, split, name}; `fields` the default text fields) as the flow
     `terazi-leakage` does, into the folder `out`; `options`: LeakageOptions fields (ngram, fold_ascii,
@@ -126,9 +132,13 @@ def leakage(datasets: list[str | Mapping[str, Any]], train: list[str | Mapping[s
     from terazi.flows.leakage import leakage as leakage_flow
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 
-    config = LeakageConfig(datasets=[{"path": d} if isinstance(d, str) else dict(d) for d in datasets],
-                           train=[TrainSource.of(t, fields=fields) for t in train], options=options, out=str(out),
-                           cache_dir=cache_dir)
+    config = LeakageConfig(
+        datasets=[{"path": d} if isinstance(d, str) else dict(d) for d in datasets],
+        train=[TrainSource.of(t, fields=fields) for t in train],
+        options=options,
+        out=str(out),
+        cache_dir=cache_dir,
+    )
     check_inputs(config)  # a bad dataset, source or output folder fails here, before Prefect starts
     manifest = leakage_flow(config)
     return manifest, pl.DataFrame([d.model_dump() for d in manifest.datasets])

@@ -68,19 +68,28 @@ def check(cache: Path) -> list[Finding]:
     for folder in _candidate_sets(cache):
         try:
             if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
-                what = "manifest.json unreadable" if not _readable_json(folder / MANIFEST) else \
-                    "candidates.parquet missing or damaged"
+                what = (
+                    "manifest.json unreadable"
+                    if not _readable_json(folder / MANIFEST)
+                    else "candidates.parquet missing or damaged"
+                )
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
         except CacheError as e:
             out.append(Finding(str(folder), str(e).split(": ", 1)[-1], "write the TREC files again from the parquet"))
     for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
         if not _shard_ok(shard):
-            out.append(Finding(str(shard), "unreadable or of the wrong size",
-                               "delete it; the next run encodes it again"))
+            out.append(
+                Finding(str(shard), "unreadable or of the wrong size", "delete it; the next run encodes it again")
+            )
     for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
         if not _part_ok(part):
-            out.append(Finding(str(part), "unreadable, or not one vector per key", "delete it (and its keys); the "
-                                                                                    "next run encodes its texts again"))
+            out.append(
+                Finding(
+                    str(part),
+                    "unreadable, or not one vector per key",
+                    "delete it (and its keys); the next run encodes its texts again",
+                )
+            )
     for table in sorted((cache / "corpus").glob("*.parquet")):
         try:
             pq.read_metadata(table)
@@ -128,8 +137,11 @@ def _part_ok(path: Path) -> bool:
 
 def _outputs(cache: Path) -> list[tuple[Path, str]]:
     """Stored outputs (terazi.memo) whose bytes are not the ones recorded when they were stored, every byte read."""
-    return [(obj, problem) for obj in sorted((cache / memo.FOLDER).glob("*"))
-            if obj.is_dir() and not obj.name.startswith(".") and (problem := memo.damaged(obj))]
+    return [
+        (obj, problem)
+        for obj in sorted((cache / memo.FOLDER).glob("*"))
+        if obj.is_dir() and not obj.name.startswith(".") and (problem := memo.damaged(obj))
+    ]
 
 
 def repair(cache: Path) -> list[str]:
@@ -145,9 +157,11 @@ def repair(cache: Path) -> list[str]:
             bad = ["unreadable"]
         if bad:
             r = sqlite_store.repair(db)
-            done.append(f"{db}: damaged file kept as {r['quarantined']}; {r['salvaged']} scores of {r['models']} "
-                        f"model(s) salvaged into a new cache ({r['unreadable_ranges']} unreadable key ranges lost; "
-                        "their pairs are scored again when needed)")
+            done.append(
+                f"{db}: damaged file kept as {r['quarantined']}; {r['salvaged']} scores of {r['models']} "
+                f"model(s) salvaged into a new cache ({r['unreadable_ranges']} unreadable key ranges lost; "
+                "their pairs are scored again when needed)"
+            )
     for folder in _candidate_sets(cache):
         try:
             if load_frozen(folder, rebuild=False, trust_stamps=False) is None:

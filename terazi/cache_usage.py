@@ -107,20 +107,24 @@ def usage(cache: Path) -> list[tuple[str, int, int, int]]:
 def usage_table(cache: Path) -> Table:
     """`usage` as a table: sizes in binary units, the kept scores never pruned, and the total."""
     rows = usage(cache)
-    body = [[part, str(n), human(size), "never pruned" if part.endswith("(kept)") else human(freed)]
-            for part, n, size, freed in rows]
+    body = [
+        [part, str(n), human(size), "never pruned" if part.endswith("(kept)") else human(freed)]
+        for part, n, size, freed in rows
+    ]
     body.append(["total", str(sum(r[1] for r in rows)), human(sum(r[2] for r in rows)), ""])
     return Table(["part", "entries", "on disk", "freed if removed"], body, align=["left", "right", "right", "right"])
 
 
-def prunable(cache: Path, older_than: float | None = None, max_size: int | None = None,
-             now: float | None = None) -> list[Entry]:
+def prunable(
+    cache: Path, older_than: float | None = None, max_size: int | None = None, now: float | None = None
+) -> list[Entry]:
     """The entries a prune removes: those unused for `older_than` seconds, then, least recently used first, as many
     as it takes for the whole folder to fit `max_size` bytes. Entries used within `GRACE_SECONDS` are kept."""
     now = time.time() if now is None else now
-    candidates = sorted((e for e in entries(cache)
-                         if now - e.used >= (WORK_GRACE_SECONDS if e.part == "work" else GRACE_SECONDS)),
-                        key=lambda e: e.used)
+    candidates = sorted(
+        (e for e in entries(cache) if now - e.used >= (WORK_GRACE_SECONDS if e.part == "work" else GRACE_SECONDS)),
+        key=lambda e: e.used,
+    )
     chosen = [e for e in candidates if older_than is not None and now - e.used >= older_than]
     if max_size is not None:
         total = sum(_sizes(p)[0] for p in cache.iterdir()) if cache.is_dir() else 0
@@ -142,11 +146,15 @@ def prune(cache: Path, older_than: float | None, max_size: int | None, dry_run: 
     for e in chosen:
         if not dry_run:
             remove(e)
-        yield (f"{'would remove' if dry_run else 'removed'} {e.part}: {e.path.relative_to(folder)} "
-               f"({human(e.size)}, frees {human(e.freed)}, last used {age(now - e.used)} ago)")
+        yield (
+            f"{'would remove' if dry_run else 'removed'} {e.part}: {e.path.relative_to(folder)} "
+            f"({human(e.size)}, frees {human(e.freed)}, last used {age(now - e.used)} ago)"
+        )
     would = "would be " if dry_run else ""
-    yield (f"{cache}: {len(chosen)} entr{'y' if len(chosen) == 1 else 'ies'} {would}removed, "
-           f"{human(sum(e.freed for e in chosen))} {would}freed")
+    yield (
+        f"{cache}: {len(chosen)} entr{'y' if len(chosen) == 1 else 'ies'} {would}removed, "
+        f"{human(sum(e.freed for e in chosen))} {would}freed"
+    )
 
 
 def remove(entry: Entry) -> None:
@@ -172,14 +180,22 @@ def _amount(what: str, text: str, units: dict[str, float], bare: float, hint: st
 
 def parse_age(text: str) -> float:
     """Seconds of an age such as `30d`, `12h`, `90m`, `45s` (a bare number is days)."""
-    return _amount("age", text.strip().lower(), {"d": 86400, "h": 3600, "m": 60, "s": 1}, 86400,
-                   "d, h, m or s (e.g. 30d)")
+    return _amount(
+        "age", text.strip().lower(), {"d": 86400, "h": 3600, "m": 60, "s": 1}, 86400, "d, h, m or s (e.g. 30d)"
+    )
 
 
 def parse_size(text: str) -> int:
     """Bytes of a size such as `20G`, `500M`, `1.5T` (binary units; a bare number is bytes)."""
-    return int(_amount("size", text.strip().lower().removesuffix("b").removesuffix("i"),
-                       {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}, 1, "K, M, G or T (e.g. 20G)"))
+    return int(
+        _amount(
+            "size",
+            text.strip().lower().removesuffix("b").removesuffix("i"),
+            {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40},
+            1,
+            "K, M, G or T (e.g. 20G)",
+        )
+    )
 
 
 def human(n: float) -> str:

@@ -28,8 +28,9 @@ ROOT = "terazi"
 LIBRARIES = ("numpy", "polars", "pyarrow")
 # `import terazi.x[ as y]`, `from terazi.x import a, b` and `from terazi.x import (a,\n b)`, anywhere in a line's
 # indentation (lazy imports inside functions count: they run when the output is made)
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(terazi[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+(terazi[\w.]*))",
-                     re.M)
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(terazi[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+(terazi[\w.]*))", re.M
+)
 
 
 def of_module(name: str) -> str:

@@ -1,9 +1,11 @@
-"""Run configurations from files, and the bundled demo benchmark (used by the CLI and the deployments)."""
+"""Run configurations from files with the command line's flags laid over, and the bundled demo benchmark (used by the
+CLI and the deployments)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from terazi.errors import ConfigError, DatasetError, check_utf8
 
@@ -61,5 +63,57 @@ def demo_config(out_dir: str = "results", cache_dir: str = ".terazi-cache", run_
         "benchmark": "terazi-demo",
         "datasets": [{"path": str(DEMO_DIR), "name": "terazi-demo", "task_type": "retrieval"}],
         "corruption": {"samples": 3},
-        "out_dir": out_dir, "cache_dir": cache_dir, "run_name": run_name, "offline": True,
+        "out_dir": out_dir,
+        "cache_dir": cache_dir,
+        "run_name": run_name,
+        "offline": True,
     }
+
+
+def with_datasets(raw: dict, datasets: list[str] | None, split: str | None) -> dict:
+    """A config's fields with the command line's datasets (replacing the file's) and split (for every dataset) laid
+    over; a config with no dataset either way is refused."""
+    if datasets:
+        raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in datasets]
+    elif split:
+        for d in raw.get("datasets", []):
+            d["split"] = split
+    if not raw.get("datasets"):
+        raise ConfigError("no dataset: give --dataset PATH or a --config file with datasets")
+    return raw
+
+
+def given(model: type, args: dict[str, Any], **renamed: str) -> dict[str, Any]:
+    """The flags a command was given (not None) that set fields of `model` (a pydantic model), by field: a parameter is
+    named as the field it sets, or `renamed` (parameter → field, `section.field` for a section's) says which."""
+    fields = {renamed.get(name, name): value for name, value in args.items() if value is not None}
+    return {name: value for name, value in fields.items() if name.split(".")[0] in model.model_fields}
+
+
+def laid_over(raw: dict, fields: dict[str, Any]) -> dict:
+    """A config file's fields with the command line's laid over: a dotted name sets a field of a section
+    (`encoder.model`), keeping the section's other fields."""
+    for name, value in fields.items():
+        *sections, field = name.split(".")
+        target = raw
+        for section in sections:
+            target = target.setdefault(section, {})
+        target[field] = value
+    return raw
+
+
+def results_folder(out: str | None) -> dict[str, str]:
+    """`--out FOLDER` as config fields: the results go straight into FOLDER (no time-stamped sub-folder)."""
+    return {"out_dir": str(Path(out).parent), "run_name": Path(out).name} if out else {}
+
+
+def key_values(items: list[str] | None, option: str, form: str) -> dict[str, str]:
+    """Repeated `KEY=VALUE` options (`--name bge=BAAI/…`, `--mobile ne_zaman=0.5`) as a mapping; a malformed one is
+    refused naming the option and the `form` expected."""
+    pairs = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise ConfigError(f"{option} {item!r}: expected {form}")
+        pairs[key.strip()] = value.strip()
+    return pairs

@@ -91,14 +91,16 @@ def utf8_error(path: Path | str, data: bytes, exc: UnicodeDecodeError, line_offs
     start = exc.start
     line = data.count(b"\n", 0, start) + 1 + line_offset
     column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-    return DatasetError(path, line, f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
-                                    "save the file as UTF-8")
+    return DatasetError(
+        path, line, f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); save the file as UTF-8"
+    )
 
 
 def utf8_line_error(path: Path | str, line: int, raw: bytes, exc: UnicodeDecodeError) -> DatasetError:
     """The same for one line already split off (`raw` is that line's bytes)."""
-    return DatasetError(path, line, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                                    "save the file as UTF-8")
+    return DatasetError(
+        path, line, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8"
+    )
 
 
 def check_utf8(path: Path | str) -> None:

@@ -98,8 +98,10 @@ class Rows:
             parts = ["\n".join("\t".join(map(str, row)) for row in frame.iter_rows())]
         else:
             lines = frame.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in frame.columns], separator="\t"))
-            parts = (lines.slice(start, ROWS_PER_SLICE).to_series().str.join("\n").item()
-                     for start in range(0, frame.height, ROWS_PER_SLICE))
+            parts = (
+                lines.slice(start, ROWS_PER_SLICE).to_series().str.join("\n").item()
+                for start in range(0, frame.height, ROWS_PER_SLICE)
+            )
         for part in parts if frame.height else []:
             self._h.update((("\n" if self._rows else "") + part).encode())
             self._rows += 1
@@ -117,8 +119,10 @@ def text_keys(texts: Iterable[str]) -> np.ndarray:
 
 def doc_keys(doc_ids: Iterable[str], text_hashes: np.ndarray) -> np.ndarray:
     """64-bit keys of documents: BLAKE2b of the id and the text's key, so that a changed text or id is a new key."""
-    raw = b"".join(hashlib.blake2b(d.encode() + b"\0" + int(k).to_bytes(8, "big", signed=True), digest_size=8).digest()
-                   for d, k in zip(doc_ids, text_hashes))
+    raw = b"".join(
+        hashlib.blake2b(d.encode() + b"\0" + int(k).to_bytes(8, "big", signed=True), digest_size=8).digest()
+        for d, k in zip(doc_ids, text_hashes)
+    )
     return np.frombuffer(raw, dtype=">u8").astype(np.uint64).view(np.int64)
 
 

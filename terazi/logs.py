@@ -1,5 +1,5 @@
-"""terazi and Prefect's logging: terazi's log lines in the Prefect run they belong to and on a command's terminal, and
-the settings Prefect reads when it is imported.
+"""terazi and Prefect's logging: terazi's log lines in the Prefect run they belong to and on a command's terminal,
+Prefect's own lines kept off that terminal, and the settings Prefect reads when it is imported.
 
 terazi logs with the standard `logging` module (logger `terazi.*`), which Prefect does not capture
 by default. `send_to_prefect` adds Prefect's API handler to the `terazi` logger, filtered to records
@@ -87,3 +87,27 @@ def to_terminal(console: Console, verbose: bool = False) -> None:
     log.handlers[:] = [h for h in log.handlers if not isinstance(h, RichHandler)] + [handler]
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
     log.propagate = False
+
+
+class _OnlyWarningsOutsidePrefect(logging.Filter):
+    """Keep Prefect's own run chatter (and failure tracebacks, which terazi prints as one line) off the
+    terminal; the Prefect UI still receives every line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("prefect")
+
+
+def quiet_console(verbose: bool) -> None:
+    """Hide Prefect's console lines from a command's terminal unless `verbose` (call after importing prefect)."""
+    if verbose:
+        return
+    import prefect.main  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger;
+
+    # a bare `import prefect` is lazy and does not, so the handler filtered here was replaced by the flow's import)
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+            isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters
+        ):
+            handler.addFilter(_OnlyWarningsOutsidePrefect())

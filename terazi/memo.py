@@ -140,8 +140,13 @@ def stored(cache_dir: str | Path | None, stage_key: str) -> dict | None:
     return None if record is None else record["meta"]
 
 
-def _one_file(cache_dir: str | Path | None, name: str, make: Callable[[], Any], read: Callable[[Path], Any],
-          write: Callable[[Any, Path], None]) -> Any:
+def _one_file(
+    cache_dir: str | Path | None,
+    name: str,
+    make: Callable[[], Any],
+    read: Callable[[Path], Any],
+    write: Callable[[Any, Path], None],
+) -> Any:
     """A value made once per name and kept as one file among the stored outputs (written aside, then renamed); made
     each time without a cache. Read back, never linked, so nothing outside the cache can write into it."""
     if cache_dir is None:
@@ -164,8 +169,13 @@ def _one_file(cache_dir: str | Path | None, name: str, make: Callable[[], Any], 
 
 def text(cache_dir: str | Path | None, stage_key: str, make: Callable[[], str]) -> str:
     """A text made once per key and kept among the stored outputs (a rendered plot)."""
-    return _one_file(cache_dir, f"{stage_key}.txt", make, lambda p: p.read_text(encoding="utf-8"),
-                 lambda text, p: p.write_text(text, encoding="utf-8"))
+    return _one_file(
+        cache_dir,
+        f"{stage_key}.txt",
+        make,
+        lambda p: p.read_text(encoding="utf-8"),
+        lambda text, p: p.write_text(text, encoding="utf-8"),
+    )
 
 
 def table(cache_dir: str | Path | None, stage_key: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:

@@ -65,12 +65,21 @@ def disjoint(outputs: list[tuple[str, str | Path]], inputs: list[tuple[str, str 
     outs = [(what, Path(p).expanduser().resolve()) for what, p in outputs]
     others = outs + [(what, Path(p).expanduser().resolve()) for what, p in inputs]
     for i, (what, path) in enumerate(outs):
-        for other, where in others[i + 1:]:
-            relation = "is" if path == where else "lies inside" if where in path.parents else \
-                "holds" if path in where.parents else None
+        for other, where in others[i + 1 :]:
+            relation = (
+                "is"
+                if path == where
+                else "lies inside"
+                if where in path.parents
+                else "holds"
+                if path in where.parents
+                else None
+            )
             if relation:
-                raise OutputPathError(f"{what} {path} {relation} the {other} {where}: outputs never overlap inputs; "
-                                      f"point the {what} elsewhere")
+                raise OutputPathError(
+                    f"{what} {path} {relation} the {other} {where}: outputs never overlap inputs; "
+                    f"point the {what} elsewhere"
+                )
 
 
 def inside(root: str | Path, *parts: str) -> Path:
@@ -102,16 +111,26 @@ def writable_folder(path: str | Path, what: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=p, prefix=".terazi-write-probe-"):
             pass
     except OSError as e:
-        raise OutputPathError(f"{what} {p} is not writable ({e.strerror or e}): choose another path "
-                              "or fix its permissions") from None
+        raise OutputPathError(
+            f"{what} {p} is not writable ({e.strerror or e}): choose another path or fix its permissions"
+        ) from None
     return p
 
 
 FULL = (errno.ENOSPC, errno.EDQUOT)
 # what a full disk (or quota) says when it comes without its errno: polars' writers ("No space left on device (os error
 # 28)", in an OSError or a ComputeError), pyarrow's ("[errno 28] ..."), SQLite ("database or disk is full")
-_FULL_WORDS = re.compile("|".join([*(re.escape(os.strerror(n)) for n in FULL), *(rf"\berror {n}\b" for n in FULL),
-                                   *(rf"\[errno {n}\]" for n in FULL), "disk is full"]), re.IGNORECASE)
+_FULL_WORDS = re.compile(
+    "|".join(
+        [
+            *(re.escape(os.strerror(n)) for n in FULL),
+            *(rf"\berror {n}\b" for n in FULL),
+            *(rf"\[errno {n}\]" for n in FULL),
+            "disk is full",
+        ]
+    ),
+    re.IGNORECASE,
+)
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -164,9 +183,12 @@ def disk_full(exc: BaseException, folders: dict[str, tuple[Path, str]]) -> DiskF
     else:
         what = min(folders, key=lambda w: _free_bytes(folders[w][0]))
         folder, option = folders[what]
-    return DiskFullError(f"disk full under the {what} {folder} ({free_text(folder)} free"
-                         + (f", writing {failed}" if failed else "") + "): free space on that disk"
-                         + (f" or point {option} at another one" if option else ""))
+    return DiskFullError(
+        f"disk full under the {what} {folder} ({free_text(folder)} free"
+        + (f", writing {failed}" if failed else "")
+        + "): free space on that disk"
+        + (f" or point {option} at another one" if option else "")
+    )
 
 
 def link(src: str | Path, dst: str | Path) -> None:

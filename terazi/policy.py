@@ -55,9 +55,16 @@ class ServicePolicy(BaseModel):
     limits: Limits = Field(default_factory=Limits, description="the most work a run may ask for")
 
     @classmethod
-    def for_service(cls, config: EvalConfig, allow_remote_code: bool = False, models: list[str] = (),
-                    data_roots: list[str] = (), results_root: str | None = None, cache_root: str | None = None,
-                    limits: Limits | None = None) -> ServicePolicy:
+    def for_service(
+        cls,
+        config: EvalConfig,
+        allow_remote_code: bool = False,
+        models: list[str] = (),
+        data_roots: list[str] = (),
+        results_root: str | None = None,
+        cache_root: str | None = None,
+        limits: Limits | None = None,
+    ) -> ServicePolicy:
         """The policy of `terazi serve`: what its benchmark config uses, plus what its options allow."""
         here = Path.cwd()
         results = absolute(results_root or config.out_dir, here)
@@ -65,8 +72,9 @@ class ServicePolicy(BaseModel):
         return cls(
             allow_remote_code=allow_remote_code,
             models=sorted({m for _, m, _, _ in config.models()} | set(models)),
-            data_roots=sorted({_root(d.path, here) for d in config.datasets}
-                              | {str(absolute(r, here)) for r in data_roots} | read),
+            data_roots=sorted(
+                {_root(d.path, here) for d in config.datasets} | {str(absolute(r, here)) for r in data_roots} | read
+            ),
             results_root=str(results),
             cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
@@ -77,21 +85,26 @@ class ServicePolicy(BaseModel):
 
     def places(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(what served runs write, the folders they may read) for `terazi.paths.disjoint`."""
-        return ([("results root", self.results_root), ("cache root", self.cache_root)],
-                [("data root", r) for r in self.data_roots if Path(r).is_absolute()])
+        return (
+            [("results root", self.results_root), ("cache root", self.cache_root)],
+            [("data root", r) for r in self.data_roots if Path(r).is_absolute()],
+        )
 
     def describe(self) -> str:
         """The policy in one line, as `terazi serve` prints it when it starts."""
-        return (f"remote code {'allowed' if self.allow_remote_code else 'refused'}; models: {', '.join(self.models)}; "
-                f"data roots: {', '.join(self.data_roots)}; results in {self.results_root}; cache in "
-                f"{self.cache_root}; task-runner addresses: {', '.join(self.task_runner_addresses) or 'none'}; shared "
-                f"score stores: {', '.join(self.score_stores) or 'none'}; limits: {self.limits.model_dump()}")
+        return (
+            f"remote code {'allowed' if self.allow_remote_code else 'refused'}; models: {', '.join(self.models)}; "
+            f"data roots: {', '.join(self.data_roots)}; results in {self.results_root}; cache in "
+            f"{self.cache_root}; task-runner addresses: {', '.join(self.task_runner_addresses) or 'none'}; shared "
+            f"score stores: {', '.join(self.score_stores) or 'none'}; limits: {self.limits.model_dump()}"
+        )
 
     @classmethod
     def strictest(cls) -> ServicePolicy:
         here = Path.cwd()
-        return cls(data_roots=[str(DEMO_DIR)], results_root=str(here / "results"),
-                   cache_root=str(here / ".terazi-cache"))
+        return cls(
+            data_roots=[str(DEMO_DIR)], results_root=str(here / "results"), cache_root=str(here / ".terazi-cache")
+        )
 
     @classmethod
     def from_env(cls) -> ServicePolicy:
@@ -106,32 +119,43 @@ class ServicePolicy(BaseModel):
         here = Path.cwd()
         for where, model, _, trust in config.models():
             if trust and not self.allow_remote_code:
-                raise PolicyError(f"{where}.trust_remote_code: refused by the service policy (the server was not "
-                                  "started with --allow-remote-code)")
+                raise PolicyError(
+                    f"{where}.trust_remote_code: refused by the service policy (the server was not "
+                    "started with --allow-remote-code)"
+                )
             if not self._model_allowed(model, here):
-                raise PolicyError(f"{where}.model {model!r}: not allowed by the service policy (allowed: the served "
-                                  "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)")
+                raise PolicyError(
+                    f"{where}.model {model!r}: not allowed by the service policy (allowed: the served "
+                    "benchmark's models, the bundled encoder, and `terazi serve --allow-model` entries)"
+                )
             if model not in self.models and _HUB_ID.match(model) and absolute(model, here).exists():
-                raise PolicyError(f"{where}.model {model!r}: a folder of that name exists where the server runs and "
-                                  "would be loaded instead of the hub model; refused by the service policy")
+                raise PolicyError(
+                    f"{where}.model {model!r}: a folder of that name exists where the server runs and "
+                    "would be loaded instead of the hub model; refused by the service policy"
+                )
         datasets = []
         for i, d in enumerate(config.datasets):
             update = {}
             source = parse_source(d.path)
             if source and not source.local:  # a named dataset: only those the served benchmark names
                 if d.path not in self.data_roots:
-                    raise PolicyError(f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
-                                      "use; the service policy allows only those")
+                    raise PolicyError(
+                        f"datasets.{i}.path {d.path!r}: a named dataset the served benchmark does not "
+                        "use; the service policy allows only those"
+                    )
             else:
                 if not self._in_data_roots(dataset_folder(d.path, here)):
-                    raise PolicyError(f"datasets.{i}.path {d.path!r}: outside the service's data roots "
-                                      f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)")
+                    raise PolicyError(
+                        f"datasets.{i}.path {d.path!r}: outside the service's data roots "
+                        f"({', '.join(self.data_roots)}; add one with `terazi serve --data-root`)"
+                    )
                 update["path"] = absolute_dataset(d.path, here)
             if d.first_stage_runs:
                 runs = absolute(d.first_stage_runs, here)
                 if not self._in_data_roots(runs):
-                    raise PolicyError(f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's "
-                                      "data roots")
+                    raise PolicyError(
+                        f"datasets.{i}.first_stage_runs {d.first_stage_runs!r}: outside the service's data roots"
+                    )
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
         exclude = config.exclude and str(absolute(config.exclude, here))
@@ -139,21 +163,28 @@ class ServicePolicy(BaseModel):
             raise PolicyError(f"exclude {config.exclude!r}: outside the service's data roots and results root")
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not within(out, Path(self.results_root)):
-            raise PolicyError(f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}; "
-                              "choose a folder inside it")
+            raise PolicyError(
+                f"out_dir {config.out_dir!r}: outside the service's results root {self.results_root}; "
+                "choose a folder inside it"
+            )
         if not within(cache, Path(self.cache_root)):
-            raise PolicyError(f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}; "
-                              "choose a folder inside it")
+            raise PolicyError(
+                f"cache_dir {config.cache_dir!r}: outside the service's cache root {self.cache_root}; "
+                "choose a folder inside it"
+            )
         if config.task_runner_address and config.task_runner_address not in self.task_runner_addresses:
             raise PolicyError(f"task_runner_address {config.task_runner_address!r}: not the service's own cluster")
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
         for r in config.rerankers:
             if r.kind == "http" and endpoint(r) not in self.endpoints:
-                raise PolicyError(f"rerankers.{r.name}: {r.url} with key variable {r.api_key_env or '(none)'} is not a "
-                                  "rerank API of the served benchmark; the service policy allows only those")
-        return config.model_copy(update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache),
-                                         "exclude": exclude or None})
+                raise PolicyError(
+                    f"rerankers.{r.name}: {r.url} with key variable {r.api_key_env or '(none)'} is not a "
+                    "rerank API of the served benchmark; the service policy allows only those"
+                )
+        return config.model_copy(
+            update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache), "exclude": exclude or None}
+        )
 
     def _in_data_roots(self, path: Path) -> bool:
         """Inside one of the folder roots (a named dataset's root is its name, never a folder)."""
@@ -205,8 +236,11 @@ def absolute_dataset(path: str, here: Path | None = None) -> str:
         return path
     if source is None:
         return str(folder)
-    return f"hf:{folder}" + (f"@{source.revision}" if source.revision else "") + \
-        (f"#{source.subset}" if source.subset else "")
+    return (
+        f"hf:{folder}"
+        + (f"@{source.revision}" if source.revision else "")
+        + (f"#{source.subset}" if source.subset else "")
+    )
 
 
 def _root(path: str, here: Path) -> str:

@@ -52,30 +52,47 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
     if limits:
         within_limits(config, limits, allow_more, datasets)
     if config.exclude:  # the leakage check's lists, read now: a bad folder fails before any heavy stage
-        read_exclusions(config.exclude, config.exclude_by, [d.name for d in datasets],
-                        {d.name: d.corpus_fingerprint for d in datasets})
+        read_exclusions(
+            config.exclude,
+            config.exclude_by,
+            [d.name for d in datasets],
+            {d.name: d.corpus_fingerprint for d in datasets},
+        )
     check_opens(Path(config.cache_dir), config.scale.score_store)  # a damaged cache: named, with its repair command
     writable_folder(config.out_dir, "results folder")
     return datasets
 
 
-def within_limits(config: EvalConfig, limits: Limits, allow_more: str,
-                  datasets: list[DatasetManifest] | None = None) -> None:
+def within_limits(
+    config: EvalConfig, limits: Limits, allow_more: str, datasets: list[DatasetManifest] | None = None
+) -> None:
     """A `LimitError` naming the field, its value, the limit and how to allow more (`allow_more`, whose `{flag}` is
     the limit's `terazi serve --max-…` option): the config's own numbers, and with `datasets` the work estimates."""
-    asked = [("resamples", "bootstrap_resamples", config.bootstrap_resamples),
-             ("samples", "corruption.samples", config.corruption.samples),
-             ("workers", "task_runner_workers", config.task_runner_workers),
-             ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or []))]
+    asked = [
+        ("resamples", "bootstrap_resamples", config.bootstrap_resamples),
+        ("samples", "corruption.samples", config.corruption.samples),
+        ("workers", "task_runner_workers", config.task_runner_workers),
+        ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or [])),
+    ]
     if datasets is not None:
         variants = sum(samples_for(c, config.corruption.samples, config.corruption) for c in config.conditions)
         queries, stages = sum(d.n_queries for d in datasets), len(config.stages)
         times = f" × {stages} first stages" if stages > 1 else ""
-        asked = [("pairs", f"first-stage pairs ({queries:,} judged queries × {variants} variants × depth "
-                           f"{config.depth}{times})", queries * variants * config.depth * stages),
-                 ("cells", f"bootstrap cells (bootstrap_resamples × {queries:,} judged queries)",
-                  config.bootstrap_resamples * queries)]
+        asked = [
+            (
+                "pairs",
+                f"first-stage pairs ({queries:,} judged queries × {variants} variants × depth {config.depth}{times})",
+                queries * variants * config.depth * stages,
+            ),
+            (
+                "cells",
+                f"bootstrap cells (bootstrap_resamples × {queries:,} judged queries)",
+                config.bootstrap_resamples * queries,
+            ),
+        ]
     for key, field, value in asked:
         if value > getattr(limits, key):
-            raise LimitError(f"{field}: {value:,} is over the limit of {getattr(limits, key):,}; lower it, or "
-                             + allow_more.format(flag=key))
+            raise LimitError(
+                f"{field}: {value:,} is over the limit of {getattr(limits, key):,}; lower it, or "
+                + allow_more.format(flag=key)
+            )

@@ -39,14 +39,20 @@ def progress(description: str, unit: str = "pairs") -> Iterator[Callable[[int, i
             last[0] = now
             rate = done / max(now - start, 1e-9)
             eta = f", about {(total - done) / rate:.0f}s left" if rate > 0 and done < total else ""
-            log.info("%s: %d/%d %s, %.1f %s/s%s", description, done, total, unit, rate, unit, eta,
-                     extra={"progress": True})
+            log.info(
+                "%s: %d/%d %s, %.1f %s/s%s", description, done, total, unit, rate, unit, eta, extra={"progress": True}
+            )
 
     if not sys.stderr.isatty():
         yield log_line
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=True) as bar:
         tid = bar.add_task(description, total=None, rate="")
 
@@ -57,7 +63,6 @@ def progress(description: str, unit: str = "pairs") -> Iterator[Callable[[int, i
             bar.update(tid, completed=done, total=total, rate=f"{rate:6.1f} {unit}/s")
 
         yield update
-
 
 
 class HideProgressLines(logging.Filter):

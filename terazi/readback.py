@@ -16,10 +16,38 @@ import polars as pl
 from terazi.errors import DatasetError
 
 # the text (and true/false) columns of every table of a results folder (schemas/layout.py); every other is a number
-TEXT = frozenset({"system", "versus", "dataset", "condition", "verdict", "kind", "device", "precision", "unit",
-                  "cached", "query_id", "measure", "changed", "task", "task_type", "variant", "base", "label",
-                  "setting", "first_stage", "aggregation", "enough", "reason", "name", "order", "order_versus", "holds",
-                  "sentence"})
+TEXT = frozenset(
+    {
+        "system",
+        "versus",
+        "dataset",
+        "condition",
+        "verdict",
+        "kind",
+        "device",
+        "precision",
+        "unit",
+        "cached",
+        "query_id",
+        "measure",
+        "changed",
+        "task",
+        "task_type",
+        "variant",
+        "base",
+        "label",
+        "setting",
+        "first_stage",
+        "aggregation",
+        "enough",
+        "reason",
+        "name",
+        "order",
+        "order_versus",
+        "holds",
+        "sentence",
+    }
+)
 
 
 def checked(frame: pl.DataFrame, path: Path | str, text: frozenset[str] = TEXT) -> pl.DataFrame:
@@ -50,8 +78,9 @@ def checked(frame: pl.DataFrame, path: Path | str, text: frozenset[str] = TEXT) 
 def read_csv(path: Path | str, schema: dict | None = None, text: frozenset[str] = TEXT) -> pl.DataFrame:
     """A results table, every number checked (`schema`: the columns' types, for a table that may have no rows)."""
     try:
-        frame = pl.read_csv(path, schema=schema) if schema else \
-            pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
+        frame = (
+            pl.read_csv(path, schema=schema) if schema else pl.read_csv(path, schema_overrides={"query_id": pl.Utf8})
+        )
     except (OSError, pl.exceptions.PolarsError) as e:
         raise DatasetError(path, None, f"cannot read it as CSV ({str(e).splitlines()[0]})") from None
     return checked(frame, path, text)
@@ -60,8 +89,15 @@ def read_csv(path: Path | str, schema: dict | None = None, text: frozenset[str] 
 def finite_parquet(path: Path | str, column: str = "value") -> None:
     """A parquet table's number column checked: its first NaN or infinity named by its row in the file (from 1)."""
     values = pl.col(column).cast(pl.Float64)
-    bad = (pl.scan_parquet(path).with_row_index("row").filter(values.is_nan() | values.is_infinite())
-           .select("row", column).head(1).collect())
+    bad = (
+        pl.scan_parquet(path)
+        .with_row_index("row")
+        .filter(values.is_nan() | values.is_infinite())
+        .select("row", column)
+        .head(1)
+        .collect()
+    )
     if bad.height:
-        raise DatasetError(path, None, f"row {bad['row'][0] + 1}, column {column!r}: {bad[column][0]} is not a finite "
-                                       "number")
+        raise DatasetError(
+            path, None, f"row {bad['row'][0] + 1}, column {column!r}: {bad[column][0]} is not a finite number"
+        )

@@ -111,4 +111,3 @@ def _write(book: Path, entries: dict) -> None:
         tmp.replace(book)
     except OSError:  # a full or read-only disk: the hash is still right, only not remembered
         tmp.unlink(missing_ok=True)
-

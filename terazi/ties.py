@@ -20,7 +20,7 @@ from terazi.errors import MetricError
 TIES = {
     "trec": "score descending, then document id descending (trec_eval, pytrec_eval, BEIR, MTEB)",
     "first-stage": "score descending, a reranked head's ties kept in first-stage order (not trec_eval's rule: a run "
-                   "file's tied scores are read by trec_eval, ranx or MTEB in document id order instead)",
+    "file's tied scores are read by trec_eval, ranx or MTEB in document id order instead)",
 }
 
 

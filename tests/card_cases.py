@@ -40,20 +40,62 @@ CONDITIONS = ["clean", "upper", "ascii_full", "mobile"]
 # The Kalbur card, as printed: system -> (display name, params, per-dataset clean (DATASETS order), Temiz,
 # (BÜYÜK HARF, Türkçe karaktersiz, Mobil), Koruma for the same three)
 CARD = {
-    "qwen3-reranker-4b": ("Qwen3-Reranker-4B", 4_000_000_000, (0.905, 0.955, 0.430, 0.909, 0.844), 0.785,
-                          (0.752, 0.751, 0.731), (0.941, 0.942, 0.909)),
-    "kalbur": ("Kalbur", 568_000_000, (0.926, 0.969, 0.402, 0.906, 0.822), 0.774, (0.741, 0.753, 0.738),
-               (0.943, 0.964, 0.937)),
-    "seroe": ("seroe/bge-reranker-v2-m3-turkish-triplet", 568_000_000, (0.929, 0.965, 0.396, 0.894, 0.818), 0.768,
-              (0.733, 0.741, 0.728), (0.940, 0.954, 0.931)),
-    "bge-reranker-v2-m3": ("BAAI/bge-reranker-v2-m3", 568_000_000, (0.930, 0.965, 0.396, 0.895, 0.811), 0.767,
-                           (0.730, 0.739, 0.725), (0.939, 0.953, 0.930)),
-    "qwen3-reranker-0-6b": ("Qwen3-Reranker-0.6B", 600_000_000, (0.872, 0.929, 0.355, 0.908, 0.778), 0.742,
-                            (0.706, 0.707, 0.686), (0.935, 0.938, 0.904)),
-    "first-stage": (None, 568_000_000, (0.887, 0.958, 0.368, 0.896, 0.721), 0.736, (0.679, 0.690, 0.666),
-                    (0.899, 0.920, 0.879)),
-    "bge-reranker-base": ("BAAI/bge-reranker-base", 278_000_000, (0.766, 0.832, 0.270, 0.880, 0.643), 0.656,
-                          (0.581, 0.587, 0.590), (0.859, 0.872, 0.877)),
+    "qwen3-reranker-4b": (
+        "Qwen3-Reranker-4B",
+        4_000_000_000,
+        (0.905, 0.955, 0.430, 0.909, 0.844),
+        0.785,
+        (0.752, 0.751, 0.731),
+        (0.941, 0.942, 0.909),
+    ),
+    "kalbur": (
+        "Kalbur",
+        568_000_000,
+        (0.926, 0.969, 0.402, 0.906, 0.822),
+        0.774,
+        (0.741, 0.753, 0.738),
+        (0.943, 0.964, 0.937),
+    ),
+    "seroe": (
+        "seroe/bge-reranker-v2-m3-turkish-triplet",
+        568_000_000,
+        (0.929, 0.965, 0.396, 0.894, 0.818),
+        0.768,
+        (0.733, 0.741, 0.728),
+        (0.940, 0.954, 0.931),
+    ),
+    "bge-reranker-v2-m3": (
+        "BAAI/bge-reranker-v2-m3",
+        568_000_000,
+        (0.930, 0.965, 0.396, 0.895, 0.811),
+        0.767,
+        (0.730, 0.739, 0.725),
+        (0.939, 0.953, 0.930),
+    ),
+    "qwen3-reranker-0-6b": (
+        "Qwen3-Reranker-0.6B",
+        600_000_000,
+        (0.872, 0.929, 0.355, 0.908, 0.778),
+        0.742,
+        (0.706, 0.707, 0.686),
+        (0.935, 0.938, 0.904),
+    ),
+    "first-stage": (
+        None,
+        568_000_000,
+        (0.887, 0.958, 0.368, 0.896, 0.721),
+        0.736,
+        (0.679, 0.690, 0.666),
+        (0.899, 0.920, 0.879),
+    ),
+    "bge-reranker-base": (
+        "BAAI/bge-reranker-base",
+        278_000_000,
+        (0.766, 0.832, 0.270, 0.880, 0.643),
+        0.656,
+        (0.581, 0.587, 0.590),
+        (0.859, 0.872, 0.877),
+    ),
 }
 # The card's "Evaluation results" metadata gives Kalbur's per-dataset Mobil figures (ranked datasets)
 KALBUR_MOBILE = {"quora-tr": 0.940, "fiqa-tr": 0.337, "dmm": 0.896, "arzuhal": 0.779}
@@ -83,8 +125,9 @@ def means_of(system: str, conditions: list[str]) -> dict[tuple[str, str], float]
     return out
 
 
-def kalbur_run(root: Path, conditions: list[str] = CONDITIONS, systems: list[str] | None = None,
-               labels: str = "tr", n: int = 60) -> Path:
+def kalbur_run(
+    root: Path, conditions: list[str] = CONDITIONS, systems: list[str] | None = None, labels: str = "tr", n: int = 60
+) -> Path:
     """A finished results folder of the card's setup (frozen bge-m3 candidates, top 100, rerank depth 30)."""
     systems = systems or list(CARD)
     rng = np.random.default_rng(7)
@@ -93,30 +136,79 @@ def kalbur_run(root: Path, conditions: list[str] = CONDITIONS, systems: list[str
     datasets, variant_sets, candidates, score_sets, reranks = [], [], [], [], []
     for d in DATASETS:
         qids = [f"q{i:03d}" for i in range(n)]
-        folder = write_beir(root / "data" / d, [{"_id": f"d{i}", "title": "", "text": f"belge {i}"} for i in range(n)],
-                            [{"_id": q, "text": f"sorgu {q}"} for q in qids], [(q, f"d{i}", 1) for i, q in enumerate(qids)])
-        m = load_dataset(DatasetSpec(path=str(folder), name=d, in_ranking=d != "msmarco-tr",
-                                     reason=REASON if d == "msmarco-tr" else None), str(root / "cache"), announce=False)
+        folder = write_beir(
+            root / "data" / d,
+            [{"_id": f"d{i}", "title": "", "text": f"belge {i}"} for i in range(n)],
+            [{"_id": q, "text": f"sorgu {q}"} for q in qids],
+            [(q, f"d{i}", 1) for i, q in enumerate(qids)],
+        )
+        m = load_dataset(
+            DatasetSpec(
+                path=str(folder), name=d, in_ranking=d != "msmarco-tr", reason=REASON if d == "msmarco-tr" else None
+            ),
+            str(root / "cache"),
+            announce=False,
+        )
         datasets.append(m)
-        cand = pl.DataFrame([(c, 0, q, r + 1, f"d{(i + r) % n}", float(-r)) for c in conditions for i, q in enumerate(qids)
-                             for r in range(min(30, n))], schema=["condition", "sample", "query_id", "rank", "doc_id", "score"],
-                            orient="row")
+        cand = pl.DataFrame(
+            [
+                (c, 0, q, r + 1, f"d{(i + r) % n}", float(-r))
+                for c in conditions
+                for i, q in enumerate(qids)
+                for r in range(min(30, n))
+            ],
+            schema=["condition", "sample", "query_id", "rank", "doc_id", "score"],
+            orient="row",
+        )
         cpath = root / "cand" / d / "candidates.parquet"
         cpath.parent.mkdir(parents=True)
         cand.write_parquet(cpath)
-        candidates.append(CandidateSet(
-            fingerprint=f"{len(candidates):016x}", lookup_key="0" * 16, dataset=d, dataset_fingerprint=m.fingerprint,
-            encoder="/models/bge-m3", encoder_identity="model#bge-m3", index={"type": "IndexFlatIP"}, depth=100,
-            faiss_version="1", path=str(cpath), trec_dir=str(cpath.parent), recall={c: 1.0 for c in conditions},
-            reused=False, queries_encoded=n, docs_encoded=n, seconds=1.0,
-            cost=ModelCost(params=CARD["first-stage"][1], unit="texts", items=10, seconds=1.0)))
+        candidates.append(
+            CandidateSet(
+                fingerprint=f"{len(candidates):016x}",
+                lookup_key="0" * 16,
+                dataset=d,
+                dataset_fingerprint=m.fingerprint,
+                encoder="/models/bge-m3",
+                encoder_identity="model#bge-m3",
+                index={"type": "IndexFlatIP"},
+                depth=100,
+                faiss_version="1",
+                path=str(cpath),
+                trec_dir=str(cpath.parent),
+                recall={c: 1.0 for c in conditions},
+                reused=False,
+                queries_encoded=n,
+                docs_encoded=n,
+                seconds=1.0,
+                cost=ModelCost(params=CARD["first-stage"][1], unit="texts", items=10, seconds=1.0),
+            )
+        )
         for cond in conditions:
             vpath = root / "variants" / d / f"{cond}.parquet"
             vpath.parent.mkdir(parents=True, exist_ok=True)
-            pl.DataFrame({"condition": cond, "sample": 0, "query_id": qids, "text": [f"SORGU {q}" for q in qids],
-                          "original": [f"sorgu {q}" for q in qids], "changed": cond != "clean"}).write_parquet(vpath)
-            variant_sets.append(VariantSet(dataset=d, condition=cond, params={}, seed=13, samples=1, path=str(vpath),
-                                           n_queries=n, n_changed=0 if cond == "clean" else n))
+            pl.DataFrame(
+                {
+                    "condition": cond,
+                    "sample": 0,
+                    "query_id": qids,
+                    "text": [f"SORGU {q}" for q in qids],
+                    "original": [f"sorgu {q}" for q in qids],
+                    "changed": cond != "clean",
+                }
+            ).write_parquet(vpath)
+            variant_sets.append(
+                VariantSet(
+                    dataset=d,
+                    condition=cond,
+                    params={},
+                    seed=13,
+                    samples=1,
+                    path=str(vpath),
+                    n_queries=n,
+                    n_changed=0 if cond == "clean" else n,
+                )
+            )
         shared = rng.uniform(-1, 1, n)
         for s in systems:
             rows = []
@@ -124,30 +216,71 @@ def kalbur_run(root: Path, conditions: list[str] = CONDITIONS, systems: list[str
                 mean = means_of(s, conditions)[(d, cond)]
                 room = 0.4 * min(mean, 1 - mean, 0.05)
                 noise = room * (shared - shared.mean()) + room * (lambda e: e - e.mean())(rng.uniform(-1, 1, n))
-                rows.append(pl.DataFrame({"dataset": d, "system": s, "condition": cond, "query_id": qids,
-                                          "measure": "nDCG@10", "value": mean + noise, "changed": cond != "clean"}))
+                rows.append(
+                    pl.DataFrame(
+                        {
+                            "dataset": d,
+                            "system": s,
+                            "condition": cond,
+                            "query_id": qids,
+                            "measure": "nDCG@10",
+                            "value": mean + noise,
+                            "changed": cond != "clean",
+                        }
+                    )
+                )
             path = root / "per_query" / d / f"{s}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pl.concat(rows).write_parquet(path)
             score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=contracts(["nDCG@10"])))
             if s != "first-stage":
-                reranks.append(RerankResult(system=s, dataset=d, identity=f"model#{s}", candidates=candidates[-1].fingerprint,
-                                            path=str(path), cost=ModelCost(params=CARD[s][1], unit="pairs", items=10,
-                                                                           seconds=1.0)))
-    config = EvalConfig.model_validate({
-        "benchmark": "pusula", "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking,
-                                             "reason": x.reason} for x in datasets],
-        "encoder": {"model": "/models/bge-m3"}, "depth": 100, "rerank_depth": 30,
-        "rerankers": [{"name": s, "kind": "bm25"} for s in systems if s != "first-stage"], "conditions": conditions,
-        "bootstrap_resamples": 300, "featured": "kalbur", "labels": labels, "metrics": ["nDCG@10"],
-        "out_dir": str(root), "run_name": "run"})
+                reranks.append(
+                    RerankResult(
+                        system=s,
+                        dataset=d,
+                        identity=f"model#{s}",
+                        candidates=candidates[-1].fingerprint,
+                        path=str(path),
+                        cost=ModelCost(params=CARD[s][1], unit="pairs", items=10, seconds=1.0),
+                    )
+                )
+    config = EvalConfig.model_validate(
+        {
+            "benchmark": "pusula",
+            "datasets": [
+                {"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets
+            ],
+            "encoder": {"model": "/models/bge-m3"},
+            "depth": 100,
+            "rerank_depth": 30,
+            "rerankers": [{"name": s, "kind": "bm25"} for s in systems if s != "first-stage"],
+            "conditions": conditions,
+            "bootstrap_resamples": 300,
+            "featured": "kalbur",
+            "labels": labels,
+            "metrics": ["nDCG@10"],
+            "out_dir": str(root),
+            "run_name": "run",
+        }
+    )
     identity = BenchmarkIdentity(name="pusula", fingerprint="becd8faab2ad20e7", parts={})
     (run / results.MARKER).write_text("{}")
     board = build_leaderboard(datasets, variant_sets, candidates, score_sets, config, str(run), identity, reranks)
-    manifest = RunManifest(terazi_version="test", run_dir=str(run), kind="python", benchmark=identity,
-                           started="2026-05-04T10:00:00+00:00", seconds=1.0, config=json.loads(config.model_dump_json()),
-                           datasets=datasets, variants=variant_sets, candidates=candidates, reranks=reranks,
-                           scores=score_sets, leaderboard=board)
+    manifest = RunManifest(
+        terazi_version="test",
+        run_dir=str(run),
+        kind="python",
+        benchmark=identity,
+        started="2026-05-04T10:00:00+00:00",
+        seconds=1.0,
+        config=json.loads(config.model_dump_json()),
+        datasets=datasets,
+        variants=variant_sets,
+        candidates=candidates,
+        reranks=reranks,
+        scores=score_sets,
+        leaderboard=board,
+    )
     results.finish(run, manifest.model_dump_json())
     return run
 

@@ -35,7 +35,9 @@ def importable(module: str) -> bool:
 
 
 ONNX = importable("onnxruntime") and importable("onnx")  # backend: onnx (pip install 'terazi[onnx]')
-needs_onnx = pytest.mark.skipif(not ONNX, reason="backend: onnx needs onnxruntime and onnx (pip install 'terazi[onnx]')")
+needs_onnx = pytest.mark.skipif(
+    not ONNX, reason="backend: onnx needs onnxruntime and onnx (pip install 'terazi[onnx]')"
+)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 XQUAD_TR = SHARED / "data" / "xquad" / "xquad.tr.json"
@@ -61,10 +63,17 @@ TINY_QUERIES = [
     ("q4", "ıspanakta demir var mı"),
 ]
 TINY_QRELS = [
-    ("q1", "d1", 2), ("q1", "d2", 1), ("q1", "d3", 0),
-    ("q2", "d4", 2), ("q2", "d5", 1), ("q2", "d6", 0),
-    ("q3", "d7", 2), ("q3", "d8", 1), ("q3", "d9", 0),
-    ("q4", "d10", 2), ("q4", "d11", 0),
+    ("q1", "d1", 2),
+    ("q1", "d2", 1),
+    ("q1", "d3", 0),
+    ("q2", "d4", 2),
+    ("q2", "d5", 1),
+    ("q2", "d6", 0),
+    ("q3", "d7", 2),
+    ("q3", "d8", 1),
+    ("q3", "d9", 0),
+    ("q4", "d10", 2),
+    ("q4", "d11", 0),
 ]
 
 
@@ -98,8 +107,15 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: st
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-ce")
     tok = AutoTokenizer.from_pretrained(minilm_path)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=128, max_position_embeddings=512, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=512,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -114,9 +130,16 @@ def tiny_llm(tmp_path_factory, minilm_path) -> str:
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-llm")
     tok = AutoTokenizer.from_pretrained(minilm_path)
-    cfg = Qwen2Config(vocab_size=tok.vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      tie_word_embeddings=True)
+    cfg = Qwen2Config(
+        vocab_size=tok.vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
     Qwen2ForCausalLM(cfg).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
@@ -133,8 +156,11 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path):
     folder = tmp_path_factory.mktemp("tiny-bi")
     hf = folder / "hf"
     tok = AutoTokenizer.from_pretrained(minilm_path)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64)).save_pretrained(hf)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+        )
+    ).save_pretrained(hf)
     tok.save_pretrained(hf)
     word = models.Transformer(str(hf), max_seq_length=64)
     st = SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()])
@@ -159,8 +185,10 @@ def artifacts_of(flow_run_id=None, keys: list[str] | None = None) -> dict:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
-    flt = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]) if flow_run_id else None,
-                         key=ArtifactFilterKey(any_=keys) if keys else None)
+    flt = ArtifactFilter(
+        flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]) if flow_run_id else None,
+        key=ArtifactFilterKey(any_=keys) if keys else None,
+    )
 
     async def read() -> dict:
         async with get_client() as client:

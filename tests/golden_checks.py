@@ -19,11 +19,41 @@ import polars as pl
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TERAZI_UPDATE_GOLDEN") == "1"
-TIMING_KEYS = {"items", "seconds", "started", "stopped", "flow_run_id", "latency_p50_ms", "latency_p95_ms", "latency_queries"}
-TIMING_COLUMNS = {"Pairs/s", "Model s/query", "Çift/sn", "p50 ms/query", "p95 ms/query", "Timed", "Çift/sn (×)", "Pairs/s (×)"}
-RESULT_FILES = ("leaderboard.csv", "scores.csv", "conditions.csv", "comparisons.csv", "retention.csv",
-                "retention_datasets.csv", "robustness.csv", "ranks.csv", "variants.csv", "costs.csv", "depths.csv",
-                "ceiling.csv", "protocol.csv")
+TIMING_KEYS = {
+    "items",
+    "seconds",
+    "started",
+    "stopped",
+    "flow_run_id",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_queries",
+}
+TIMING_COLUMNS = {
+    "Pairs/s",
+    "Model s/query",
+    "Çift/sn",
+    "p50 ms/query",
+    "p95 ms/query",
+    "Timed",
+    "Çift/sn (×)",
+    "Pairs/s (×)",
+}
+RESULT_FILES = (
+    "leaderboard.csv",
+    "scores.csv",
+    "conditions.csv",
+    "comparisons.csv",
+    "retention.csv",
+    "retention_datasets.csv",
+    "robustness.csv",
+    "ranks.csv",
+    "variants.csv",
+    "costs.csv",
+    "depths.csv",
+    "ceiling.csv",
+    "protocol.csv",
+)
 CSV_TIMING = {"items", "seconds", "per_second", "latency_p50_ms", "latency_p95_ms", "speed_ratio", "seconds_per_query"}
 
 
@@ -34,8 +64,10 @@ class Paths:
     """Absolute paths of this test's run, replaced by placeholders wherever they appear."""
 
     def __init__(self, tokens: dict[str, str] | None = None, **named: Path):
-        self.named = sorted([*((str(Path(p).resolve()), f"<{k}>") for k, p in named.items()), *(tokens or {}).items()],
-                            key=lambda x: -len(x[0]))
+        self.named = sorted(
+            [*((str(Path(p).resolve()), f"<{k}>") for k, p in named.items()), *(tokens or {}).items()],
+            key=lambda x: -len(x[0]),
+        )
 
     def __call__(self, text: str) -> str:
         for path, name in self.named:
@@ -102,8 +134,10 @@ def html_clean(text: str) -> str:
         if not chunk.startswith("<table"):
             lines += [x for x in re.split(r"(?=<h[1-3]|<p|<li|<img|<ul)", chunk) if x.strip()]
             continue
-        rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, flags=re.S)]
-                for r in re.findall(r"<tr[^>]*>(.*?)</tr>", chunk, flags=re.S)]
+        rows = [
+            [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, flags=re.S)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", chunk, flags=re.S)
+        ]
         lines.append(re.match(r"<table[^>]*>", chunk)[0])
         lines += [" | ".join(r) for r in [rows[0], *_table_clean(rows[0], rows[1:])]] if rows else []
     return "\n".join(_rates(x) for x in lines) + "\n"
@@ -113,10 +147,13 @@ NUMBER = re.compile(r"(-?\d+\.\d+(?:e[-+]?\d+)?)")
 
 
 def same_line(got: str, want: str) -> bool:
-    """Lines of printed text equal, their full-precision numbers to 1e-12 (a sum in another order moves the last bit)."""
+    """Lines of printed text equal, their full-precision numbers to 1e-12 (a sum in another order moves the last
+    bit)."""
     a, b = NUMBER.split(got), NUMBER.split(want)
-    return len(a) == len(b) and all(x == y if i % 2 == 0 else math.isclose(float(x), float(y), rel_tol=1e-12, abs_tol=1e-12)
-                                    for i, (x, y) in enumerate(zip(a, b)))
+    return len(a) == len(b) and all(
+        x == y if i % 2 == 0 else math.isclose(float(x), float(y), rel_tol=1e-12, abs_tol=1e-12)
+        for i, (x, y) in enumerate(zip(a, b))
+    )
 
 
 def trec_lines(path: Path) -> list[str]:
@@ -184,12 +221,20 @@ def check(name: str, value) -> None:
     elif isinstance(value, str):
         want = path.read_text(encoding="utf-8")
         if value != want:
-            diff = next((i for i, (a, b) in enumerate(zip(value.splitlines() + [""], want.splitlines() + [""]))
-                         if not same_line(a, b)), None)
+            diff = next(
+                (
+                    i
+                    for i, (a, b) in enumerate(zip(value.splitlines() + [""], want.splitlines() + [""]))
+                    if not same_line(a, b)
+                ),
+                None,
+            )
             if diff is None and len(value.splitlines()) == len(want.splitlines()):
                 return
-            raise AssertionError(f"{name}, line {diff + 1}:\n  got    {value.splitlines()[diff:diff + 1]}\n"
-                                 f"  golden {want.splitlines()[diff:diff + 1]}")
+            raise AssertionError(
+                f"{name}, line {diff + 1}:\n  got    {value.splitlines()[diff : diff + 1]}\n"
+                f"  golden {want.splitlines()[diff : diff + 1]}"
+            )
     else:
         same_json(json.loads(json.dumps(value)), json.loads(path.read_text(encoding="utf-8")), name)
 
@@ -213,12 +258,22 @@ def trec_scores(manifest: dict, run: Path) -> dict:
     """The frozen first stage's and runs/' scores (the systems' own), per file: records, sum, sum of squares, largest
     |score|. Models' scores move in their last digits with the machine's float kernels (AVX2 against AVX-512, a torch
     build): compared to that (`same_scores`), not as bytes; ids and ranks are pinned exactly (files.json)."""
-    out, files = {}, [(f"{cs['dataset']}/{p.name}", p) for cs in manifest["candidates"]
-                      for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec"))]
+    out, files = (
+        {},
+        [
+            (f"{cs['dataset']}/{p.name}", p)
+            for cs in manifest["candidates"]
+            for p in sorted((Path(cs["path"]).parent / "runs").glob("*.trec"))
+        ],
+    )
     for name, p in files + [(str(p.relative_to(run)), p) for p in sorted((run / "runs").rglob("*.trec"))]:
         scores = [float(line.split()[4]) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-        out[name] = {"records": len(scores), "sum": math.fsum(scores), "sum_sq": math.fsum(x * x for x in scores),
-                     "max_abs": max(map(abs, scores), default=0.0)}
+        out[name] = {
+            "records": len(scores),
+            "sum": math.fsum(scores),
+            "sum_sq": math.fsum(x * x for x in scores),
+            "max_abs": max(map(abs, scores), default=0.0),
+        }
     return out
 
 
@@ -246,8 +301,11 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
     for cs in manifest.get("candidates", []):  # the frozen files' names; their bytes hold scores (above)
         cs["files"] = dict.fromkeys(cs["files"], "<digest>")
     check(f"{prefix}/manifest.json", manifest)
-    files = {part: tree_digest(run / part, slice(0, 4) if part == "runs" else slice(None))  # runs' scores: above
-             for part in ("runs", "qrels", "changed") if (run / part).is_dir()}
+    files = {
+        part: tree_digest(run / part, slice(0, 4) if part == "runs" else slice(None))  # runs' scores: above
+        for part in ("runs", "qrels", "changed")
+        if (run / part).is_dir()
+    }
     if (run / "candidates").is_dir():  # the frozen first stage: ids and ranks (their scores: trec-scores.json)
         files["candidates"] = tree_digest(run / "candidates", slice(0, 4))
     files["datasets.yaml"] = (run / "datasets.yaml").read_text(encoding="utf-8")
@@ -256,6 +314,7 @@ def check_results(prefix: str, run: Path, clean: Paths) -> None:
 
 def cli(*args: str, clean: Paths, env: dict) -> str:
     """`terazi ARGS` as a user runs it; its output (stdout, then stderr) with paths replaced."""
-    res = subprocess.run([sys.executable, "-m", "terazi.cli", *args], capture_output=True, text=True, env=env,
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "terazi.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
     return clean(f"exit {res.returncode}\n{res.stdout}" + (f"--- stderr\n{res.stderr}" if res.stderr.strip() else ""))

@@ -16,11 +16,19 @@ FILLER = "bugün hava oldukça güzeldi ve çocuklar parkta top oynadılar akşa
 OTHER = "masanın üstünde kırmızı bir elma ile yarım kalmış bir kitap duruyordu"
 
 
-def dataset(root: Path, name: str, docs: list[tuple[str, str]], queries: list[tuple[str, str]],
-            qrels: list[tuple[str, str, int]] | None = None):
+def dataset(
+    root: Path,
+    name: str,
+    docs: list[tuple[str, str]],
+    queries: list[tuple[str, str]],
+    qrels: list[tuple[str, str, int]] | None = None,
+):
     qrels = qrels if qrels is not None else [(queries[0][0], docs[0][0], 1)]
-    return load_beir(write_beir(root / name, [{"_id": i, "text": t} for i, t in docs],
-                                [{"_id": i, "text": t} for i, t in queries], qrels))
+    return load_beir(
+        write_beir(
+            root / name, [{"_id": i, "text": t} for i, t in docs], [{"_id": i, "text": t} for i, t in queries], qrels
+        )
+    )
 
 
 def jsonl(path: Path, rows: list[dict]) -> Path:
@@ -29,8 +37,13 @@ def jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def bench_dataset(tmp_path):
-    return dataset(tmp_path, "bench", [("d1", f"{FILLER}. {PLANTED}, dedi."), ("d2", OTHER)],
-                   [("q1", "rüzgâr neden ıslık çalar"), ("q2", "elma nerede")], [("q1", "d1", 1), ("q2", "d2", 1)])
+    return dataset(
+        tmp_path,
+        "bench",
+        [("d1", f"{FILLER}. {PLANTED}, dedi."), ("d2", OTHER)],
+        [("q1", "rüzgâr neden ıslık çalar"), ("q2", "elma nerede")],
+        [("q1", "d1", 1), ("q2", "d2", 1)],
+    )
 
 
 def hits(tmp_path, bench, text: str, **options):
@@ -40,7 +53,7 @@ def hits(tmp_path, bench, text: str, **options):
 
 
 def window(k: int, start: int = 1) -> str:
-    return " ".join(PLANTED.split()[start:start + k])
+    return " ".join(PLANTED.split()[start : start + k])
 
 
 def reference_tokens(text: str, fold: bool) -> list[str]:
@@ -62,4 +75,4 @@ def reference_tokens(text: str, fold: bool) -> list[str]:
 
 def python_ngrams(text: str, n: int, fold: bool = False) -> set[tuple[str, ...]]:
     toks = reference_tokens(text, fold)
-    return {tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+    return {tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)}

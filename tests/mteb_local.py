@@ -9,11 +9,23 @@ from pathlib import Path
 
 from terazi.data.beir import load_beir
 
-LOCAL = {"description": "a local BEIR folder", "reference": "https://github.com/embeddings-benchmark/mteb",
-         "dataset": {"path": "local", "revision": "local"}, "category": "t2t", "eval_splits": ["test"],
-         "eval_langs": ["tur-Latn"], "date": ("2024-01-01", "2024-01-01"), "dialect": ["Written"], "domains": [],
-         "task_subtypes": [], "license": "cc-by-4.0", "annotations_creators": "derived", "modalities": ["text"],
-         "sample_creation": "found", "bibtex_citation": ""}
+LOCAL = {
+    "description": "a local BEIR folder",
+    "reference": "https://github.com/embeddings-benchmark/mteb",
+    "dataset": {"path": "local", "revision": "local"},
+    "category": "t2t",
+    "eval_splits": ["test"],
+    "eval_langs": ["tur-Latn"],
+    "date": ("2024-01-01", "2024-01-01"),
+    "dialect": ["Written"],
+    "domains": [],
+    "task_subtypes": [],
+    "license": "cc-by-4.0",
+    "annotations_creators": "derived",
+    "modalities": ["text"],
+    "sample_creation": "found",
+    "bibtex_citation": "",
+}
 
 
 def local_task(root: Path, name: str):
@@ -33,7 +45,9 @@ def local_task(root: Path, name: str):
             split = RetrievalSplitData(
                 queries=Dataset.from_list([{"id": q, "text": ds.queries[q].text} for q in ds.judged_query_ids]),
                 corpus=Dataset.from_list([{"id": d.id, "text": d.text, "title": d.title} for d in ds.docs.values()]),
-                relevant_docs={q: dict(v) for q, v in ds.qrels.items()}, top_ranked=None)
+                relevant_docs={q: dict(v) for q, v in ds.qrels.items()},
+                top_ranked=None,
+            )
             self.dataset = {"default": {"test": split}}
             self.data_loaded = True
 
@@ -46,8 +60,13 @@ def run_mteb(root: Path, name: str, model_path: str, predictions: Path) -> tuple
     import mteb
     from sentence_transformers import SentenceTransformer
 
-    result = mteb.evaluate(SentenceTransformer(model_path), local_task(root, name), cache=None,
-                           prediction_folder=predictions, show_progress_bar=False)
+    result = mteb.evaluate(
+        SentenceTransformer(model_path),
+        local_task(root, name),
+        cache=None,
+        prediction_folder=predictions,
+        show_progress_bar=False,
+    )
     scores = result.task_results[0].scores["test"][0]
     saved = json.loads((predictions / f"{name}_predictions.json").read_text(encoding="utf-8"))
     return scores, saved["default"]["test"]

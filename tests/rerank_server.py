@@ -32,8 +32,19 @@ def http_spec(url: str, **kw):
     """A `kind: http` row asking `url` for the tiny test cross-encoder, 4 documents a request, 2 requests at once."""
     from terazi.schemas import HttpRerankerSpec
 
-    return HttpRerankerSpec(**{"name": "served", "kind": "http", "url": url, "model": "tiny-ce",
-                               "api_key_env": KEY_ENV, "batch_size": 4, "concurrency": 2, "timeout": 10, **kw})
+    return HttpRerankerSpec(
+        **{
+            "name": "served",
+            "kind": "http",
+            "url": url,
+            "model": "tiny-ce",
+            "api_key_env": KEY_ENV,
+            "batch_size": 4,
+            "concurrency": 2,
+            "timeout": 10,
+            **kw,
+        }
+    )
 
 
 def free_port() -> int:
@@ -45,8 +56,9 @@ def free_port() -> int:
 def infinity_executable() -> str:
     """The server's executable, built once per machine (scripts/rerank-server); skips the test when it cannot be."""
     try:
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "rerank-server")], capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "rerank-server")], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         pytest.skip(f"the test rerank server (infinity-emb) was not installed within {BUILD_TIMEOUT_S} s")
     if done.returncode != 0:
@@ -63,11 +75,34 @@ class Infinity:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0"}
         self.log = log.open("wb")
-        self.proc = subprocess.Popen([executable, "v2", "--model-id", model_dir, "--served-model-name", name,
-                                      "--host", "127.0.0.1", "--port", str(self.port), "--engine", "torch",
-                                      "--device", "cpu", "--dtype", "float32", "--no-model-warmup",
-                                      "--api-key", key, "--log-level", "warning"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(
+            [
+                executable,
+                "v2",
+                "--model-id",
+                model_dir,
+                "--served-model-name",
+                name,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--engine",
+                "torch",
+                "--device",
+                "cpu",
+                "--dtype",
+                "float32",
+                "--no-model-warmup",
+                "--api-key",
+                key,
+                "--log-level",
+                "warning",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -84,8 +119,9 @@ class Infinity:
     def requests(self) -> int:
         """Rerank requests the server answered so far (any status), as its Prometheus counter says."""
         text = httpx.get(f"{self.url}/metrics", timeout=10).text
-        found = re.findall(r'^http_requests_total\{handler="/rerank",method="POST",status="\w+"\} ([0-9.e+]+)$', text,
-                           re.M)
+        found = re.findall(
+            r'^http_requests_total\{handler="/rerank",method="POST",status="\w+"\} ([0-9.e+]+)$', text, re.M
+        )
         return int(sum(float(v) for v in found))
 
     def stop(self) -> None:
@@ -122,10 +158,15 @@ class FaultProxy:
                 sent = json.loads(body)
                 with proxy.lock:
                     fault = proxy.faults.pop(0) if proxy.faults else None
-                    proxy.seen.append({"t": time.monotonic(), "fault": fault and fault[0],
-                                       "documents": len(sent.get("documents") or sent.get("texts") or []),
-                                       "body": body,
-                                       "authorization": self.headers.get("Authorization")})
+                    proxy.seen.append(
+                        {
+                            "t": time.monotonic(),
+                            "fault": fault and fault[0],
+                            "documents": len(sent.get("documents") or sent.get("texts") or []),
+                            "body": body,
+                            "authorization": self.headers.get("Authorization"),
+                        }
+                    )
                     proxy.in_flight += 1
                     proxy.most_in_flight = max(proxy.most_in_flight, proxy.in_flight)
                 try:
@@ -149,9 +190,15 @@ class FaultProxy:
                         payload = payload(self.headers)
                     return self.send(code, json.dumps(payload).encode(), headers)
                 time.sleep(proxy.pause_each)
-                r = httpx.post(proxy.upstream + self.path, content=body, timeout=60,
-                               headers={"Content-Type": "application/json",
-                                        **({"Authorization": a} if (a := self.headers.get("Authorization")) else {})})
+                r = httpx.post(
+                    proxy.upstream + self.path,
+                    content=body,
+                    timeout=60,
+                    headers={
+                        "Content-Type": "application/json",
+                        **({"Authorization": a} if (a := self.headers.get("Authorization")) else {}),
+                    },
+                )
                 content = r.content
                 if fault and fault[0] == "garble":
                     content = fault[1](r.json()).encode()

@@ -48,11 +48,16 @@ def _file(path: Path, judged: dict, qrels_file: Path) -> list[tuple[str, str, fl
     evaluate(Qrels.from_file(str(qrels_file), kind="trec"), ranked, ["ndcg@10", "mrr@10"], make_comparable=True)
     rows = []
     for q in judged:
-        rows += [(q, "pytrec nDCG@10", trec[q]["ndcg_cut_10"]), (q, "mteb nDCG@10", theirs[q]["ndcg_cut_10"]),
-                 (q, "mteb RR@10", rr[q])]
+        rows += [
+            (q, "pytrec nDCG@10", trec[q]["ndcg_cut_10"]),
+            (q, "mteb nDCG@10", theirs[q]["ndcg_cut_10"]),
+            (q, "mteb RR@10", rr[q]),
+        ]
         if not tie_in_top10(run.get(q, {})):
-            rows += [(q, "ranx nDCG@10", float(ranked.scores["ndcg@10"][q])),
-                     (q, "ranx RR@10", float(ranked.scores["mrr@10"][q]))]
+            rows += [
+                (q, "ranx nDCG@10", float(ranked.scores["ndcg@10"][q])),
+                (q, "ranx RR@10", float(ranked.scores["mrr@10"][q])),
+            ]
     return rows
 
 
@@ -65,8 +70,9 @@ def rescored(run_dir: Path) -> pl.DataFrame:
             for smp, files in by_sample.items():
                 for system, path in files.items():
                     rows += [(ds.name, system, cond, smp, *r) for r in _file(path, judged, ds.qrels)]
-    return pl.DataFrame(rows, schema=["dataset", "system", "condition", "sample", "query_id", "tool", "value"],
-                        orient="row")
+    return pl.DataFrame(
+        rows, schema=["dataset", "system", "condition", "sample", "query_id", "tool", "value"], orient="row"
+    )
 
 
 def disagreements(run_dir: Path) -> tuple[dict[str, int], float]:
@@ -76,21 +82,28 @@ def disagreements(run_dir: Path) -> tuple[dict[str, int], float]:
     where it compared every query); the counts name what was compared, `leaderboard <tool>` the figures."""
     tools = rescored(run_dir)
     per_sample = tools.group_by("dataset", "system", "condition", "query_id", "tool").agg(
-        pl.col("value").mean(), pl.len().alias("files"))
+        pl.col("value").mean(), pl.len().alias("files")
+    )
     samples = tools.group_by("dataset", "condition").agg(pl.col("sample").n_unique().alias("samples"))
     ours = pl.read_parquet(run_dir / "per_query.parquet").filter(pl.col("measure").is_in(["nDCG@10", "RR@10"]))
-    joined = (per_sample.join(samples, on=["dataset", "condition"]).filter(pl.col("files") == pl.col("samples"))
-              .with_columns(pl.col("tool").str.split(" ").list.last().alias("measure"))
-              .join(ours, on=["dataset", "system", "condition", "query_id", "measure"], how="left", suffix="_terazi"))
+    joined = (
+        per_sample.join(samples, on=["dataset", "condition"])
+        .filter(pl.col("files") == pl.col("samples"))
+        .with_columns(pl.col("tool").str.split(" ").list.last().alias("measure"))
+        .join(ours, on=["dataset", "system", "condition", "query_id", "measure"], how="left", suffix="_terazi")
+    )
     assert joined["value_terazi"].null_count() == 0, joined.filter(pl.col("value_terazi").is_null()).head()
     worst = float((joined["value"] - joined["value_terazi"]).abs().max())
     board = pl.read_csv(run_dir / "leaderboard.csv")
     judged = ours.filter(pl.col("condition") == CLEAN).group_by("dataset").agg(pl.col("query_id").n_unique().alias("n"))
-    means = (joined.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == "nDCG@10"))
-             .group_by("dataset", "system", "tool").agg(pl.col("value").mean(), pl.len().alias("queries"))
-             .join(judged, on="dataset").filter(pl.col("queries") == pl.col("n")))  # ranx: where no query tied
+    means = (
+        joined.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == "nDCG@10"))
+        .group_by("dataset", "system", "tool")
+        .agg(pl.col("value").mean(), pl.len().alias("queries"))
+        .join(judged, on="dataset")
+        .filter(pl.col("queries") == pl.col("n"))
+    )  # ranx: where no query tied
     for dataset, system, _tool, value, *_ in means.iter_rows():
         worst = max(worst, abs(board.filter(pl.col("system") == system)[dataset].item() - value))
     counts = dict(joined.group_by("tool").len().iter_rows())
     return counts | {f"leaderboard {t}": n for t, n in means.group_by("tool").len().iter_rows()}, worst
-

@@ -18,17 +18,33 @@ SYSTEMS = ("first-stage", "bm25", "tiny-ce", "hybrid")
 
 def scale_config(tmp_path: Path, dataset: Path, tiny_cross_encoder: str, name: str, **extra) -> EvalConfig:
     """Tiny data cut fine: 12 documents in shards of 5, query texts in shards of 4, chunks of one or more blocks."""
-    return EvalConfig.model_validate({
-        "datasets": [{"path": str(dataset), "name": "tiny"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"},
-                      {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64,
-                       "batch_size": 1},
-                      {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]}],
-        "conditions": ["clean", "upper"], "depth": 10, "rerank_depth": 5, "bootstrap_resamples": 200,
-        "robustness": "end-to-end",  # the pair counts below are those of the card's setting alone
-        "scale": {"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8},
-        "out_dir": str(tmp_path / name / "results"), "cache_dir": str(tmp_path / name / "cache"), "run_name": name,
-        "offline": True, **extra})
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(dataset), "name": "tiny"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {
+                    "name": "tiny-ce",
+                    "kind": "cross-encoder",
+                    "model": tiny_cross_encoder,
+                    "max_length": 64,
+                    "batch_size": 1,
+                },
+                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]},
+            ],
+            "conditions": ["clean", "upper"],
+            "depth": 10,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 200,
+            "robustness": "end-to-end",  # the pair counts below are those of the card's setting alone
+            "scale": {"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8},
+            "out_dir": str(tmp_path / name / "results"),
+            "cache_dir": str(tmp_path / name / "cache"),
+            "run_name": name,
+            "offline": True,
+            **extra,
+        }
+    )
 
 
 def same_results(a: Path, b: Path) -> None:
@@ -47,8 +63,9 @@ def task_run_names(flow_run_id: str, settle_s: float = 60.0) -> list[str]:
 
     async def read():
         async with get_client() as client:
-            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
-                                               limit=200)
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), limit=200
+            )
             return [r.name for r in runs]
 
     names, deadline = asyncio.run(read()), time.monotonic() + settle_s

@@ -57,8 +57,11 @@ def inline(task, *args, **kwargs):
     return task.fn(*(resolved(a) for a in args), **{k: resolved(v) for k, v in kwargs.items()})
 
 
-INLINE = Steps(call=inline, spawn=lambda task, *a, **k: Done(inline(task, *a, **k)),
-               model=lambda task, **k: Done(inline(task, **k)))
+INLINE = Steps(
+    call=inline,
+    spawn=lambda task, *a, **k: Done(inline(task, *a, **k)),
+    model=lambda task, **k: Done(inline(task, **k)),
+)
 
 
 def corpus_of(root: Path, cache: Path, name: str = "tiny") -> CorpusTable:
@@ -66,22 +69,47 @@ def corpus_of(root: Path, cache: Path, name: str = "tiny") -> CorpusTable:
     return dataset_corpus(load_dataset(DatasetSpec(path=str(root), name=name), announce=False), str(cache))
 
 
-def first_stage(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
-                cache: str, offline: bool = True, frozen: str | None = None, scale: ScaleSpec = ScaleSpec(),
-                external: str | None = None) -> CandidateSet:
+def first_stage(
+    dataset: DatasetManifest,
+    variant_sets: list[VariantSet],
+    encoder: EncoderSpec,
+    depth: int,
+    cache: str,
+    offline: bool = True,
+    frozen: str | None = None,
+    scale: ScaleSpec = ScaleSpec(),
+    external: str | None = None,
+) -> CandidateSet:
     """Frozen candidates: reused, imported or named (`plan.frozen`), else every shard encoded, then searched."""
     return dense_first_stage(INLINE, dataset, variant_sets, encoder, depth, cache, offline, frozen, scale, external)
 
 
-def rank_row(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
-             rerank_depth: int, cache: str, out: str, scale: ScaleSpec = ScaleSpec(),
-             offline: bool = True, sweep_depth: int | None = None, ties: str = "trec") -> RerankResult:
+def rank_row(
+    dataset: DatasetManifest,
+    candidates: CandidateSet,
+    variant_sets: list[VariantSet],
+    spec: RerankerSpec,
+    rerank_depth: int,
+    cache: str,
+    out: str,
+    scale: ScaleSpec = ScaleSpec(),
+    offline: bool = True,
+    sweep_depth: int | None = None,
+    ties: str = "trec",
+) -> RerankResult:
     """One model row: its plan (with a depth sweep's deepest depth), each chunk, its ranking (beside the first
     stage's own row, which the recipe ranks first)."""
-    config = EvalConfig.model_construct(rerankers=[spec], rerank_depth=rerank_depth, scale=scale, offline=offline,
-                                        rerank_depths=[sweep_depth] if sweep_depth else None, ties=ties)
-    return next(r for r in rank_rows(INLINE, dataset, candidates, variant_sets, config, cache, out)
-                if r.system == spec.name)
+    config = EvalConfig.model_construct(
+        rerankers=[spec],
+        rerank_depth=rerank_depth,
+        scale=scale,
+        offline=offline,
+        rerank_depths=[sweep_depth] if sweep_depth else None,
+        ties=ties,
+    )
+    return next(
+        r for r in rank_rows(INLINE, dataset, candidates, variant_sets, config, cache, out) if r.system == spec.name
+    )
 
 
 def candidate_set(dataset: DatasetManifest, candidates: pl.DataFrame, tmp: Path) -> CandidateSet:
@@ -89,16 +117,39 @@ def candidate_set(dataset: DatasetManifest, candidates: pl.DataFrame, tmp: Path)
     tmp.mkdir(parents=True, exist_ok=True)
     cands = tmp / "candidates.parquet"
     candidates.write_parquet(cands)
-    return CandidateSet(fingerprint=fingerprint.of_rows(candidates), lookup_key="test", dataset=dataset.name,
-                        dataset_fingerprint=dataset.fingerprint, encoder="test", encoder_identity="test", index={},
-                        depth=int(candidates["rank"].max()), faiss_version="", path=str(cands), trec_dir=str(tmp),
-                        recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0.0)
+    return CandidateSet(
+        fingerprint=fingerprint.of_rows(candidates),
+        lookup_key="test",
+        dataset=dataset.name,
+        dataset_fingerprint=dataset.fingerprint,
+        encoder="test",
+        encoder_identity="test",
+        index={},
+        depth=int(candidates["rank"].max()),
+        faiss_version="",
+        path=str(cands),
+        trec_dir=str(tmp),
+        recall={},
+        reused=False,
+        queries_encoded=0,
+        docs_encoded=0,
+        seconds=0.0,
+    )
 
 
-def rerank_row(dataset: DatasetManifest, candidates: pl.DataFrame, variants: pl.DataFrame, spec: RerankerSpec,
-               tmp: Path, rerank_depth: int, chunk_pairs: int | None = None, cache: Path | None = None,
-               score_store: str | None = None, fresh: bool = True,
-               sweep_depth: int | None = None) -> tuple[RerankResult, pl.DataFrame]:
+def rerank_row(
+    dataset: DatasetManifest,
+    candidates: pl.DataFrame,
+    variants: pl.DataFrame,
+    spec: RerankerSpec,
+    tmp: Path,
+    rerank_depth: int,
+    chunk_pairs: int | None = None,
+    cache: Path | None = None,
+    score_store: str | None = None,
+    fresh: bool = True,
+    sweep_depth: int | None = None,
+) -> tuple[RerankResult, pl.DataFrame]:
     """`rank_row` on a test's frames: candidates (condition, sample, query_id, rank, doc_id, score) and variants
     (condition, sample, query_id, text, …), written under `tmp` with their manifests (one variant set per
     condition). The cache is `tmp/cache` unless given; the ranking is written to `tmp/out` (with `sweep_depth`,
@@ -112,15 +163,33 @@ def rerank_row(dataset: DatasetManifest, candidates: pl.DataFrame, variants: pl.
         part = variants.filter(pl.col("condition") == condition)
         path = tmp / f"variants-{condition}.parquet"
         part.write_parquet(path)
-        sets.append(VariantSet(dataset=dataset.name, condition=condition, params={}, seed=0,
-                               samples=part["sample"].n_unique(), path=str(path), n_queries=part["query_id"].n_unique(),
-                               n_changed=0))
+        sets.append(
+            VariantSet(
+                dataset=dataset.name,
+                condition=condition,
+                params={},
+                seed=0,
+                samples=part["sample"].n_unique(),
+                path=str(path),
+                n_queries=part["query_id"].n_unique(),
+                n_changed=0,
+            )
+        )
     if fresh:
         with backends._scorers_lock:
             backends._scorers.clear()
     scale = ScaleSpec(score_store=score_store, **({"chunk_pairs": chunk_pairs} if chunk_pairs else {}))
-    result = rank_row(dataset, cs, sets, spec, rerank_depth, str(cache or tmp / "cache"), str(tmp / "out"), scale,
-                      sweep_depth=sweep_depth)
+    result = rank_row(
+        dataset,
+        cs,
+        sets,
+        spec,
+        rerank_depth,
+        str(cache or tmp / "cache"),
+        str(tmp / "out"),
+        scale,
+        sweep_depth=sweep_depth,
+    )
     return result, pl.read_parquet(result.path)
 
 

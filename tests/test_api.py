@@ -12,7 +12,8 @@ import terazi
 
 
 def test_import_is_cheap():
-    code = "import sys, terazi; print(sorted(m for m in ('polars', 'prefect', 'torch', 'numpy', 'pydantic') if m in sys.modules))"
+    heavy = "('polars', 'prefect', 'torch', 'numpy', 'pydantic')"
+    code = f"import sys, terazi; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 
@@ -20,7 +21,11 @@ def test_import_is_cheap():
 def test_score_the_worked_example():
     """METHOD's worked example: grades A=3, B=2, C=1, D=0; cutoff 3."""
     qrels = {q: {"A": 3, "B": 2, "C": 1, "D": 0} for q in ("Q1", "Q2")} | {"Q3": {"A": 0, "B": 0, "C": 0, "D": 0}}
-    run = {"Q1": {"D": 4, "A": 3, "B": 2, "C": 1}, "Q2": {"A": 4, "C": 3, "B": 2, "D": 1}, "Q3": {"A": 4, "B": 3, "C": 2, "D": 1}}
+    run = {
+        "Q1": {"D": 4, "A": 3, "B": 2, "C": 1},
+        "Q2": {"A": 4, "C": 3, "B": 2, "D": 1},
+        "Q3": {"A": 4, "B": 3, "C": 2, "D": 1},
+    }
     ev = terazi.score(qrels, run, ["RR@3", "nDCG@3"])
     ideal = 3 + 2 / math.log2(3) + 1 / 2
     assert ev.aggregate["RR@3"] == 0.5
@@ -46,19 +51,34 @@ def test_score_reads_the_rank_column_of_a_run_file_where_the_contract_checks_it(
 
 
 def test_evaluate_analyze_and_compare_from_python(prefect_server, tmp_path, tiny_dataset):
-    manifest, board = terazi.evaluate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "conditions": ["upper"], "depth": 10,
-        "rerank_depth": 5, "bootstrap_resamples": 200, "out_dir": str(tmp_path), "run_name": "nb",
-        "cache_dir": str(tmp_path / "cache"), "offline": True})
+    manifest, board = terazi.evaluate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "conditions": ["upper"],
+            "depth": 10,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 200,
+            "out_dir": str(tmp_path),
+            "run_name": "nb",
+            "cache_dir": str(tmp_path / "cache"),
+            "offline": True,
+        }
+    )
     assert isinstance(board, pl.DataFrame) and board.equals(pl.read_csv(tmp_path / "nb" / "leaderboard.csv"))
     assert {r.system for r in manifest.leaderboard} == set(board["system"]) == {"first-stage", "bm25-tr", "hybrid-rrf"}
     assert manifest.kind == "python"
-    ev = terazi.score(tmp_path / "nb" / "qrels" / "tiny.tsv", tmp_path / "nb" / "runs" / "tiny" / "clean" / "bm25-tr.trec",
-                      ["nDCG@10"])
+    ev = terazi.score(
+        tmp_path / "nb" / "qrels" / "tiny.tsv",
+        tmp_path / "nb" / "runs" / "tiny" / "clean" / "bm25-tr.trec",
+        ["nDCG@10"],
+    )
     assert abs(ev.aggregate["nDCG@10"] - board.filter(pl.col("system") == "bm25-tr")["tiny"][0]) < 1e-12
     _, again = terazi.analyze(tmp_path / "nb", out=tmp_path / "again", bootstrap_resamples=200, conditions=["upper"])
-    assert again.sort("system").select("system", "mean_task", "upper").equals(
-        board.sort("system").select("system", "mean_task", "upper"))
+    assert (
+        again.sort("system")
+        .select("system", "mean_task", "upper")
+        .equals(board.sort("system").select("system", "mean_task", "upper"))
+    )
     cmp = terazi.compare(tmp_path / "nb", systems=("bm25-tr", "first-stage"), resamples=200)
     assert cmp.cells.height == 2 and set(cmp.cells["condition"]) == {"clean", "upper"}
     assert terazi.compare(tmp_path / "nb", tmp_path / "again", resamples=200).changed().height == 0

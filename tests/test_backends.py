@@ -49,8 +49,11 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
     torch.manual_seed(1)
     raw = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(minilm_path)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=128)).save_pretrained(raw)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128
+        )
+    ).save_pretrained(raw)
     tok.save_pretrained(raw)
     folder = tmp_path_factory.mktemp("tiny-bi")
     st = SentenceTransformer(modules=[Transformer(str(raw), max_seq_length=64), Pooling(64, "mean"), Normalize()])
@@ -61,9 +64,14 @@ def tiny_bi_encoder(tmp_path_factory, minilm_path) -> str:
 @needs_onnx
 def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_encoder, corpus):
     pairs = tiny_pairs(tiny_dataset)
-    rows = {name: make_scorer(ce(tiny_cross_encoder, **kw), corpus, "", True, str(tmp_path))
-            for name, kw in (("torch", {}), ("onnx", {"backend": "onnx"}),
-                             ("int8", {"backend": "onnx", "quantization": "int8"}))}
+    rows = {
+        name: make_scorer(ce(tiny_cross_encoder, **kw), corpus, "", True, str(tmp_path))
+        for name, kw in (
+            ("torch", {}),
+            ("onnx", {"backend": "onnx"}),
+            ("int8", {"backend": "onnx", "quantization": "int8"}),
+        )
+    }
     scores = {name: s.score(pairs) for name, s in rows.items()}
     assert np.abs(scores["onnx"] - scores["torch"]).max() < 1e-4
     assert 0 < np.abs(scores["int8"] - scores["torch"]).max() < 0.05  # quantised: close, not equal
@@ -76,9 +84,12 @@ def test_torch_onnx_and_int8_cross_encoders(tmp_path, tiny_dataset, tiny_cross_e
     store = Scores(tmp_path / "store")  # three rows, three sets of cache entries
     key = pl.DataFrame({"q": [1], "d": [2]}, schema={"q": pl.Int64, "d": pl.Int64})
     for name, s in rows.items():
-        store.put_many(ModelKey(s.identity, s.max_length), key.with_columns(pl.lit(float(scores[name][0])).alias("score")))
-    assert sorted(store.get_many(ModelKey(s.identity, s.max_length), key)["score"][0] for s in rows.values()) == \
-        sorted(float(v[0]) for v in scores.values())
+        store.put_many(
+            ModelKey(s.identity, s.max_length), key.with_columns(pl.lit(float(scores[name][0])).alias("score"))
+        )
+    assert sorted(store.get_many(ModelKey(s.identity, s.max_length), key)["score"][0] for s in rows.values()) == sorted(
+        float(v[0]) for v in scores.values()
+    )
     costs = {name: s.cost() for name, s in rows.items()}
     assert costs["int8"].precision == "int8" and costs["onnx"].precision == "fp32"
     assert costs["int8"].size_bytes < 0.5 * costs["onnx"].size_bytes  # int8 weights: about a quarter
@@ -116,12 +127,16 @@ def test_a_models_own_onnx_file_is_used(tmp_path, tiny_dataset, tiny_cross_encod
     assert "onnx(onnx/model.onnx)" in own.identity
     assert np.allclose(own.score(pairs), reference, atol=1e-6)
     assert not (tmp_path / "c2" / "onnx").exists()  # nothing exported
-    named = make_scorer(ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), corpus, "", True, str(tmp_path))
+    named = make_scorer(
+        ce(str(model), backend="onnx", file_name="onnx/model_custom.onnx"), corpus, "", True, str(tmp_path)
+    )
     assert "onnx(onnx/model_custom.onnx)" in named.identity and named.identity != own.identity
     from terazi.models.refs import ModelError
 
     with pytest.raises(ModelError, match="has no file 'onnx/missing.onnx'"):
-        make_scorer(ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), corpus, "", True, str(tmp_path)).score(pairs)
+        make_scorer(
+            ce(str(model), backend="onnx", file_name="onnx/missing.onnx"), corpus, "", True, str(tmp_path)
+        ).score(pairs)
 
 
 @needs_onnx

@@ -43,7 +43,8 @@ def variants(cands: pl.DataFrame) -> pl.DataFrame:
     keys = cands.select(VARIANT).unique(maintain_order=True)
     order = {"clean": 0, "upper": 1, "typo": 2}
     return keys.sort(pl.col("condition").replace_strict(order), "sample", "query_id").with_columns(
-        (pl.col("condition") != "clean").alias("changed"), pl.col("query_id").alias("text"))
+        (pl.col("condition") != "clean").alias("changed"), pl.col("query_id").alias("text")
+    )
 
 
 def pool(tmp_path: Path) -> tuple[Path, pl.DataFrame]:
@@ -51,8 +52,9 @@ def pool(tmp_path: Path) -> tuple[Path, pl.DataFrame]:
     as a whole), in small row groups; and the same table in memory."""
     cands = candidates()
     cands.write_parquet(tmp_path / "cands.parquet")
-    blocks.write_blocks(tmp_path / "pool.parquet", isolated_blocks(tmp_path / "cands.parquet", variants(cands)),
-                        lambda: pl.DataFrame())
+    blocks.write_blocks(
+        tmp_path / "pool.parquet", isolated_blocks(tmp_path / "cands.parquet", variants(cands)), lambda: pl.DataFrame()
+    )
     whole = with_isolated(cands, variants(cands))[0]
     whole.write_parquet(tmp_path / "pool-small-groups.parquet", row_group_size=5)
     return tmp_path / "pool-small-groups.parquet", whole
@@ -62,7 +64,12 @@ def test_the_pool_streamed_equals_it_in_memory(tmp_path):
     _, whole = pool(tmp_path)
     assert pl.read_parquet(tmp_path / "pool.parquet").equals(whole)
     assert whole["condition"].unique(maintain_order=True).to_list() == [
-        "clean", "typo", "upper", "upper~isolated", "typo~isolated"]
+        "clean",
+        "typo",
+        "upper",
+        "upper~isolated",
+        "typo~isolated",
+    ]
     clean = whole.filter(pl.col("condition") == "clean").drop("condition", "sample")
     for cond, smp in (("upper~isolated", 0), ("typo~isolated", 0), ("typo~isolated", 1)):
         mine = whole.filter((pl.col("condition") == cond) & (pl.col("sample") == smp)).drop("condition", "sample")
@@ -104,8 +111,11 @@ def expected_values(qrels: dict, ranking: pl.DataFrame, measures: list[str], pol
                 values.setdefault((cond, q, m), []).append(float(v))
     conds, order = ranking["condition"].unique(maintain_order=True).to_list(), list(qrels)
     keys = sorted(values, key=lambda k: (conds.index(k[0]), measures.index(k[2]), order.index(k[1])))
-    return pl.DataFrame([(c, q, m, sum(values[c, q, m]) / len(values[c, q, m])) for c, q, m in keys],
-                        schema=["condition", "query_id", "measure", "value"], orient="row")
+    return pl.DataFrame(
+        [(c, q, m, sum(values[c, q, m]) / len(values[c, q, m])) for c, q, m in keys],
+        schema=["condition", "query_id", "measure", "value"],
+        orient="row",
+    )
 
 
 @pytest.mark.parametrize("policies", [Policies(), Policies(missing_query="skip", no_relevant="skip")])
@@ -151,11 +161,13 @@ def test_run_files_and_the_candidates_hash_written_in_blocks_equal_the_whole_tab
     samples = {"typo": 2, "typo~isolated": 2}
     for head in (None, 4):  # the systems' own scores; a rescored head above a tail moved below it
         one = runfolder.write_rankings(whole, tmp_path / f"one{head}", "x", "sys", samples, head)
-        many = runfolder.write_rankings(variant_blocks(path, RANKING, 5), tmp_path / f"many{head}", "x", "sys",
-                                        samples, head)
+        many = runfolder.write_rankings(
+            variant_blocks(path, RANKING, 5), tmp_path / f"many{head}", "x", "sys", samples, head
+        )
         one, many = sorted(one), sorted(many)
         assert [p.relative_to(tmp_path / f"one{head}") for p in one] == [
-            p.relative_to(tmp_path / f"many{head}") for p in many]
+            p.relative_to(tmp_path / f"many{head}") for p in many
+        ]
         assert len(one) == 7 and all(a.read_bytes() == b.read_bytes() for a, b in zip(one, many))
     ids = whole.select("condition", "sample", "query_id", "doc_id")
     rows = fingerprint.Rows()

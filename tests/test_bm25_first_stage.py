@@ -19,8 +19,11 @@ from tests.stages import rerank_row
 
 def clean_variants(root):
     ds = load_beir(root)
-    return ds, pl.DataFrame([("clean", 0, q, ds.queries[q].text) for q in ds.judged_query_ids],
-                            schema=["condition", "sample", "query_id", "text"], orient="row")
+    return ds, pl.DataFrame(
+        [("clean", 0, q, ds.queries[q].text) for q in ds.judged_query_ids],
+        schema=["condition", "sample", "query_id", "text"],
+        orient="row",
+    )
 
 
 def test_bm25_candidates_are_bm25s_top_documents(tmp_path, tiny_dataset):
@@ -62,11 +65,22 @@ def test_a_run_with_a_bm25_first_stage(prefect_server, tmp_path, tiny_dataset):
     from terazi.data.loading import read_variants
 
     cache = tmp_path / "cache"
-    manifest, board = terazi.evaluate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "first_stages": [{"name": "bm25", "kind": "bm25"}],
-        "rerankers": [{"name": "bm25-tr", "kind": "bm25"}], "conditions": ["clean", "upper"],
-        "robustness": "end-to-end", "depth": 8, "rerank_depth": 8, "bootstrap_resamples": 200, "offline": True,
-        "out_dir": str(tmp_path / "results"), "cache_dir": str(cache), "run_name": "bm25"})
+    manifest, board = terazi.evaluate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "first_stages": [{"name": "bm25", "kind": "bm25"}],
+            "rerankers": [{"name": "bm25-tr", "kind": "bm25"}],
+            "conditions": ["clean", "upper"],
+            "robustness": "end-to-end",
+            "depth": 8,
+            "rerank_depth": 8,
+            "bootstrap_resamples": 200,
+            "offline": True,
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(cache),
+            "run_name": "bm25",
+        }
+    )
     [cs], [ds] = manifest.candidates, manifest.datasets
     assert cs.encoder == "bm25" and manifest.config["first_stages"][0]["kind"] == "bm25"
     again = bm25_candidates(ds, read_variants(manifest.variants), 8, str(cache))

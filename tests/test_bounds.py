@@ -21,30 +21,55 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(tmp_path: Path, dataset: Path, **extra) -> EvalConfig:
-    return EvalConfig.model_validate({"datasets": [{"path": str(dataset)}], "out_dir": str(tmp_path / "results"),
-                                      "cache_dir": str(tmp_path / "cache"), "offline": True, **extra})
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(dataset)}],
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(tmp_path / "cache"),
+            "offline": True,
+            **extra,
+        }
+    )
 
 
-@pytest.mark.parametrize("extra, field", [({"bootstrap_resamples": 1_000_000_000}, "bootstrap_resamples"),
-                                          ({"corruption": {"samples": 100_000}}, "corruption.samples"),
-                                          ({"task_runner_workers": 10_000}, "task_runner_workers")])
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ({"bootstrap_resamples": 1_000_000_000}, "bootstrap_resamples"),
+        ({"corruption": {"samples": 100_000}}, "corruption.samples"),
+        ({"task_runner_workers": 10_000}, "task_runner_workers"),
+    ],
+)
 def test_the_configs_own_numbers_are_refused_before_anything_loads(tmp_path, extra, field, monkeypatch):
     monkeypatch.delenv(NO_LIMITS, raising=False)
     cfg = config(tmp_path, tmp_path / "not-even-there", **extra)  # refused before the dataset is read
-    with pytest.raises(LimitError, match=rf"^{field}: [\d,]+ is over the limit of [\d,]+; lower it, or allow more "
-                                         r"with `terazi run --no-limits`"):
+    with pytest.raises(
+        LimitError,
+        match=rf"^{field}: [\d,]+ is over the limit of [\d,]+; lower it, or allow more "
+        r"with `terazi run --no-limits`",
+    ):
         preflight(cfg, announce=False)
 
 
 def test_the_work_estimates_count_variants_depth_and_queries(tmp_path, tiny_dataset):
     # the tiny dataset has 4 judged queries; clean, upper (1 sample each) and mobile (3 samples): 5 variants a query
-    cfg = config(tmp_path, tiny_dataset, conditions=["clean", "upper", "mobile"], corruption={"samples": 3}, depth=10,
-                 rerank_depth=5, bootstrap_resamples=500)
+    cfg = config(
+        tmp_path,
+        tiny_dataset,
+        conditions=["clean", "upper", "mobile"],
+        corruption={"samples": 3},
+        depth=10,
+        rerank_depth=5,
+        bootstrap_resamples=500,
+    )
     datasets = [load_dataset(cfg.datasets[0], cfg.cache_dir, announce=False)]
     assert datasets[0].n_queries == 4
     within_limits(cfg, Limits(pairs=4 * 5 * 10, cells=500 * 4), "", datasets)  # exactly at the limits: allowed
-    with pytest.raises(LimitError, match=r"^first-stage pairs \(4 judged queries × 5 variants × depth 10\): 200 is "
-                                         r"over the limit of 199"):
+    with pytest.raises(
+        LimitError,
+        match=r"^first-stage pairs \(4 judged queries × 5 variants × depth 10\): 200 is "
+        r"over the limit of 199",
+    ):
         within_limits(cfg, Limits(pairs=199), "", datasets)
     with pytest.raises(LimitError, match=r"^bootstrap cells .*: 2,000 is over the limit of 1,999"):
         within_limits(cfg, Limits(cells=1999), "", datasets)
@@ -59,16 +84,38 @@ def test_no_limits_lifts_them_and_a_served_run_gets_its_servers(tmp_path, monkey
     monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
     limits, allow_more = limits_in_force()  # the form cannot lift them: --no-limits' variable does not count
     assert limits == Limits(resamples=5000) and "terazi serve --max-resamples" in allow_more.format(flag="resamples")
-    with pytest.raises(LimitError, match=r"bootstrap_resamples: 6,000 is over the limit of 5,000; lower it, or ask "
-                                         r"whoever serves it \(set by `terazi serve --max-resamples`\)"):
+    with pytest.raises(
+        LimitError,
+        match=r"bootstrap_resamples: 6,000 is over the limit of 5,000; lower it, or ask "
+        r"whoever serves it \(set by `terazi serve --max-resamples`\)",
+    ):
         preflight(config(tmp_path, tmp_path / "x", bootstrap_resamples=6000), announce=False)
 
 
 def test_the_cli_refuses_in_one_line_before_prefect_starts(tmp_path, tiny_dataset):
     env = {k: v for k, v in os.environ.items() if k != NO_LIMITS}
-    proc = subprocess.run([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(tiny_dataset), "--out",
-                           str(tmp_path / "r"), "--cache", str(tmp_path / "c"), "--offline", "--samples", "100000"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terazi.cli",
+            "run",
+            "--dataset",
+            str(tiny_dataset),
+            "--out",
+            str(tmp_path / "r"),
+            "--cache",
+            str(tmp_path / "c"),
+            "--offline",
+            "--samples",
+            "100000",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "corruption.samples: 100,000 is over the limit of 100" in proc.stderr and "--no-limits" in proc.stderr
     assert "Traceback" not in proc.stderr and "starting Prefect" not in proc.stderr

@@ -25,13 +25,23 @@ def cold(prefect_server, tmp_path_factory, tiny_cross_encoder):
     from terazi.flows.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("truth")
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(make_tiny(root / "tiny")), "name": "tiny"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"},
-                      {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                      {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]}],
-        "conditions": ["clean", "upper"], "depth": 10, "rerank_depth": 5,
-        "out_dir": str(root / "results"), "cache_dir": str(root / "cache"), "run_name": "cold", "offline": True})
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(make_tiny(root / "tiny")), "name": "tiny"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
+                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]},
+            ],
+            "conditions": ["clean", "upper"],
+            "depth": 10,
+            "rerank_depth": 5,
+            "out_dir": str(root / "results"),
+            "cache_dir": str(root / "cache"),
+            "run_name": "cold",
+            "offline": True,
+        }
+    )
     manifest = evaluate(config)
     assert any(r.pairs_scored for r in manifest.reranks)
     return config, manifest, root
@@ -117,8 +127,10 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
     assert CliRunner().invoke(app, ["cache", "check", "--cache", str(cache)]).exit_code == 2
     monkeypatch.setattr(logging.getLogger("terazi"), "propagate", True)  # the command kept its lines off the root
     problems = {p.problem for p in cache_folder.check(cache)}
-    assert {f"runs/{trec.relative_to(a / 'runs')} was changed after it was stored",
-            "per_query.parquet was changed after it was stored"} <= problems
+    assert {
+        f"runs/{trec.relative_to(a / 'runs')} was changed after it was stored",
+        "per_query.parquet was changed after it was stored",
+    } <= problems
 
     b = run(config, "after-edit")
     folder = Path(b.run_dir)
@@ -159,9 +171,16 @@ def test_prune_dry_run_then_prune_then_a_warm_run_recomputes_only_what_was_prune
     cache = root / "cache"
     before = Path(run(config, "before-prune").run_dir)
     used = {p.name for p in (before / "rankings" / "tiny").iterdir()}
-    rankings = [p for p in (cache / "outputs").iterdir() if stage(p.name) == "ranking"
-                and any(os.path.samefile(f, before / "rankings" / "tiny" / f.name)
-                        for f in (p / "rankings" / "tiny").iterdir() if f.name in used)]
+    rankings = [
+        p
+        for p in (cache / "outputs").iterdir()
+        if stage(p.name) == "ranking"
+        and any(
+            os.path.samefile(f, before / "rankings" / "tiny" / f.name)
+            for f in (p / "rankings" / "tiny").iterdir()
+            if f.name in used
+        )
+    ]
     assert len(rankings) == 2  # bm25's and the cross-encoder's (the fusion row is a stage of its own)
     old = time.time() - 40 * 86400
     for p in rankings:

@@ -49,8 +49,13 @@ def names(chosen):
 def test_older_than_takes_what_no_run_used_since_and_never_the_scores_or_a_running_plan(cache):
     c, now = cache
     assert names(prunable(c, older_than=30 * 86400, now=now)) == ["plot-x.txt", "ranking-old", "abc"]
-    assert names(prunable(c, older_than=0, now=now)) == ["plot-x.txt", "ranking-old", "abc", "per-query-mid",
-                                                        "runs-new"]  # not the corpus (grace), not the plan (a day)
+    assert names(prunable(c, older_than=0, now=now)) == [
+        "plot-x.txt",
+        "ranking-old",
+        "abc",
+        "per-query-mid",
+        "runs-new",
+    ]  # not the corpus (grace), not the plan (a day)
     assert GRACE_SECONDS >= 60
 
 

@@ -52,8 +52,10 @@ def test_the_kalbur_card_from_its_own_figures(kalbur):
     card = build_card(kalbur, "kalbur", names=NAMES, model_name="kalbur-reranker")
     md = card.markdown()
     table = md_rows(md, "| Grup")
-    assert table[0] == ("| Grup | Model | Param | Temiz | BÜYÜK HARF | Türkçe karaktersiz | Mobil | Koruma: BÜYÜK HARF | "
-                        "Koruma: Türkçe karaktersiz | Koruma: Mobil |")  # the card's header, word for word
+    assert table[0] == (
+        "| Grup | Model | Param | Temiz | BÜYÜK HARF | Türkçe karaktersiz | Mobil | Koruma: BÜYÜK HARF | "
+        "Koruma: Türkçe karaktersiz | Koruma: Mobil |"
+    )  # the card's header, word for word
     groups = pl.read_csv(kalbur / "leaderboard.csv")["group"].to_list()
     got = [row.split(" | ", 1)[1] for row in table[2:]]  # every column but Grup: the run's groups, not the card's
     assert got == [row.split(" | ", 1)[1] for row in CARD_ROWS.splitlines()]
@@ -63,8 +65,10 @@ def test_the_kalbur_card_from_its_own_figures(kalbur):
 
     # Koruma by hand from the per-query values: the mean over the ranked datasets of mean(Mobil) / mean(Temiz)
     pq = pl.read_parquet(kalbur / "per_query.parquet").filter(pl.col("system") == "kalbur")
-    means = {(r["dataset"], r["condition"]): r["value"] for r in
-             pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)}
+    means = {
+        (r["dataset"], r["condition"]): r["value"]
+        for r in pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)
+    }
     by_hand = np.mean([means[(d, "mobile")] / means[(d, "clean")] for d in DATASETS[1:]])
     assert f"{100 * by_hand:.1f}" == "93.7"
     assert {d: round(means[(d, "mobile")], 3) for d in DATASETS[1:]} == KALBUR_MOBILE
@@ -84,10 +88,14 @@ def test_the_kalbur_card_from_its_own_figures(kalbur):
 
     text = " ".join(card.method)
     assert "pusula: 5 veri seti (msmarco-tr, quora-tr, fiqa-tr, dmm, arzuhal), test bölümü." in text
-    assert ("İlk aşama bge-m3 her sorgu için ilk 100 adayı bir kez üretti ve aday listeleri donduruldu (parmak izi "
-            "becd8faab2ad20e7); her reranker ilk 30 adayı yeniden sıraladı.") in text
-    assert ("nDCG@10; ortalama quora-tr, fiqa-tr, dmm, arzuhal üzerinden (msmarco-tr sıralama dışı: bge reranker'ları "
-            "MS MARCO ile eğitildi).") in text
+    assert (
+        "İlk aşama bge-m3 her sorgu için ilk 100 adayı bir kez üretti ve aday listeleri donduruldu (parmak izi "
+        "becd8faab2ad20e7); her reranker ilk 30 adayı yeniden sıraladı."
+    ) in text
+    assert (
+        "nDCG@10; ortalama quora-tr, fiqa-tr, dmm, arzuhal üzerinden (msmarco-tr sıralama dışı: bge reranker'ları "
+        "MS MARCO ile eğitildi)."
+    ) in text
     assert "Grup: komşu modelle fark %95 GA'da anlamsızsa aynı grup" in text and "Koruma: bozulmanın" in text
     assert "Sıra aralıkları" in md and card.rank_line.startswith("Kalbur: Mean (Task) sırası 2")
     assert not card.variants and "Sürümler" not in md
@@ -101,8 +109,10 @@ def test_model_index_round_trips_through_huggingface_hub(kalbur):
     results_ = data.eval_results
     assert data.model_name == "kalbur-reranker" and len(results_) == 4 * 4  # ranked datasets × conditions
     pq = pl.read_parquet(kalbur / "per_query.parquet").filter(pl.col("system") == "kalbur")
-    want = {(r["dataset"], r["condition"]): r["value"] for r in
-            pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)}
+    want = {
+        (r["dataset"], r["condition"]): r["value"]
+        for r in pq.group_by("dataset", "condition").agg(pl.col("value").mean()).iter_rows(named=True)
+    }
     labels = {"clean": "Temiz", "upper": "BÜYÜK HARF", "ascii_full": "Türkçe karaktersiz", "mobile": "Mobil"}
     fp = {d["name"]: d["fingerprint"] for d in json.loads((kalbur / "manifest.json").read_text())["datasets"]}
     seen = set()
@@ -115,15 +125,17 @@ def test_model_index_round_trips_through_huggingface_hub(kalbur):
         assert r.dataset_revision == fp[d] and r.source_name is None
         seen.add((d, cond))
     assert seen == {(d, c) for d in DATASETS[1:] for c in CONDITIONS}  # msmarco-tr (out of the ranking) left out
-    # the card's own "Evaluation results" lines for Kalbur (dmm Temiz: the card's table prints 0.906, its metadata 0.905)
+    # the card's own "Evaluation results" lines for Kalbur (dmm Temiz: the card's table prints 0.906, its metadata
+    # 0.905)
     got = {(r.dataset_type, r.metric_name): r.metric_value for r in results_}
     assert got[("quora-tr", "nDCG@10 (Mobil)")] == 0.940 and got[("fiqa-tr", "nDCG@10 (Temiz)")] == 0.402
     assert got[("arzuhal", "nDCG@10 (Mobil)")] == 0.779 and got[("dmm", "nDCG@10 (Temiz)")] == 0.906
 
     # as the front matter of a README, with the card's markdown below it
     readme = ModelCard(f"---\n{card.model_index_yaml()}---\n\n{card.markdown()}")
-    assert [(r.dataset_type, r.metric_name, r.metric_value) for r in readme.data.eval_results] == \
-           [(r.dataset_type, r.metric_name, r.metric_value) for r in results_]
+    assert [(r.dataset_type, r.metric_name, r.metric_value) for r in readme.data.eval_results] == [
+        (r.dataset_type, r.metric_name, r.metric_value) for r in results_
+    ]
 
     entries = yaml.safe_load(card.eval_results_yaml())
     assert len(entries) == 16 and {e["dataset"]["task_id"] for e in entries} == set(CONDITIONS)
@@ -132,22 +144,30 @@ def test_model_index_round_trips_through_huggingface_hub(kalbur):
     assert "metrik sözleşmesi: trec: gain linear" in e["notes"] and "60 sorgusundan 300 bootstrap" in e["notes"]
     body = json.loads(card.to_json())
     cell = next(c for c in body["cells"] if (c["dataset"], c["condition"]) == ("quora-tr", "mobile"))
-    assert cell["value"] == pytest.approx(want[("quora-tr", "mobile")], abs=1e-12) and cell["low"] < cell["value"] < cell["high"]
+    assert (
+        cell["value"] == pytest.approx(want[("quora-tr", "mobile")], abs=1e-12)
+        and cell["low"] < cell["value"] < cell["high"]
+    )
     assert body["ranks"][1]["system"] == "kalbur" and body["results"][1]["mobile retention"] == pytest.approx(
-        np.mean([want[(d, "mobile")] / want[(d, "clean")] for d in DATASETS[1:]]))
+        np.mean([want[(d, "mobile")] / want[(d, "clean")] for d in DATASETS[1:]])
+    )
 
 
 def test_english_labels(kalbur):
     card = build_card(kalbur, "kalbur", labels="en", names=NAMES)
     md = card.markdown()
-    assert md_rows(md, "| Group")[0] == ("| Group | Model | Param | Clean | UPPER CASE | No Turkish characters | Mobile | "
-                                         "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |")
+    assert md_rows(md, "| Group")[0] == (
+        "| Group | Model | Param | Clean | UPPER CASE | No Turkish characters | Mobile | "
+        "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |"
+    )
     assert "| 93.7% |" in md_rows(md, "| Group")[3] and "%93.7" not in md
     assert card.comparisons_caption == "20 cells = 5 datasets × 4 conditions"
     assert "(msmarco-tr is out of the ranking: bge reranker'ları MS MARCO ile eğitildi)" in " ".join(card.method)
     assert "| Kalbur (this model) |" in md and "bge-m3 (no reranking)" in md and "Temiz" not in md
-    assert {r.metric_name for r in __import__("huggingface_hub").ModelCardData(
-        **yaml.safe_load(card.model_index_yaml())).eval_results} >= {"nDCG@10 (Clean)", "nDCG@10 (Mobile)"}
+    assert {
+        r.metric_name
+        for r in __import__("huggingface_hub").ModelCardData(**yaml.safe_load(card.model_index_yaml())).eval_results
+    } >= {"nDCG@10 (Clean)", "nDCG@10 (Mobile)"}
 
 
 def test_a_clean_only_run_has_no_retention(tmp_path):
@@ -169,8 +189,11 @@ def test_runs_made_elsewhere_claim_no_frozen_candidates(tmp_path):
     assert md_rows(md, "| Group")[0].startswith("| Group | Model | Clean | ")  # no parameters measured: no column
     assert "| first-stage |" in md  # a run file named first-stage is not called an encoder
     assert all("(bge" not in d.name and "top-" not in d.name for d in card.datasets)
-    assert build_card(restored("analyzed", tmp_path / "tr"), "bm25-tr", labels="tr").method[1].startswith(
-        "Sistemler başka yerde üretilmiş TREC koşu dosyalarıdır")
+    assert (
+        build_card(restored("analyzed", tmp_path / "tr"), "bm25-tr", labels="tr")
+        .method[1]
+        .startswith("Sistemler başka yerde üretilmiş TREC koşu dosyalarıdır")
+    )
 
 
 def test_the_judged_variant_sentence_is_the_runs(tmp_path):

@@ -13,9 +13,12 @@ from terazi.schemas import BenchmarkIdentity, RunManifest
 def fake_run(folder, board, values):
     folder.mkdir(parents=True)
     pl.DataFrame(board, schema=["system", "borda_rank", "group"], orient="row").write_csv(folder / "leaderboard.csv")
-    rows = [("d", s, "clean", f"q{i}", "nDCG@10", float(v), False) for s, vs in values.items() for i, v in enumerate(vs)]
-    pl.DataFrame(rows, schema=["dataset", "system", "condition", "query_id", "measure", "value", "changed"],
-                 orient="row").write_parquet(folder / "per_query.parquet")
+    rows = [
+        ("d", s, "clean", f"q{i}", "nDCG@10", float(v), False) for s, vs in values.items() for i, v in enumerate(vs)
+    ]
+    pl.DataFrame(
+        rows, schema=["dataset", "system", "condition", "query_id", "measure", "value", "changed"], orient="row"
+    ).write_parquet(folder / "per_query.parquet")
     return folder
 
 
@@ -23,8 +26,11 @@ def test_rank_group_and_significant_changes(tmp_path):
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.8, 200)
     before = fake_run(tmp_path / "a", [("x", 1, 1), ("y", 2, 2)], {"x": base, "y": base - 0.1})
-    after = fake_run(tmp_path / "b", [("y", 1, 1), ("x", 2, 1), ("z", 3, 2)],
-                     {"x": base + rng.normal(0, 0.01, 200), "y": base + 0.2, "z": base})
+    after = fake_run(
+        tmp_path / "b",
+        [("y", 1, 1), ("x", 2, 1), ("z", 3, 2)],
+        {"x": base + rng.normal(0, 0.01, 200), "y": base + 0.2, "z": base},
+    )
     text = changes_since(before, after, "nDCG@10", resamples=500)
     assert "new systems: z" in text
     assert "y: rank 2 → 1" in text and "y: group 2 → 1" in text and "x: rank 1 → 2" in text
@@ -37,9 +43,21 @@ def test_rank_group_and_significant_changes(tmp_path):
 
 
 def manifest(folder, kind, name, started, parts=None) -> RunManifest:
-    m = RunManifest(terazi_version="t", run_dir=str(folder), kind=kind, started=started, seconds=1.0, config={},
-                    benchmark=BenchmarkIdentity(name=name, fingerprint="f" * 16, parts=parts or {"datasets": "a"}),
-                    datasets=[], variants=[], candidates=[], reranks=[], scores=[], leaderboard=[])
+    m = RunManifest(
+        terazi_version="t",
+        run_dir=str(folder),
+        kind=kind,
+        started=started,
+        seconds=1.0,
+        config={},
+        benchmark=BenchmarkIdentity(name=name, fingerprint="f" * 16, parts=parts or {"datasets": "a"}),
+        datasets=[],
+        variants=[],
+        candidates=[],
+        reranks=[],
+        scores=[],
+        leaderboard=[],
+    )
     folder.mkdir(parents=True, exist_ok=True)
     results.finish(folder, m.model_dump_json())
     return m
@@ -48,11 +66,11 @@ def manifest(folder, kind, name, started, parts=None) -> RunManifest:
 def test_previous_nightly_is_the_last_completed_nightly_of_the_same_benchmark(tmp_path):
     manifest(tmp_path / "n1", "nightly", "bench", "2026-01-01T02:00:00+00:00")
     manifest(tmp_path / "n0", "nightly", "bench", "2025-12-31T02:00:00+00:00")
-    manifest(tmp_path / "adhoc", "ad-hoc", "bench", "2026-01-01T12:00:00+00:00")       # not a nightly
-    manifest(tmp_path / "other", "nightly", "other", "2026-01-01T13:00:00+00:00")      # another benchmark
+    manifest(tmp_path / "adhoc", "ad-hoc", "bench", "2026-01-01T12:00:00+00:00")  # not a nightly
+    manifest(tmp_path / "other", "nightly", "other", "2026-01-01T13:00:00+00:00")  # another benchmark
     broken = tmp_path / "killed"
     manifest(broken, "nightly", "bench", "2026-01-01T14:00:00+00:00")
-    (broken / results.MARKER).write_text("{}")                                        # interrupted: incomplete
+    (broken / results.MARKER).write_text("{}")  # interrupted: incomplete
     now = manifest(tmp_path / "n2", "nightly", "bench", "2026-01-02T02:00:00+00:00")
     assert previous_nightly(tmp_path, now) == tmp_path / "n1"
 

@@ -11,8 +11,9 @@ def names(module: str) -> set[str]:
 
 
 def test_each_stage_is_keyed_by_the_code_it_runs_and_nothing_else():
-    per_query, ranking, export = (names(m) for m in ("terazi.metrics.per_query", "terazi.rerank.stage",
-                                                     "terazi.results.export"))
+    per_query, ranking, export = (
+        names(m) for m in ("terazi.metrics.per_query", "terazi.rerank.stage", "terazi.results.export")
+    )
     assert {"terazi.metrics.engine", "terazi.metrics.contracts", "terazi.schemas.tables"} <= per_query
     assert "terazi.rerank.ranking" not in per_query and "terazi.metrics.engine" not in ranking
     assert {"terazi.rerank.ranking", "terazi.rerank.work", "terazi.memo"} <= ranking
@@ -22,12 +23,20 @@ def test_each_stage_is_keyed_by_the_code_it_runs_and_nothing_else():
 
 def test_lazy_parenthesised_and_aliased_imports_are_followed(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("import os\nfrom terazi.metrics import (\n    engine,\n    contracts as c,  # why\n)\n\n"
-                      "def f():\n    import terazi.rerank.ranking as r\n    from terazi.memo import key, reuse\n"
-                      "    return r\n# from terazi.cli import nothing (a comment is not an import)\n")
+    source.write_text(
+        "import os\nfrom terazi.metrics import (\n    engine,\n    contracts as c,  # why\n)\n\n"
+        "def f():\n    import terazi.rerank.ranking as r\n    from terazi.memo import key, reuse\n"
+        "    return r\n# from terazi.cli import nothing (a comment is not an import)\n"
+    )
     found = set(codehash._imports("m", source))
-    assert {"terazi.metrics", "terazi.metrics.engine", "terazi.metrics.contracts", "terazi.rerank.ranking",
-            "terazi.memo", "terazi.memo.key"} <= found
+    assert {
+        "terazi.metrics",
+        "terazi.metrics.engine",
+        "terazi.metrics.contracts",
+        "terazi.rerank.ranking",
+        "terazi.memo",
+        "terazi.memo.key",
+    } <= found
     assert not any("cli" in n for n in found)
     assert codehash._path("terazi.memo.key") is None and codehash._path("terazi.memo") is not None
 

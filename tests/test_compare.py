@@ -21,11 +21,20 @@ def two_runs(tmp_path_factory, tiny_cross_encoder, prefect_server):
 
     tmp = tmp_path_factory.mktemp("cmp")
     data = make_tiny(tmp / "tiny")
-    base = {"datasets": [{"path": str(data), "name": "tiny"}], "conditions": ["clean", "upper"], "depth": 10,
-            "rerank_depth": 5, "bootstrap_resamples": 200, "out_dir": str(tmp / "results"),
-            "cache_dir": str(tmp / "cache"), "offline": True}
+    base = {
+        "datasets": [{"path": str(data), "name": "tiny"}],
+        "conditions": ["clean", "upper"],
+        "depth": 10,
+        "rerank_depth": 5,
+        "bootstrap_resamples": 200,
+        "out_dir": str(tmp / "results"),
+        "cache_dir": str(tmp / "cache"),
+        "offline": True,
+    }
     bm25 = {"name": "bm25", "kind": "bm25"}
-    evaluate(EvalConfig.model_validate({**base, "run_name": "a", "rerankers": [bm25, {"name": "mine", "kind": "bm25"}]}))
+    evaluate(
+        EvalConfig.model_validate({**base, "run_name": "a", "rerankers": [bm25, {"name": "mine", "kind": "bm25"}]})
+    )
     changed = {"name": "mine", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64}
     evaluate(EvalConfig.model_validate({**base, "run_name": "b", "rerankers": [bm25, changed]}))
     return tmp / "results" / "a", tmp / "results" / "b"
@@ -33,8 +42,9 @@ def two_runs(tmp_path_factory, tiny_cross_encoder, prefect_server):
 
 def _means(run, system, condition):
     pq = pl.read_parquet(run / "per_query.parquet")
-    return pq.filter((pl.col("system") == system) & (pl.col("condition") == condition)
-                     & (pl.col("measure") == "nDCG@10"))["value"].mean()
+    return pq.filter(
+        (pl.col("system") == system) & (pl.col("condition") == condition) & (pl.col("measure") == "nDCG@10")
+    )["value"].mean()
 
 
 def test_compare_two_runs_reports_the_changed_system(two_runs):
@@ -45,8 +55,13 @@ def test_compare_two_runs_reports_the_changed_system(two_runs):
     assert out["measure"] == "nDCG@10" and out["added"] == [] and out["removed"] == []
     cells = pl.DataFrame(out["cells"])
     assert cells.select("system", "dataset", "condition").sort("system", "condition").rows() == [
-        ("bm25", "tiny", "clean"), ("bm25", "tiny", "upper"), ("first-stage", "tiny", "clean"),
-        ("first-stage", "tiny", "upper"), ("mine", "tiny", "clean"), ("mine", "tiny", "upper")]
+        ("bm25", "tiny", "clean"),
+        ("bm25", "tiny", "upper"),
+        ("first-stage", "tiny", "clean"),
+        ("first-stage", "tiny", "upper"),
+        ("mine", "tiny", "clean"),
+        ("mine", "tiny", "upper"),
+    ]
     for r in cells.iter_rows(named=True):
         expected = _means(b, r["system"], r["condition"]) - _means(a, r["system"], r["condition"])
         assert abs(r["delta"] - expected) < 1e-12 and r["queries"] == 4
@@ -66,8 +81,9 @@ def test_compare_two_runs_reports_the_changed_system(two_runs):
 
 def test_compare_two_systems_of_one_run(two_runs):
     _, b = two_runs
-    res = CliRunner().invoke(app, ["compare", str(b), "--systems", "mine", "bm25", "--format", "json", "--all",
-                                   "--resamples", "200"])
+    res = CliRunner().invoke(
+        app, ["compare", str(b), "--systems", "mine", "bm25", "--format", "json", "--all", "--resamples", "200"]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     for r in out["cells"]:

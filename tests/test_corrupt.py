@@ -18,14 +18,17 @@ from terazi.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_uppe
 from tests.conftest import XQUAD_TR
 
 
-@pytest.mark.parametrize("word, upper, ascii_", [
-    ("İstanbul", "İSTANBUL", "Istanbul"),
-    ("ılık", "ILIK", "ilik"),
-    ("IĞDIR", "IĞDIR", "IGDIR"),
-    ("şoför", "ŞOFÖR", "sofor"),
-    ("Ali'nin", "ALİ'NİN", "Ali'nin"),
-    ("çiğköfte", "ÇİĞKÖFTE", "cigkofte"),
-])
+@pytest.mark.parametrize(
+    "word, upper, ascii_",
+    [
+        ("İstanbul", "İSTANBUL", "Istanbul"),
+        ("ılık", "ILIK", "ilik"),
+        ("IĞDIR", "IĞDIR", "IGDIR"),
+        ("şoför", "ŞOFÖR", "sofor"),
+        ("Ali'nin", "ALİ'NİN", "Ali'nin"),
+        ("çiğköfte", "ÇİĞKÖFTE", "cigkofte"),
+    ],
+)
 def test_upper_and_ascii_pinned(word, upper, ascii_):
     assert corrupt(word, "upper") == upper
     assert corrupt(word, "ascii_full") == ascii_
@@ -33,13 +36,21 @@ def test_upper_and_ascii_pinned(word, upper, ascii_):
 
 def test_ascii_partial_pinned():
     # Outputs of the version a Turkish reader checked (seed 13, sample 0, rate 0.5): they must not move.
-    assert corrupt("Ispanak demir açısından zengin mi?", "ascii_partial", seed=13, query_id="q11") == \
-        "Ispanak demir açisindan zengin mi?"
-    assert corrupt("İstanbul'un fethi hangi yıl oldu?", "ascii_partial", seed=13, query_id="q07") == \
-        "Istanbul'un fethi hangi yıl oldu?"
-    assert corrupt("Kapadokya'ya nasıl gidilir?", "ascii_partial", seed=13, query_id="q02") == \
-        "Kapadokya'ya nasil gidilir?"
-    everything = corrupt("çğıöşü ÇĞİÖŞÜ", "ascii_partial", seed=1, query_id="x", spec=CorruptionSpec(ascii_partial_rate=1))
+    assert (
+        corrupt("Ispanak demir açısından zengin mi?", "ascii_partial", seed=13, query_id="q11")
+        == "Ispanak demir açisindan zengin mi?"
+    )
+    assert (
+        corrupt("İstanbul'un fethi hangi yıl oldu?", "ascii_partial", seed=13, query_id="q07")
+        == "Istanbul'un fethi hangi yıl oldu?"
+    )
+    assert (
+        corrupt("Kapadokya'ya nasıl gidilir?", "ascii_partial", seed=13, query_id="q02")
+        == "Kapadokya'ya nasil gidilir?"
+    )
+    everything = corrupt(
+        "çğıöşü ÇĞİÖŞÜ", "ascii_partial", seed=1, query_id="x", spec=CorruptionSpec(ascii_partial_rate=1)
+    )
     assert everything == "cgiosu CGIOSU"
 
 
@@ -75,10 +86,18 @@ def test_deterministic_for_seed_query_and_sample_and_never_empty(text, condition
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.from_regex(r"[0-9]{1,4}", fullmatch=True), st.from_regex(r"[a-zçğışöüA-Z]{1,7}", fullmatch=True)),
-                min_size=1, max_size=8),
-       st.lists(st.sampled_from([" ", "-", "/", ".", ",", "'", "’", " - ", ", ", "? ", "'a ", "'ten "]), min_size=7, max_size=7),
-       st.sampled_from(COMPOSED), st.integers(0, 10**6))
+@given(
+    st.lists(
+        st.one_of(st.from_regex(r"[0-9]{1,4}", fullmatch=True), st.from_regex(r"[a-zçğışöüA-Z]{1,7}", fullmatch=True)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.lists(
+        st.sampled_from([" ", "-", "/", ".", ",", "'", "’", " - ", ", ", "? ", "'a ", "'ten "]), min_size=7, max_size=7
+    ),
+    st.sampled_from(COMPOSED),
+    st.integers(0, 10**6),
+)
 def test_no_digit_sequence_is_merged_with_another(tokens, seps, condition, seed):
     text = "".join(t + s for t, s in zip(tokens, seps)).strip()
     out = corrupt(text, condition, seed=seed, query_id="q", spec=HIGH)
@@ -96,7 +115,10 @@ def test_different_seeds_differ():
 @given(texts, st.integers(0, 10**6))
 def test_ascii_output_has_no_turkish_letters(text, seed):
     assert not any(ch in TURKISH_LETTERS for ch in corrupt(text, "ascii_full"))
-    assert not any(ch in TURKISH_LETTERS for ch in corrupt(text, "ascii_partial", seed=seed, spec=CorruptionSpec(ascii_partial_rate=1)))
+    assert not any(
+        ch in TURKISH_LETTERS
+        for ch in corrupt(text, "ascii_partial", seed=seed, spec=CorruptionSpec(ascii_partial_rate=1))
+    )
     always_ascii = CorruptionSpec(mobile=MobileSpec(ascii_query=1))
     assert not any(ch in TURKISH_LETTERS for ch in corrupt(text, "mobile", seed=seed, spec=always_ascii))
 
@@ -107,7 +129,9 @@ def test_changed_is_text_inequality_up_to_unicode_composition(tmp_path):
     out = corrupt(nfd, "ascii_full")
     assert out == "café cay" and changed(nfd, out)
     only_recomposed = corrupt(unicodedata.normalize("NFD", "café"), "ascii_full")
-    assert only_recomposed != unicodedata.normalize("NFD", "café") and not changed(unicodedata.normalize("NFD", "café"), only_recomposed)
+    assert only_recomposed != unicodedata.normalize("NFD", "café") and not changed(
+        unicodedata.normalize("NFD", "café"), only_recomposed
+    )
 
 
 def test_changed_flag_and_share_in_the_task_are_exact(tmp_path):
@@ -119,8 +143,12 @@ def test_changed_flag_and_share_in_the_task_are_exact(tmp_path):
     from terazi.schemas import DatasetSpec
 
     queries = [("a", "kedi neden mırlar"), ("b", "ok"), ("c", "Van Gölü neden tuzlu?"), ("d", "12 34")]
-    root = write_beir(tmp_path / "ds", [{"_id": "d1", "text": "x"}], [{"_id": i, "text": t} for i, t in queries],
-                      [(i, "d1", 1) for i, _ in queries])
+    root = write_beir(
+        tmp_path / "ds",
+        [{"_id": "d1", "text": "x"}],
+        [{"_id": i, "text": t} for i, t in queries],
+        [(i, "d1", 1) for i, _ in queries],
+    )
     ds = load_dataset(DatasetSpec(path=str(root), name="ds"))
     spec = CorruptionSpec(samples=4, typo_rate=0.05)
     for condition in ("upper", "ascii_full", "typo", "mobile", "upper+typo"):
@@ -168,15 +196,26 @@ def _cli(args: list[str], stdin: str = "") -> list[dict]:
 
 def test_cli_writes_one_record_per_variant(tmp_path):
     src = tmp_path / "q.jsonl"
-    src.write_text('{"_id": "a", "text": "Türkiye\'nin başkenti neresi"}\n{"_id": "b", "text": "42"}\n', encoding="utf-8")
+    src.write_text(
+        '{"_id": "a", "text": "Türkiye\'nin başkenti neresi"}\n{"_id": "b", "text": "42"}\n', encoding="utf-8"
+    )
     recs = _cli(["--condition", "typo", "--samples", "3", "--rate", "0.5", str(src)])
     assert [(r["_id"], r["sample"]) for r in recs] == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)]
     assert all(r["changed"] == (r["text"] != r["original"]) for r in recs)
     assert all(r["changed"] for r in recs if r["_id"] == "a")
     assert all(not r["changed"] and r["text"] == "42" for r in recs if r["_id"] == "b")  # no letters, nothing to edit
     up = _cli(["--condition", "upper"], '{"_id": "x", "text": "ılık şehir"}\n')
-    assert up == [{"_id": "x", "text": "ILIK ŞEHİR", "original": "ılık şehir", "condition": "upper", "seed": 13,
-                   "sample": 0, "changed": True}]
+    assert up == [
+        {
+            "_id": "x",
+            "text": "ILIK ŞEHİR",
+            "original": "ılık şehir",
+            "condition": "upper",
+            "seed": 13,
+            "sample": 0,
+            "changed": True,
+        }
+    ]
 
 
 def test_cli_mobile_rules_and_bad_settings():
@@ -189,8 +228,12 @@ def test_cli_mobile_rules_and_bad_settings():
     assert len(always) == 20 and all("zmn" in r["text"] for r in always)
     never = _cli(["--condition", "mobile", "--samples", "20", "--mobile", "ne_zaman=0"], q)
     assert not any("zmn" in r["text"] for r in never)
-    for args, message in ((["--mobile", "zaman=1"], "unknown rule 'zaman'"), (["--mobile", "slip"], "expected RULE=PROBABILITY"),
-                          (["--mobile", "slip=2"], "mobile.slip"), (["--rate", "0"], "typo_rate")):
+    for args, message in (
+        (["--mobile", "zaman=1"], "unknown rule 'zaman'"),
+        (["--mobile", "slip"], "expected RULE=PROBABILITY"),
+        (["--mobile", "slip=2"], "mobile.slip"),
+        (["--rate", "0"], "typo_rate"),
+    ):
         res = CliRunner().invoke(app, ["corrupt", "--condition", "mobile", *args], input=q)
         assert res.exit_code != 0 and message in res.output, (args, res.output)
 

@@ -18,8 +18,20 @@ from terazi.corrupt.mobile import colloquial
 from terazi.schemas import CorruptionSpec, MobileSpec
 
 # Written out here rather than taken from terazi.turkish: the forms below are the test's own.
-_BASE = {"ç": "c", "ğ": "g", "ı": "i", "ö": "o", "ş": "s", "ü": "u", "Ç": "C", "Ğ": "G", "İ": "I", "Ö": "O", "Ş": "S",
-         "Ü": "U"}
+_BASE = {
+    "ç": "c",
+    "ğ": "g",
+    "ı": "i",
+    "ö": "o",
+    "ş": "s",
+    "ü": "u",
+    "Ç": "C",
+    "Ğ": "G",
+    "İ": "I",
+    "Ö": "O",
+    "Ş": "S",
+    "Ü": "U",
+}
 _LOWER = {"İ": "i", "I": "ı"}
 
 
@@ -70,8 +82,11 @@ def _run_cli(text: str, samples: int) -> list[str]:
 
     from terazi.cli import app
 
-    res = CliRunner().invoke(app, ["corrupt", "--condition", "mobile", "--samples", str(samples)],
-                             input=json.dumps({"_id": "q", "text": text}, ensure_ascii=False) + "\n")
+    res = CliRunner().invoke(
+        app,
+        ["corrupt", "--condition", "mobile", "--samples", str(samples)],
+        input=json.dumps({"_id": "q", "text": text}, ensure_ascii=False) + "\n",
+    )
     assert res.exit_code == 0, res.output
     return [json.loads(line)["text"] for line in res.output.splitlines()]
 
@@ -108,23 +123,26 @@ def _mobile(text: str, spec: MobileSpec, sample: int = 0, seed: int = 13) -> str
     return corrupt(text, "mobile", seed=seed, query_id="q", sample=sample, spec=CorruptionSpec(mobile=spec))
 
 
-@pytest.mark.parametrize("before, after", [
-    # bundled demo queries, every rule on (no slips)
-    ("Kapadokya'ya nasıl gidilir?", "kapadokyaya nsl gidilir"),
-    ("İstanbul'un fethi hangi yıl oldu?", "istanbulun fethi hangi yil oldu"),
-    ("Osmanlı Devleti ne zaman kuruldu?", "osmanli devleti ne zmn kuruldu"),
-    ("Ispanak demir açısından zengin mi?", "ispanak demir acisindan zenginmi"),
-    ("şifremi unuttum e-Devlet'e nasıl girerim", "sifremi unuttum e devlete nsl girerim"),
-    ("istanbul'da toplu taşıma kartı nereden alınır", "istanbulda toplu tasima karti nereden alinir"),
-    # the rules the demo does not exercise
-    ("bir şey değil, geliyor musun?", "bisey diil geliyomusun"),
-    ("Ankara'da yarın hava nasıl olacak", "ankarada yarin hava nsl olcak"),
-    ("Kaç gün sürecek, nerede bir 1.5 litre?", "kac gun surcek nerde bi 1.5 litre"),
-    ("San Diego-Carlsbad (ABD) 24-10'a kadar", "san diego carlsbad abd 24 10a kadar"),
-    ("okuyorum, okuyacağım: yiyecek, içecek, alacak, bacak", "okuyom okuycam yiyecek icecek alacak bacak"),
-    ("1’den büyük olan sayılar", "1den buyuk olan sayilar"),
-    ("www.ankara.bel.tr ne diyor", "www.ankara.bel.tr ne diyo"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        # bundled demo queries, every rule on (no slips)
+        ("Kapadokya'ya nasıl gidilir?", "kapadokyaya nsl gidilir"),
+        ("İstanbul'un fethi hangi yıl oldu?", "istanbulun fethi hangi yil oldu"),
+        ("Osmanlı Devleti ne zaman kuruldu?", "osmanli devleti ne zmn kuruldu"),
+        ("Ispanak demir açısından zengin mi?", "ispanak demir acisindan zenginmi"),
+        ("şifremi unuttum e-Devlet'e nasıl girerim", "sifremi unuttum e devlete nsl girerim"),
+        ("istanbul'da toplu taşıma kartı nereden alınır", "istanbulda toplu tasima karti nereden alinir"),
+        # the rules the demo does not exercise
+        ("bir şey değil, geliyor musun?", "bisey diil geliyomusun"),
+        ("Ankara'da yarın hava nasıl olacak", "ankarada yarin hava nsl olcak"),
+        ("Kaç gün sürecek, nerede bir 1.5 litre?", "kac gun surcek nerde bi 1.5 litre"),
+        ("San Diego-Carlsbad (ABD) 24-10'a kadar", "san diego carlsbad abd 24 10a kadar"),
+        ("okuyorum, okuyacağım: yiyecek, içecek, alacak, bacak", "okuyom okuycam yiyecek icecek alacak bacak"),
+        ("1’den büyük olan sayılar", "1den buyuk olan sayilar"),
+        ("www.ankara.bel.tr ne diyor", "www.ankara.bel.tr ne diyo"),
+    ],
+)
 def test_every_rule_on(before, after):
     assert _mobile(before, ONE) == after
 
@@ -134,10 +152,17 @@ def test_every_rule_off_changes_nothing():
         assert _mobile(text, ZERO) == text
 
 
-@pytest.mark.parametrize("before, after", [
-    ("Ne?", "Ne"), ("«Kitap» ne  zaman çıktı?", "Kitap ne  zaman çıktı"), ("ali,veli ; ayşe", "ali veli ayşe"),
-    ("x (ABD) y", "x ABD y"), ("  iki  boşluk  ", "  iki  boşluk  "), ("1.5, 2,5 ve 3.", "1.5 2,5 ve 3"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("Ne?", "Ne"),
+        ("«Kitap» ne  zaman çıktı?", "Kitap ne  zaman çıktı"),
+        ("ali,veli ; ayşe", "ali veli ayşe"),
+        ("x (ABD) y", "x ABD y"),
+        ("  iki  boşluk  ", "  iki  boşluk  "),
+        ("1.5, 2,5 ve 3.", "1.5 2,5 ve 3"),
+    ],
+)
 def test_left_out_marks_leave_one_space_between_words_and_other_spacing_alone(before, after):
     only_punctuation = ZERO.model_copy(update={"punctuation": 1.0})
     assert _mobile(before, only_punctuation) == after
@@ -187,11 +212,51 @@ def test_each_rule_fires_at_its_probability(rule, p):
 
 # Words the rules must never touch (nouns that look like verb forms, words near the shortenings),
 # and words that belong to a rule's class with the only other form the rule may give them.
-OUTSIDE = ["bacak", "Bacak", "alacak", "yiyecek", "gelecek", "içecek", "açacak", "yakacak", "sıcak", "ocak", "uçak",
-           "bıçak", "kucak", "yatak", "Ankara", "kira", "zaman", "birlik", "değiller", "nasılsa", "neredeyse",
-           "1.5", "24", "koyar", "ayakkabı", "miras", "mısır", "mum", "olacaktır", "kalacağı", "gelmeyecek"]
-CLASS = {"olacak": "olcak", "koruyacak": "koruycak", "geliyor": "geliyo", "yapıyorum": "yapıyom",
-         "okuyorsun": "okuyon", "bir": "bi", "değil": "diil", "nasıl": "nsl", "nerede": "nerde", "göreceğim": "görcem"}
+OUTSIDE = [
+    "bacak",
+    "Bacak",
+    "alacak",
+    "yiyecek",
+    "gelecek",
+    "içecek",
+    "açacak",
+    "yakacak",
+    "sıcak",
+    "ocak",
+    "uçak",
+    "bıçak",
+    "kucak",
+    "yatak",
+    "Ankara",
+    "kira",
+    "zaman",
+    "birlik",
+    "değiller",
+    "nasılsa",
+    "neredeyse",
+    "1.5",
+    "24",
+    "koyar",
+    "ayakkabı",
+    "miras",
+    "mısır",
+    "mum",
+    "olacaktır",
+    "kalacağı",
+    "gelmeyecek",
+]
+CLASS = {
+    "olacak": "olcak",
+    "koruyacak": "koruycak",
+    "geliyor": "geliyo",
+    "yapıyorum": "yapıyom",
+    "okuyorsun": "okuyon",
+    "bir": "bi",
+    "değil": "diil",
+    "nasıl": "nsl",
+    "nerede": "nerde",
+    "göreceğim": "görcem",
+}
 PARTICLES = ["mı", "mi", "mu", "mü", "misin", "mıdır"]
 
 
@@ -200,9 +265,11 @@ def _norm(text: str) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(OUTSIDE + list(CLASS) + PARTICLES + ["ne zaman"]), min_size=1, max_size=8),
-       st.fixed_dictionaries({k: st.sampled_from([0.0, 0.5, 1.0]) for k in MobileSpec.model_fields if k != "slip"}),
-       st.integers(0, 10**6))
+@given(
+    st.lists(st.sampled_from(OUTSIDE + list(CLASS) + PARTICLES + ["ne zaman"]), min_size=1, max_size=8),
+    st.fixed_dictionaries({k: st.sampled_from([0.0, 0.5, 1.0]) for k in MobileSpec.model_fields if k != "slip"}),
+    st.integers(0, 10**6),
+)
 def test_no_word_outside_a_rule_class_is_rewritten(words, probabilities, seed):
     text = " ".join(words)
     out = _mobile(text, MobileSpec(slip=0.0, **probabilities), seed=seed)

@@ -48,7 +48,7 @@ def osa(a: str, b: str) -> int:
     j = 0
     while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
         j += 1
-    return osa_plain(a[i:len(a) - j], b[i:len(b) - j])
+    return osa_plain(a[i : len(a) - j], b[i : len(b) - j])
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,14 +91,16 @@ def test_no_hidden_minimum_and_min_edits_on_request():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text("abcçdefgğhıijklmnoöprsştuüvyzABÇĞİIŞÜ", min_size=1, max_size=9), min_size=1, max_size=7),
-       st.integers(0, 10**6))
+@given(
+    st.lists(st.text("abcçdefgğhıijklmnoöprsştuüvyzABÇĞİIŞÜ", min_size=1, max_size=9), min_size=1, max_size=7),
+    st.integers(0, 10**6),
+)
 def test_each_edit_is_the_slip_it_names(words, seed):
     text = " ".join(words)
     out, edits = typo_with_edits(text, random.Random(seed), rate=0.3)
     rebuilt, last = [], 0
     for e in edits:
-        assert text[e.at:e.at + len(e.before)] == e.before
+        assert text[e.at : e.at + len(e.before)] == e.before
         lb, la = lower(e.before), lower(e.after)
         if e.op == "substitute":
             assert la in KEY_NEIGHBOURS[lb] and e.after.isupper() == e.before.isupper()
@@ -115,7 +117,7 @@ def test_each_edit_is_the_slip_it_names(words, seed):
             assert e.before[1] == " " and e.after == e.before[0]
         else:
             assert e.op == "extra_space" and e.after == e.before + " "
-        rebuilt += [text[last:e.at], e.after]
+        rebuilt += [text[last : e.at], e.after]
         last = e.at + len(e.before)
     assert "".join(rebuilt) + text[last:] == out
     if all(b.at - a.at >= 3 for a, b in itertools.pairwise(edits)):
@@ -128,7 +130,7 @@ def _slips_seen(pairs):
     kinds = {"double": 0, "space": 0, "capital_transpose": 0}
     for o, v in pairs:
         if OSA.distance(lower(o), lower(v)) == 1:
-            if len(v) == len(o) + 1 and any(v[:i] + v[i + 1:] == o and v[i] == v[i - 1] for i in range(1, len(v))):
+            if len(v) == len(o) + 1 and any(v[:i] + v[i + 1 :] == o and v[i] == v[i - 1] for i in range(1, len(v))):
                 kinds["double"] += 1
             if v.replace(" ", "") == o.replace(" ", ""):
                 kinds["space"] += 1
@@ -175,16 +177,21 @@ def _beir_of(tmp_path: Path, qs: list[tuple[str, str]]):
     from terazi.data.beir import write_beir
     from terazi.data.loading import load_dataset
 
-    root = write_beir(tmp_path / "ds", [{"_id": "d", "text": "bir belge"}], [{"_id": q, "text": t} for q, t in qs],
-                      [(q, "d", 1) for q, _ in qs])
+    root = write_beir(
+        tmp_path / "ds",
+        [{"_id": "d", "text": "bir belge"}],
+        [{"_id": q, "text": t} for q, t in qs],
+        [(q, "d", 1) for q, _ in qs],
+    )
     return load_dataset(DatasetSpec(path=str(root), name="ds"))
 
 
 def _flow_rate(tmp_path: Path, qs: list[tuple[str, str]], samples: int) -> tuple[float, pl.DataFrame]:
     from terazi.corrupt.variants import corrupt_queries  # the flow's task, run as a plain function
 
-    vs = corrupt_queries(_beir_of(tmp_path, qs), "upper+typo", CorruptionSpec(typo_rate=0.4, samples=samples), 13,
-                         str(tmp_path / "run"))
+    vs = corrupt_queries(
+        _beir_of(tmp_path, qs), "upper+typo", CorruptionSpec(typo_rate=0.4, samples=samples), 13, str(tmp_path / "run")
+    )
     assert vs.params == {"typo_rate": 0.4, "typo_min_edits": 0} and vs.samples == samples
     df = pl.read_parquet(vs.path)
     got = measured_rate(list(zip(df["original"], df["text"])), OSA.distance)

@@ -46,8 +46,9 @@ def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tin
 
     def measured(name: str):
         """The row's cost as the flow records it (its chunks' meters) and its wall clock (plan to ranking)."""
-        result, _ = rerank_row(ds, cands, variants, spec(tiny_cross_encoder, batch_size=8), tmp_path / name,
-                               rerank_depth=10)
+        result, _ = rerank_row(
+            ds, cands, variants, spec(tiny_cross_encoder, batch_size=8), tmp_path / name, rerank_depth=10
+        )
         return result.cost, result
 
     fast, _ = measured("a")
@@ -60,12 +61,15 @@ def test_throughput_excludes_model_load_and_cache_io(tmp_path, tiny_dataset, tin
         torch.set_num_threads(threads)
     # 80 pairs in two blocks of 64 and 16 (two slow writes); the first pair is the untimed warm-up
     assert slow.items == fast.items == 79
-    assert stats.seconds - slow.seconds > 3 + 2 * 0.5 - 0.1  # the wall clock sees the load and the writes, the meter not
+    assert (
+        stats.seconds - slow.seconds > 3 + 2 * 0.5 - 0.1
+    )  # the wall clock sees the load and the writes, the meter not
     assert slow.per_second > fast.per_second / 4  # with the load in it, it would be about 100 times slower
 
 
-def test_a_cached_run_reports_the_figures_of_the_run_that_scored(tmp_path, tiny_dataset, tiny_cross_encoder,
-                                                                   monkeypatch):
+def test_a_cached_run_reports_the_figures_of_the_run_that_scored(
+    tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch
+):
     """A row's cost as the flow settles it: metered chunks, the latency probe in the last one, then the cost step."""
     from terazi.rerank import costs as rerank_costs
 
@@ -129,17 +133,32 @@ def test_costs_combine_over_datasets():
     b = ModelCost(items=300, seconds=1.0, latency_queries=5, latency_p50_ms=9.0)
     cached = ModelCost(items=1000, seconds=1.0, cached=True)
     both = costs.combine([a, b, cached])
-    assert (both.items, both.seconds, both.per_second, both.latency_p50_ms, both.cached) == (400, 2.0, 200.0, 9.0, False)
+    assert (both.items, both.seconds, both.per_second, both.latency_p50_ms, both.cached) == (
+        400,
+        2.0,
+        200.0,
+        9.0,
+        False,
+    )
     only_cached = costs.combine([cached, None])
     assert only_cached.cached and only_cached.per_second == 1000
     assert costs.combine([None, None]) is None
 
 
 def test_figures_print_as_the_card_prints_them():
-    assert [params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == \
-        ["568M", "4.0B", "278M", "22.7M", "–"]
-    assert [size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == \
-        ["570 MB", "2.3 GB", "90.9 MB", "–"]
+    assert [params_text(n) for n in (568_000_000, 4_020_000_000, 278_000_000, 22_713_216, None)] == [
+        "568M",
+        "4.0B",
+        "278M",
+        "22.7M",
+        "–",
+    ]
+    assert [size_text(n) for n in (570_000_000, 2_272_000_000, 90_868_376, None)] == [
+        "570 MB",
+        "2.3 GB",
+        "90.9 MB",
+        "–",
+    ]
     cost = ModelCost(items=30, seconds=10.0, device="cpu", precision="int8")
     assert speed_text(cost) == "3.0 pairs/s (cpu int8)"
     assert speed_text(cost, "tr") == "3.0 çift/sn (cpu int8)"
@@ -150,17 +169,26 @@ def test_identity_names_everything_that_changes_a_score(tmp_path, tiny_dataset, 
     from terazi.models.refs import resolve
 
     corpus = corpus_of(tiny_dataset, tmp_path)
-    settings = ({}, {"precision": "bf16"}, {"device": "mps"}, {"max_length": 128}) + (({"backend": "onnx"},) if ONNX else ())
+    settings = ({}, {"precision": "bf16"}, {"device": "mps"}, {"max_length": 128}) + (
+        ({"backend": "onnx"},) if ONNX else ()
+    )
     ids = {make_scorer(spec(tiny_cross_encoder, **kw), corpus, "", True, str(tmp_path)).identity: kw for kw in settings}
     assert len(ids) == len(settings)
     base = next(i for i, kw in ids.items() if not kw)
     assert base.startswith(f"cross-encoder:{resolve(tiny_cross_encoder).identity}:torch:fp32@cpu:len=64:act=Sigmoid")
-    assert any(":bf16@cpu:" in i for i in ids) and any(":fp32@mps:" in i for i in ids) and any("len=128" in i for i in ids)
+    assert (
+        any(":bf16@cpu:" in i for i in ids) and any(":fp32@mps:" in i for i in ids) and any("len=128" in i for i in ids)
+    )
     identity_model = tmp_path / "identity-activation"  # same weights, another activation saved in its config
     shutil.copytree(tiny_cross_encoder, identity_model)
     cfg = (identity_model / "config.json").read_text()
-    (identity_model / "config.json").write_text(cfg.replace(
-        '"architectures"', '"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"},\n  "architectures"', 1))
+    (identity_model / "config.json").write_text(
+        cfg.replace(
+            '"architectures"',
+            '"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"},\n  "architectures"',
+            1,
+        )
+    )
     other = make_scorer(spec(str(identity_model)), corpus, "", True, str(tmp_path))
     assert other.identity.endswith("act=Identity")
     pairs = [Pair("soru", "d", "belge")]
@@ -182,8 +210,9 @@ def test_precision_and_cuda_batch_size(tmp_path, tiny_dataset, tiny_cross_encode
     assert auto_batch(1 << 30, 1 << 30, cfg, 512, 2) == 1  # no room: one at a time
     # on a CUDA device the backend sizes its batches from the free memory, without loading the model
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (16 << 30, 80 << 30))
-    scorer = make_scorer(spec(tiny_cross_encoder, device="cuda"), corpus_of(tiny_dataset, tmp_path), "", True,
-                         str(tmp_path))
+    scorer = make_scorer(
+        spec(tiny_cross_encoder, device="cuda"), corpus_of(tiny_dataset, tmp_path), "", True, str(tmp_path)
+    )
     assert ":fp16@cuda:" in scorer.identity and scorer.inner._model is None
     from terazi.models.refs import model_config
 

@@ -28,17 +28,20 @@ def _rewrite_line(path, n, text):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-@pytest.mark.parametrize("file, line, content, problem", [
-    ("corpus.jsonl", 2, '{"title": "x", "text": "y"}', "field '_id': Field required"),
-    ("corpus.jsonl", 3, '{"_id": "d1", "text": "again"}', "duplicate id 'd1' (first on line 1)"),
-    ("corpus.jsonl", 4, '{"_id": "d4", "text": ', "not valid JSON"),
-    ("queries.jsonl", 2, '{"_id": "q2"}', "field 'text': Field required"),
-    ("qrels/test.tsv", 3, "q1\td99\t1", "unknown document id 'd99' (not in the corpus)"),
-    ("qrels/test.tsv", 4, "q1\td3\t-1", "negative grade -1"),
-    ("qrels/test.tsv", 5, "q2\td4\ttwo", "grade 'two' is not an integer"),
-    ("qrels/test.tsv", 6, "q9\td4\t1", "unknown query id 'q9'"),
-    ("qrels/test.tsv", 7, "q1\td1\t1", "duplicate judgment for query 'q1', document 'd1'"),
-])
+@pytest.mark.parametrize(
+    "file, line, content, problem",
+    [
+        ("corpus.jsonl", 2, '{"title": "x", "text": "y"}', "field '_id': Field required"),
+        ("corpus.jsonl", 3, '{"_id": "d1", "text": "again"}', "duplicate id 'd1' (first on line 1)"),
+        ("corpus.jsonl", 4, '{"_id": "d4", "text": ', "not valid JSON"),
+        ("queries.jsonl", 2, '{"_id": "q2"}', "field 'text': Field required"),
+        ("qrels/test.tsv", 3, "q1\td99\t1", "unknown document id 'd99' (not in the corpus)"),
+        ("qrels/test.tsv", 4, "q1\td3\t-1", "negative grade -1"),
+        ("qrels/test.tsv", 5, "q2\td4\ttwo", "grade 'two' is not an integer"),
+        ("qrels/test.tsv", 6, "q9\td4\t1", "unknown query id 'q9'"),
+        ("qrels/test.tsv", 7, "q1\td1\t1", "duplicate judgment for query 'q1', document 'd1'"),
+    ],
+)
 def test_malformed_dataset_names_file_line_and_problem(tiny_dataset, file, line, content, problem):
     _rewrite_line(tiny_dataset / file, line, content)
     with pytest.raises(DatasetError) as info:

@@ -29,8 +29,12 @@ def _benchmark(root, rng, name: str, n: int):
     queries = [(f"{name}-q{k:02d}", " ".join(rng.choice(WORDS, 10))) for k in range(n)]
     docs = [(f"{q}-d{j}", " ".join(rng.choice(WORDS, 12))) for q, _ in queries for j in range(3)]
     qrels = [(q, f"{q}-d{j}", 2 - j) for q, _ in queries for j in range(3)]
-    write_beir(root / "data" / name, [{"_id": i, "text": t} for i, t in docs],
-               [{"_id": i, "text": t} for i, t in queries], qrels)
+    write_beir(
+        root / "data" / name,
+        [{"_id": i, "text": t} for i, t in docs],
+        [{"_id": i, "text": t} for i, t in queries],
+        qrels,
+    )
     runs = root / "runs"
     (runs / "qrels").mkdir(parents=True, exist_ok=True)
     (runs / "qrels" / f"{name}.tsv").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in qrels))
@@ -57,34 +61,58 @@ def checked(tmp_path_factory):
     qb, db = _benchmark(root, rng, "beta", 25)
     copied = [t for _, t in qa[:8]] + [t for _, t in qb[:3]]  # queries copied: n-gram hits and exact repeats
     passages = [t for d, t in da if d.endswith("-d0")][10:14] + [t for d, t in db if d.endswith("-d1")][5:7]
-    train = jsonl(root / "train.jsonl", [{"text": p, "query": None} for p in passages]
-                  + [{"text": None, "query": q} for q in copied])
-    result = check([load_beir(root / "data" / n) for n in ("alpha", "beta")],
-                   [TrainSource(path=str(train), fields=("text", "query"))])
+    train = jsonl(
+        root / "train.jsonl",
+        [{"text": p, "query": None} for p in passages] + [{"text": None, "query": q} for q in copied],
+    )
+    result = check(
+        [load_beir(root / "data" / n) for n in ("alpha", "beta")],
+        [TrainSource(path=str(train), fields=("text", "query"))],
+    )
     write(result, root / "leak")
     return root
 
 
 def _filtered_score(root, dataset: str, system: str, excluded: set[str]) -> tuple[float, float]:
     """The headline of one run on the kept queries, scored from filtered files: terazi.score and pytrec_eval."""
-    qrels = [x for x in (root / "runs" / "qrels" / f"{dataset}.tsv").read_text().splitlines()
-             if x.split()[0] not in excluded]
-    run = [x for x in (root / "runs" / "runs" / dataset / "clean" / f"{system}.trec").read_text().splitlines()
-           if x.split()[0] not in excluded]
+    qrels = [
+        x for x in (root / "runs" / "qrels" / f"{dataset}.tsv").read_text().splitlines() if x.split()[0] not in excluded
+    ]
+    run = [
+        x
+        for x in (root / "runs" / "runs" / dataset / "clean" / f"{system}.trec").read_text().splitlines()
+        if x.split()[0] not in excluded
+    ]
     (root / "fq.txt").write_text("\n".join(qrels) + "\n")
     (root / "fr.trec").write_text("\n".join(run) + "\n")
     ours = terazi.score(root / "fq.txt", root / "fr.trec", [HEADLINE]).aggregate[HEADLINE]
     with open(root / "fq.txt") as fq, open(root / "fr.trec") as fr:
         ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.10"}).evaluate(
-            pytrec_eval.parse_run(fr))
+            pytrec_eval.parse_run(fr)
+        )
     return ours, float(np.mean([v["ndcg_cut_10"] for v in ref.values()]))
 
 
 @pytest.mark.parametrize("by", ["queries", "relevant"])
 def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_server, checked, tmp_path, by):
     out = tmp_path / "analysed"
-    res = CliRunner().invoke(app, ["analyze", str(checked / "runs"), "--out", str(out), "--resamples", str(RESAMPLES),
-                                   "--seed", str(SEED), "--exclude", str(checked / "leak"), "--exclude-by", by])
+    res = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(checked / "runs"),
+            "--out",
+            str(out),
+            "--resamples",
+            str(RESAMPLES),
+            "--seed",
+            str(SEED),
+            "--exclude",
+            str(checked / "leak"),
+            "--exclude-by",
+            by,
+        ],
+    )
     assert res.exit_code == 0, res.output
     excluded = {}
     for d in ("alpha", "beta"):
@@ -123,11 +151,27 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
 
 def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples(prefect_server, checked, tmp_path):
     out = tmp_path / "analysed"
-    res = CliRunner().invoke(app, ["analyze", str(checked / "runs"), "--out", str(out), "--resamples", str(RESAMPLES),
-                                   "--seed", str(SEED), "--exclude", str(checked / "leak"), "--confidence", "0.9"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(checked / "runs"),
+            "--out",
+            str(out),
+            "--resamples",
+            str(RESAMPLES),
+            "--seed",
+            str(SEED),
+            "--exclude",
+            str(checked / "leak"),
+            "--confidence",
+            "0.9",
+        ],
+    )
     assert res.exit_code == 0, res.output
-    pq = pl.read_parquet(out / "per_query.parquet").filter((pl.col("condition") == "clean")
-                                                            & (pl.col("measure") == HEADLINE))
+    pq = pl.read_parquet(out / "per_query.parquet").filter(
+        (pl.col("condition") == "clean") & (pl.col("measure") == HEADLINE)
+    )
     board, deco = pl.read_csv(out / "leaderboard.csv"), pl.read_csv(out / "decontaminated.csv")
     excluded = {d: set((checked / "leak" / d / "queries.txt").read_text().split()) for d in ("alpha", "beta")}
     for system in ("a", "b"):
@@ -146,8 +190,12 @@ def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples
         row = board.filter(pl.col("system") == system)
         assert np.allclose(np.quantile(full, [0.05, 0.95]), [row["ci_low"][0], row["ci_high"][0]], rtol=0, atol=1e-12)
         overall = deco.filter((pl.col("system") == system) & pl.col("dataset").is_null())
-        assert np.allclose(np.quantile(kept - full, [0.05, 0.95]), [overall["delta_low"][0], overall["delta_high"][0]],
-                           rtol=0, atol=1e-12)
+        assert np.allclose(
+            np.quantile(kept - full, [0.05, 0.95]),
+            [overall["delta_low"][0], overall["delta_high"][0]],
+            rtol=0,
+            atol=1e-12,
+        )
         assert overall["delta_low"][0] < overall["delta"][0] < overall["delta_high"][0]
 
 
@@ -163,8 +211,15 @@ def test_without_exclude_no_file_is_added(prefect_server, checked, tmp_path):
 def test_a_dataset_with_every_query_excluded_has_no_clean_score():
     from terazi.analysis.decontaminated import decontaminated
 
-    pq = pl.DataFrame({"system": ["s"] * 4, "dataset": ["x", "x", "y", "y"], "condition": ["clean"] * 4,
-                       "query_id": ["1", "2", "1", "2"], "value": [1.0, 0.0, 0.5, 0.25]})
+    pq = pl.DataFrame(
+        {
+            "system": ["s"] * 4,
+            "dataset": ["x", "x", "y", "y"],
+            "condition": ["clean"] * 4,
+            "query_id": ["1", "2", "1", "2"],
+            "value": [1.0, 0.0, 0.5, 0.25],
+        }
+    )
     out = decontaminated(pq, ["x", "y"], ["x", "y"], {"x": {"1", "2"}, "y": {"2"}}, ["s"], 200, 0, 0.95)
     rows = {r["dataset"]: r for r in out.iter_rows(named=True)}
     assert rows[None]["decontaminated"] is None and rows["x"]["decontaminated"] is None
@@ -185,14 +240,17 @@ def test_bad_exclusion_folders_are_one_line_each_before_any_results(checked, tmp
     binary = tmp_path / "binary"
     shutil.copytree(checked / "leak", binary)
     (binary / "beta" / "queries.txt").write_bytes(b"beta-q00\n\xff\n")
-    cases = {str(tmp_path / "nope"): "is not a folder",
-             str(tmp_path / "empty"): "summary.json: not found: exclude names the output folder of `terazi leakage",
-             str(other): "has no dataset 'beta' (it checked: alpha)",
-             str(cut): "alpha/queries.txt: not found",
-             str(binary): "beta/queries.txt, line 2: not valid UTF-8 (byte 0xff"}
+    cases = {
+        str(tmp_path / "nope"): "is not a folder",
+        str(tmp_path / "empty"): "summary.json: not found: exclude names the output folder of `terazi leakage",
+        str(other): "has no dataset 'beta' (it checked: alpha)",
+        str(cut): "alpha/queries.txt: not found",
+        str(binary): "beta/queries.txt, line 2: not valid UTF-8 (byte 0xff",
+    }
     for folder, expected in cases.items():
-        res = CliRunner().invoke(app, ["analyze", str(checked / "runs"), "--out", str(tmp_path / "o"), "--exclude",
-                                       folder])
+        res = CliRunner().invoke(
+            app, ["analyze", str(checked / "runs"), "--out", str(tmp_path / "o"), "--exclude", folder]
+        )
         lines = [x for x in res.output.splitlines() if x.strip()]
         assert res.exit_code == 2 and len(lines) == 1 and expected in lines[0].replace("\n", ""), res.output
         assert not (tmp_path / "o").exists()
@@ -207,20 +265,40 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
     from tests.conftest import TINY_QUERIES, make_tiny
 
     data = make_tiny(tmp_path / "tiny")
-    train = jsonl(tmp_path / "train.jsonl", [{"text": None, "query": TINY_QUERIES[0][1]},  # q1 repeated exactly
-                                             {"text": "İstanbul'un fethi. İstanbul 1453 yılında II. Mehmed tarafından "
-                                                      "fethedildi.", "query": None}])  # d7, q3's relevant passage
-    write(check([load_beir(data, name="tiny")], [TrainSource(path=str(train), fields=("text", "query"))]),
-          tmp_path / "leak")
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(data), "name": "tiny"}], "rerankers": [{"name": "bm25", "kind": "bm25"}],
-        "conditions": ["clean", "upper"], "depth": 10, "rerank_depth": 5, "bootstrap_resamples": 300,
-        "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"), "run_name": "r", "offline": True,
-        "exclude": str(tmp_path / "leak"), "exclude_by": "relevant"})
-    other = write_beir(tmp_path / "other", [{"_id": "d1", "text": "başka"}], [{"_id": "q1", "text": "x"}],
-                       [("q1", "d1", 1)])
-    write(check([load_beir(other, name="tiny")], [TrainSource(path=str(train), fields=("text", "query"))]),
-          tmp_path / "leak-other")
+    train = jsonl(
+        tmp_path / "train.jsonl",
+        [
+            {"text": None, "query": TINY_QUERIES[0][1]},  # q1 repeated exactly
+            {"text": "İstanbul'un fethi. İstanbul 1453 yılında II. Mehmed tarafından fethedildi.", "query": None},
+        ],
+    )  # d7, q3's relevant passage
+    write(
+        check([load_beir(data, name="tiny")], [TrainSource(path=str(train), fields=("text", "query"))]),
+        tmp_path / "leak",
+    )
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(data), "name": "tiny"}],
+            "rerankers": [{"name": "bm25", "kind": "bm25"}],
+            "conditions": ["clean", "upper"],
+            "depth": 10,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 300,
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(tmp_path / "cache"),
+            "run_name": "r",
+            "offline": True,
+            "exclude": str(tmp_path / "leak"),
+            "exclude_by": "relevant",
+        }
+    )
+    other = write_beir(
+        tmp_path / "other", [{"_id": "d1", "text": "başka"}], [{"_id": "q1", "text": "x"}], [("q1", "d1", 1)]
+    )
+    write(
+        check([load_beir(other, name="tiny")], [TrainSource(path=str(train), fields=("text", "query"))]),
+        tmp_path / "leak-other",
+    )
     with pytest.raises(DatasetError, match="checked with another corpus"):
         preflight(config.model_copy(update={"exclude": str(tmp_path / "leak-other")}), announce=False)
 
@@ -245,16 +323,36 @@ def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(t
     from terazi.policy import ServicePolicy
     from terazi.schemas import EvalConfig
 
-    res = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--reranker", "bm25", "--out",
-                                   str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--offline",
-                                   "--exclude", str(tmp_path / "nope")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--dataset",
+            str(tiny_dataset),
+            "--reranker",
+            "bm25",
+            "--out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+            "--exclude",
+            str(tmp_path / "nope"),
+        ],
+    )
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert res.exit_code == 2 and len(lines) == 1 and "is not a folder" in lines[0], res.output
     assert "starting Prefect" not in res.output
-    policy = ServicePolicy(data_roots=[str(tiny_dataset.parent)], results_root=str(tmp_path / "out"),
-                           cache_root=str(tmp_path / "cache"))
-    config = EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "out"),
-                                        "cache_dir": str(tmp_path / "cache")})
+    policy = ServicePolicy(
+        data_roots=[str(tiny_dataset.parent)], results_root=str(tmp_path / "out"), cache_root=str(tmp_path / "cache")
+    )
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset)}],
+            "out_dir": str(tmp_path / "out"),
+            "cache_dir": str(tmp_path / "cache"),
+        }
+    )
     assert policy.apply(config).exclude is None
     inside = tmp_path / "out" / "leak"
     assert policy.apply(config.model_copy(update={"exclude": str(inside)})).exclude == str(inside)

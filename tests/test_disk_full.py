@@ -35,11 +35,20 @@ def run_with(tmp_path, data, monkeypatch, where: str, fail):  # noqa: F811
     from terazi.schemas import EvalConfig
 
     monkeypatch.setattr(where, fail)
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(data / "ds"), "name": "stop", "first_stage_runs": str(data / "runs")}],
-        "conditions": ["clean"], "rerankers": [{"name": "bm25", "kind": "bm25"}], "depth": 12, "rerank_depth": 12,
-        "robustness": "end-to-end", "out_dir": str(tmp_path / "results"), "run_name": "full",
-        "cache_dir": str(tmp_path / "cache"), "offline": True})
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(data / "ds"), "name": "stop", "first_stage_runs": str(data / "runs")}],
+            "conditions": ["clean"],
+            "rerankers": [{"name": "bm25", "kind": "bm25"}],
+            "depth": 12,
+            "rerank_depth": 12,
+            "robustness": "end-to-end",
+            "out_dir": str(tmp_path / "results"),
+            "run_name": "full",
+            "cache_dir": str(tmp_path / "cache"),
+            "offline": True,
+        }
+    )
     with pytest.raises(DiskFullError) as raised:
         evaluate(config)
     marker = json.loads((tmp_path / "results" / "full" / ".terazi-incomplete").read_text())
@@ -98,8 +107,9 @@ def test_12_polars_full_cache_disk_names_the_cache_folder(prefect_server, tmp_pa
     def full_under_cache(self, path, *a, **k):
         if str(path).startswith(str(cache)):
             calls.append(str(path))
-            raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: No space left "
-                                             "on device (os error 28)")
+            raise pl.exceptions.ComputeError(
+                "parquet: File out of specification: underlying IO error: No space left on device (os error 28)"
+            )
         return real(self, path, *a, **k)
 
     monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
@@ -125,10 +135,33 @@ def test_a_real_full_disk_is_named_as_a_user_meets_it(prefect_server, tmp_path, 
     try:
         out = disk / "run" if full == "out" else tmp_path / "run"
         cache = disk / "cache" if full == "cache" else tmp_path / "cache"
-        proc = subprocess.run([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(data / "ds"), "--reranker",
-                               "bm25", "--condition", "upper", "--depth", "12", "--rerank-depth", "12", "--offline",
-                               "--out", str(out), "--cache", str(cache)], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "terazi.cli",
+                "run",
+                "--dataset",
+                str(data / "ds"),
+                "--reranker",
+                "bm25",
+                "--condition",
+                "upper",
+                "--depth",
+                "12",
+                "--rerank-depth",
+                "12",
+                "--offline",
+                "--out",
+                str(out),
+                "--cache",
+                str(cache),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()},
+        )
         what, folder = ("results", out) if full == "out" else ("cache", cache)
         assert proc.returncode == 2, proc.stderr[-3000:]
         line = " ".join(proc.stderr.split())

@@ -151,9 +151,11 @@ def test_every_function_and_task_architecture_names_is_defined():
 def test_the_architecture_checks_can_fail():
     """The checks on made-up text: a removed module, a wrong module in a folder's list, a misspelt function and
     task, a module that is not there."""
-    text = ("| 2. | `corrupt_querys_task` | `corrupt.variants.corrupt_queries`, `corrupt_querys` | terazi/corrupt/ "
-            "(letters.py, mobile.py, nowhere.py) | `terazi.nowhere.thing`, `flows.lifecycle.results_folder` | "
-            "terazi/cli/kept_server.py, terazi/corrupt/typo.py |")
+    text = (
+        "| 2. | `corrupt_querys_task` | `corrupt.variants.corrupt_queries`, `corrupt_querys` | terazi/corrupt/ "
+        "(letters.py, mobile.py, nowhere.py) | `terazi.nowhere.thing`, `flows.lifecycle.results_folder` | "
+        "terazi/cli/kept_server.py, terazi/corrupt/typo.py |"
+    )
     assert missing_paths(text) == ["terazi/cli/kept_server.py", "terazi/corrupt/nowhere.py"]
     assert missing_code(text) == ["corrupt.variants.corrupt_querys", "terazi.nowhere", "corrupt_querys_task"]
 
@@ -171,7 +173,7 @@ def markdown_rows(text: str, first: str) -> dict[str, dict[str, str]]:
     start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first} |"))
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     rows = {}
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))

@@ -41,8 +41,11 @@ def run(tmp_path, tiny_dataset, monkeypatch):
 
 def texts_of(cs, vs, root, depth: int) -> set[str]:
     """The distinct query and document texts of the candidates down to `depth`."""
-    top = pl.read_parquet(cs.path).filter(pl.col("rank") <= depth).join(read_variants(vs),
-                                                                        on=["condition", "sample", "query_id"])
+    top = (
+        pl.read_parquet(cs.path)
+        .filter(pl.col("rank") <= depth)
+        .join(read_variants(vs), on=["condition", "sample", "query_id"])
+    )
     docs = {d: doc.full_text for d, doc in load_beir(root).docs.items()}
     return set(top["text"]) | {docs[d] for d in top["doc_id"]}
 
@@ -53,8 +56,9 @@ def reference(result, vs, root, model: str, max_length: int) -> tuple[np.ndarray
 
     st = SentenceTransformer(model, device="cpu")
     st.max_seq_length = max_length
-    ranked = pl.read_parquet(result.path).join(read_variants(vs).select("condition", "sample", "query_id", "text"),
-                                               on=["condition", "sample", "query_id"])
+    ranked = pl.read_parquet(result.path).join(
+        read_variants(vs).select("condition", "sample", "query_id", "text"), on=["condition", "sample", "query_id"]
+    )
     docs = {d: doc.full_text for d, doc in load_beir(root).docs.items()}
     q = st.encode(ranked["text"].to_list(), normalize_embeddings=True)
     d = st.encode([docs[i] for i in ranked["doc_id"]], normalize_embeddings=True)
@@ -75,8 +79,9 @@ def test_the_first_stage_model_as_reranker_encodes_nothing(run, tmp_path, tiny_d
 def test_each_distinct_text_is_encoded_once_across_chunks_and_blocks(run, tmp_path, tiny_dataset, minilm_path):
     ds, vs, cs, loads, encoded = run
     spec = BiEncoderSpec(name="minilm-64", kind="bi-encoder", model=minilm_path, max_length=64, batch_size=2)
-    result = rank_row(ds, cs, vs, spec, 8, str(tmp_path / "cache"), str(tmp_path / "out"),
-                      ScaleSpec(chunk_pairs=40))  # blocks of 16 pairs, 3 per chunk: several chunks
+    result = rank_row(
+        ds, cs, vs, spec, 8, str(tmp_path / "cache"), str(tmp_path / "out"), ScaleSpec(chunk_pairs=40)
+    )  # blocks of 16 pairs, 3 per chunk: several chunks
     distinct = texts_of(cs, vs, tiny_dataset, 8)
     assert result.pairs_unique > 3 * 16 and len(loads) == 2  # a model of another length: loaded once more
     warm, *calls = encoded

@@ -16,11 +16,21 @@ from terazi.schemas import EvalConfig
 
 
 def config(tmp_path, data, run_name, **dataset):
-    return EvalConfig.model_validate({
-        "datasets": [{"path": str(data), "name": "tiny", **dataset}], "rerankers": [{"name": "bm25", "kind": "bm25"}],
-        "conditions": ["clean", "upper", "typo"], "corruption": {"samples": 2}, "depth": 8, "rerank_depth": 5,
-        "bootstrap_resamples": 200, "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"),
-        "run_name": run_name, "offline": True})
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(data), "name": "tiny", **dataset}],
+            "rerankers": [{"name": "bm25", "kind": "bm25"}],
+            "conditions": ["clean", "upper", "typo"],
+            "corruption": {"samples": 2},
+            "depth": 8,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 200,
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(tmp_path / "cache"),
+            "run_name": run_name,
+            "offline": True,
+        }
+    )
 
 
 def test_reimported_candidates_reproduce_the_run(prefect_server, tmp_path, tiny_dataset):
@@ -46,6 +56,7 @@ def test_reimported_candidates_reproduce_the_run(prefect_server, tmp_path, tiny_
 def test_runs_must_cover_every_judged_query_and_know_every_document(tmp_path, tiny_dataset):
     ds = load_dataset(config(tmp_path, tiny_dataset, "x").datasets[0], str(tmp_path / "cache"))
     from terazi.schemas import CorruptionSpec
+
     variants = pl.read_parquet(corrupt_queries(ds, "clean", CorruptionSpec(), 13, str(tmp_path / "out")).path)
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -60,5 +71,11 @@ def test_runs_must_cover_every_judged_query_and_know_every_document(tmp_path, ti
     cand = pl.read_parquet(cs.path)
     assert cand.height == 4 and set(cand["doc_id"]) == {"d12"}  # ranked by score, cut to depth 1
     with pytest.raises(DatasetError, match="missing first-stage run for condition 'upper'"):
-        import_candidates(ds, open_dataset(ds), runs, variants.with_columns(pl.lit("upper").alias("condition")), 10,
-                          tmp_path / "cache")
+        import_candidates(
+            ds,
+            open_dataset(ds),
+            runs,
+            variants.with_columns(pl.lit("upper").alias("condition")),
+            10,
+            tmp_path / "cache",
+        )

@@ -15,8 +15,16 @@ import pytest
 from terazi.analysis.protocol import kendall_tau
 from terazi.rerank.store.sqlite import SQLiteStore
 
-FILES = ("leaderboard.csv", "scores.csv", "comparisons.csv", "retention.csv", "robustness.csv", "ranks.csv",
-         "depths.csv", "ceiling.csv")
+FILES = (
+    "leaderboard.csv",
+    "scores.csv",
+    "comparisons.csv",
+    "retention.csv",
+    "robustness.csv",
+    "ranks.csv",
+    "depths.csv",
+    "ceiling.csv",
+)
 
 
 def same(a: Path, b: Path) -> None:
@@ -27,12 +35,15 @@ def same(a: Path, b: Path) -> None:
         assert x.columns == y.columns and x.height == y.height, name
         for c in x.columns:
             if x[c].dtype.is_numeric():
-                assert np.allclose(x[c].to_numpy().astype(float), y[c].to_numpy().astype(float), atol=1e-12,
-                                   rtol=0, equal_nan=True), (name, c)
+                assert np.allclose(
+                    x[c].to_numpy().astype(float), y[c].to_numpy().astype(float), atol=1e-12, rtol=0, equal_nan=True
+                ), (name, c)
             else:
                 assert x[c].to_list() == y[c].to_list(), (name, c)
-    pa, pb = (pl.read_parquet(f / "per_query.parquet").sort("dataset", "system", "condition", "query_id", "measure")
-              for f in (a, b))
+    pa, pb = (
+        pl.read_parquet(f / "per_query.parquet").sort("dataset", "system", "condition", "query_id", "measure")
+        for f in (a, b)
+    )
     assert pa.drop("value").equals(pb.drop("value")) and np.allclose(pa["value"], pb["value"], atol=1e-12, rtol=0)
 
 
@@ -40,19 +51,30 @@ def same(a: Path, b: Path) -> None:
 def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_dataset, tiny_bi_encoder):
     import terazi
 
-    base = {"datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "encoder": {"model": tiny_bi_encoder},
-            "rerankers": [{"name": "bm25-tr", "kind": "bm25"},
-                          {"name": "bi", "kind": "bi-encoder", "model": tiny_bi_encoder, "max_length": 64}],
-            "conditions": ["clean", "upper"], "robustness": "end-to-end", "depth": 8, "rerank_depth": 5,
-            "rerank_depths": [3, 5, 8], "bootstrap_resamples": 200, "offline": True,
-            "out_dir": str(tmp_path / "results")}
+    base = {
+        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+        "encoder": {"model": tiny_bi_encoder},
+        "rerankers": [
+            {"name": "bm25-tr", "kind": "bm25"},
+            {"name": "bi", "kind": "bi-encoder", "model": tiny_bi_encoder, "max_length": 64},
+        ],
+        "conditions": ["clean", "upper"],
+        "robustness": "end-to-end",
+        "depth": 8,
+        "rerank_depth": 5,
+        "rerank_depths": [3, 5, 8],
+        "bootstrap_resamples": 200,
+        "offline": True,
+        "out_dir": str(tmp_path / "results"),
+    }
     dense, bm25 = {"name": "dense", "kind": "dense"}, {"name": "bm25", "kind": "bm25"}
     alone = str(tmp_path / "cache-alone")  # both runs alone on one cache: its store ends with the union of pairs
     terazi.evaluate({**base, "cache_dir": alone, "run_name": "dense"})  # `encoder:`, the shorthand
     after_dense = SQLiteStore(Path(alone) / "scores.sqlite").count()
     lexical, _ = terazi.evaluate({**base, "first_stages": [bm25], "cache_dir": alone, "run_name": "bm25"})
-    both, _ = terazi.evaluate({**base, "first_stages": [dense, bm25], "cache_dir": str(tmp_path / "cache-both"),
-                               "run_name": "both"})
+    both, _ = terazi.evaluate(
+        {**base, "first_stages": [dense, bm25], "cache_dir": str(tmp_path / "cache-both"), "run_name": "both"}
+    )
     out = Path(base["out_dir"])
     same(out / "both", out / "dense")
     same(out / "both" / "first-stages" / "bm25", out / "bm25")
@@ -84,8 +106,13 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
             to.write_bytes(f.read_bytes())
     for part in ("qrels", "changed"):
         shutil.copytree(out / "both" / part, runs / part)
-    analyzed, _ = terazi.analyze(runs, out=tmp_path / "analyzed", metrics=both.config["metrics"],
-                                 bootstrap_resamples=200, first_stages=["dense", "bm25"])
+    analyzed, _ = terazi.analyze(
+        runs,
+        out=tmp_path / "analyzed",
+        metrics=both.config["metrics"],
+        bootstrap_resamples=200,
+        first_stages=["dense", "bm25"],
+    )
     got = Path(analyzed.run_dir)
     assert pl.read_csv(got / "protocol.csv").equals(pl.read_csv(out / "both" / "protocol.csv"))  # τ, interval, flips
     for a, b in ((got, out / "both"), (got / "first-stages" / "bm25", out / "both" / "first-stages" / "bm25")):
@@ -102,6 +129,7 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
     assert cmp.depths["enough_after"].to_list() == b["enough"].to_list()
     assert '"depths"' in cmp.to_json()
     from terazi.present.comparison import comparison_markdown
+
     assert "| system | depth | before | after |" in comparison_markdown(cmp)
     protocol = pl.read_csv(out / "both" / "protocol.csv")
     assert protocol["first_stage"].to_list() == ["dense"] and protocol["versus"].to_list() == ["bm25"]

@@ -13,19 +13,24 @@ from terazi.schemas import EvalConfig
 
 @pytest.fixture
 def config(tmp_path, tiny_dataset, tiny_cross_encoder):
-    return EvalConfig.model_validate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
-        "rerankers": [
-            {"name": "bm25", "kind": "bm25"},
-            {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-            {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
-        ],
-        "conditions": ["clean", "upper", "typo"],
-        "corruption": {"samples": 2},
-        "depth": 10, "rerank_depth": 5,
-        "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"), "run_name": "r1",
-        "offline": True,
-    })
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
+                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
+            ],
+            "conditions": ["clean", "upper", "typo"],
+            "corruption": {"samples": 2},
+            "depth": 10,
+            "rerank_depth": 5,
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(tmp_path / "cache"),
+            "run_name": "r1",
+            "offline": True,
+        }
+    )
 
 
 def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path, monkeypatch):
@@ -39,16 +44,32 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert {"terazi-leaderboard", "terazi-ranks", "terazi-card", "terazi-report"} <= set(made)
     assert "Rank intervals" in made["terazi-card"].data and "model-index" in made["terazi-card"].data
     run = tmp_path / "results" / "r1"
-    for name in ("leaderboard.csv", "leaderboard.md", "manifest.json", "per_query.parquet", "conditions.csv",
-                 "candidates/tiny/clean.trec", "candidates/tiny/typo-1.trec"):
+    for name in (
+        "leaderboard.csv",
+        "leaderboard.md",
+        "manifest.json",
+        "per_query.parquet",
+        "conditions.csv",
+        "candidates/tiny/clean.trec",
+        "candidates/tiny/typo-1.trec",
+    ):
         assert (run / name).is_file(), name
     board = pl.read_csv(run / "leaderboard.csv")
     assert set(board["system"]) == {"first-stage", "bm25", "tiny-ce", "hybrid"}
     assert {"upper", "typo", "upper retention", "typo retention", "group", "ci_low", "ci_high"} <= set(board.columns)
     assert (board["ci_low"] <= board["mean_task"]).all() and (board["mean_task"] <= board["ci_high"]).all()
     page = (run / "report.html").read_text()
-    for anchor in ('id="leaderboard"', 'id="per-dataset"', 'id="robustness"', 'id="pairwise-summary"', 'id="pairwise"',
-                   'id="plot-scores"', 'id="plot-retention"', 'id="ranks"', 'id="plot-ranks"'):
+    for anchor in (
+        'id="leaderboard"',
+        'id="per-dataset"',
+        'id="robustness"',
+        'id="pairwise-summary"',
+        'id="pairwise"',
+        'id="plot-scores"',
+        'id="plot-retention"',
+        'id="ranks"',
+        'id="plot-ranks"',
+    ):
         assert anchor in page, anchor
     assert page.count('src="data:image/png;base64,') == 3 and "http" not in page.split("<body>")[1][:200]
     comparisons = pl.read_csv(run / "comparisons.csv")
@@ -58,8 +79,13 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert set(retention["condition"]) == {"upper", "typo"} and retention.height == 8 + 6  # + isolated, rerankers only
     # the isolated setting reorders the clean query's candidates with the corrupted text
     bm25 = pl.read_parquet(run / "rankings" / "tiny" / "bm25.parquet").filter(pl.col("rank") <= 5)
-    heads = {c: bm25.filter((pl.col("condition") == c) & (pl.col("sample") == 0)).group_by("query_id").agg(pl.col("doc_id").sort())
-             .sort("query_id") for c in ("clean", "upper~isolated")}
+    heads = {
+        c: bm25.filter((pl.col("condition") == c) & (pl.col("sample") == 0))
+        .group_by("query_id")
+        .agg(pl.col("doc_id").sort())
+        .sort("query_id")
+        for c in ("clean", "upper~isolated")
+    }
     assert heads["clean"].equals(heads["upper~isolated"])
     robust = pl.read_csv(run / "robustness.csv")
     assert robust.height == 8 and robust["first_stage_recall"].is_not_null().all()
@@ -70,7 +96,12 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     conditions = pl.read_csv(run / "conditions.csv")
     assert conditions.filter(pl.col("condition") == "upper")["share_changed"][0] == 1.0
     pq = pl.read_parquet(run / "per_query.parquet")
-    assert pq.filter((pl.col("system") == "bm25") & (pl.col("condition") == "clean") & (pl.col("measure") == "nDCG@10")).height == 4
+    assert (
+        pq.filter(
+            (pl.col("system") == "bm25") & (pl.col("condition") == "clean") & (pl.col("measure") == "nDCG@10")
+        ).height
+        == 4
+    )
     ce = next(r for r in m1.reranks if r.system == "tiny-ce")
     assert not m1.candidates[0].reused and ce.pairs_scored > 0
 
@@ -94,7 +125,8 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     from tests.conftest import artifacts_of
 
     assert {"terazi-leaderboard", "terazi-report", "terazi-retention", "terazi-comparisons"} <= set(
-        artifacts_of(m3.flow_run_id))
+        artifacts_of(m3.flow_run_id)
+    )
 
 
 def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_path, tiny_dataset):
@@ -102,8 +134,19 @@ def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_
 
     with open(tiny_dataset / "qrels" / "test.tsv", "a") as f:
         f.write("q1\tnope\t1\n")
-    result = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--out", str(tmp_path / "out"),
-                                      "--cache", str(tmp_path / "cache"), "--offline"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--dataset",
+            str(tiny_dataset),
+            "--out",
+            str(tmp_path / "out"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+        ],
+    )
     assert result.exit_code == 2
     assert "test.tsv, line 13: unknown document id 'nope'" in result.output.replace("\n", "")
 
@@ -112,9 +155,25 @@ def test_cli_run_on_a_beir_folder(prefect_server, tmp_path, tiny_dataset):
     from terazi.cli import app
 
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--out", str(out), "--cache",
-                                      str(tmp_path / "cache"), "--condition", "upper", "--depth", "10",
-                                      "--rerank-depth", "5", "--offline"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--dataset",
+            str(tiny_dataset),
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--condition",
+            "upper",
+            "--depth",
+            "10",
+            "--rerank-depth",
+            "5",
+            "--offline",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "first-stage" in result.output and "hybrid-rrf" in result.output
     assert (out / "leaderboard.csv").is_file() and (out / "candidates" / "tiny" / "upper.trec").is_file()
@@ -152,14 +211,22 @@ def test_bad_config_is_rejected_with_a_readable_message():
     with pytest.raises(ValidationError, match="rerank_depth"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "depth": 10, "rerank_depth": 30})
     with pytest.raises(ValidationError, match="rows listed above it"):
-        EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [
-            {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]}, {"name": "b", "kind": "bm25"}]})
+        EvalConfig.model_validate(
+            {
+                "datasets": [{"path": "x"}],
+                "rerankers": [
+                    {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]},
+                    {"name": "b", "kind": "bm25"},
+                ],
+            }
+        )
     with pytest.raises(ValidationError, match="rerankers.0.cross-encoder.model\n  Field required"):
         EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})
 
 
-def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(prefect_server, config, tmp_path,
-                                                                                monkeypatch):
+def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(
+    prefect_server, config, tmp_path, monkeypatch
+):
     import terazi.flows.evaluate as evaluate_flow
     from terazi.flows import lifecycle
     from terazi.schemas.layout import RunLayout

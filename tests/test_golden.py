@@ -39,29 +39,63 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
 
     tiny = make_tiny(root / "tiny")
     ce = _tiny_cross_encoder(root / "models" / "tiny-ce", minilm_path)
-    terazi.evaluate({
-        "benchmark": "golden-tiny",
-        "datasets": [{"path": str(tiny), "name": "tiny"},
-                     {"path": str(tiny), "name": "tiny-copy", "in_ranking": False, "reason": "the same queries again"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"},
-                      {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
-                      {"name": "ce-32", "kind": "cross-encoder", "model": ce, "max_length": 32},
-                      {"name": "bi", "kind": "bi-encoder", "model": minilm_path, "max_length": 64},
-                      {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "ce", "bm25"]}],
-        "conditions": ["upper", "ascii_full", "mobile", "typo", "upper+typo"], "corruption": {"samples": 2},
-        "depth": 8, "rerank_depth": 5, "metrics": ["nDCG@10", "RR@10", "R@8", "AP", "nDCG(dcg='exp-log2')@5"],
-        "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}], "subset": 3,
-        "featured": "ce", "labels": "tr", "confidence": 0.9, "holm": True, "bootstrap_resamples": 500, "seed": 7,
-        "out_dir": str(out), "cache_dir": str(cache), "run_name": "tiny", "offline": True})
-    terazi.evaluate({  # the protocol: two first stages, each reranked at depths 3, 5 and 8 from one scoring
-        "benchmark": "golden-protocol", "datasets": [{"path": str(tiny), "name": "tiny"}],
-        "encoder": {"model": "bundled:all-MiniLM-L6-v2"}, "first_stages": [{"name": "dense", "kind": "dense"},
-                                                            {"name": "bm25", "kind": "bm25"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "ce", "kind": "cross-encoder", "model": ce,
-                                                         "max_length": 64}],
-        "conditions": ["clean", "upper", "ascii_full"], "robustness": "end-to-end", "corruption": {"samples": 1},
-        "depth": 8, "rerank_depth": 5, "rerank_depths": [3, 5, 8], "bootstrap_resamples": 200, "seed": 7,
-        "out_dir": str(out), "cache_dir": str(cache), "run_name": "protocol", "offline": True})
+    terazi.evaluate(
+        {
+            "benchmark": "golden-tiny",
+            "datasets": [
+                {"path": str(tiny), "name": "tiny"},
+                {"path": str(tiny), "name": "tiny-copy", "in_ranking": False, "reason": "the same queries again"},
+            ],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
+                {"name": "ce-32", "kind": "cross-encoder", "model": ce, "max_length": 32},
+                {"name": "bi", "kind": "bi-encoder", "model": minilm_path, "max_length": 64},
+                {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "ce", "bm25"]},
+            ],
+            "conditions": ["upper", "ascii_full", "mobile", "typo", "upper+typo"],
+            "corruption": {"samples": 2},
+            "depth": 8,
+            "rerank_depth": 5,
+            "metrics": ["nDCG@10", "RR@10", "R@8", "AP", "nDCG(dcg='exp-log2')@5"],
+            "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}],
+            "subset": 3,
+            "featured": "ce",
+            "labels": "tr",
+            "confidence": 0.9,
+            "holm": True,
+            "bootstrap_resamples": 500,
+            "seed": 7,
+            "out_dir": str(out),
+            "cache_dir": str(cache),
+            "run_name": "tiny",
+            "offline": True,
+        }
+    )
+    terazi.evaluate(
+        {  # the protocol: two first stages, each reranked at depths 3, 5 and 8 from one scoring
+            "benchmark": "golden-protocol",
+            "datasets": [{"path": str(tiny), "name": "tiny"}],
+            "encoder": {"model": "bundled:all-MiniLM-L6-v2"},
+            "first_stages": [{"name": "dense", "kind": "dense"}, {"name": "bm25", "kind": "bm25"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
+            ],
+            "conditions": ["clean", "upper", "ascii_full"],
+            "robustness": "end-to-end",
+            "corruption": {"samples": 1},
+            "depth": 8,
+            "rerank_depth": 5,
+            "rerank_depths": [3, 5, 8],
+            "bootstrap_resamples": 200,
+            "seed": 7,
+            "out_dir": str(out),
+            "cache_dir": str(cache),
+            "run_name": "protocol",
+            "offline": True,
+        }
+    )
 
     # runs made elsewhere: the demo's TREC files, and a copy in which one system's clean ranking is the first stage's
     terazi.analyze(out / "demo", out=out / "analyzed", bootstrap_resamples=1000)
@@ -70,8 +104,12 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         src = out / "demo" / part
         shutil.copytree(src, other / part) if src.is_dir() else shutil.copyfile(src, other / part)
     clean_runs = other / "runs" / "terazi-demo" / "clean"
-    (clean_runs / "hybrid-rrf.trec").write_text((clean_runs / "first-stage.trec").read_text().replace(
-        "terazi-first-stage", "hybrid-rrf").replace("first-stage", "hybrid-rrf"))
+    (clean_runs / "hybrid-rrf.trec").write_text(
+        (clean_runs / "first-stage.trec")
+        .read_text()
+        .replace("terazi-first-stage", "hybrid-rrf")
+        .replace("first-stage", "hybrid-rrf")
+    )
     terazi.analyze(other, out=out / "changed-run", bootstrap_resamples=1000, labels="tr", holm=True)
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
@@ -80,8 +118,17 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     # A frozen set's lookup key holds the code that made it (terazi.codehash): it moves with each commit
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
     keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
-    clean = Paths({tiny_ce_hash: "{tiny-ce-hash}", **keys}, out=out, cache=cache, demo=DEMO_DIR, tiny=tiny,
-                  models=root / "models", minilm=minilm_path, root=root, golden=GOLDEN)
+    clean = Paths(
+        {tiny_ce_hash: "{tiny-ce-hash}", **keys},
+        out=out,
+        cache=cache,
+        demo=DEMO_DIR,
+        tiny=tiny,
+        models=root / "models",
+        minilm=minilm_path,
+        root=root,
+        golden=GOLDEN,
+    )
     return out, clean, env
 
 
@@ -91,9 +138,17 @@ def _tiny_cross_encoder(folder: Path, tokenizer_from: str) -> str:
 
     torch.manual_seed(0)
     tok = AutoTokenizer.from_pretrained(tokenizer_from)
-    BertForSequenceClassification(BertConfig(vocab_size=tok.vocab_size, hidden_size=64, num_hidden_layers=2,
-                                             num_attention_heads=2, intermediate_size=128, max_position_embeddings=512,
-                                             num_labels=1)).save_pretrained(folder)
+    BertForSequenceClassification(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=128,
+            max_position_embeddings=512,
+            num_labels=1,
+        )
+    ).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 
@@ -109,28 +164,106 @@ def test_results_folders(golden_runs, run):
 def test_score_outputs(golden_runs):
     out, clean, env = golden_runs
     qrels, runs = out / "demo" / "qrels" / "terazi-demo.tsv", out / "demo" / "runs" / "terazi-demo"
-    measures = ["-m", "nDCG@10", "-m", "RR@10", "-m", "nDCG(dcg='exp-log2')@10", "-m", "R@100", "-m", "P@5",
-                "-m", "AP", "-m", "Judged@10", "-m", "mrr@10", "-m", "ndcg_cut_5"]
-    check("score/bm25-clean.json", json.loads(cli("score", "--qrels", str(qrels), "--run", str(runs / "clean" / "bm25-tr.trec"),
-                                                  *measures, "--format", "json", "--per-query", clean=clean, env=env)
-                                              .split("\n", 1)[1]))
-    check("score/first-stage-typo.txt", cli("score", "--qrels", str(qrels), "--run",
-                                            str(runs / "typo" / "sample-1" / "first-stage.trec"), "--contract", "strict",
-                                            "--unjudged", "irrelevant", "--per-query", clean=clean, env=env))
-    check("score/errors.txt", cli("score", "--qrels", str(qrels), "--run", str(qrels), clean=clean, env=env)
-          + cli("score", "--qrels", str(qrels), "--run", str(runs / "clean" / "bm25-tr.trec"), "-m", "nDCG@0",
-                clean=clean, env=env))
+    measures = [
+        "-m",
+        "nDCG@10",
+        "-m",
+        "RR@10",
+        "-m",
+        "nDCG(dcg='exp-log2')@10",
+        "-m",
+        "R@100",
+        "-m",
+        "P@5",
+        "-m",
+        "AP",
+        "-m",
+        "Judged@10",
+        "-m",
+        "mrr@10",
+        "-m",
+        "ndcg_cut_5",
+    ]
+    check(
+        "score/bm25-clean.json",
+        json.loads(
+            cli(
+                "score",
+                "--qrels",
+                str(qrels),
+                "--run",
+                str(runs / "clean" / "bm25-tr.trec"),
+                *measures,
+                "--format",
+                "json",
+                "--per-query",
+                clean=clean,
+                env=env,
+            ).split("\n", 1)[1]
+        ),
+    )
+    check(
+        "score/first-stage-typo.txt",
+        cli(
+            "score",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(runs / "typo" / "sample-1" / "first-stage.trec"),
+            "--contract",
+            "strict",
+            "--unjudged",
+            "irrelevant",
+            "--per-query",
+            clean=clean,
+            env=env,
+        ),
+    )
+    check(
+        "score/errors.txt",
+        cli("score", "--qrels", str(qrels), "--run", str(qrels), clean=clean, env=env)
+        + cli(
+            "score",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(runs / "clean" / "bm25-tr.trec"),
+            "-m",
+            "nDCG@0",
+            clean=clean,
+            env=env,
+        ),
+    )
 
 
 @pytest.mark.slow
 def test_compare_outputs(golden_runs):
     out, clean, env = golden_runs
     demo, analyzed, changed = (str(out / n) for n in ("demo", "analyzed", "changed-run"))
-    check("compare/systems.txt", cli("compare", demo, "--systems", "bm25-tr", "hybrid-rrf", "--all", clean=clean, env=env))
-    check("compare/systems.md", cli("compare", demo, "--systems", "bm25-tr", "first-stage", "--format", "markdown",
-                                    "--holm", "--confidence", "0.9", clean=clean, env=env))
-    check("compare/runs.json", json.loads(cli("compare", analyzed, changed, "--format", "json", clean=clean, env=env)
-                                          .split("\n", 1)[1]))
+    check(
+        "compare/systems.txt", cli("compare", demo, "--systems", "bm25-tr", "hybrid-rrf", "--all", clean=clean, env=env)
+    )
+    check(
+        "compare/systems.md",
+        cli(
+            "compare",
+            demo,
+            "--systems",
+            "bm25-tr",
+            "first-stage",
+            "--format",
+            "markdown",
+            "--holm",
+            "--confidence",
+            "0.9",
+            clean=clean,
+            env=env,
+        ),
+    )
+    check(
+        "compare/runs.json",
+        json.loads(cli("compare", analyzed, changed, "--format", "json", clean=clean, env=env).split("\n", 1)[1]),
+    )
     check("compare/runs.txt", cli("compare", demo, changed, clean=clean, env=env))
     check("compare/same.md", cli("compare", demo, analyzed, "--format", "markdown", clean=clean, env=env))
 
@@ -140,11 +273,36 @@ def test_leaderboard_outputs(golden_runs):
     out, clean, env = golden_runs
     inputs = GOLDEN / "inputs"
     for fmt in ("table", "csv", "json", "markdown", "latex"):
-        check(f"leaderboard/demo.{fmt}.txt", cli("leaderboard", str(out / "demo"), "--format", fmt, clean=clean, env=env))
-        check(f"leaderboard/long.{fmt}.txt", cli("leaderboard", str(inputs / "long.csv"), "--format", fmt,
-                                                 "--out-of-ranking", "t4", clean=clean, env=env))
-    check("leaderboard/mteb.markdown.txt", cli("leaderboard", str(inputs / "mteb"), "--format", "markdown", "--borda",
-                                               "mteb", "--task-type", "TurQA=retrieval", "--task-type", "sts",
-                                               "--language", "tur", clean=clean, env=env))
-    check("leaderboard/errors.txt", cli("leaderboard", str(inputs / "bad.csv"), clean=clean, env=env)
-          + cli("leaderboard", str(out / "demo"), "--borda", "mteb", clean=clean, env=env))
+        check(
+            f"leaderboard/demo.{fmt}.txt", cli("leaderboard", str(out / "demo"), "--format", fmt, clean=clean, env=env)
+        )
+        check(
+            f"leaderboard/long.{fmt}.txt",
+            cli(
+                "leaderboard", str(inputs / "long.csv"), "--format", fmt, "--out-of-ranking", "t4", clean=clean, env=env
+            ),
+        )
+    check(
+        "leaderboard/mteb.markdown.txt",
+        cli(
+            "leaderboard",
+            str(inputs / "mteb"),
+            "--format",
+            "markdown",
+            "--borda",
+            "mteb",
+            "--task-type",
+            "TurQA=retrieval",
+            "--task-type",
+            "sts",
+            "--language",
+            "tur",
+            clean=clean,
+            env=env,
+        ),
+    )
+    check(
+        "leaderboard/errors.txt",
+        cli("leaderboard", str(inputs / "bad.csv"), clean=clean, env=env)
+        + cli("leaderboard", str(out / "demo"), "--borda", "mteb", clean=clean, env=env),
+    )

@@ -39,13 +39,19 @@ def test_without_cuda_it_skips_cleanly(capsys):
 @pytest.mark.slow
 def test_dry_run_on_the_cpu(tmp_path):
     out = tmp_path / "gpu.json"
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--queries", "2",
-                          "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--queries", "2", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "gpu_check: passed" in res.stdout
     rows = json.loads(out.read_text())["rows"]
-    assert {(r["model"], r["precision"]) for r in rows} == {(m, p) for m in ("cross-encoder", "llm-reranker")
-                                                           for p in ("fp32", "fp16", "bf16")}
+    assert {(r["model"], r["precision"]) for r in rows} == {
+        (m, p) for m in ("cross-encoder", "llm-reranker") for p in ("fp32", "fp16", "bf16")
+    }
     for r in rows:
         assert r["pairs"] == 20 and r["pairs_per_s"] > 0 and r["batch_size"] >= 1
         assert r["passes"] == 2 and r["pairs_per_s_range"][0] <= r["pairs_per_s"] <= r["pairs_per_s_range"][1]

@@ -62,9 +62,18 @@ def tiny_runs(root: Path) -> Path:
 
 # ---------------------------------------------------------------- outputs never overlap inputs
 
+
 def _run(tmp: Path, ds: Path, out: str, cache: str) -> list[str]:
-    return ["run", "--dataset", str(ds), "--out", out.format(tmp=tmp, ds=ds), "--cache", cache.format(tmp=tmp, ds=ds),
-            *RUN]
+    return [
+        "run",
+        "--dataset",
+        str(ds),
+        "--out",
+        out.format(tmp=tmp, ds=ds),
+        "--cache",
+        cache.format(tmp=tmp, ds=ds),
+        *RUN,
+    ]
 
 
 def _config_inside_results(tmp: Path, ds: Path) -> list[str]:
@@ -79,8 +88,9 @@ def _exclude_is_results(tmp: Path, ds: Path) -> list[str]:
 
 def _first_stage_runs_inside_cache(tmp: Path, ds: Path) -> list[str]:
     (tmp / "c" / "fs").mkdir(parents=True)
-    (tmp / "eval.yaml").write_text(f"datasets: [{{path: {ds}, first_stage_runs: {tmp / 'c' / 'fs'}}}]\n"
-                                   "rerankers: [{kind: bm25, name: bm25}]\n")
+    (tmp / "eval.yaml").write_text(
+        f"datasets: [{{path: {ds}, first_stage_runs: {tmp / 'c' / 'fs'}}}]\nrerankers: [{{kind: bm25, name: bm25}}]\n"
+    )
     return ["run", "--config", str(tmp / "eval.yaml"), "--out", str(tmp / "x"), "--cache", str(tmp / "c"), *RUN]
 
 
@@ -88,33 +98,51 @@ def _analyze(out: str) -> Callable[[Path, Path], list[str]]:
     def args(tmp: Path, ds: Path) -> list[str]:
         runs = tiny_runs(tmp / "runs-folder")
         return ["analyze", str(runs), "--out", out.format(runs=runs)]
+
     return args
 
 
 OVERLAPS = {
     # issue 21, case 1: `--dataset DIR/test --out DIR/test` overwrote the dataset's qrels/test.tsv
-    "results folder is the dataset folder": (lambda tmp, ds: _run(tmp, ds, "{ds}", "{tmp}/c"),
-                                             r"results folder \S+/test is the dataset folder \S+/test"),
+    "results folder is the dataset folder": (
+        lambda tmp, ds: _run(tmp, ds, "{ds}", "{tmp}/c"),
+        r"results folder \S+/test is the dataset folder \S+/test",
+    ),
     # case 2: the same folder for --out and --cache, then `terazi cache check` found a damaged manifest
-    "results folder is the cache folder": (lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{tmp}/x"),
-                                           r"results folder \S+/x is the cache folder \S+/x"),
-    "cache inside the results folder": (lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{tmp}/x/cache"),
-                                        r"results folder \S+/x holds the cache folder \S+/x/cache"),
-    "results inside the cache folder": (lambda tmp, ds: _run(tmp, ds, "{tmp}/c/run", "{tmp}/c"),
-                                        r"results folder \S+/c/run lies inside the cache folder \S+/c"),
-    "results inside the dataset folder": (lambda tmp, ds: _run(tmp, ds, "{ds}/results", "{tmp}/c"),
-                                          r"results folder \S+/test/results lies inside the dataset folder \S+/test"),
-    "cache inside the dataset folder": (lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{ds}/.cache"),
-                                        r"cache folder \S+/test/\.cache lies inside the dataset folder \S+/test"),
-    "exclude folder is the results folder": (_exclude_is_results,
-                                             r"results folder \S+/x is the exclude folder \S+/x"),
-    "config file inside the results folder": (_config_inside_results,
-                                              r"results folder \S+/x holds the config file \S+/x/eval\.yaml"),
-    "first-stage runs inside the cache folder": (_first_stage_runs_inside_cache,
-                                                 r"cache folder \S+/c holds the first-stage runs folder \S+/c/fs"),
+    "results folder is the cache folder": (
+        lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{tmp}/x"),
+        r"results folder \S+/x is the cache folder \S+/x",
+    ),
+    "cache inside the results folder": (
+        lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{tmp}/x/cache"),
+        r"results folder \S+/x holds the cache folder \S+/x/cache",
+    ),
+    "results inside the cache folder": (
+        lambda tmp, ds: _run(tmp, ds, "{tmp}/c/run", "{tmp}/c"),
+        r"results folder \S+/c/run lies inside the cache folder \S+/c",
+    ),
+    "results inside the dataset folder": (
+        lambda tmp, ds: _run(tmp, ds, "{ds}/results", "{tmp}/c"),
+        r"results folder \S+/test/results lies inside the dataset folder \S+/test",
+    ),
+    "cache inside the dataset folder": (
+        lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{ds}/.cache"),
+        r"cache folder \S+/test/\.cache lies inside the dataset folder \S+/test",
+    ),
+    "exclude folder is the results folder": (_exclude_is_results, r"results folder \S+/x is the exclude folder \S+/x"),
+    "config file inside the results folder": (
+        _config_inside_results,
+        r"results folder \S+/x holds the config file \S+/x/eval\.yaml",
+    ),
+    "first-stage runs inside the cache folder": (
+        _first_stage_runs_inside_cache,
+        r"cache folder \S+/c holds the first-stage runs folder \S+/c/fs",
+    ),
     "analyze into its runs folder": (_analyze("{runs}"), r"results folder \S+ is the runs folder \S+runs-folder"),
-    "analyze inside its runs folder": (_analyze("{runs}/analysis"),
-                                       r"results folder \S+/analysis lies inside the runs folder \S+runs-folder"),
+    "analyze inside its runs folder": (
+        _analyze("{runs}/analysis"),
+        r"results folder \S+/analysis lies inside the runs folder \S+runs-folder",
+    ),
 }
 
 
@@ -143,8 +171,11 @@ with results_folder(sys.argv[1], sys.argv[2], "cli", "hold"):
 @pytest.fixture
 def held(tmp_path: Path):
     """Another process with the results folder `tmp/results/run` open, as a run writing into it has."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / "results"), "run"], stdout=subprocess.PIPE,
-                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "results"), "run"],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     try:
         assert holder.stdout.readline() == b"ready\n"
         yield tmp_path / "results" / "run", holder
@@ -158,8 +189,10 @@ def test_a_second_run_into_a_busy_folder_is_refused(held, tmp_path: Path):
     run, holder = held
     ds = make_tiny(tmp_path / "tiny")
     before = snapshot(run)
-    refused(["run", "--dataset", str(ds), "--out", str(run), "--cache", str(tmp_path / "c"), *RUN],
-            rf"results folder \S+/results/run is in use by another run \(pid {holder.pid}\b.*choose another --out")
+    refused(
+        ["run", "--dataset", str(ds), "--out", str(run), "--cache", str(tmp_path / "c"), *RUN],
+        rf"results folder \S+/results/run is in use by another run \(pid {holder.pid}\b.*choose another --out",
+    )
     assert snapshot(run) == before  # the holder's marker is still its own
 
 
@@ -173,8 +206,10 @@ def test_the_folder_is_free_again_once_its_run_is_gone(held, tmp_path: Path):
     run, holder = held
     holder.kill()
     holder.wait()
-    refused(["leaderboard", str(run)],
-            rf"not a complete result: its run was interrupted \(its process, pid {holder.pid}, is gone\); run it again")
+    refused(
+        ["leaderboard", str(run)],
+        rf"not a complete result: its run was interrupted \(its process, pid {holder.pid}, is gone\); run it again",
+    )
     with pytest.raises(KeyboardInterrupt):
         with results_folder(str(run.parent), run.name, "cli", "next"):
             raise KeyboardInterrupt
@@ -182,6 +217,7 @@ def test_the_folder_is_free_again_once_its_run_is_gone(held, tmp_path: Path):
 
 
 # ---------------------------------------------------------------- a folder that is not complete is never a result
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, prefect_server) -> Path:
@@ -222,8 +258,10 @@ READERS = {
 
 @pytest.mark.parametrize("reader", READERS, ids=list(READERS))
 def test_a_stopped_folder_is_never_shown_as_a_result(reader: str, interrupted: Path, finished: Path):
-    out = refused(READERS[reader](interrupted, finished),
-                  rf"{interrupted}: not a complete result: its run stopped \(KeyboardInterrupt\)")
+    out = refused(
+        READERS[reader](interrupted, finished),
+        rf"{interrupted}: not a complete result: its run stopped \(KeyboardInterrupt\)",
+    )
     assert "bm25" not in out.replace(interrupted.as_posix(), "")  # nothing of the previous run's results
     assert not (interrupted.parent / "again").exists()
 
@@ -245,11 +283,19 @@ def test_the_api_refuses_a_stopped_folder(interrupted: Path, finished: Path):
 
 # ---------------------------------------------------------------- bad run files: one line, before Prefect starts
 
-@pytest.mark.parametrize("content, message", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", r"bm25\.trec, line 1: not valid UTF-8 \(byte 0x89 at column 1\)"),
-    (b"", r"bm25\.trec: no rankings \(the file is empty\)"),
-    (b"\n  \n", r"bm25\.trec: no rankings \(the file is empty\)"),
-], ids=["binary", "empty", "blank lines"])
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",
+            r"bm25\.trec, line 1: not valid UTF-8 \(byte 0x89 at column 1\)",
+        ),
+        (b"", r"bm25\.trec: no rankings \(the file is empty\)"),
+        (b"\n  \n", r"bm25\.trec: no rankings \(the file is empty\)"),
+    ],
+    ids=["binary", "empty", "blank lines"],
+)
 def test_analyze_names_a_bad_run_file_before_prefect_starts(content: bytes, message: str, tmp_path: Path):
     """Issue 21, case 14: a binary run file was named, then Prefect's traceback followed; an empty one ended in
     `ValueError: systems cover different datasets` and a traceback."""

@@ -44,19 +44,31 @@ from tests.test_reliability import (
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 
 CASES = [
-    Case("document id with a line feed", with_data(edit("corpus.jsonl", lambda b: b.replace(b'"d10"', b'"d\\n10"'))),
-         r"corpus\.jsonl, line 10: field '_id': id 'd\\n10' holds the control character U\+000A"),
-    Case("document id with a carriage return",
-         with_data(edit("corpus.jsonl", lambda b: b.replace(b'"d7"', b'"d\\r7"'))),
-         r"corpus\.jsonl, line 7: field '_id': id 'd\\r7' holds the control character U\+000D"),
-    Case("query id with a C1 control",
-         with_data(edit("queries.jsonl", replace_line(2, b'{"_id": "q\\u00852", "text": "x"}'))),
-         r"queries\.jsonl, line 2: field '_id': id 'q\\x852' holds the control character U\+0085"),
-    Case("qrels id with a unit separator", with_data(edit("qrels/test.tsv", append(b"q1\td\x1f1\t1\n"))),
-         r"test\.tsv, line 13: control character U\+001F at column 5"),
-    Case("infinite number in the config", with_config("datasets: [{path: DATASET}]\n"
-                                                      "rerankers: [{name: b, kind: bm25, k1: .inf}]\n"),
-         r"field 'rerankers\.0\.bm25\.k1': Input should be a finite number"),
+    Case(
+        "document id with a line feed",
+        with_data(edit("corpus.jsonl", lambda b: b.replace(b'"d10"', b'"d\\n10"'))),
+        r"corpus\.jsonl, line 10: field '_id': id 'd\\n10' holds the control character U\+000A",
+    ),
+    Case(
+        "document id with a carriage return",
+        with_data(edit("corpus.jsonl", lambda b: b.replace(b'"d7"', b'"d\\r7"'))),
+        r"corpus\.jsonl, line 7: field '_id': id 'd\\r7' holds the control character U\+000D",
+    ),
+    Case(
+        "query id with a C1 control",
+        with_data(edit("queries.jsonl", replace_line(2, b'{"_id": "q\\u00852", "text": "x"}'))),
+        r"queries\.jsonl, line 2: field '_id': id 'q\\x852' holds the control character U\+0085",
+    ),
+    Case(
+        "qrels id with a unit separator",
+        with_data(edit("qrels/test.tsv", append(b"q1\td\x1f1\t1\n"))),
+        r"test\.tsv, line 13: control character U\+001F at column 5",
+    ),
+    Case(
+        "infinite number in the config",
+        with_config("datasets: [{path: DATASET}]\nrerankers: [{name: b, kind: bm25, k1: .inf}]\n"),
+        r"field 'rerankers\.0\.bm25\.k1': Input should be a finite number",
+    ),
 ]
 
 
@@ -79,14 +91,19 @@ def test_docs_list_these_cases():
 
 # ---------------------------------------------------------------- a run of hostile values that must complete
 
+
 def _hostile(root: Path, nfd: bool = True) -> Path:
     """The tiny dataset with one grade of 5000 and its queries in NFD (letter + combining mark); `nfd=False`: its NFC
     twin (the queries as written)."""
     ds = make_tiny(root)
     qs = [json.loads(line) for line in (ds / "queries.jsonl").read_text().splitlines()]
-    (ds / "queries.jsonl").write_text("".join(json.dumps({**q, "text": unicodedata.normalize("NFD" if nfd else "NFC",
-                                                                                             q["text"])},
-                                                         ensure_ascii=False) + "\n" for q in qs))
+    (ds / "queries.jsonl").write_text(
+        "".join(
+            json.dumps({**q, "text": unicodedata.normalize("NFD" if nfd else "NFC", q["text"])}, ensure_ascii=False)
+            + "\n"
+            for q in qs
+        )
+    )
     qrels = ds / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text().replace("q1\td1\t2", "q1\td1\t5000"))
     return ds
@@ -99,8 +116,9 @@ def test_first_stage_alone_nfd_queries_and_a_huge_grade_run_end_to_end(prefect_s
     exp = "nDCG(dcg='exp-log2')@10"
     (tmp_path / "eval.yaml").write_text(
         f"datasets: [{{path: {ds}}}]\nrerankers: []\nconditions: [clean, ascii_partial]\n"
-        f"corruption: {{ascii_partial_rate: 1}}\nmetrics: [\"{exp}\", ndcg]\nheadline: \"{exp}\"\n"
-        "depth: 10\nrerank_depth: 5\nbootstrap_resamples: 100\n")
+        f'corruption: {{ascii_partial_rate: 1}}\nmetrics: ["{exp}", ndcg]\nheadline: "{exp}"\n'
+        "depth: 10\nrerank_depth: 5\nbootstrap_resamples: 100\n"
+    )
     result = run_cli(tmp_path, ["--config", str(tmp_path / "eval.yaml")])
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     layout = RunLayout(tmp_path / "results" / "run")
@@ -117,6 +135,7 @@ def test_first_stage_alone_nfd_queries_and_a_huge_grade_run_end_to_end(prefect_s
 
 
 # ---------------------------------------------------------------- encodings
+
 
 def test_nfd_text_loads_as_nfc_and_keeps_the_nfc_fingerprint(tmp_path):
     nfc = load_dataset(DatasetSpec(path=str(make_tiny(tmp_path / "a")), name="tiny"), announce=False)
@@ -156,19 +175,26 @@ def test_carriage_return_between_json_fields_builds_the_corpus_table(tmp_path):
 
 # ---------------------------------------------------------------- numbers and pipes in `terazi score`
 
+
 def _score(tmp_path: Path, qrels: str, run: str, *args: str):
     (tmp_path / "q.txt").write_text(qrels)
     (tmp_path / "r.txt").write_text(run)
-    return CliRunner().invoke(app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"),
-                                    "--format", "json", *args])
+    return CliRunner().invoke(
+        app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt"), "--format", "json", *args]
+    )
 
 
 def test_exponential_gain_is_exact_for_huge_grades(tmp_path):
-    res = _score(tmp_path, "q 0 a 5000\nq 0 b 4999\nq 0 c 3\n", "q Q0 b 1 3 x\nq Q0 c 2 2 x\nq Q0 a 3 1 x\n",
-                 "-m", "nDCG(dcg='exp-log2')@10")
+    res = _score(
+        tmp_path,
+        "q 0 a 5000\nq 0 b 4999\nq 0 c 3\n",
+        "q Q0 b 1 3 x\nq Q0 c 2 2 x\nq Q0 a 3 1 x\n",
+        "-m",
+        "nDCG(dcg='exp-log2')@10",
+    )
     assert res.exit_code == 0, res.output
     value = json.loads(res.output)["aggregate"]["nDCG(dcg='exp-log2')@10"]
-    gain = {g: Fraction(2 ** g - 1, 2 ** 5000) for g in (5000, 4999, 3)}  # exact gains, scaled to be floats
+    gain = {g: Fraction(2**g - 1, 2**5000) for g in (5000, 4999, 3)}  # exact gains, scaled to be floats
     dcg = sum(float(gain[g]) / math.log2(i + 2) for i, g in enumerate((4999, 3, 5000)))
     ideal = sum(float(gain[g]) / math.log2(i + 2) for i, g in enumerate((5000, 4999, 3)))
     assert value == pytest.approx(dcg / ideal, rel=1e-12) and math.isfinite(value)
@@ -176,8 +202,7 @@ def test_exponential_gain_is_exact_for_huge_grades(tmp_path):
 
 def test_nan_scores_rank_below_minus_infinity(tmp_path):
     # ranking c (1), a (−∞), b (NaN): the relevant b is third; before, NaN was −∞ and b (a larger id) came second
-    res = _score(tmp_path, "q 0 a 0\nq 0 b 1\nq 0 c 0\n", "q Q0 b 1 nan x\nq Q0 a 2 -inf x\nq Q0 c 3 1 x\n",
-                 "-m", "RR")
+    res = _score(tmp_path, "q 0 a 0\nq 0 b 1\nq 0 c 0\n", "q Q0 b 1 nan x\nq Q0 a 2 -inf x\nq Q0 c 3 1 x\n", "-m", "RR")
     assert res.exit_code == 0 and json.loads(res.output)["aggregate"]["RR"] == pytest.approx(1 / 3), res.output
 
 
@@ -189,26 +214,37 @@ def test_score_names_the_line_of_a_control_character(tmp_path):
 def test_score_reads_stdin_and_pipes(tmp_path):
     qrels, run = "q 0 a 1\nq 0 b 0\n", "q Q0 b 1 2 x\nq Q0 a 2 1 x\n"
     (tmp_path / "q.txt").write_text(qrels)
-    stdin = CliRunner().invoke(app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", "-", "-m", "RR@10",
-                                     "--format", "json"], input=run)
+    stdin = CliRunner().invoke(
+        app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", "-", "-m", "RR@10", "--format", "json"], input=run
+    )
     assert stdin.exit_code == 0 and json.loads(stdin.output)["aggregate"]["RR@10"] == 0.5, stdin.output
     fifo = tmp_path / "run.pipe"  # what `--run <(…)` hands over: a pipe, not a regular file
     os.mkfifo(fifo)
     writer = threading.Thread(target=lambda: fifo.write_text(run))
     writer.start()
-    piped = CliRunner().invoke(app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", str(fifo), "-m", "ndcg",
-                                     "--format", "json"])
+    piped = CliRunner().invoke(
+        app, ["score", "--qrels", str(tmp_path / "q.txt"), "--run", str(fifo), "-m", "ndcg", "--format", "json"]
+    )
     writer.join(5)
     assert piped.exit_code == 0, piped.output
     assert json.loads(piped.output)["aggregate"]["nDCG"] == pytest.approx(1 / math.log2(3))
     # as a shell hands them over: the qrels through process substitution, the run on /dev/stdin
-    shell = subprocess.run(["bash", "-c", f"printf '{run}' | {sys.executable} -m terazi.cli score --qrels "
-                            f"<(cat {tmp_path / 'q.txt'}) --run /dev/stdin -m RR@10 --format json"],
-                           capture_output=True, text=True, timeout=120)
+    shell = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"printf '{run}' | {sys.executable} -m terazi.cli score --qrels "
+            f"<(cat {tmp_path / 'q.txt'}) --run /dev/stdin -m RR@10 --format json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shell.returncode == 0 and json.loads(shell.stdout)["aggregate"]["RR@10"] == 0.5, shell.stderr
 
 
 # ---------------------------------------------------------------- leaderboards
+
 
 @pytest.mark.parametrize("score", ["inf", "-inf"])
 def test_leaderboard_refuses_an_infinite_score(tmp_path, score):

@@ -66,7 +66,9 @@ def imports() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(
+                        package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                    )
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and REGISTRY_STRING.match(node.value):
                 names = [REGISTRY_STRING.match(node.value)[1]]
@@ -140,8 +142,12 @@ def test_no_module_imports_in_a_circle():
 def test_rooms_import_one_way_without_a_circle():
     graph = rooms()
     assert circles(graph) == []
-    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                    if RANK[kind(a)] < RANK[kind(b)] or (RANK[kind(a)] == RANK[kind(b)] and kind(a) not in ("core", "leaf")))
+    upward = sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if RANK[kind(a)] < RANK[kind(b)] or (RANK[kind(a)] == RANK[kind(b)] and kind(a) not in ("core", "leaf"))
+    )
     assert upward == [], "imports that run up: " + ", ".join(upward)
 
 
@@ -165,20 +171,28 @@ def test_schemas_import_leaves_only():
 
 def test_no_module_is_over_400_lines():
     files = [*modules().values(), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tests").glob("*.py")]
-    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert long == {}
 
 
 def test_tasks_are_thin_wrappers_that_import_no_other_task_module():
     for path in sorted((ROOT / "tasks").glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        others = [n for n in imports()[f"terazi.tasks.{path.stem}" if path.stem != "__init__" else "terazi.tasks"]
-                  if n.startswith("terazi.tasks.")]
+        others = [
+            n
+            for n in imports()[f"terazi.tasks.{path.stem}" if path.stem != "__init__" else "terazi.tasks"]
+            if n.startswith("terazi.tasks.")
+        ]
         assert others == [], f"{path.name} imports {others}"
         if path.name == "__init__.py":
             continue
-        loops = [type(n).__name__ for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.ListComp,
-                                                                            ast.DictComp, ast.SetComp, ast.GeneratorExp))]
+        loops = [
+            type(n).__name__
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.For, ast.While, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp))
+        ]
         assert loops == [], f"{path.name} computes ({', '.join(loops)}): that belongs to the core"
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -211,9 +225,13 @@ def test_every_function_is_used_by_the_package_itself():
     unused = []
     for mod, path in modules().items():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("__"):
-                registered = any(re.match(r"(\w+\.)?(command|callback|flow|task|declares)\b", ast.unparse(d))
-                                 for d in getattr(node, "decorator_list", []))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith(
+                "__"
+            ):
+                registered = any(
+                    re.match(r"(\w+\.)?(command|callback|flow|task|declares)\b", ast.unparse(d))
+                    for d in getattr(node, "decorator_list", [])
+                )
                 if not registered and used[node.name] == 0:
                     unused.append(f"{mod}.{node.name}")
     assert unused == []
@@ -226,13 +244,32 @@ def test_an_installation_adds_terazi_and_nothing_else(tmp_path):
         shutil.copytree(ROOT / part, source / part, ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("pyproject.toml", "README.md"):
         shutil.copyfile(ROOT / part, source / part)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-                    str(source)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
     wheel = zipfile.ZipFile(next(tmp_path.glob("terazi-*.whl")))
     names = wheel.namelist()
     assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"terazi"}
     packaged = {str(Path(n).parent) for n in names if n.endswith("__init__.py")}
-    expected = {("terazi/" + str(p.parent.relative_to(ROOT))) if p.parent.name in MAPPED or p.parent.parent.name in MAPPED
-                else str(p.parent.relative_to(ROOT)) for p in modules().values() if p.name == "__init__.py"}
+    expected = {
+        ("terazi/" + str(p.parent.relative_to(ROOT)))
+        if p.parent.name in MAPPED or p.parent.parent.name in MAPPED
+        else str(p.parent.relative_to(ROOT))
+        for p in modules().values()
+        if p.name == "__init__.py"
+    }
     assert packaged == expected, sorted(expected ^ packaged)
     assert any(n.startswith("terazi/demo/") for n in names), "the bundled demo dataset is part of the package"

@@ -20,26 +20,39 @@ from tests.rerank_server import http_spec
 
 def test_the_dialects_send_one_query_and_read_scores_back_by_index():
     spec = http_spec("http://h/rerank", extra_body={"max_tokens_per_doc": 512})
-    assert dialects.body(spec, "q", ["a", "b"]) == {"model": "tiny-ce", "query": "q", "documents": ["a", "b"],
-                                                    "top_n": 2, "max_tokens_per_doc": 512}
+    assert dialects.body(spec, "q", ["a", "b"]) == {
+        "model": "tiny-ce",
+        "query": "q",
+        "documents": ["a", "b"],
+        "top_n": 2,
+        "max_tokens_per_doc": 512,
+    }
     tei = http_spec("http://h/rerank", dialect="tei", extra_body={"truncate": True})
     assert dialects.body(tei, "q", ["a"]) == {"query": "q", "texts": ["a"], "truncate": True}
-    answer = {"results": [{"index": 2, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1},
-                          {"index": 1, "relevance_score": -3}]}
+    answer = {
+        "results": [
+            {"index": 2, "relevance_score": 0.9},
+            {"index": 0, "relevance_score": 0.1},
+            {"index": 1, "relevance_score": -3},
+        ]
+    }
     assert dialects.scores("cohere", answer, 3, "w").tolist() == [0.1, -3.0, 0.9]
     assert dialects.scores("tei", [{"index": 1, "score": 2.5}, {"index": 0, "score": 1}], 2, "w").tolist() == [1, 2.5]
 
 
-@pytest.mark.parametrize("results, problem", [
-    ([{"index": 0, "relevance_score": 0.1}], "1 results for 2 documents"),
-    ([{"index": 0, "relevance_score": 0.1}, {"relevance_score": 0.2}], "result index None"),
-    ([{"index": 0, "relevance_score": 0.1}, {"index": 2, "relevance_score": 0.2}], "result index 2"),
-    ([{"index": 0, "relevance_score": 0.1}, {"index": True, "relevance_score": 0.2}], "result index True"),
-    ([{"index": 0, "relevance_score": 0.1}, {"index": 0, "relevance_score": 0.2}], "index 0 is given twice"),
-    ([{"index": 0, "relevance_score": math.nan}, {"index": 1, "relevance_score": 0.2}], "is nan, not a finite"),
-    ([{"index": 0, "relevance_score": "0.1"}, {"index": 1, "relevance_score": 0.2}], "is '0.1', not a finite"),
-    ({"index": 0}, "got dict"),
-])
+@pytest.mark.parametrize(
+    "results, problem",
+    [
+        ([{"index": 0, "relevance_score": 0.1}], "1 results for 2 documents"),
+        ([{"index": 0, "relevance_score": 0.1}, {"relevance_score": 0.2}], "result index None"),
+        ([{"index": 0, "relevance_score": 0.1}, {"index": 2, "relevance_score": 0.2}], "result index 2"),
+        ([{"index": 0, "relevance_score": 0.1}, {"index": True, "relevance_score": 0.2}], "result index True"),
+        ([{"index": 0, "relevance_score": 0.1}, {"index": 0, "relevance_score": 0.2}], "index 0 is given twice"),
+        ([{"index": 0, "relevance_score": math.nan}, {"index": 1, "relevance_score": 0.2}], "is nan, not a finite"),
+        ([{"index": 0, "relevance_score": "0.1"}, {"index": 1, "relevance_score": 0.2}], "is '0.1', not a finite"),
+        ({"index": 0}, "got dict"),
+    ],
+)
 def test_malformed_answers_are_refused_naming_what_is_wrong(results, problem):
     payload = {"results": results} if isinstance(results, list) else results
     with pytest.raises(ServiceError, match=r"^served \(u\): malformed answer \(.*" + problem):
@@ -85,21 +98,40 @@ def test_secrets_stay_out_of_the_address_and_the_cli_reads_a_row():
         row = parse_reranker("http:rerank-v3.5@https://api.example/v2/rerank=hosted")
     finally:
         del os.environ["TERAZI_API_KEY"]
-    assert row == {"name": "hosted", "kind": "http", "url": "https://api.example/v2/rerank", "model": "rerank-v3.5",
-                   "api_key_env": "TERAZI_API_KEY"}
+    assert row == {
+        "name": "hosted",
+        "kind": "http",
+        "url": "https://api.example/v2/rerank",
+        "model": "rerank-v3.5",
+        "api_key_env": "TERAZI_API_KEY",
+    }
 
 
 def test_an_unset_key_variable_stops_the_run_before_it_starts(tmp_path, tiny_dataset, monkeypatch):
     from terazi.preflight import preflight
 
     monkeypatch.delenv("TERAZI_NO_SUCH_KEY", raising=False)
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "offline": True,
-        "rerankers": [{"name": "hosted", "kind": "http", "url": "https://api.example/v2/rerank",
-                       "api_key_env": "TERAZI_NO_SUCH_KEY"}],
-        "out_dir": str(tmp_path / "out"), "cache_dir": str(tmp_path / "cache")})
-    with pytest.raises(ConfigError, match=r"^rerankers\.hosted\.api_key_env: the environment variable "
-                                          r"TERAZI_NO_SUCH_KEY is not set"):
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "offline": True,
+            "rerankers": [
+                {
+                    "name": "hosted",
+                    "kind": "http",
+                    "url": "https://api.example/v2/rerank",
+                    "api_key_env": "TERAZI_NO_SUCH_KEY",
+                }
+            ],
+            "out_dir": str(tmp_path / "out"),
+            "cache_dir": str(tmp_path / "cache"),
+        }
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"^rerankers\.hosted\.api_key_env: the environment variable "
+        r"TERAZI_NO_SUCH_KEY is not set",
+    ):
         preflight(config, announce=False)
 
 
@@ -109,8 +141,12 @@ def test_a_served_deployment_sends_pairs_only_to_the_served_configs_endpoints(tm
     monkeypatch.chdir(tmp_path)
 
     def config(url: str, key_env: str | None = "COHERE_KEY") -> EvalConfig:
-        return EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "rerankers": [
-            {"name": "hosted", "kind": "http", "url": url, "api_key_env": key_env}]})
+        return EvalConfig.model_validate(
+            {
+                "datasets": [{"path": str(tiny_dataset)}],
+                "rerankers": [{"name": "hosted", "kind": "http", "url": url, "api_key_env": key_env}],
+            }
+        )
 
     policy = ServicePolicy.for_service(config("https://api.example/v2/rerank"))
     assert policy.apply(config("https://api.example/v2/rerank"))

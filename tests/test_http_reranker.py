@@ -88,10 +88,21 @@ def proxy(server):
 
 
 def flow_config(work: Path, rows: list[dict], run: str, tiny_dataset: Path, **kw) -> EvalConfig:
-    return EvalConfig.model_validate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}], "rerankers": rows,
-        "conditions": ["clean", "upper"], "corruption": {"samples": 1}, "depth": 10, "rerank_depth": 5,
-        "out_dir": str(work / "results"), "cache_dir": str(work / "cache"), "run_name": run, "offline": True, **kw})
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "rerankers": rows,
+            "conditions": ["clean", "upper"],
+            "corruption": {"samples": 1},
+            "depth": 10,
+            "rerank_depth": 5,
+            "out_dir": str(work / "results"),
+            "cache_dir": str(work / "cache"),
+            "run_name": run,
+            "offline": True,
+            **kw,
+        }
+    )
 
 
 def rankings(manifest, system: str) -> pl.DataFrame:
@@ -110,9 +121,18 @@ def clean_run(prefect_server, server, work, tiny_cross_encoder):
     from tests.conftest import make_tiny
 
     dataset = make_tiny(work / "tiny")
-    rows = [{"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 512},
-            {"name": "served", "kind": "http", "url": f"{server.url}/rerank", "model": "tiny-ce",
-             "api_key_env": KEY_ENV, "batch_size": 4, "concurrency": 2}]
+    rows = [
+        {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 512},
+        {
+            "name": "served",
+            "kind": "http",
+            "url": f"{server.url}/rerank",
+            "model": "tiny-ce",
+            "api_key_env": KEY_ENV,
+            "batch_size": 4,
+            "concurrency": 2,
+        },
+    ]
     before = server.requests()
     manifest = evaluate(flow_config(work, rows, "r1", dataset))
     return manifest, server.requests() - before, rows, dataset
@@ -124,7 +144,8 @@ def test_a_served_cross_encoder_ranks_as_the_in_process_one_and_a_rerun_sends_no
     m1, sent, rows, dataset = clean_run
     local, served = rankings(m1, "tiny-ce"), rankings(m1, "served")
     assert local.select("condition", "sample", "query_id", "rank", "doc_id").equals(
-        served.select("condition", "sample", "query_id", "rank", "doc_id"))
+        served.select("condition", "sample", "query_id", "rank", "doc_id")
+    )
     head = local.filter(pl.col("rank") <= 5)
     diff = np.abs(head["score"].to_numpy() - served.filter(pl.col("rank") <= 5)["score"].to_numpy())
     assert head.height == 60 and diff.max() < 1e-6  # 4 queries × 3 settings (clean, upper, upper~isolated) × 5
@@ -133,8 +154,13 @@ def test_a_served_cross_encoder_ranks_as_the_in_process_one_and_a_rerun_sends_no
     cost = next(r.cost for r in m1.reranks if r.system == "served")
     # the distinct (query text, document) pairs: upper~isolated is the upper text on the clean query's candidates;
     # each text's documents go 4 a request (one more where a text straddles two scoring blocks of 32 pairs)
-    texts = head.with_columns(pl.when(pl.col("condition") == "clean").then(pl.lit("clean")).otherwise(pl.lit("upper"))
-                              .alias("text")).select("text", "query_id", "doc_id").unique()
+    texts = (
+        head.with_columns(
+            pl.when(pl.col("condition") == "clean").then(pl.lit("clean")).otherwise(pl.lit("upper")).alias("text")
+        )
+        .select("text", "query_id", "doc_id")
+        .unique()
+    )
     per_text = texts.group_by("text", "query_id").len()["len"].to_list()
     least = sum(-(-n // 4) for n in per_text)
     assert cost.items == texts.height == next(r.pairs_scored for r in m1.reranks if r.system == "served")
@@ -142,8 +168,9 @@ def test_a_served_cross_encoder_ranks_as_the_in_process_one_and_a_rerun_sends_no
     assert cost.device == "remote" and cost.requests.p50_ms > 0
     csv = pl.read_csv(Path(m1.run_dir) / "costs.csv").filter(pl.col("system") == "served")
     assert csv.select("requests", "retries").row(0) == (sent, 0)
-    assert next(r.identity for r in m1.reranks if r.system == "served") == \
-        f"http:cohere:tiny-ce@{server.url}/rerank:rev=-"
+    assert (
+        next(r.identity for r in m1.reranks if r.system == "served") == f"http:cohere:tiny-ce@{server.url}/rerank:rev=-"
+    )
 
     before = server.requests()
     m2 = evaluate(flow_config(work, rows, "r2", dataset))  # a warm rerun
@@ -158,10 +185,12 @@ def test_a_run_through_429s_and_500s_ends_as_a_clean_one_and_counts_its_retries(
     from terazi.flows.evaluate import evaluate
 
     m1, sent, rows, dataset = clean_run
-    proxy.inject(("status", 429, {"Retry-After": "1"}, {"message": "slow down"}),
-                 ("status", 500, {}, {"message": "boom"}),
-                 ("status", 503, {"Retry-After": "0"}, {"detail": "warming up"}),
-                 ("status", 429, {"Retry-After": "1"}, {"message": "slow down"}))
+    proxy.inject(
+        ("status", 429, {"Retry-After": "1"}, {"message": "slow down"}),
+        ("status", 500, {}, {"message": "boom"}),
+        ("status", 503, {"Retry-After": "0"}, {"detail": "warming up"}),
+        ("status", 429, {"Retry-After": "1"}, {"message": "slow down"}),
+    )
     faulty = [{**rows[1], "url": f"{proxy.url}/rerank"}]  # another endpoint: every pair is asked for again
     m = evaluate(flow_config(work, faulty, "faults", dataset))
     assert rankings(m, "served").equals(rankings(m1, "served"))
@@ -173,20 +202,25 @@ def test_a_run_through_429s_and_500s_ends_as_a_clean_one_and_counts_its_retries(
     assert f"{sent} requests, 4 retries" in (Path(m.run_dir) / "report.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("fault", [
-    ("status", 429, {"Retry-After": "1"}, {"message": "rate limited"}),
-    ("status", 500, {}, {"message": "internal error"}),
-    ("pause", 20.0),  # longer than the client's timeout
-    ("drop",),
-], ids=["429-retry-after", "500", "timeout", "dropped-connection"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        ("status", 429, {"Retry-After": "1"}, {"message": "rate limited"}),
+        ("status", 500, {}, {"message": "internal error"}),
+        ("pause", 20.0),  # longer than the client's timeout
+        ("drop",),
+    ],
+    ids=["429-retry-after", "500", "timeout", "dropped-connection"],
+)
 def test_each_passing_fault_is_retried_and_the_scores_are_the_servers(server, proxy, tmp_path, fault):
     pairs = [Pair(q, f"d{i}", f"belge {i} {q}") for q in ("çay", "dağ") for i in range(4)]
     direct = make_scorer(http_spec(f"{server.url}/rerank"), None, "x", True, str(tmp_path)).score(pairs)
     proxy.inject(fault)
     # a timeout the server's real answers meet even on a loaded machine (1 s did not, under two test workers)
     timeout = 6.0
-    scorer = make_scorer(http_spec(f"{proxy.url}/rerank", timeout=timeout, concurrency=1), None, "x", True,
-                         str(tmp_path))
+    scorer = make_scorer(
+        http_spec(f"{proxy.url}/rerank", timeout=timeout, concurrency=1), None, "x", True, str(tmp_path)
+    )
     got = scorer.score(pairs)
     assert np.array_equal(got, direct)
     assert scorer.request_log.since().retries == 1 and len(proxy.seen) == 3  # 2 requests, one of them twice
@@ -197,13 +231,17 @@ def test_each_passing_fault_is_retried_and_the_scores_are_the_servers(server, pr
         assert timeout <= gap < 20.0  # gave up waiting after the timeout, not after the pause
 
 
-def test_a_request_that_fails_for_good_fails_its_chunk_and_keeps_what_was_answered(server, proxy, tmp_path,
-                                                                                     tiny_dataset):
+def test_a_request_that_fails_for_good_fails_its_chunk_and_keeps_what_was_answered(
+    server, proxy, tmp_path, tiny_dataset
+):
     ds, cands, variants, _ = inputs(tiny_dataset)
     spec = http_spec(f"{proxy.url}/rerank", concurrency=1, retries=1)
     proxy.inject(("pass",), ("pass",), ("pass",), *[("status", 503, {}, {"message": "down for good"})] * 2)
-    with pytest.raises(ServiceError, match=r"^served \(http://127\.0\.0\.1:\d+/rerank\): gave up after 2 tries "
-                                           r"\(the last: 503 Service Unavailable: down for good\)"):
+    with pytest.raises(
+        ServiceError,
+        match=r"^served \(http://127\.0\.0\.1:\d+/rerank\): gave up after 2 tries "
+        r"\(the last: 503 Service Unavailable: down for good\)",
+    ):
         rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=10)
     answered = sum(s["documents"] for s in proxy.seen if s["fault"] in (None, "pass"))
     model = make_scorer(spec, None, "x", True, str(tmp_path / "cache"))
@@ -212,8 +250,7 @@ def test_a_request_that_fails_for_good_fails_its_chunk_and_keeps_what_was_answer
     proxy.reset()
     result, ranking = rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=10)
     assert result.pairs_scored == 80 - answered == sum(s["documents"] for s in proxy.seen)  # the rest only
-    direct, _ = rerank_row(ds, cands, variants, http_spec(f"{server.url}/rerank"), tmp_path / "direct",
-                           rerank_depth=10)
+    direct, _ = rerank_row(ds, cands, variants, http_spec(f"{server.url}/rerank"), tmp_path / "direct", rerank_depth=10)
     assert ranking.equals(pl.read_parquet(direct.path))
 
 
@@ -226,29 +263,56 @@ def test_a_refusal_fails_at_once_with_one_line_and_the_key_blotted(prefect_serve
     proxy.inject(*[("status", 400, {}, lambda h: {"message": f"unknown model; you sent {h['Authorization']}"})] * 99)
     os.environ["TERAZI_API_KEY"] = KEY
     try:
-        result = CliRunner().invoke(app, [
-            "run", "--dataset", str(make_tiny(work / "tiny-cli")), "--out", str(work / "results" / "cli"),
-            "--cache", str(work / "cache"), "--offline", "--depth", "10", "--rerank-depth", "5",
-            "--reranker", f"http:tiny-ce@{proxy.url}/rerank=served"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "--dataset",
+                str(make_tiny(work / "tiny-cli")),
+                "--out",
+                str(work / "results" / "cli"),
+                "--cache",
+                str(work / "cache"),
+                "--offline",
+                "--depth",
+                "10",
+                "--rerank-depth",
+                "5",
+                "--reranker",
+                f"http:tiny-ce@{proxy.url}/rerank=served",
+            ],
+        )
     finally:
         del os.environ["TERAZI_API_KEY"]
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "ServiceError" not in result.output  # no traceback of it
-    assert f"served ({proxy.url}/rerank) answered 400 Bad Request: unknown model; you sent Bearer ***" in \
-        result.output.replace("\n", "")
+    assert (
+        f"served ({proxy.url}/rerank) answered 400 Bad Request: unknown model; you sent Bearer ***"
+        in result.output.replace("\n", "")
+    )
     bodies = [r["body"] for r in proxy.seen]
     assert KEY not in result.output and len(set(bodies)) == len(bodies)  # no request sent twice (all in flight: 400)
     (work / "cli-output.txt").write_text(result.output, encoding="utf-8")  # looked through for the key at the end
 
 
-@pytest.mark.parametrize("how, problem", [
-    (lambda a: json.dumps({**a, "results": a["results"][1:]}), "3 results for 4 documents"),
-    (lambda a: json.dumps({**a, "results": [{k: v for k, v in r.items() if k != "index"} for r in a["results"]]}),
-     "result index None"),
-    (lambda a: json.dumps({**a, "results": [{**r, "relevance_score": math.nan} for r in a["results"]]}),
-     "is nan, not a finite number"),
-], ids=["wrong-count", "missing-index", "nan"])
+@pytest.mark.parametrize(
+    "how, problem",
+    [
+        (lambda a: json.dumps({**a, "results": a["results"][1:]}), "3 results for 4 documents"),
+        (
+            lambda a: json.dumps(
+                {**a, "results": [{k: v for k, v in r.items() if k != "index"} for r in a["results"]]}
+            ),
+            "result index None",
+        ),
+        (
+            lambda a: json.dumps({**a, "results": [{**r, "relevance_score": math.nan} for r in a["results"]]}),
+            "is nan, not a finite number",
+        ),
+    ],
+    ids=["wrong-count", "missing-index", "nan"],
+)
 def test_a_malformed_answer_is_refused_and_nothing_of_it_is_kept(server, proxy, tmp_path, how, problem):
     pairs = [Pair("çay", f"d{i}", f"belge {i}") for i in range(4)]
     proxy.inject(("garble", how))
@@ -264,24 +328,34 @@ def test_requests_in_flight_are_bounded_per_endpoint_across_processes(server, tm
     """Two worker processes (as a Dask cluster's), each allowed 2 requests at once to one endpoint through one cache
     folder: the endpoint never sees more than 2."""
     proxy = FaultProxy(server.url, pause_each=0.3)
-    script = ("import os, sys; os.environ['HF_HUB_OFFLINE'] = '1'\n"
-              "from terazi.rerank.backends import make_scorer\n"
-              "from terazi.rerank.pairs import Pair\n"
-              "from tests.rerank_server import http_spec\n"
-              "pairs = [Pair(f'q{i}', 'd', 'belge') for i in range(8)]\n"
-              "out = make_scorer(http_spec(sys.argv[1], batch_size=1), None, 'x', True, sys.argv[2]).score(pairs)\n"
-              "assert len(out) == 8\n")
+    script = (
+        "import os, sys; os.environ['HF_HUB_OFFLINE'] = '1'\n"
+        "from terazi.rerank.backends import make_scorer\n"
+        "from terazi.rerank.pairs import Pair\n"
+        "from tests.rerank_server import http_spec\n"
+        "pairs = [Pair(f'q{i}', 'd', 'belge') for i in range(8)]\n"
+        "out = make_scorer(http_spec(sys.argv[1], batch_size=1), None, 'x', True, sys.argv[2]).score(pairs)\n"
+        "assert len(out) == 8\n"
+    )
     try:
-        procs = [subprocess.Popen([sys.executable, "-c", script, f"{proxy.url}/rerank", str(tmp_path)],
-                                  cwd=Path(__file__).parents[1], env={**os.environ}) for _ in range(2)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", script, f"{proxy.url}/rerank", str(tmp_path)],
+                cwd=Path(__file__).parents[1],
+                env={**os.environ},
+            )
+            for _ in range(2)
+        ]
         assert [p.wait(timeout=120) for p in procs] == [0, 0]
         assert len(proxy.seen) == 16 and proxy.most_in_flight == 2
     finally:
         proxy.stop()
     threads_proxy = FaultProxy(server.url, pause_each=0.3)
     try:
-        scorers = [make_scorer(http_spec(f"{threads_proxy.url}/rerank", name=n, batch_size=1), None, "x", True,
-                               str(tmp_path)) for n in ("a", "b")]
+        scorers = [
+            make_scorer(http_spec(f"{threads_proxy.url}/rerank", name=n, batch_size=1), None, "x", True, str(tmp_path))
+            for n in ("a", "b")
+        ]
         pairs = [Pair(f"q{i}", "d", "belge") for i in range(6)]
         threads = [threading.Thread(target=s.score, args=(pairs,)) for s in scorers]
         [t.start() for t in threads]
@@ -305,8 +379,9 @@ def test_the_key_is_in_no_file_log_or_artifact(server, work, log_file, clean_run
 
     url = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
     db = str(getattr(url, "get_secret_value", lambda: url)()).split("///")[-1]
-    looked = [p for root in (work / "results", work / "cache", home, Path(db).parent) for p in root.rglob("*")
-              if p.is_file()] + [log_file, work / "cli-output.txt"]
+    looked = [
+        p for root in (work / "results", work / "cache", home, Path(db).parent) for p in root.rglob("*") if p.is_file()
+    ] + [log_file, work / "cli-output.txt"]
     assert len(looked) > 50 and any(p.suffix == ".db" for p in looked)
     time.sleep(2)  # the Prefect server writes logs and events in batches
     holding = [str(p) for p in looked if KEY.encode() in p.read_bytes()]

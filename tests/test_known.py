@@ -24,8 +24,12 @@ def values(seed: int) -> dict[str, np.ndarray]:
 
 
 def statistics(a: dict, b: dict) -> list:
-    return [stats.interval(a, 500, 3, 0.9), stats.paired_difference(a, b, 500, 3, 0.9),
-            stats.ratio_interval(a, b, 500, 3, 0.9, "macro"), stats.ratio_interval(a, b, 500, 3, 0.9, "pooled")]
+    return [
+        stats.interval(a, 500, 3, 0.9),
+        stats.paired_difference(a, b, 500, 3, 0.9),
+        stats.ratio_interval(a, b, 500, 3, 0.9, "macro"),
+        stats.ratio_interval(a, b, 500, 3, 0.9, "pooled"),
+    ]
 
 
 def test_found_again_equal_to_drawn_and_only_what_changed_is_drawn(tmp_path, counted):

@@ -14,9 +14,18 @@ from terazi.analysis.leaderboard import board_of_scores, read_long_table
 def long_table():
     # t1 (type x): A 0.5, B 0.5 (tie), C 0.3     t2 (type x): A 0.2, B 0.4, C 0.6
     # t3 (type y): A 0.9, B 0.1, C missing;  D only ran t4, which is out of the ranking.  t1 has two splits for A.
-    rows = [("A", "t1", "x", 0.4), ("A", "t1", "x", 0.6), ("B", "t1", "x", 0.5), ("C", "t1", "x", 0.3),
-            ("A", "t2", "x", 0.2), ("B", "t2", "x", 0.4), ("C", "t2", "x", 0.6),
-            ("A", "t3", "y", 0.9), ("B", "t3", "y", 0.1), ("D", "t4", "y", 0.7)]
+    rows = [
+        ("A", "t1", "x", 0.4),
+        ("A", "t1", "x", 0.6),
+        ("B", "t1", "x", 0.5),
+        ("C", "t1", "x", 0.3),
+        ("A", "t2", "x", 0.2),
+        ("B", "t2", "x", 0.4),
+        ("C", "t2", "x", 0.6),
+        ("A", "t3", "y", 0.9),
+        ("B", "t3", "y", 0.1),
+        ("D", "t4", "y", 0.7),
+    ]
     return pl.DataFrame(rows, schema=["system", "task", "task_type", "score"], orient="row")
 
 
@@ -45,7 +54,9 @@ def test_borda_per_task_follows_the_note():
 def test_per_task_and_mteb_rank_differently_when_a_task_is_missing():
     # t1: all four run, A > B > C > D.  t2: only C and D run, C > D.
     rows = [("A", "t1", 0.9), ("B", "t1", 0.8), ("C", "t1", 0.7), ("D", "t1", 0.6), ("C", "t2", 0.9), ("D", "t2", 0.8)]
-    long = pl.DataFrame([(s, t, "r", v) for s, t, v in rows], schema=["system", "task", "task_type", "score"], orient="row")
+    long = pl.DataFrame(
+        [(s, t, "r", v) for s, t, v in rows], schema=["system", "task", "task_type", "score"], orient="row"
+    )
     note = {r["system"]: r["borda_votes"] for r in board_of_scores(long).iter_rows(named=True)}
     mteb = {r["system"]: r["borda_votes"] for r in board_of_scores(long, borda="mteb").iter_rows(named=True)}
     assert note == {"A": 3, "B": 2, "C": 1 + 1, "D": 0 + 0}  # t2: N = 2, so C 1 and the last, D, 0
@@ -68,18 +79,25 @@ def test_missing_columns_are_reported():
         board_of_scores(pl.DataFrame({"system": ["a"], "score": [1.0]}))
 
 
-@pytest.mark.parametrize("score, message", [(math.nan, "row 3: score of 'B' on 't1' is NaN"),
-                                            (None, "row 3: score of 'B' on 't1' is empty")])
+@pytest.mark.parametrize(
+    "score, message", [(math.nan, "row 3: score of 'B' on 't1' is NaN"), (None, "row 3: score of 'B' on 't1' is empty")]
+)
 def test_nan_or_missing_scores_are_errors_naming_the_row(score, message):
-    long = long_table().with_columns(pl.when(pl.int_range(pl.len()) == 2).then(score).otherwise(pl.col("score"))
-                                     .alias("score"))
+    long = long_table().with_columns(
+        pl.when(pl.int_range(pl.len()) == 2).then(score).otherwise(pl.col("score")).alias("score")
+    )
     with pytest.raises(ValueError, match=message):
         board_of_scores(long)
 
 
-@pytest.mark.parametrize("text, message", [("nan", "line 4: score of 'C' on 't1' is NaN"),
-                                           ("0,4x", "line 4: score '0,4x' of 'C' on 't1' is not a number"),
-                                           ("", "line 4: score of 'C' on 't1' is empty")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("nan", "line 4: score of 'C' on 't1' is NaN"),
+        ("0,4x", "line 4: score '0,4x' of 'C' on 't1' is not a number"),
+        ("", "line 4: score of 'C' on 't1' is empty"),
+    ],
+)
 def test_csv_scores_that_are_not_numbers_name_the_line(tmp_path, text, message):
     src = tmp_path / "scores.csv"
     src.write_text(f'system,task,task_type,score\nA,t1,x,0.5\n\nC,t1,x,"{text}"\nB,t1,x,0.4\n')  # line 3 blank
@@ -89,11 +107,17 @@ def test_csv_scores_that_are_not_numbers_name_the_line(tmp_path, text, message):
 
 def test_retention_by_hand():
     # Two queries; the condition changed only q1. Clean q1 = 0.8, corrupted q1 = 0.6 -> 0.75.
-    pq = pl.DataFrame({
-        "dataset": ["d"] * 4, "system": ["s"] * 4,
-        "condition": ["clean", "clean", "typo", "typo"], "query_id": ["q1", "q2", "q1", "q2"],
-        "measure": ["nDCG@10"] * 4, "value": [0.8, 0.4, 0.6, 0.4], "changed": [False, False, True, False],
-    })
+    pq = pl.DataFrame(
+        {
+            "dataset": ["d"] * 4,
+            "system": ["s"] * 4,
+            "condition": ["clean", "clean", "typo", "typo"],
+            "query_id": ["q1", "q2", "q1", "q2"],
+            "measure": ["nDCG@10"] * 4,
+            "value": [0.8, 0.4, 0.6, 0.4],
+            "changed": [False, False, True, False],
+        }
+    )
     r = retention_intervals(pq, ["d"], ["clean", "typo"], 200, 0, 0.95).row(0, named=True)
     assert r["retention"] == pytest.approx(0.75) and r["changed_queries"] == 1
     assert r["share_changed"] == 0.5 and r["delta"] == pytest.approx(-0.2)
@@ -121,8 +145,11 @@ def test_cli_on_a_csv_not_produced_by_terazi(tmp_path):
     assert [r["system"] for r in rows] == ["A", "B", "C", "D"] and [r["borda_votes"] for r in rows] == [2.5, 2.5, 2, 0]
     assert all(tuple(r) == BOARD_COLUMNS for r in rows)  # every column, the complete-only means included
     assert rows[2]["mean_task_complete"] is None and rows[2]["mean_task"] == pytest.approx(0.45)
-    mteb = json.loads(CliRunner().invoke(app, ["leaderboard", str(src), "--format", "json", "--borda", "mteb",
-                                               "--out-of-ranking", "t4"]).output)
+    mteb = json.loads(
+        CliRunner()
+        .invoke(app, ["leaderboard", str(src), "--format", "json", "--borda", "mteb", "--out-of-ranking", "t4"])
+        .output
+    )
     assert [r["borda_votes"] for r in mteb] == [3.5, 3.5, 2, 0]
     csv = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "csv"])
     assert csv.output.splitlines()[0] == ",".join(BOARD_COLUMNS)
@@ -145,8 +172,13 @@ def _latex_shape(tex: str, n_rows: int, n_cols: int) -> list[str]:
 
     for env in ("table", "tabular"):
         assert tex.count(f"\\begin{{{env}}}") == tex.count(f"\\end{{{env}}}") == 1
-    assert tex.index("\\begin{tabular}") < tex.index("\\toprule") < tex.index("\\midrule") < tex.index("\\bottomrule") \
+    assert (
+        tex.index("\\begin{tabular}")
+        < tex.index("\\toprule")
+        < tex.index("\\midrule")
+        < tex.index("\\bottomrule")
         < tex.index("\\end{tabular}")
+    )
     spec = re.search(r"\\begin\{tabular\}\{([lcr]+)\}", tex)[1]
     assert len(spec) == n_cols
     unescaped = re.sub(r"\\[{}&%$#_]", "", tex)
@@ -155,7 +187,7 @@ def _latex_shape(tex: str, n_rows: int, n_cols: int) -> list[str]:
         depth += {"{": 1, "}": -1}.get(ch, 0)
         assert depth >= 0
     assert depth == 0
-    body = tex[tex.index("\\toprule") + 8: tex.index("\\bottomrule")].replace("\\midrule", "").split("\n")
+    body = tex[tex.index("\\toprule") + 8 : tex.index("\\bottomrule")].replace("\\midrule", "").split("\n")
     body = [line for line in body if line.strip()]
     assert len(body) == n_rows + 1  # header and rows
     for line in body:
@@ -168,8 +200,13 @@ def test_latex_export_is_compile_shaped_with_escaped_names_and_bold_best(tmp_pat
 
     from terazi.cli import app
 
-    rows = [("a_b&c%", "t1", "x", 0.9), ("a_b&c%", "t2", "x", 0.4), ("x$y#{z}~^\\", "t1", "x", 0.5),
-            ("x$y#{z}~^\\", "t2", "x", 0.7), ("plain", "t1", "x", 0.1)]
+    rows = [
+        ("a_b&c%", "t1", "x", 0.9),
+        ("a_b&c%", "t2", "x", 0.4),
+        ("x$y#{z}~^\\", "t1", "x", 0.5),
+        ("x$y#{z}~^\\", "t2", "x", 0.7),
+        ("plain", "t1", "x", 0.1),
+    ]
     src = _csv(tmp_path, rows)
     res = CliRunner().invoke(app, ["leaderboard", str(src), "--format", "latex"])
     assert res.exit_code == 0, res.output
@@ -190,17 +227,30 @@ def test_latex_of_a_terazi_results_folder_marks_significance_groups(tmp_path):
 
     run = tmp_path / "run"
     run.mkdir()
-    pl.DataFrame({"system": ["ce_1", "bm25"], "borda_votes": [1.0, 0.0], "borda_rank": [1, 2], "group": [1, 2],
-                  "mean_task": [0.61, 0.42], "ci_low": [0.55, 0.37], "ci_high": [0.66, 0.47], "demo": [0.61, 0.42],
-                  "upper": [0.5, 0.4], "upper retention": [0.82, 0.95]}).write_csv(run / "leaderboard.csv")
+    pl.DataFrame(
+        {
+            "system": ["ce_1", "bm25"],
+            "borda_votes": [1.0, 0.0],
+            "borda_rank": [1, 2],
+            "group": [1, 2],
+            "mean_task": [0.61, 0.42],
+            "ci_low": [0.55, 0.37],
+            "ci_high": [0.66, 0.47],
+            "demo": [0.61, 0.42],
+            "upper": [0.5, 0.4],
+            "upper retention": [0.82, 0.95],
+        }
+    ).write_csv(run / "leaderboard.csv")
     res = CliRunner().invoke(app, ["leaderboard", str(run), "--format", "latex"])
     assert res.exit_code == 0, res.output
     _latex_shape(res.output, n_rows=2, n_cols=9)  # the group column becomes superscripts
     assert "ce\\_1$^{1}$" in res.output and "bm25$^{2}$" in res.output and "significance groups" in res.output
     assert "\\textbf{0.9500}" in res.output and "\\textbf{0.55" not in res.output  # CI bounds are never "best"
     md = CliRunner().invoke(app, ["leaderboard", str(run), "--format", "markdown"]).output
-    assert md.splitlines()[0] == ("| System | Borda votes | Borda rank | Group | Mean (Task) | CI low | CI high | demo | upper "
-                                  "| upper retention |")
+    assert md.splitlines()[0] == (
+        "| System | Borda votes | Borda rank | Group | Mean (Task) | CI low | CI high | demo | upper "
+        "| upper retention |"
+    )
     assert "| ce_1 | **1** | 1 | 1 | **0.6100** |" in md
     err = CliRunner().invoke(app, ["leaderboard", str(run), "--borda", "mteb"])
     assert err.exit_code == 2 and "aggregated by its run" in err.output
@@ -211,8 +261,18 @@ def _mteb_file(folder, model, revision, task, scores):
 
     path = folder / model / revision / f"{task}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"dataset_revision": "abc", "task_name": task, "mteb_version": "1.38.0",
-                                "evaluation_time": 1.5, "kg_co2_emissions": None, "scores": scores}))
+    path.write_text(
+        json.dumps(
+            {
+                "dataset_revision": "abc",
+                "task_name": task,
+                "mteb_version": "1.38.0",
+                "evaluation_time": 1.5,
+                "kg_co2_emissions": None,
+                "scores": scores,
+            }
+        )
+    )
 
 
 def _entry(score, subset="default", languages=("tur-Latn",)):
@@ -234,8 +294,9 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
     (root / "org__model-a" / "rev1" / "model_meta.json").write_text(json.dumps({"name": "org/model-a"}))
     long = read_mteb_results(tmp_path, {"TurQA": "retrieval", "TurSTS": "sts"})
     assert sorted(long["system"].unique()) == ["org/model-a", "org/model-b"] and long.height == 5
-    res = CliRunner().invoke(app, ["leaderboard", str(tmp_path), "--format", "json", "--task-type", "TurQA=retrieval",
-                                   "--task-type", "sts"])
+    res = CliRunner().invoke(
+        app, ["leaderboard", str(tmp_path), "--format", "json", "--task-type", "TurQA=retrieval", "--task-type", "sts"]
+    )
     assert res.exit_code == 0, res.output
     rows = {r["system"]: r for r in json.loads(res.output)}
     assert rows["org/model-a"]["mean_task"] == pytest.approx((0.6 + (0.8 + 0.2) / 2) / 2)
@@ -243,15 +304,23 @@ def test_mteb_results_folder_is_read_into_the_leaderboard(tmp_path):
     assert rows["org/model-b"]["mean_task_complete"] is None  # it did not run TurSTS
     # TurQA: a 0.6 ties b (0.5 + 0.7) / 2, so both 0.5 of N - 1 = 1 point; TurSTS: a alone, N = 1, 0 points
     assert rows["org/model-b"]["borda_votes"] == rows["org/model-a"]["borda_votes"] == 0.5
-    only = {r["system"]: r for r in json.loads(CliRunner().invoke(
-        app, ["leaderboard", str(tmp_path), "--format", "json", "--split", "test", "--language", "tur"]).output)}
+    only = {
+        r["system"]: r
+        for r in json.loads(
+            CliRunner()
+            .invoke(app, ["leaderboard", str(tmp_path), "--format", "json", "--split", "test", "--language", "tur"])
+            .output
+        )
+    }
     assert only["org/model-a"]["mean_task"] == pytest.approx((0.6 + 0.8) / 2)
     assert only["org/model-b"]["mean_task"] == pytest.approx(0.7) and only["org/model-b"]["borda_votes"] == 1
     _mteb_file(root, "org__model-a", "rev2", "TurQA", {"test": [_entry(0.9)]})
     assert {"org/model-a@rev1", "org/model-a@rev2"} <= set(read_mteb_results(root)["system"])  # no silent pick
     _mteb_file(root, "org__model-c", "r", "TurQA", {"test": [{"hf_subset": "default", "main_score": "NaN"}]})
     err = CliRunner().invoke(app, ["leaderboard", str(tmp_path)])
-    assert err.exit_code == 2 and "TurQA.json: scores.test[0].main_score is 'NaN', not a number" in err.output.replace("\n", "")
+    assert err.exit_code == 2 and "TurQA.json: scores.test[0].main_score is 'NaN', not a number" in err.output.replace(
+        "\n", ""
+    )
 
 
 def test_config_chooses_the_borda_variant():

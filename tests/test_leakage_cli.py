@@ -20,8 +20,13 @@ def bench(tmp_path):
 
 
 def _train(tmp_path):
-    return jsonl(tmp_path / "train.jsonl", [{"text": "başka bir şey", "query": "elma nerede"},
-                                            {"text": f"önce {PLANTED} sonra", "query": "hiç ilgisiz bir soru"}])
+    return jsonl(
+        tmp_path / "train.jsonl",
+        [
+            {"text": "başka bir şey", "query": "elma nerede"},
+            {"text": f"önce {PLANTED} sonra", "query": "hiç ilgisiz bir soru"},
+        ],
+    )
 
 
 def _one_error_line(res) -> str:
@@ -35,8 +40,22 @@ def test_the_command_writes_the_folder_and_publishes_its_artifacts(prefect_serve
     from tests.conftest import artifacts_of
 
     train, out = _train(tmp_path), tmp_path / "out"
-    res = CliRunner().invoke(app, ["leakage", "--train", str(train), "--dataset", str(bench), "--field", "text",
-                                   "--field", "query", "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "leakage",
+            "--train",
+            str(train),
+            "--dataset",
+            str(bench),
+            "--field",
+            "text",
+            "--field",
+            "query",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     # the planted passage d1 is hit by training record 2; q2 "elma nerede" is repeated exactly by record 1
     assert (out / "bench" / "passages.txt").read_text() == "d1\n"
@@ -56,9 +75,16 @@ def test_the_command_writes_the_folder_and_publishes_its_artifacts(prefect_serve
 def test_a_config_file_sets_sources_with_their_fields_and_options(prefect_server, tmp_path, bench):
     train = _train(tmp_path)
     config = tmp_path / "leakage.yaml"
-    config.write_text(yaml.safe_dump({"datasets": [{"path": str(bench), "name": "mine"}],
-                                      "train": [{"path": str(train), "fields": ["text"], "name": "t"}],
-                                      "options": {"ngram": 12, "near_threshold": None}, "out": str(tmp_path / "o")}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "datasets": [{"path": str(bench), "name": "mine"}],
+                "train": [{"path": str(train), "fields": ["text"], "name": "t"}],
+                "options": {"ngram": 12, "near_threshold": None},
+                "out": str(tmp_path / "o"),
+            }
+        )
+    )
     res = CliRunner().invoke(app, ["leakage", "--config", str(config)])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
@@ -81,13 +107,21 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
         "later.jsonl, line 2: no field 'text' (fields: body)": [*args, "--train", str(tmp_path / "later.jsonl")],
         "bad.jsonl, line 2: not valid UTF-8 (byte 0xfe": [*args, "--train", str(tmp_path / "bad.jsonl")],
         "nosuch: dataset folder not found": ["leakage", "--dataset", str(tmp_path / "nosuch"), "--train", str(train)],
-        "hf:nosuch/set": ["leakage", "--dataset", "hf:nosuch/set", "--train", str(train), "--cache",
-                          str(tmp_path / "cache")],
+        "hf:nosuch/set": [
+            "leakage",
+            "--dataset",
+            "hf:nosuch/set",
+            "--train",
+            str(train),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
         "lies inside the dataset folder": [*args, "--train", str(train), "--out", str(bench / "leak")],
     }
     for expected, argv in cases.items():
-        line = _one_error_line(CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "o")] if "--out" not in argv
-                                                  else argv))
+        line = _one_error_line(
+            CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "o")] if "--out" not in argv else argv)
+        )
         assert expected in line.replace("\n", ""), (expected, line)
     # the output folder is the dataset's, or the dataset's subfolder would land in the dataset (out = its parent)
     for out in (bench, tmp_path):
@@ -107,7 +141,9 @@ def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
     folder.mkdir()
     _train(folder)
     config = LeakageConfig(datasets=[{"path": str(bench)}], train=[str(folder)], out=str(folder / "leak"))
-    with pytest.raises(OutputPathError, match=r"leakage output folder \S+/train/leak lies inside the training source \S+/train:"):
+    with pytest.raises(
+        OutputPathError, match=r"leakage output folder \S+/train/leak lies inside the training source \S+/train:"
+    ):
         check_inputs(config)
     assert check_inputs(config.model_copy(update={"out": str(tmp_path / "leak")}))[0].name == "bench"
 
@@ -118,9 +154,11 @@ def test_the_python_api_runs_the_flow_and_returns_the_counts(prefect_server, tmp
 
     train = _train(tmp_path)
     for k in range(2):  # twice: the second call finds terazi.leakage still the function
-        manifest, counts = terazi.leakage([str(bench)], [str(train)], out=tmp_path / f"o{k}", fields=("text", "query"),
-                                          ngram=8)
+        manifest, counts = terazi.leakage(
+            [str(bench)], [str(train)], out=tmp_path / f"o{k}", fields=("text", "query"), ngram=8
+        )
         assert manifest.out == str(tmp_path / f"o{k}")
         assert counts.select("name", "contaminated_queries", "passage_hits", "relevant_hit_queries").rows() == [
-            ("bench", 1, 1, 1)]
+            ("bench", 1, 1, 1)
+        ]
     assert callable(terazi.card) and callable(terazi.leakage)

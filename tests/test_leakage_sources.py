@@ -26,6 +26,7 @@ def bench(tmp_path):
 
 # --- sources ------------------------------------------------------------------------------------------------------
 
+
 def test_every_kind_of_source_is_read_with_its_record_names(tmp_path, bench):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -33,7 +34,9 @@ def test_every_kind_of_source_is_read_with_its_record_names(tmp_path, bench):
     folder = tmp_path / "mixed"
     (folder / "sub").mkdir(parents=True)
     jsonl(folder / "a.jsonl", [{"text": "yok"}])
-    (folder / "a.jsonl").write_text("\n" + (folder / "a.jsonl").read_text() + "\n" + json.dumps({"text": PLANTED}) + "\n")
+    (folder / "a.jsonl").write_text(
+        "\n" + (folder / "a.jsonl").read_text() + "\n" + json.dumps({"text": PLANTED}) + "\n"
+    )
     pq.write_table(pa.table({"text": [["yok", None], [window(8)]], "n": [1, 2]}), folder / "sub" / "b.parquet")
     with gzip.open(folder / "c.txt.gz", "wt", encoding="utf-8") as f:
         f.write("yok\n\n" + window(9) + "\n")
@@ -47,15 +50,24 @@ def test_every_kind_of_source_is_read_with_its_record_names(tmp_path, bench):
 def test_a_beir_folder_and_a_saved_datasets_table_are_training_sources(tmp_path, bench):
     import datasets
 
-    beir = write_beir(tmp_path / "beir-train", [{"_id": "t1", "title": "Başlık", "text": window(8)}],
-                      [{"_id": "tq", "text": "Rüzgâr neden ıslık çalar?"}], [("tq", "t1", 1)])
+    beir = write_beir(
+        tmp_path / "beir-train",
+        [{"_id": "t1", "title": "Başlık", "text": window(8)}],
+        [{"_id": "tq", "text": "Rüzgâr neden ıslık çalar?"}],
+        [("tq", "t1", 1)],
+    )
     saved = tmp_path / "saved"
-    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["yok", PLANTED]}),
-                          "test": datasets.Dataset.from_dict({"text": ["yok"]})}).save_to_disk(str(saved))
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict({"text": ["yok", PLANTED]}),
+            "test": datasets.Dataset.from_dict({"text": ["yok"]}),
+        }
+    ).save_to_disk(str(saved))
     r = check([bench], [TrainSource(path=str(beir)), TrainSource(path=f"hf:{saved}")])
     assert r.train_hits == [f"{beir}/corpus.jsonl:1 (id t1)", f"{saved}/train:2"]  # named by an id where there is one
-    assert [(x.query_id, x.kind, x.train) for x in r.datasets[0].repeats] == \
-        [("q1", "exact", f"{beir}/queries.jsonl:1 (id tq)")]
+    assert [(x.query_id, x.kind, x.train) for x in r.datasets[0].repeats] == [
+        ("q1", "exact", f"{beir}/queries.jsonl:1 (id tq)")
+    ]
     with pytest.raises(DatasetError, match="no 'dev' among"):
         check([bench], [TrainSource(path=str(saved), split="dev")])
 
@@ -127,8 +139,11 @@ def test_inputs_are_validated(tmp_path, bench):
 
 # --- output folder ------------------------------------------------------------------------------------------------
 
+
 def test_the_output_folder(tmp_path, bench):
-    src = jsonl(tmp_path / "t.jsonl", [{"text": "yok", "query": "ELMA NEREDE"}, {"text": f"— {window(8)} —", "query": None}])
+    src = jsonl(
+        tmp_path / "t.jsonl", [{"text": "yok", "query": "ELMA NEREDE"}, {"text": f"— {window(8)} —", "query": None}]
+    )
     r = check([bench], [TrainSource(path=str(src), fields=("text", "query"))])
     out = write(r, tmp_path / "out")
     assert (out / "bench" / "queries.txt").read_text() == "q2\n"
@@ -138,7 +153,13 @@ def test_the_output_folder(tmp_path, bench):
     assert (out / "bench" / "repeats.tsv").read_text().splitlines()[1].split("\t")[:3] == ["q2", "exact", "100.0"]
     s = json.loads((out / "summary.json").read_text())
     d = s["datasets"][0]
-    assert (d["passage_hits"], d["query_hits"], d["exact_repeats"], d["contaminated_queries"], s["train_hits"]) == (1, 0, 1, 1, 1)
+    assert (d["passage_hits"], d["query_hits"], d["exact_repeats"], d["contaminated_queries"], s["train_hits"]) == (
+        1,
+        0,
+        1,
+        1,
+        1,
+    )
     assert d["shares"]["passages"] == 0.5 and d["shares"]["relevant_hit"] == 0.5
     assert d["examples"][0]["ngram"] == " ".join(reference_tokens(window(8), True))
     page = (out / "report.html").read_text()
@@ -155,8 +176,9 @@ def test_held_membership_matches_numpy_isin():
     index.add(held_hashes[:150_000], np.arange(150_000, dtype=np.int64))
     index.add(held_hashes[100_000:], np.arange(100_000, 200_000, dtype=np.int64))  # repeats across batches
     index.freeze(np.array([0], np.int64))
-    probe = np.concatenate([rng.integers(0, 2**64, 300_000, dtype=np.uint64), held_hashes[::7],
-                            held_hashes[::11] ^ np.uint64(1)])  # near misses: one bit off
+    probe = np.concatenate(
+        [rng.integers(0, 2**64, 300_000, dtype=np.uint64), held_hashes[::7], held_hashes[::11] ^ np.uint64(1)]
+    )  # near misses: one bit off
     assert np.array_equal(index.contains(probe), np.isin(probe, held_hashes))
     empty = HeldIndex()
     empty.freeze(np.array([0], np.int64))
@@ -182,7 +204,7 @@ def test_planted_copies_of_xquad_passages_and_queries_are_all_found(tmp_path):
         if k % 4 == 0:
             words = doc.text.split()
             at = len(words) // 3
-            rows.append({"text": "Kaynak metin: " + typings[k // 4 % 4](" ".join(words[at:at + 12])), "query": None})
+            rows.append({"text": "Kaynak metin: " + typings[k // 4 % 4](" ".join(words[at : at + 12])), "query": None})
             planted_docs.append(doc_id)
     for k, (qid, q) in enumerate(ds.queries.items()):
         if k % 10 == 0:
@@ -196,13 +218,21 @@ def test_planted_copies_of_xquad_passages_and_queries_are_all_found(tmp_path):
     # questions twice)
     said = {" ".join(reference_tokens(r["query"], True)) for r in rows if r["query"]}
     assert set(planted_queries) <= {x.query_id for x in d.repeats if x.kind == "exact"}
-    assert [x.query_id for x in d.repeats if x.kind == "exact"] == \
-        [q for q, x in ds.queries.items() if " ".join(reference_tokens(x.text, True)) in said]
+    assert [x.query_id for x in d.repeats if x.kind == "exact"] == [
+        q for q, x in ds.queries.items() if " ".join(reference_tokens(x.text, True)) in said
+    ]
     train_grams = set().union(*(python_ngrams(row[f] or "", 8, fold=True) for row in rows for f in ("text", "query")))
     assert d.passage_hits == [i for i, doc in ds.docs.items() if python_ngrams(doc.full_text, 8, True) & train_grams]
     assert d.query_hits == [q for q, x in ds.queries.items() if python_ngrams(x.text, 8, True) & train_grams]
-    bench_grams = set().union(*(python_ngrams(t, 8, True) for t in
-                                [doc.full_text for doc in ds.docs.values()] + [x.text for x in ds.queries.values()]))
-    assert r.train_hits == [f"{src}:{k + 1}" for k, row in enumerate(rows)
-                            if (python_ngrams(row["text"], 8, True) | python_ngrams(row["query"] or "", 8, True)) & bench_grams]
+    bench_grams = set().union(
+        *(
+            python_ngrams(t, 8, True)
+            for t in [doc.full_text for doc in ds.docs.values()] + [x.text for x in ds.queries.values()]
+        )
+    )
+    assert r.train_hits == [
+        f"{src}:{k + 1}"
+        for k, row in enumerate(rows)
+        if (python_ngrams(row["text"], 8, True) | python_ngrams(row["query"] or "", 8, True)) & bench_grams
+    ]
     assert d.examples and all(e.ngram in e.text and e.ngram in e.train_text for e in d.examples)

@@ -12,8 +12,10 @@ from terazi.rerank.pairs import Pair
 from terazi.schemas import LLMRerankerSpec
 
 # Qwen3-Reranker's model card, verbatim
-CARD_PREFIX = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
-               "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n")
+CARD_PREFIX = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    'provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n'
+)
 CARD_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 CARD_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 
@@ -32,10 +34,12 @@ def direct(model_dir: str, query: str, doc: str) -> float:
     return float(logits[tok.convert_tokens_to_ids("yes")] - logits[tok.convert_tokens_to_ids("no")])
 
 
-PAIRS = [Pair("çay kaç dakika demlenir", "d1", "Siyah çay demlikte on iki ile on beş dakika demlenmelidir."),
-         Pair("en yüksek dağ", "d2", "Ağrı Dağı Türkiye'nin en yüksek dağıdır, 5137 metredir. " * 3),
-         Pair("İstanbul'un fethi hangi yıl oldu", "d3", "1453."),
-         Pair("ıspanakta demir var mı", "d4", "Ispanak demir bakımından zengin bir sebzedir ama emilimi düşüktür.")]
+PAIRS = [
+    Pair("çay kaç dakika demlenir", "d1", "Siyah çay demlikte on iki ile on beş dakika demlenmelidir."),
+    Pair("en yüksek dağ", "d2", "Ağrı Dağı Türkiye'nin en yüksek dağıdır, 5137 metredir. " * 3),
+    Pair("İstanbul'un fethi hangi yıl oldu", "d3", "1453."),
+    Pair("ıspanakta demir var mı", "d4", "Ispanak demir bakımından zengin bir sebzedir ama emilimi düşüktür."),
+]
 
 
 def test_batched_scores_equal_the_direct_yes_no_logit_difference(tmp_path, tiny_llm):
@@ -47,11 +51,16 @@ def test_batched_scores_equal_the_direct_yes_no_logit_difference(tmp_path, tiny_
     assert np.abs(got - want).max() < 1e-4
     alone = np.concatenate([scorer.score([p]) for p in PAIRS])
     assert np.abs(alone - got).max() < 1e-4  # padding changes nothing
-    assert scorer.identity.startswith("llm-reranker:") and ":torch:fp32@cpu:len=512:logit(yes)-logit(no)" in scorer.identity
+    assert (
+        scorer.identity.startswith("llm-reranker:")
+        and ":torch:fp32@cpu:len=512:logit(yes)-logit(no)" in scorer.identity
+    )
 
 
 def test_prompt_is_qwen3_rerankers_and_only_the_user_turn_is_cut(tmp_path, tiny_llm):
-    spec = LLMRerankerSpec(name="llm", kind="llm-reranker", model=tiny_llm, max_length=260)  # the template alone: ~200 WordPiece tokens
+    spec = LLMRerankerSpec(
+        name="llm", kind="llm-reranker", model=tiny_llm, max_length=260
+    )  # the template alone: ~200 WordPiece tokens
     scorer = make_scorer(spec, {}, "", True, str(tmp_path))
     scorer.inner.load()
     tok = scorer.inner.tokenizer
@@ -59,7 +68,7 @@ def test_prompt_is_qwen3_rerankers_and_only_the_user_turn_is_cut(tmp_path, tiny_
     assert scorer.inner.suffix == tok.encode(CARD_SUFFIX, add_special_tokens=False)
     long = Pair("soru", "d", "uzun bir belge " * 200)
     (seq,) = scorer.inner.prompts([long])
-    assert len(seq) == 260 and seq[-len(scorer.inner.suffix):] == scorer.inner.suffix
+    assert len(seq) == 260 and seq[-len(scorer.inner.suffix) :] == scorer.inner.suffix
     assert np.isfinite(scorer.score([long])).all()
 
 
@@ -86,5 +95,7 @@ def test_template_and_token_errors(tmp_path, tiny_llm):
 def test_llm_rows_are_models_of_the_config(tiny_llm):
     from terazi.schemas import EvalConfig
 
-    config = EvalConfig(datasets=[{"path": "x"}], rerankers=[{"name": "qwen", "kind": "llm-reranker", "model": tiny_llm}])
+    config = EvalConfig(
+        datasets=[{"path": "x"}], rerankers=[{"name": "qwen", "kind": "llm-reranker", "model": tiny_llm}]
+    )
     assert ("rerankers.qwen", tiny_llm, None, False) in config.models()

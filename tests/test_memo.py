@@ -24,7 +24,11 @@ def test_a_warm_rank_row_links_the_stored_ranking(tmp_path, tiny_dataset):
     os.unlink(first.path)  # the results folder is new in every run; the cache keeps the object
     again, reranked = rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=5)
     assert (again.pairs_needed, again.pairs_unique, again.pairs_cached, again.pairs_scored) == (
-        first.pairs_needed, first.pairs_unique, first.pairs_unique, 0)
+        first.pairs_needed,
+        first.pairs_unique,
+        first.pairs_unique,
+        0,
+    )
     assert os.path.samefile(again.path, stored[0]) and reranked.equals(ranked)
     assert not list((tmp_path / "cache" / "work").iterdir())  # no plan written for a stored ranking
 

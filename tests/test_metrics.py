@@ -71,27 +71,33 @@ def test_all_orderings_stay_in_unit_interval_and_hit_one_only_when_ideal(k):
         assert (v == pytest.approx(1.0, abs=1e-12)) == is_ideal, p
 
 
-@pytest.mark.parametrize("name, message", [
-    ("nDCG@0", "positive integer"),
-    ("nDCG@-3", "positive integer"),
-    ("nDCG@2.5", "positive integer"),
-    ("P", "needs a cutoff"),
-    ("R", "needs a cutoff"),  # nDCG without one is trec_eval's ndcg: the whole ranking
-    ("Foo@10", "unknown measure"),
-    ("nDCG(dcg='cubic')@10", "dcg must be"),
-    ("R(rel=0)@10", "rel must be"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("nDCG@0", "positive integer"),
+        ("nDCG@-3", "positive integer"),
+        ("nDCG@2.5", "positive integer"),
+        ("P", "needs a cutoff"),
+        ("R", "needs a cutoff"),  # nDCG without one is trec_eval's ndcg: the whole ranking
+        ("Foo@10", "unknown measure"),
+        ("nDCG(dcg='cubic')@10", "dcg must be"),
+        ("R(rel=0)@10", "rel must be"),
+    ],
+)
 def test_invalid_measures_are_rejected(name, message):
     with pytest.raises(MetricError, match=message):
         parse_measure(name)
 
 
-@pytest.mark.parametrize("qrels, run, message", [
-    ({"q": {"a": -1}}, {"q": {"a": 1.0}}, "negative grade"),
-    ({"q": {"a": None}}, {"q": {"a": 1.0}}, "missing"),
-    ({"q": {"a": 1.5}}, {"q": {"a": 1.0}}, "not an integer"),
-    ({"q": {"a": 1}}, {"q": {"b": 1.0}}, None),  # unjudged: allowed under the TREC default
-])
+@pytest.mark.parametrize(
+    "qrels, run, message",
+    [
+        ({"q": {"a": -1}}, {"q": {"a": 1.0}}, "negative grade"),
+        ({"q": {"a": None}}, {"q": {"a": 1.0}}, "missing"),
+        ({"q": {"a": 1.5}}, {"q": {"a": 1.0}}, "not an integer"),
+        ({"q": {"a": 1}}, {"q": {"b": 1.0}}, None),  # unjudged: allowed under the TREC default
+    ],
+)
 def test_invalid_judgments(qrels, run, message):
     if message is None:
         assert evaluate(qrels, run, ["nDCG@3"]).counts["unjudged_retrieved"] == 1
@@ -207,8 +213,19 @@ def _with_rank(run: dict[str, dict[str, float]], ranks: dict[tuple[str, str], in
     return pl.DataFrame(rows, schema=["query_id", "doc_id", "score", "rank"], orient="row")
 
 
-@pytest.mark.parametrize("case", ["unknown document id", "repeated rank", "None grade", "NaN grade", "NaN score",
-                                  "None score", "cutoff nDCG@3_0", "run query without judgments"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown document id",
+        "repeated rank",
+        "None grade",
+        "NaN grade",
+        "NaN score",
+        "None score",
+        "cutoff nDCG@3_0",
+        "run query without judgments",
+    ],
+)
 def test_strict_rejects_with_the_query_and_document_named(case):
     qrels = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
     run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
@@ -244,8 +261,11 @@ def test_strict_rejects_with_the_query_and_document_named(case):
 
 def test_trec_accepts_what_strict_rejects_except_invalid_values():
     qrels = {"q1": {"a": 2, "b": 0}}
-    ok = evaluate(qrels, _with_rank({"q1": {"a": 2.0, "b": 1.0, "zz": 0.5}}, {("q1", "a"): 1, ("q1", "b"): 1,
-                                                                            ("q1", "zz"): 2}), ["nDCG@3"])
+    ok = evaluate(
+        qrels,
+        _with_rank({"q1": {"a": 2.0, "b": 1.0, "zz": 0.5}}, {("q1", "a"): 1, ("q1", "b"): 1, ("q1", "zz"): 2}),
+        ["nDCG@3"],
+    )
     assert ok.counts["unjudged_retrieved"] == 1 and ok.aggregate["nDCG@3"] == 1.0
     for bad in ({"q1": {"a": None}}, {"q1": {"a": "high"}}):  # a missing or non-numeric score is never a ranking
         with pytest.raises(MetricError, match="score of query 'q1', document 'a' is"):
@@ -286,6 +306,7 @@ def _weak_key(entropy):
     def key(unjudged_queries=False):
         query = pl.coalesce(pl.col("qi").cast(pl.UInt64), pl.col("query_id").hash(seed=2))
         return entropy(pl.col("doc_id")) + query * metrics._MIX
+
     return key
 
 
@@ -321,8 +342,11 @@ def test_an_unjudged_document_colliding_with_a_judged_one_stays_unjudged(monkeyp
     with pytest.raises(MetricError, match="document 'b1' appears twice"):
         import polars as pl
 
-        evaluate(qrels, pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["b1", "b2", "b1"], "score": [1.0, 2.0, 3.0]}),
-                 ["RR@10"])
+        evaluate(
+            qrels,
+            pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["b1", "b2", "b1"], "score": [1.0, 2.0, 3.0]}),
+            ["RR@10"],
+        )
 
 
 def test_row_order_of_the_run_does_not_matter():
@@ -336,7 +360,8 @@ def test_row_order_of_the_run_does_not_matter():
     ranked = frame.sort(["query_id", "score"], descending=[False, True])  # ties left in input order
     names = ["nDCG@5", "AP", "RR", "P@10", "Judged@10"]
     ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5", "map", "recip_rank", "P.10"}).evaluate(
-        {q: dict(zip(g["doc_id"], g["score"])) for (q,), g in frame.group_by("query_id")})
+        {q: dict(zip(g["doc_id"], g["score"])) for (q,), g in frame.group_by("query_id")}
+    )
     results = [evaluate(qrels, f, names) for f in (ranked, frame.sample(fraction=1.0, shuffle=True, seed=1), frame)]
     for ev in results:
         assert ev.per_query_dict("AP") == results[0].per_query_dict("AP")

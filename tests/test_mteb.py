@@ -20,16 +20,42 @@ from terazi.metrics.engine import evaluate
 from tests.mteb_local import mteb_per_query, run_mteb
 from tests.rescore import disagreements
 
-TOPICS = ["Çay Rize'de yetişir ve mayısta toplanır.", "Ağrı Dağı Türkiye'nin en yüksek dağıdır.",
-          "İstanbul 1453'te fethedildi.", "Ispanak demir bakımından zengindir.", "Satrançta amaç şahı mat etmektir.",
-          "Kapadokya peri bacalarıyla ünlüdür.", "Van Gölü sodalı bir göldür.", "Türk kahvesi cezvede pişirilir.",
-          "Efes antik kenti İzmir yakınındadır.", "Boğaz Karadeniz'i Marmara'ya bağlar.", "Simit susamlı bir halkadır.",
-          "Pamukkale travertenleriyle bilinir.", "Erciyes Kayseri'dedir, kayak merkezi vardır.",
-          "Baklava fıstıkla yapılır.", "Kız Kulesi Üsküdar açıklarındadır.", "Nemrut Dağı heykelleriyle ünlüdür."]
-QUERIES = ["çay nerede yetişir", "en yüksek dağ hangisi", "istanbul ne zaman fethedildi", "ıspanakta demir var mı",
-           "satrancın amacı ne", "peri bacaları nerede", "sodalı göl", "kahve nasıl pişirilir", "efes nerede",
-           "boğaz neyi bağlar", "simit nedir", "pamukkale neyle bilinir", "erciyes nerede", "baklava neyle yapılır",
-           "kız kulesi nerede", "nemrut neyle ünlü"]
+TOPICS = [
+    "Çay Rize'de yetişir ve mayısta toplanır.",
+    "Ağrı Dağı Türkiye'nin en yüksek dağıdır.",
+    "İstanbul 1453'te fethedildi.",
+    "Ispanak demir bakımından zengindir.",
+    "Satrançta amaç şahı mat etmektir.",
+    "Kapadokya peri bacalarıyla ünlüdür.",
+    "Van Gölü sodalı bir göldür.",
+    "Türk kahvesi cezvede pişirilir.",
+    "Efes antik kenti İzmir yakınındadır.",
+    "Boğaz Karadeniz'i Marmara'ya bağlar.",
+    "Simit susamlı bir halkadır.",
+    "Pamukkale travertenleriyle bilinir.",
+    "Erciyes Kayseri'dedir, kayak merkezi vardır.",
+    "Baklava fıstıkla yapılır.",
+    "Kız Kulesi Üsküdar açıklarındadır.",
+    "Nemrut Dağı heykelleriyle ünlüdür.",
+]
+QUERIES = [
+    "çay nerede yetişir",
+    "en yüksek dağ hangisi",
+    "istanbul ne zaman fethedildi",
+    "ıspanakta demir var mı",
+    "satrancın amacı ne",
+    "peri bacaları nerede",
+    "sodalı göl",
+    "kahve nasıl pişirilir",
+    "efes nerede",
+    "boğaz neyi bağlar",
+    "simit nedir",
+    "pamukkale neyle bilinir",
+    "erciyes nerede",
+    "baklava neyle yapılır",
+    "kız kulesi nerede",
+    "nemrut neyle ünlü",
+]
 
 
 def duplicated(root):
@@ -98,12 +124,24 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     qrels = {f"q{i}": {f"p{i}" if i % 2 else f"c{i}": 1} for i in range(len(TOPICS))}
     theirs = mteb_per_query(predictions, qrels)
     out = tmp_path / "results"
-    manifest, _ = terazi.evaluate({
-        "datasets": [{"path": str(root), "name": "dup", "first_stage_runs": str(task)}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "bm25"]}],
-        "conditions": ["clean"], "depth": 20, "rerank_depth": 10, "metrics": ["nDCG@10", "RR@10", "R@20"],
-        "bootstrap_resamples": 200, "out_dir": str(out), "cache_dir": str(tmp_path / "cache"), "run_name": "run",
-        "offline": True})
+    manifest, _ = terazi.evaluate(
+        {
+            "datasets": [{"path": str(root), "name": "dup", "first_stage_runs": str(task)}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
+            ],
+            "conditions": ["clean"],
+            "depth": 20,
+            "rerank_depth": 10,
+            "metrics": ["nDCG@10", "RR@10", "R@20"],
+            "bootstrap_resamples": 200,
+            "out_dir": str(out),
+            "cache_dir": str(tmp_path / "cache"),
+            "run_name": "run",
+            "offline": True,
+        }
+    )
     run = out / "run"
     assert manifest.candidates[0].encoder_identity.startswith("mteb-predictions:")
     pq = pl.read_parquet(run / "per_query.parquet").filter(pl.col("system") == "first-stage")
@@ -123,11 +161,18 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
         entry = result.scores["test"][0]
         system = f.parent.parent.name
         assert result.get_score() == board.filter(pl.col("system") == system)["dup"].item()
-        means = pl.read_parquet(run / "per_query.parquet").filter(pl.col("system") == system).group_by(
-            "measure").agg(pl.col("value").mean())
+        means = (
+            pl.read_parquet(run / "per_query.parquet")
+            .filter(pl.col("system") == system)
+            .group_by("measure")
+            .agg(pl.col("value").mean())
+        )
         assert {k: entry[k] for k in ("ndcg_at_10", "mrr_at_10", "recall_at_20")} == dict(
-            zip(["ndcg_at_10", "mrr_at_10", "recall_at_20"],
-                [means.filter(pl.col("measure") == m)["value"].item() for m in ("nDCG@10", "RR@10", "R@20")]))
+            zip(
+                ["ndcg_at_10", "mrr_at_10", "recall_at_20"],
+                [means.filter(pl.col("measure") == m)["value"].item() for m in ("nDCG@10", "RR@10", "R@20")],
+            )
+        )
     loaded = mteb.ResultCache(run / "mteb").load_results(include_remote=False)
     assert {r.model_name for r in loaded.model_results} == set(board["system"])
     again, _ = load_board(run / "mteb", task_types={"dup": "retrieval"})
@@ -135,8 +180,23 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     assert again.sort("system").select(cols).equals(board.sort("system").select(cols))
     long = read_mteb_results(run / "mteb").select("system", pl.col("score").alias("dup"))
     assert long.sort("system").equals(board.sort("system").select("system", "dup"))
-    printed = subprocess.run([sys.executable, "-m", "terazi.cli", "leaderboard", str(run / "mteb"), "--format", "csv",
-                              "--task-type", "dup=retrieval"], capture_output=True, text=True, timeout=300, check=False)
+    printed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terazi.cli",
+            "leaderboard",
+            str(run / "mteb"),
+            "--format",
+            "csv",
+            "--task-type",
+            "dup=retrieval",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert printed.returncode == 0 and "first-stage" in printed.stdout
 
     compared, worst = disagreements(run)
@@ -153,10 +213,12 @@ def test_mteb_predictions_files_are_read_or_refused_by_file(tmp_path):
     path.write_text(json.dumps({**meta, "default": {"test": {"q1": {"d1": 0.5, "d2": 0.25}}}}))
     run, model = read_predictions(predictions_file(tmp_path), "test")
     assert model == "m@r" and run.rows() == [("q1", "d1", 0.5), ("q1", "d2", 0.25)]
-    for body, problem in (({**meta, "a": {"test": {}}, "b": {"test": {}}}, "holds subsets a, b"),
-                          ({**meta, "default": {"dev": {}}}, "has no split 'test' \\(it has: dev\\)"),
-                          ({**meta, "default": {"test": {"q1": {"d1": "x"}}}}, "is not a number"),
-                          ({"default": {}}, "no mteb_model_meta")):
+    for body, problem in (
+        ({**meta, "a": {"test": {}}, "b": {"test": {}}}, "holds subsets a, b"),
+        ({**meta, "default": {"dev": {}}}, "has no split 'test' \\(it has: dev\\)"),
+        ({**meta, "default": {"test": {"q1": {"d1": "x"}}}}, "is not a number"),
+        ({"default": {}}, "no mteb_model_meta"),
+    ):
         path.write_text(json.dumps(body))
         with pytest.raises(DatasetError, match=problem):
             read_predictions(path, "test")

@@ -24,15 +24,20 @@ from tests.test_hostile_files import snapshot
 PATHLIKE = re.compile(r"\b(file|files|folder|folders|path|store|stores|root)\b", re.IGNORECASE)
 NOT_PATHS = {  # parameters whose help speaks of files without being one
     ("analyze", "first_stage"): "names of first stages (as the run files name them)",
-    ("card", "fmt"): "a format name", ("card", "labels"): "a label set",
+    ("card", "fmt"): "a format name",
+    ("card", "labels"): "a label set",
     ("leakage", "field"): "field names of training records",
     ("leakage", "query_field"): "field names of training records",
-    ("leaderboard", "split"): "an MTEB split name", ("leaderboard", "fmt"): "a format name",
-    ("leaderboard", "task_type"): "TASK=TYPE", ("serve", "print_policy"): "a switch",
+    ("leaderboard", "split"): "an MTEB split name",
+    ("leaderboard", "fmt"): "a format name",
+    ("leaderboard", "task_type"): "TASK=TYPE",
+    ("serve", "print_policy"): "a switch",
     ("serve", "allow_model"): "model ids or folders a served run may load, not read or written by serve",
     ("run", "encoder"): "a model id or folder (models are read-only inputs the run never writes near)",
-    ("run", "reranker"): "reranker specs", ("demo", "run_name"): "a name (a sub-folder of --out)",
-    ("leaderboard", "language"): "a language code", ("run", "split"): "a split name",
+    ("run", "reranker"): "reranker specs",
+    ("demo", "run_name"): "a name (a sub-folder of --out)",
+    ("leaderboard", "language"): "a language code",
+    ("run", "split"): "a split name",
     ("leakage", "split"): "a split name",
 }
 # calls whose pair of places applies only with other values: the cache is written only for a named dataset; --into
@@ -96,8 +101,11 @@ def _kind(param, declared) -> str:
     """'file', 'folder' (typer's own checks say so) or 'any'."""
     place = next((p for p in (*declared.reads, *declared.writes) if p.param == param.name), None)
     info = param.type_descriptor.parameter_info
-    if info.dir_okay is False or (place and place.file) or param.name in ("config", "source", "qrels", "run_file",
-                                                                          "train"):
+    if (
+        info.dir_okay is False
+        or (place and place.file)
+        or param.name in ("config", "source", "qrels", "run_file", "train")
+    ):
         return "file"
     return "folder" if info.file_okay is False else "any"
 
@@ -127,8 +135,11 @@ def cases() -> list[tuple[str, str, str, str]]:
             continue
         for w in declared.writes:
             for other in (*declared.reads, *declared.writes):
-                if other.param == w.param or (name, w.param, other.param) in NOT_TOGETHER \
-                        or (name, other.param, w.param) in NOT_TOGETHER:
+                if (
+                    other.param == w.param
+                    or (name, w.param, other.param) in NOT_TOGETHER
+                    or (name, other.param, w.param) in NOT_TOGETHER
+                ):
                     continue
                 for relation in ("is", "lies inside", "holds"):
                     out.append((name, w.param, other.param, relation))

@@ -42,8 +42,10 @@ def test_protocol_preset(prefect_server, tmp_path):
     assert ceiling["oracle"].is_sorted() and ceiling["recall"].is_sorted()  # deeper lists allow more
 
     lexical = run / "first-stages" / "bm25"  # the second first stage: a results folder of its own
-    assert pl.read_csv(lexical / "depths.csv").filter(pl.col("system") == "bm25-tr")["depth"].to_list() == \
-        raw["rerank_depths"]
+    assert (
+        pl.read_csv(lexical / "depths.csv").filter(pl.col("system") == "bm25-tr")["depth"].to_list()
+        == raw["rerank_depths"]
+    )
     assert pl.read_csv(lexical / "ceiling.csv")["recall"].is_sorted()
     protocol = pl.read_csv(run / "protocol.csv")
     assert protocol.select("first_stage", "versus").rows() == [("dense", "bm25")] and protocol["rerankers"].item() == 3

@@ -18,7 +18,9 @@ def test_pusula_preset_is_the_cards_setup():
     out = [d for d in config.datasets if not d.in_ranking]
     assert [d.name for d in out] == ["msmarco-tr"] and "MS MARCO" in out[0].reason
     assert [d.name for d in config.datasets if d.in_ranking] == ["quora-tr", "fiqa-tr", "dmm", "arzuhal"]
-    assert {r.max_length for r in config.rerankers} == {512} and all(r.kind == "cross-encoder" for r in config.rerankers)
+    assert {r.max_length for r in config.rerankers} == {512} and all(
+        r.kind == "cross-encoder" for r in config.rerankers
+    )
     assert config.encoder.max_length == 512 and config.corruption.samples == 1
     assert (config.retention, config.featured, config.labels) == ("macro", "kalbur", "tr")
     assert all(d.path.startswith("/path/to/") for d in config.datasets)  # placeholders users replace

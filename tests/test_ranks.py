@@ -16,9 +16,21 @@ from terazi.analysis.ranks import RANK_SCHEMA, borda_points, competition_ranks, 
 
 def frame(values: dict[str, dict[str, np.ndarray]], shuffle: int | None = None) -> pl.DataFrame:
     """dataset -> system -> per-query values, as the per-query headline table (query ids q000, q001, …)."""
-    rows = [pl.DataFrame({"dataset": d, "system": s, "condition": "clean", "query_id": [f"q{i:03d}" for i in range(v.size)],
-                          "measure": "nDCG@10", "value": v, "changed": False})
-            for d, by in values.items() for s, v in by.items()]
+    rows = [
+        pl.DataFrame(
+            {
+                "dataset": d,
+                "system": s,
+                "condition": "clean",
+                "query_id": [f"q{i:03d}" for i in range(v.size)],
+                "measure": "nDCG@10",
+                "value": v,
+                "changed": False,
+            }
+        )
+        for d, by in values.items()
+        for s, v in by.items()
+    ]
     out = pl.concat(rows)
     return out.sample(fraction=1.0, shuffle=True, seed=shuffle) if shuffle is not None else out
 
@@ -38,7 +50,9 @@ def test_draws_are_the_leaderboards_resamples():
     """The percentiles of each system's resampled balanced means are system_intervals' ci_low/ci_high exactly:
     the same generator, the same per-dataset query draws (datasets of different sizes, rows shuffled)."""
     rng = np.random.default_rng(1)
-    values = {d: {s: rng.uniform(0, 1, n) for s in ("a", "b", "c")} for d, n in (("zeta", 37), ("alpha", 50), ("mid", 23))}
+    values = {
+        d: {s: rng.uniform(0, 1, n) for s in ("a", "b", "c")} for d, n in (("zeta", 37), ("alpha", 50), ("mid", 23))
+    }
     pq = frame(values, shuffle=4)
     ranked = ["zeta", "alpha", "mid"]
     draws = rank_draws(pq, ranked, 700, seed=11)
@@ -70,8 +84,11 @@ def test_borda_per_resample_is_the_leaderboards_count():
     idx = {d: g.integers(0, len(values[d]["a"]), size=(60, len(values[d]["a"]))) for d in ("d1", "d2")}
     ties_seen = 0
     for r in range(60):
-        long = pl.DataFrame([(s, d, "retrieval", float(values[d][s][idx[d][r]].mean())) for d in ("d1", "d2")
-                             for s in "abcd"], schema=list(leaderboard.COLUMNS), orient="row")
+        long = pl.DataFrame(
+            [(s, d, "retrieval", float(values[d][s][idx[d][r]].mean())) for d in ("d1", "d2") for s in "abcd"],
+            schema=list(leaderboard.COLUMNS),
+            orient="row",
+        )
         board = leaderboard.board_of_scores(long)
         want = dict(zip(board["system"], board["borda_votes"]))
         got = dict(zip(draws.systems, draws.votes[r]))
@@ -79,7 +96,9 @@ def test_borda_per_resample_is_the_leaderboards_count():
         assert dict(zip(draws.systems, draws.borda_ranks[r])) == dict(zip(board["system"], board["borda_rank"]))
         ties_seen += len(set(want.values())) < 4
         means = dict(zip(draws.systems, draws.means[r]))
-        assert dict(zip(draws.systems, draws.mean_ranks[r])) == {s: 1 + sum(means[o] > means[s] for o in means) for s in means}
+        assert dict(zip(draws.systems, draws.mean_ranks[r])) == {
+            s: 1 + sum(means[o] > means[s] for o in means) for s in means
+        }
     assert ties_seen > 0  # the test met ties in the votes
 
 
@@ -87,8 +106,10 @@ def test_borda_ranks_under_ties_by_hand():
     # dataset means: d1 a = b > c; d2 c > a = b  -> d1: a 1.5, b 1.5, c 0; d2: c 2, a 0.5, b 0.5
     assert borda_points(np.array([0.8, 0.8, 0.1])).tolist() == [[1.5, 1.5, 0.0]]
     assert competition_ranks(np.array([2.0, 2.0, 2.0, 1.0])).tolist() == [[1, 1, 1, 4]]
-    values = {"d1": {"a": np.full(4, 0.8), "b": np.full(4, 0.8), "c": np.full(4, 0.1)},
-              "d2": {"a": np.full(4, 0.3), "b": np.full(4, 0.3), "c": np.full(4, 0.9)}}
+    values = {
+        "d1": {"a": np.full(4, 0.8), "b": np.full(4, 0.8), "c": np.full(4, 0.1)},
+        "d2": {"a": np.full(4, 0.3), "b": np.full(4, 0.3), "c": np.full(4, 0.9)},
+    }
     t = rank_intervals(frame(values), ["d1", "d2"], 200, 0, 0.95)
     by = {r["system"]: r for r in t.iter_rows(named=True)}
     assert {s: by[s]["borda_votes"] for s in "abc"} == {"a": 2.0, "b": 2.0, "c": 2.0}
@@ -123,9 +144,11 @@ def test_a_system_far_ahead_is_first_in_every_resample():
     assert t["p_rank1_mean"][1:].sum() <= 0.01
 
 
-TRUE = {"d1": {"s0": 0.70, "s1": 0.67, "s2": 0.64, "s3": 0.60, "s4": 0.55},
-        "d2": {"s0": 0.50, "s1": 0.47, "s2": 0.45, "s3": 0.40, "s4": 0.38},
-        "d3": {"s0": 0.80, "s1": 0.78, "s2": 0.74, "s3": 0.72, "s4": 0.66}}
+TRUE = {
+    "d1": {"s0": 0.70, "s1": 0.67, "s2": 0.64, "s3": 0.60, "s4": 0.55},
+    "d2": {"s0": 0.50, "s1": 0.47, "s2": 0.45, "s3": 0.40, "s4": 0.38},
+    "d3": {"s0": 0.80, "s1": 0.78, "s2": 0.74, "s3": 0.72, "s4": 0.66},
+}
 
 
 def coverage(replicates: int, n: int = 40, sd: float = 0.5, resamples: int = 500) -> dict[str, float]:
@@ -139,8 +162,9 @@ def coverage(replicates: int, n: int = 40, sd: float = 0.5, resamples: int = 500
     for rep in range(replicates):
         t = rank_intervals(frame(noisy(TRUE, n, sd, 1000 + rep)), list(TRUE), resamples, rep, 0.95)
         for key, truth in (("mean", true_mean), ("borda", true_borda)):
-            hits[key].append([r[f"rank_{key}_low"] <= truth[r["system"]] <= r[f"rank_{key}_high"]
-                              for r in t.iter_rows(named=True)])
+            hits[key].append(
+                [r[f"rank_{key}_low"] <= truth[r["system"]] <= r[f"rank_{key}_high"] for r in t.iter_rows(named=True)]
+            )
     out = {}
     for key, h in hits.items():
         h = np.array(h)

@@ -20,32 +20,66 @@ from terazi.schemas import BenchmarkIdentity, DatasetManifest, EvalConfig, Score
 REASON = "the bge rerankers were trained on MS MARCO"
 # mean nDCG@10 per dataset: kalbur wins quora-tr and fiqa-tr narrowly, seroe wins dmm by far -> kalbur has more
 # Borda votes, seroe the higher mean (and its own group). msmarco-tr is out of the ranking.
-MEANS = {"msmarco-tr": {"kalbur": 0.90, "seroe": 0.93, "first-stage": 0.85},
-         "quora-tr": {"kalbur": 0.80, "seroe": 0.79, "first-stage": 0.70},
-         "fiqa-tr": {"kalbur": 0.42, "seroe": 0.41, "first-stage": 0.30},
-         "dmm": {"kalbur": 0.60, "seroe": 0.85, "first-stage": 0.50}}
+MEANS = {
+    "msmarco-tr": {"kalbur": 0.90, "seroe": 0.93, "first-stage": 0.85},
+    "quora-tr": {"kalbur": 0.80, "seroe": 0.79, "first-stage": 0.70},
+    "fiqa-tr": {"kalbur": 0.42, "seroe": 0.41, "first-stage": 0.30},
+    "dmm": {"kalbur": 0.60, "seroe": 0.85, "first-stage": 0.50},
+}
 LOSS = {"upper": 0.95, "mobile": 0.90}  # end-to-end factor; the isolated setting loses half as much
 
 
-def write_run(root: Path, labels: str = "tr", featured: str = "kalbur",
-              measures: tuple[str, ...] = ("nDCG@10",)) -> tuple[Path, EvalConfig]:
+def write_run(
+    root: Path, labels: str = "tr", featured: str = "kalbur", measures: tuple[str, ...] = ("nDCG@10",)
+) -> tuple[Path, EvalConfig]:
     rng = np.random.default_rng(0)
     n = 60
     datasets, variant_sets, score_sets = [], [], []
     for d, means in MEANS.items():
         out = d == "msmarco-tr"
-        datasets.append(DatasetManifest(
-            name=d, path=f"/data/{d}", split="test", task_type="retrieval", in_ranking=not out, reason=REASON if out else None,
-            fingerprint=f"{abs(hash(d)) % 16**16:016x}", corpus_fingerprint="0" * 16, n_docs=1000, n_queries=n,
-            n_judgments=2 * n, n_queries_without_relevant=3 if d == "fiqa-tr" else 0))
+        datasets.append(
+            DatasetManifest(
+                name=d,
+                path=f"/data/{d}",
+                split="test",
+                task_type="retrieval",
+                in_ranking=not out,
+                reason=REASON if out else None,
+                fingerprint=f"{abs(hash(d)) % 16**16:016x}",
+                corpus_fingerprint="0" * 16,
+                n_docs=1000,
+                n_queries=n,
+                n_judgments=2 * n,
+                n_queries_without_relevant=3 if d == "fiqa-tr" else 0,
+            )
+        )
         qids = [f"{d}-q{i:02d}" for i in range(n)]
         for cond in ("clean", "upper", "mobile"):
             path = root / "variants" / d / f"{cond}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            pl.DataFrame({"condition": cond, "sample": 0, "query_id": qids, "text": [f"SORGU {q}" if cond != "clean" else f"sorgu {q}" for q in qids],
-                          "original": [f"sorgu {q}" for q in qids], "changed": cond != "clean", "seed": 13}).write_parquet(path)
-            variant_sets.append(VariantSet(dataset=d, condition=cond, params={}, seed=13, samples=1, path=str(path),
-                                           n_queries=n, n_changed=0 if cond == "clean" else n))
+            pl.DataFrame(
+                {
+                    "condition": cond,
+                    "sample": 0,
+                    "query_id": qids,
+                    "text": [f"SORGU {q}" if cond != "clean" else f"sorgu {q}" for q in qids],
+                    "original": [f"sorgu {q}" for q in qids],
+                    "changed": cond != "clean",
+                    "seed": 13,
+                }
+            ).write_parquet(path)
+            variant_sets.append(
+                VariantSet(
+                    dataset=d,
+                    condition=cond,
+                    params={},
+                    seed=13,
+                    samples=1,
+                    path=str(path),
+                    n_queries=n,
+                    n_changed=0 if cond == "clean" else n,
+                )
+            )
         base = rng.uniform(-0.1, 0.1, n)
         for s, m in means.items():
             clean = np.clip(m + base + rng.normal(0, 0.02, n), 0, 1)
@@ -53,17 +87,39 @@ def write_run(root: Path, labels: str = "tr", featured: str = "kalbur",
             for c, f in LOSS.items():
                 rows.append((c, clean * f))
                 rows.append((f"{c}~isolated", clean * (1 + f) / 2))
-            pq = pl.concat([pl.DataFrame({"dataset": d, "system": s, "condition": c, "query_id": qids, "measure": "nDCG@10",
-                                          "value": v, "changed": c != "clean"}) for c, v in rows])
+            pq = pl.concat(
+                [
+                    pl.DataFrame(
+                        {
+                            "dataset": d,
+                            "system": s,
+                            "condition": c,
+                            "query_id": qids,
+                            "measure": "nDCG@10",
+                            "value": v,
+                            "changed": c != "clean",
+                        }
+                    )
+                    for c, v in rows
+                ]
+            )
             path = root / "per_query" / d / f"{s}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_parquet(path)
             score_sets.append(ScoreSet(system=s, dataset=d, path=str(path), contracts=metric_contracts(list(measures))))
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets],
-        "rerankers": [{"name": "kalbur", "kind": "bm25"}, {"name": "seroe", "kind": "bm25"}],
-        "conditions": ["clean", "upper", "mobile"], "bootstrap_resamples": 300, "featured": featured, "labels": labels,
-        "metrics": list(measures)})
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [
+                {"path": x.path, "name": x.name, "in_ranking": x.in_ranking, "reason": x.reason} for x in datasets
+            ],
+            "rerankers": [{"name": "kalbur", "kind": "bm25"}, {"name": "seroe", "kind": "bm25"}],
+            "conditions": ["clean", "upper", "mobile"],
+            "bootstrap_resamples": 300,
+            "featured": featured,
+            "labels": labels,
+            "metrics": list(measures),
+        }
+    )
     identity = BenchmarkIdentity(name="terazi", fingerprint="becd8faab2ad20e7", parts={})
     build_leaderboard(datasets, variant_sets, [], score_sets, config, str(root), identity)
     return root, config
@@ -120,8 +176,12 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
     from terazi.flows import lifecycle
 
     made = {}
-    monkeypatch.setattr(lifecycle, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)}))
-    monkeypatch.setattr(lifecycle, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown}))
+    monkeypatch.setattr(
+        lifecycle, "create_table_artifact", lambda table, key, description: made.update({key: (table, description)})
+    )
+    monkeypatch.setattr(
+        lifecycle, "create_markdown_artifact", lambda markdown, key, description: made.update({key: markdown})
+    )
     lifecycle.publish(run, "terazi")
     table, description = made["terazi-leaderboard"]
     assert [r["Model"] for r in table] == ["seroe", "kalbur", "first-stage"] and REASON in description
@@ -137,9 +197,19 @@ def test_artifacts_show_the_same_table(run, monkeypatch):
 def test_featured_cells_are_seen_from_the_featured_side():
     from terazi.analysis.intervals import featured_cells
 
-    cells = pl.DataFrame({"system": ["a", "a"], "versus": ["b", "c"], "dataset": ["d", "d"], "condition": ["clean"] * 2,
-                          "delta": [0.1, -0.2], "ci_low": [0.05, -0.3], "ci_high": [0.2, -0.1], "p_value": [0.01, 0.0],
-                          "verdict": ["better", "worse"]})
+    cells = pl.DataFrame(
+        {
+            "system": ["a", "a"],
+            "versus": ["b", "c"],
+            "dataset": ["d", "d"],
+            "condition": ["clean"] * 2,
+            "delta": [0.1, -0.2],
+            "ci_low": [0.05, -0.3],
+            "ci_high": [0.2, -0.1],
+            "p_value": [0.01, 0.0],
+            "verdict": ["better", "worse"],
+        }
+    )
     b = featured_cells(cells, "b").row(0, named=True)
     assert (b["versus"], b["delta"], b["ci_low"], b["ci_high"], b["verdict"]) == ("a", -0.1, -0.2, -0.05, "worse")
     assert featured_cells(cells, "a").height == 2 and featured_cells(cells, "c")["verdict"].to_list() == ["better"]
@@ -153,13 +223,21 @@ def test_featured_cells_as_the_card_lists_them(run):
     # seroe wins msmarco-tr (out of the ranking, still compared) and dmm in every condition: listed in dataset, then
     # condition order, with the delta from kalbur's side
     worse = lines[0].split("anlamlı geride: ")[1].split(";")[0].split("), ")
-    assert [w.split(" (")[0] for w in worse] == ["msmarco-tr/Temiz", "msmarco-tr/BÜYÜK HARF", "msmarco-tr/Mobil",
-                                                 "dmm/Temiz", "dmm/BÜYÜK HARF", "dmm/Mobil"]
+    assert [w.split(" (")[0] for w in worse] == [
+        "msmarco-tr/Temiz",
+        "msmarco-tr/BÜYÜK HARF",
+        "msmarco-tr/Mobil",
+        "dmm/Temiz",
+        "dmm/BÜYÜK HARF",
+        "dmm/Mobil",
+    ]
     pairs = pl.read_csv(run / "comparisons.csv").filter((pl.col("system") == "seroe") & (pl.col("versus") == "kalbur"))
     dmm_clean = pairs.filter((pl.col("dataset") == "dmm") & (pl.col("condition") == "clean"))["delta"][0]
     assert f"dmm/Temiz ({-dmm_clean:+.3f}" in lines[0] and -dmm_clean == pytest.approx(-0.25, abs=0.01)
     cells = pl.read_csv(run / "comparisons.csv")
-    n_sig = cells.filter(((pl.col("system") == "kalbur") | (pl.col("versus") == "kalbur")) & (pl.col("verdict") != "no difference")).height
+    n_sig = cells.filter(
+        ((pl.col("system") == "kalbur") | (pl.col("versus") == "kalbur")) & (pl.col("verdict") != "no difference")
+    ).height
     assert sum(x.count("(+") + x.count("(-") for x in lines) == n_sig
 
 
@@ -216,28 +294,45 @@ PROBE = """<script>
 const wrapped = [...document.querySelectorAll('th .w, td')].filter(e => {
   const r = document.createRange(); r.selectNodeContents(e);
   return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1; }).map(e => e.textContent);
-const boxes = [...document.querySelectorAll('.table-box')].map(b => ({id: b.firstChild.id, fits: b.scrollWidth <= b.clientWidth + 1}));
-const css = [...document.styleSheets].flatMap(s => [...s.cssRules]).find(r => r.selectorText === '.table-box').style.overflowX;
+const boxes = [...document.querySelectorAll('.table-box')]
+  .map(b => ({id: b.firstChild.id, fits: b.scrollWidth <= b.clientWidth + 1}));
+const css = [...document.styleSheets].flatMap(s => [...s.cssRules])
+  .find(r => r.selectorText === '.table-box').style.overflowX;
 document.body.insertAdjacentHTML('beforeend', '<pre id="probe">' + JSON.stringify({
   page: document.documentElement.scrollWidth, wrapped, boxes, css}) + '</pre>');
 </script>"""
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="headless Chromium not installed (Debian package: chromium)")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="headless Chromium not installed (Debian package: chromium)"
+)
 def test_report_in_headless_chromium_at_1200px(run, tmp_path):
     """What a test can check of a rendered page: no horizontal page overflow at 1200 px, tables scroll inside
     their own box (overflow-x: auto), the leaderboard needs no scrolling, no name or header word is broken over
     two lines; and the screenshot is taken (a person judges how it looks)."""
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2000"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,2000",
+    ]
     page = tmp_path / "probe.html"
     page.write_text((run / "report.html").read_text().replace("</body>", PROBE + "</body>"))
-    dom = subprocess.run(["chromium", *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        ["chromium", *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
     probe = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', dom).group(1).replace("&quot;", '"'))
     assert probe["page"] <= 1200 and probe["css"] == "auto", probe
     assert probe["wrapped"] == [], probe["wrapped"]
     fits = {b["id"]: b["fits"] for b in probe["boxes"]}
     assert fits["leaderboard"] and fits["per-dataset"] and fits["robustness"], fits
     png = tmp_path / "report.png"
-    subprocess.run(["chromium", *flags, f"--screenshot={png}", (run / "report.html").as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        ["chromium", *flags, f"--screenshot={png}", (run / "report.html").as_uri()], capture_output=True, timeout=120
+    )
     assert png.stat().st_size > 50_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -116,7 +116,7 @@ def test_bm25_over_candidates_equals_bm25_over_the_corpus(tmp_path, tiny_dataset
         tokens = [t for t in analyse(q, "turkish") if t in ref.vocab_dict]
         full = ref.get_scores(tokens) if tokens else np.zeros(len(ids))
         expect = np.array([full[ids.index(d)] for d in ids[::-1]], dtype=np.float64)
-        assert np.array_equal(got[i * len(ids):(i + 1) * len(ids)], expect), q
+        assert np.array_equal(got[i * len(ids) : (i + 1) * len(ids)], expect), q
     assert got.max() > 0
 
 
@@ -186,9 +186,16 @@ WORKER = textwrap.dedent("""
 
 
 def start_worker(tmp_path, name, data, cache, barrier, after=10**6):
-    code = WORKER.format(root=ROOT, data=str(data), cache=str(cache), out=str(tmp_path / f"{name}.parquet"),
-                         tmp=str(tmp_path / name), ready=str(tmp_path / f"{name}.ready"),
-                         barrier=[str(tmp_path / f"{b}.ready") for b in barrier], after=after)
+    code = WORKER.format(
+        root=ROOT,
+        data=str(data),
+        cache=str(cache),
+        out=str(tmp_path / f"{name}.parquet"),
+        tmp=str(tmp_path / name),
+        ready=str(tmp_path / f"{name}.ready"),
+        barrier=[str(tmp_path / f"{b}.ready") for b in barrier],
+        after=after,
+    )
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -249,8 +256,16 @@ def test_long_documents_are_cut_to_the_models_budget(tmp_path, tiny_dataset, ce_
 
 
 def test_rrf_fuses_two_rankings():
-    base = pl.DataFrame({"condition": ["clean"] * 3, "sample": [0] * 3, "query_id": ["q"] * 3, "rank": [1, 2, 3],
-                         "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
+    base = pl.DataFrame(
+        {
+            "condition": ["clean"] * 3,
+            "sample": [0] * 3,
+            "query_id": ["q"] * 3,
+            "rank": [1, 2, 3],
+            "doc_id": ["a", "b", "c"],
+            "score": [3.0, 2.0, 1.0],
+        }
+    )
     other = base.with_columns(pl.Series("rank", [3, 1, 2]))  # b first, c second, a third
     fused = reciprocal_rank_fusion([base, other], rerank_depth=3, k=60)
     # a: 1/61 + 1/63, b: 1/62 + 1/61, c: 1/63 + 1/62  ->  b > a > c
@@ -273,8 +288,9 @@ def test_streamed_ranking_equals_the_in_memory_one(tmp_path, tiny_dataset, monke
 
     def head_scores(frame):  # BM25 bypasses the score store: its scores again, in the frame's order
         head = frame.filter(pl.col("rank") <= 7)
-        return scorer.score([Pair(texts[q + "\0" + c], d, "") for q, c, d in
-                             zip(head["query_id"], head["condition"], head["doc_id"])])
+        return scorer.score(
+            [Pair(texts[q + "\0" + c], d, "") for q, c, d in zip(head["query_id"], head["condition"], head["doc_id"])]
+        )
 
     expected = ranking.rank_part(cands, head_scores(cands), 7)  # the whole table, in memory
     assert flow_ranking.equals(expected)

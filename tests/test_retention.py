@@ -23,8 +23,12 @@ def card_per_query(n: int = 40, seed: int = 3) -> pl.DataFrame:
             noise = rng.uniform(-a, a, n)
             values = mean + noise - noise.mean()
             assert values.mean() == pytest.approx(mean, abs=1e-12) and (values >= 0).all() and (values <= 1).all()
-            rows += [(d, "kalbur", cond, f"q{i:03d}", "nDCG@10", float(v), cond == "mobile") for i, v in enumerate(values)]
-    return pl.DataFrame(rows, schema=["dataset", "system", "condition", "query_id", "measure", "value", "changed"], orient="row")
+            rows += [
+                (d, "kalbur", cond, f"q{i:03d}", "nDCG@10", float(v), cond == "mobile") for i, v in enumerate(values)
+            ]
+    return pl.DataFrame(
+        rows, schema=["dataset", "system", "condition", "query_id", "measure", "value", "changed"], orient="row"
+    )
 
 
 def test_card_retention_is_the_mean_of_per_dataset_ratios():
@@ -36,9 +40,13 @@ def test_card_retention_is_the_mean_of_per_dataset_ratios():
     assert macro["aggregation"] == "macro" and macro["datasets"] == 4 and macro["changed_queries"] == 160
     assert macro["retention_low"] < macro["retention"] < macro["retention_high"]
 
-    pooled = retention_intervals(pq, list(CARD), ["clean", "mobile"], 1000, 0, 0.95, aggregation="pooled").row(0, named=True)
+    pooled = retention_intervals(pq, list(CARD), ["clean", "mobile"], 1000, 0, 0.95, aggregation="pooled").row(
+        0, named=True
+    )
     assert round(pooled["retention"] * 100, 1) == 95.3  # what the ratio of dataset-balanced means gives
-    assert pooled["aggregation"] == "pooled" and pooled["retention_low"] < pooled["retention"] < pooled["retention_high"]
+    assert (
+        pooled["aggregation"] == "pooled" and pooled["retention_low"] < pooled["retention"] < pooled["retention_high"]
+    )
     assert "each dataset's ratio" in AGGREGATION_LABELS["macro"] and "balanced means" in AGGREGATION_LABELS["pooled"]
     # the difference interval is the same whichever way the ratio is aggregated
     assert macro["delta"] == pytest.approx(pooled["delta"]) and macro["delta_low"] == pytest.approx(pooled["delta_low"])
@@ -76,12 +84,17 @@ def test_ratio_edge_cases():
 
 def test_only_changed_queries_count_and_unchanged_datasets_are_left_out():
     # d1: q1 changed (clean 0.8 -> 0.6), q2 unchanged; d2: nothing changed -> not part of the mean
-    pq = pl.DataFrame({
-        "dataset": ["d1"] * 4 + ["d2"] * 2, "system": ["s"] * 6,
-        "condition": ["clean", "clean", "typo", "typo", "clean", "typo"], "query_id": ["q1", "q2", "q1", "q2", "q1", "q1"],
-        "measure": ["nDCG@10"] * 6, "value": [0.8, 0.4, 0.6, 0.4, 0.5, 0.5],
-        "changed": [False, False, True, False, False, False],
-    })
+    pq = pl.DataFrame(
+        {
+            "dataset": ["d1"] * 4 + ["d2"] * 2,
+            "system": ["s"] * 6,
+            "condition": ["clean", "clean", "typo", "typo", "clean", "typo"],
+            "query_id": ["q1", "q2", "q1", "q2", "q1", "q1"],
+            "measure": ["nDCG@10"] * 6,
+            "value": [0.8, 0.4, 0.6, 0.4, 0.5, 0.5],
+            "changed": [False, False, True, False, False, False],
+        }
+    )
     r = retention_intervals(pq, ["d1", "d2"], ["clean", "typo"], 200, 0, 0.95).row(0, named=True)
     assert r["retention"] == pytest.approx(0.75) and r["datasets"] == 1 and r["changed_queries"] == 1
     assert r["share_changed"] == pytest.approx(1 / 3) and r["setting"] == "end-to-end"

@@ -29,8 +29,10 @@ def pools(ds):
             cand += [(cond, 0, q, rank, d, 1.0 / rank) for rank, d in enumerate(reversed(docs), start=1)]
             text = ds.queries[q].text
             var.append((cond, 0, q, text if cond == "clean" else tr_upper(text), text, cond != "clean"))
-    return (pl.DataFrame(cand, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row"),
-            pl.DataFrame(var, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row"))
+    return (
+        pl.DataFrame(cand, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row"),
+        pl.DataFrame(var, schema=["condition", "sample", "query_id", "text", "original", "changed"], orient="row"),
+    )
 
 
 def test_pseudo_conditions_carry_clean_candidates_and_corrupted_text(tiny_dataset):
@@ -52,15 +54,17 @@ def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
     # BM25 with Turkish casing scores UPPER text exactly like clean text: the reranker itself is unaffected
     _, ranked = rerank_row(manifest, cand, var, BM25Spec(name="bm25", kind="bm25"), tmp_path, 5)
     pq = per_query_values(ds.qrels, ranked, changed_flags(var), ["nDCG@10"]).with_columns(
-        pl.lit("tiny").alias("dataset"), pl.lit("bm25").alias("system"))
+        pl.lit("tiny").alias("dataset"), pl.lit("bm25").alias("system")
+    )
     ret = retention_intervals(pq, ["tiny"], ["clean", "upper", "upper~isolated"], 500, 0, 0.95)
     by = {r["setting"]: r for r in ret.iter_rows(named=True)}
     assert by["isolated"]["retention"] == pytest.approx(1.0, abs=1e-12)
     assert by["end-to-end"]["retention"] < 0.9  # the grade-2 document is gone from every upper pool
     assert by["end-to-end"]["retention_high"] < 1  # and significantly so
 
-    first = per_query_values(ds.qrels, cand.filter(~pl.col("condition").str.contains("~")), changed_flags(var), ["R@5"]).with_columns(
-        pl.lit("tiny").alias("dataset"), pl.lit("first-stage").alias("system"))
+    first = per_query_values(
+        ds.qrels, cand.filter(~pl.col("condition").str.contains("~")), changed_flags(var), ["R@5"]
+    ).with_columns(pl.lit("tiny").alias("dataset"), pl.lit("first-stage").alias("system"))
     recall = retention_intervals(first, ["tiny"], ["clean", "upper"], 500, 0, 0.95)
     d = decomposition(ret, recall).row(0, named=True)
     assert d["end_to_end"] < d["reranker_only"] == pytest.approx(1.0) and d["first_stage_recall"] < 1
@@ -79,15 +83,42 @@ def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
     sets = []
     for c in ("clean", "upper"):
         var.filter(pl.col("condition") == c).write_parquet(tmp_path / f"{c}.parquet")
-        sets.append(VariantSet(dataset="tiny", condition=c, params={}, seed=13, samples=1, path=str(tmp_path / f"{c}.parquet"),
-                               n_queries=4, n_changed=4 * (c != "clean")))
-    cs = CandidateSet(fingerprint="f" * 16, lookup_key="k", dataset="tiny", dataset_fingerprint=ds_manifest.fingerprint,
-                      encoder="e", encoder_identity="e", index={}, depth=10, faiss_version="x", path=str(tmp_path / "cand.parquet"),
-                      trec_dir=str(tmp_path), recall={}, reused=False, queries_encoded=0, docs_encoded=0, seconds=0)
+        sets.append(
+            VariantSet(
+                dataset="tiny",
+                condition=c,
+                params={},
+                seed=13,
+                samples=1,
+                path=str(tmp_path / f"{c}.parquet"),
+                n_queries=4,
+                n_changed=4 * (c != "clean"),
+            )
+        )
+    cs = CandidateSet(
+        fingerprint="f" * 16,
+        lookup_key="k",
+        dataset="tiny",
+        dataset_fingerprint=ds_manifest.fingerprint,
+        encoder="e",
+        encoder_identity="e",
+        index={},
+        depth=10,
+        faiss_version="x",
+        path=str(tmp_path / "cand.parquet"),
+        trec_dir=str(tmp_path),
+        recall={},
+        reused=False,
+        queries_encoded=0,
+        docs_encoded=0,
+        seconds=0,
+    )
     assert add_isolated(ds_manifest, cs, sets, "end-to-end", str(tmp_path / "run")) == (cs, sets)
     cs2, sets2 = add_isolated(ds_manifest, cs, sets, "both", str(tmp_path / "run"))
     assert cs2.fingerprint == cs.fingerprint and cs2.path != cs.path  # same frozen candidates, extended table
     assert [v.condition for v in sets2] == ["clean", "upper", "upper~isolated"] and sets2[2].n_changed == 4
     ext = pl.read_parquet(cs2.path)
-    assert ext.filter(pl.col("condition") == "upper~isolated").height == cand.filter(pl.col("condition") == "clean").height
+    assert (
+        ext.filter(pl.col("condition") == "upper~isolated").height == cand.filter(pl.col("condition") == "clean").height
+    )
     assert pl.read_parquet(sets2[2].path)["condition"].unique().to_list() == ["upper~isolated"]

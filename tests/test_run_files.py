@@ -27,12 +27,15 @@ def test_every_run_file_gives_terazis_figures_in_every_tool(prefect_server, tmp_
     clean = run / "runs" / "terazi-demo" / "clean"
     frozen = pl.read_parquet(next((tmp_path / "cache" / "candidates").glob("*/candidates.parquet")))
     first = read_run(clean / "first-stage.trec").join(
-        frozen.filter(pl.col("condition") == "clean"), on=["query_id", "doc_id"], suffix="_frozen")
+        frozen.filter(pl.col("condition") == "clean"), on=["query_id", "doc_id"], suffix="_frozen"
+    )
     assert first.height == frozen.filter(pl.col("condition") == "clean").height
     assert (first["score"] == first["score_frozen"]).all()
     bm25 = read_run(clean / "bm25-tr.trec", rank=True).join(
         pl.read_parquet(run / "rankings" / "terazi-demo" / "bm25-tr.parquet").filter(pl.col("condition") == "clean"),
-        on=["query_id", "doc_id", "rank"], suffix="_ranking")
+        on=["query_id", "doc_id", "rank"],
+        suffix="_ranking",
+    )
     head, tail = bm25.filter(pl.col("rank") <= 30), bm25.filter(pl.col("rank") > 30)
     assert (head["score"] == head["score_ranking"]).all() and tail.height
     lowest = head.group_by("query_id").agg(pl.col("score").min().alias("low"))

@@ -24,14 +24,25 @@ def evaluated(tmp_path_factory, tiny_cross_encoder, prefect_server):
 
     tmp = tmp_path_factory.mktemp("runs")
     data = make_tiny(tmp / "tiny")
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(data), "name": "tiny"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"},
-                      {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                      {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]}],
-        "conditions": ["clean", "upper", "typo"], "corruption": {"samples": 2}, "depth": 10, "rerank_depth": 5,
-        "bootstrap_resamples": 300, "out_dir": str(tmp / "results"), "cache_dir": str(tmp / "cache"),
-        "run_name": "r", "offline": True})
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(data), "name": "tiny"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
+                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
+            ],
+            "conditions": ["clean", "upper", "typo"],
+            "corruption": {"samples": 2},
+            "depth": 10,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 300,
+            "out_dir": str(tmp / "results"),
+            "cache_dir": str(tmp / "cache"),
+            "run_name": "r",
+            "offline": True,
+        }
+    )
     evaluate(config)
     return tmp / "results" / "r", config
 
@@ -47,7 +58,9 @@ def test_every_system_has_trec_runs_that_rescore_to_the_leaderboard(evaluated):
     for system in systems:
         trec = run / "runs" / "tiny" / "clean" / f"{system}.trec"
         # the fifth column gives back the flow's ranking exactly when read by score, as trec_eval reads it
-        ranking = pl.read_parquet(run / "rankings" / "tiny" / f"{system}.parquet").filter(pl.col("condition") == "clean")
+        ranking = pl.read_parquet(run / "rankings" / "tiny" / f"{system}.parquet").filter(
+            pl.col("condition") == "clean"
+        )
         lines = [line.split() for line in trec.read_text().splitlines()]
         by_score = {}
         for q, _, d, _, s, tag in lines:
@@ -56,23 +69,39 @@ def test_every_system_has_trec_runs_that_rescore_to_the_leaderboard(evaluated):
         for q, part in ranking.group_by("query_id"):
             assert [d for _, d in sorted(by_score[q[0]], reverse=True)] == part.sort("rank")["doc_id"].to_list()
         # `terazi score` on the file gives the leaderboard's per-dataset number, and so does pytrec_eval
-        res = CliRunner().invoke(app, ["score", "--qrels", str(qrels), "--run", str(trec), "-m", "nDCG@10",
-                                       "--format", "json", "--per-query"])
+        res = CliRunner().invoke(
+            app,
+            ["score", "--qrels", str(qrels), "--run", str(trec), "-m", "nDCG@10", "--format", "json", "--per-query"],
+        )
         assert res.exit_code == 0, res.output
         value = json.loads(res.output)["aggregate"]["nDCG@10"]
         assert abs(value - board.filter(pl.col("system") == system)["tiny"][0]) < 1e-12
         with open(qrels) as fq, open(trec) as fr:
             ref = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(fq), {"ndcg_cut.10"}).evaluate(
-                pytrec_eval.parse_run(fr))
+                pytrec_eval.parse_run(fr)
+            )
         assert abs(np.mean([v["ndcg_cut_10"] for v in ref.values()]) - value) < 1e-12
     # a condition with two samples: the mean of the two files' per-query values is the per-query table's value
     pq = pl.read_parquet(run / "per_query.parquet").filter(
-        (pl.col("system") == "bm25") & (pl.col("condition") == "typo") & (pl.col("measure") == "nDCG@10"))
+        (pl.col("system") == "bm25") & (pl.col("condition") == "typo") & (pl.col("measure") == "nDCG@10")
+    )
     per_sample = []
     for k in (0, 1):
-        res = CliRunner().invoke(app, ["score", "--qrels", str(qrels), "--run",
-                                       str(run / "runs" / "tiny" / "typo" / f"sample-{k}" / "bm25.trec"),
-                                       "-m", "nDCG@10", "--format", "json", "--per-query"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "score",
+                "--qrels",
+                str(qrels),
+                "--run",
+                str(run / "runs" / "tiny" / "typo" / f"sample-{k}" / "bm25.trec"),
+                "-m",
+                "nDCG@10",
+                "--format",
+                "json",
+                "--per-query",
+            ],
+        )
         per_sample.append(json.loads(res.output)["per_query"]["nDCG@10"])
     for q, v in pq.select("query_id", "value").iter_rows():
         assert abs((per_sample[0][q] + per_sample[1][q]) / 2 - v) < 1e-12
@@ -84,31 +113,62 @@ def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
     for part in ("runs", "qrels", "changed"):
         shutil.copytree(run / part, folder / part)
     (folder / "datasets.yaml").write_text("tiny: {task_type: retrieval, in_ranking: true}\n")
-    res = CliRunner().invoke(app, ["analyze", str(folder), "--out", str(tmp_path / "analysed"), "--resamples", "300",
-                                   "--condition", "upper", "--condition", "typo"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(folder),
+            "--out",
+            str(tmp_path / "analysed"),
+            "--resamples",
+            "300",
+            "--condition",
+            "upper",
+            "--condition",
+            "typo",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = tmp_path / "analysed"
-    for name in ("leaderboard.csv", "leaderboard.md", "retention.csv", "comparisons.csv", "report.html",
-                 "per_query.parquet", "scores.csv", "conditions.csv", "manifest.json", "runs/tiny/clean/bm25.trec"):
+    for name in (
+        "leaderboard.csv",
+        "leaderboard.md",
+        "retention.csv",
+        "comparisons.csv",
+        "report.html",
+        "per_query.parquet",
+        "scores.csv",
+        "conditions.csv",
+        "manifest.json",
+        "runs/tiny/clean/bm25.trec",
+    ):
         assert (out / name).is_file(), name
     a = pl.read_csv(run / "leaderboard.csv").sort("system")
     b = pl.read_csv(out / "leaderboard.csv").sort("system")
     assert a.columns == b.columns and a["system"].to_list() == b["system"].to_list()
     for col in a.columns:
         if a[col].dtype.is_numeric():
-            assert np.allclose(a[col].to_numpy().astype(float), b[col].to_numpy().astype(float), atol=1e-9,
-                               rtol=0, equal_nan=True), col
+            assert np.allclose(
+                a[col].to_numpy().astype(float), b[col].to_numpy().astype(float), atol=1e-9, rtol=0, equal_nan=True
+            ), col
         else:
             assert a[col].equals(b[col]), col
-    for name, keys in (("retention.csv", ["system", "condition", "setting", "aggregation"]),
-                       ("conditions.csv", ["dataset", "condition"])):
+    for name, keys in (
+        ("retention.csv", ["system", "condition", "setting", "aggregation"]),
+        ("conditions.csv", ["dataset", "condition"]),
+    ):
         # edit rates need the query texts, and the isolated setting the clean candidates: run files carry neither
-        x, y = (pl.read_csv(f / name).filter(pl.col("setting") == "end-to-end") if name == "retention.csv"
-                else pl.read_csv(f / name).drop("edit_rate") for f in (run, out))
+        x, y = (
+            pl.read_csv(f / name).filter(pl.col("setting") == "end-to-end")
+            if name == "retention.csv"
+            else pl.read_csv(f / name).drop("edit_rate")
+            for f in (run, out)
+        )
         x, y = x.sort(keys), y.sort(keys)
         assert x.height == y.height > 0
         assert x.drop(keys).equals(y.drop(keys)) or np.allclose(
-            x.drop(keys).to_numpy().astype(float), y.drop(keys).to_numpy().astype(float), atol=1e-9, equal_nan=True)
+            x.drop(keys).to_numpy().astype(float), y.drop(keys).to_numpy().astype(float), atol=1e-9, equal_nan=True
+        )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["datasets"][0]["n_queries"] == 4 and manifest["variants"][2]["samples"] == 2
     # the report describes the analysed run files, not the defaults of a `terazi run` configuration
@@ -120,18 +180,38 @@ def test_analyze_on_the_runs_reproduces_the_leaderboard(evaluated, tmp_path):
 
 
 def test_analyze_takes_the_runs_statistics_settings(evaluated, tmp_path):
-    """Retention aggregation, Borda variant, labels, level and featured system reach the analysis, as in `terazi run`."""
+    """Retention aggregation, Borda variant, labels, level and featured system reach the analysis, as in
+    `terazi run`."""
     run, _ = evaluated
     folder = tmp_path / "mine"
     for part in ("runs", "qrels", "changed"):
         shutil.copytree(run / part, folder / part)
-    args = ["analyze", str(folder), "--resamples", "300", "--retention", "pooled", "--borda", "mteb", "--labels", "tr",
-            "--confidence", "0.9", "--featured", "bm25"]
+    args = [
+        "analyze",
+        str(folder),
+        "--resamples",
+        "300",
+        "--retention",
+        "pooled",
+        "--borda",
+        "mteb",
+        "--labels",
+        "tr",
+        "--confidence",
+        "0.9",
+        "--featured",
+        "bm25",
+    ]
     res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     out = tmp_path / "a"
     config = json.loads((out / "manifest.json").read_text())["config"]
-    assert (config["retention"], config["borda"], config["labels"], config["featured"]) == ("pooled", "mteb", "tr", "bm25")
+    assert (config["retention"], config["borda"], config["labels"], config["featured"]) == (
+        "pooled",
+        "mteb",
+        "tr",
+        "bm25",
+    )
     assert set(pl.read_csv(out / "retention.csv")["aggregation"]) == {"pooled"}
     md = (out / "leaderboard.md").read_text()
     assert "Koruma" in md and "%90 GA" in md and "## Significant cells: bm25" in md
@@ -162,8 +242,16 @@ def test_ids_with_whitespace_match_across_qrels_runs_and_changed_files(tmp_path)
     from terazi.data.trec import read_qrels, read_run
 
     qrels = runfolder.write_qrels({"q 1": {"d 1": 1, "d2": 0}, "q2": {"d2": 2}}, tmp_path / "qrels" / "x.tsv")
-    ranking = pl.DataFrame({"condition": ["upper"] * 3, "sample": [0] * 3, "query_id": ["q 1", "q 1", "q2"],
-                            "rank": [1, 2, 1], "doc_id": ["d 1", "d2", "d2"], "score": [2.0, 1.0, 1.0]})
+    ranking = pl.DataFrame(
+        {
+            "condition": ["upper"] * 3,
+            "sample": [0] * 3,
+            "query_id": ["q 1", "q 1", "q2"],
+            "rank": [1, 2, 1],
+            "doc_id": ["d 1", "d2", "d2"],
+            "score": [2.0, 1.0, 1.0],
+        }
+    )
     [run] = runfolder.write_rankings(ranking, tmp_path, "x", "sys", {})
     changed = runfolder.write_changed(["q 1"], tmp_path / "changed" / "x" / "upper.txt")
     judged = read_qrels(qrels)

@@ -25,8 +25,14 @@ def dask_cluster(prefect_server):
     os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
     # the workers' models see the run's pairs only (no latency probe): set by each nanny, so that a worker it starts
     # again after the killed-worker test's kill has it too (one inheriting this process's environment then probed)
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                           resources={"GPU": 1}, env={"TERAZI_LATENCY_QUERIES": "0"})
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        resources={"GPU": 1},
+        env={"TERAZI_LATENCY_QUERIES": "0"},
+    )
     yield cluster
     cluster.close()
     if old is None:
@@ -46,8 +52,9 @@ def thread_run(prefect_server, tmp_path_factory, tiny_cross_encoder):
     return data, manifest
 
 
-def test_dask_workers_give_the_thread_runners_results(prefect_server, thread_run, tmp_path, tiny_cross_encoder,
-                                                      monkeypatch):
+def test_dask_workers_give_the_thread_runners_results(
+    prefect_server, thread_run, tmp_path, tiny_cross_encoder, monkeypatch
+):
     """On the cluster terazi starts itself (`task_runner_workers`, workers declaring the resources the model tasks
     ask for); the external cluster's address is used by the killed-worker test below."""
     from prefect.settings import PREFECT_API_URL
@@ -59,10 +66,17 @@ def test_dask_workers_give_the_thread_runners_results(prefect_server, thread_run
     assert threads.candidates[0].shards == 3 and ce.pairs_unique == 40
     monkeypatch.setenv("PREFECT_API_URL", PREFECT_API_URL.value())  # the workers must reach the test's server
     monkeypatch.setenv("TERAZI_LATENCY_QUERIES", "0")  # their models see the run's pairs only (no latency probe)
-    dask = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "dask", task_runner="dask",
-                                       task_runner_workers=2,
-                                       scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8,
-                                              "worker_resources": {"GPU": 1}}))  # workers declare one GPU each
+    dask = run_evaluation(
+        scale_config(
+            tmp_path,
+            data,
+            tiny_cross_encoder,
+            "dask",
+            task_runner="dask",
+            task_runner_workers=2,
+            scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 8, "worker_resources": {"GPU": 1}},
+        )
+    )  # workers declare one GPU each
     same_results(Path(threads.run_dir), Path(dask.run_dir))
     assert dask.candidates[0].fingerprint == threads.candidates[0].fingerprint
     assert all(r.pairs_scored == r.pairs_unique for r in dask.reranks if r.system in ("bm25", "tiny-ce"))
@@ -85,9 +99,17 @@ def test_a_worker_killed_mid_chunk_costs_no_pair_twice(dask_cluster, thread_run,
     with Client(dask_cluster.scheduler_address) as client:
         client.register_plugin(DieOnceMidChunk(str(marker), str(log)), name="die-once")
         try:
-            run = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "killed", task_runner="dask",
-                                              task_runner_address=dask_cluster.scheduler_address,
-                                              scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 24}))
+            run = run_evaluation(
+                scale_config(
+                    tmp_path,
+                    data,
+                    tiny_cross_encoder,
+                    "killed",
+                    task_runner="dask",
+                    task_runner_address=dask_cluster.scheduler_address,
+                    scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 24},
+                )
+            )
         finally:
             client.unregister_worker_plugin("die-once")
     assert not marker.exists()  # a worker did die mid-chunk
@@ -99,8 +121,9 @@ def test_a_worker_killed_mid_chunk_costs_no_pair_twice(dask_cluster, thread_run,
     same_results(Path(threads.run_dir), Path(run.run_dir))
 
 
-def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_run, tmp_path, tiny_cross_encoder,
-                                                                      monkeypatch):
+def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(
+    thread_run, tmp_path, tiny_cross_encoder, monkeypatch
+):
     """On the thread runner: a chunk raises after its first block; Prefect retries it; nothing is scored twice."""
     import terazi.tasks.rerank as rerank_tasks
     from terazi.flows.evaluate import evaluate as run_evaluation
@@ -120,8 +143,15 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(thread_ru
         return real(scorer, pairs)
 
     monkeypatch.setattr(TorchCrossEncoder, "score", flaky)
-    run = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "retried",
-                                      scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 40}))
+    run = run_evaluation(
+        scale_config(
+            tmp_path,
+            data,
+            tiny_cross_encoder,
+            "retried",
+            scale={"shard_size": 5, "query_shard_size": 4, "chunk_pairs": 40},
+        )
+    )
     assert failed and sum(seen) == 40
     same_results(Path(threads.run_dir), Path(run.run_dir))
 
@@ -133,8 +163,11 @@ def test_worker_resources_become_dask_annotations_and_ray_options():
 
     with resource_context("dask", {"GPU": 1}):
         assert dask.get_annotations() == {"resources": {"GPU": 1}}
-    assert ray_options({"GPU": 1, "CPU": 2, "big-memory": 1}) == {"num_gpus": 1, "num_cpus": 2,
-                                                                  "resources": {"big-memory": 1}}
+    assert ray_options({"GPU": 1, "CPU": 2, "big-memory": 1}) == {
+        "num_gpus": 1,
+        "num_cpus": 2,
+        "resources": {"big-memory": 1},
+    }
     assert ray_options({}) == {}
 
 
@@ -201,8 +234,11 @@ def test_ray_local_instance_gives_the_thread_runners_results(thread_run, tmp_pat
     from terazi.flows.evaluate import evaluate as run_evaluation
 
     data, threads = thread_run
-    env = {"PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-           **{k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PREFECT_HOME") if k in os.environ}}
+    env = {
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        **{k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PREFECT_HOME") if k in os.environ},
+    }
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
     try:
         run = run_evaluation(scale_config(tmp_path, data, tiny_cross_encoder, "ray", task_runner="ray"))
@@ -212,8 +248,9 @@ def test_ray_local_instance_gives_the_thread_runners_results(thread_run, tmp_pat
     assert sum("tiny-ce chunk" in n for n in task_run_names(run.flow_run_id)) == 5
 
 
-def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(prefect_server, tmp_path, tiny_dataset,
-                                                                     tiny_cross_encoder):
+def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(
+    prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder
+):
     """Two `terazi run` processes started together on one cache: the pairs their manifests say they scored add up
     to the unique pairs of the cross-encoder (BM25 bypasses the store: a run scores all of its pairs or finds the
     other's ranking stored), and their leaderboards are identical."""
@@ -223,12 +260,38 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(prefect_serve
 
     from prefect.settings import PREFECT_API_URL
 
-    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    args = ["--dataset", str(tiny_dataset), "--cache", str(tmp_path / "cache"), "--reranker", "bm25",
-            "--reranker", f"cross-encoder:{tiny_cross_encoder}=tiny-ce", "--condition", "upper", "--depth", "10",
-            "--rerank-depth", "8", "--offline"]
-    procs = [subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", *args, "--out", str(tmp_path / name)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in "ab"]
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": PREFECT_API_URL.value(),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    args = [
+        "--dataset",
+        str(tiny_dataset),
+        "--cache",
+        str(tmp_path / "cache"),
+        "--reranker",
+        "bm25",
+        "--reranker",
+        f"cross-encoder:{tiny_cross_encoder}=tiny-ce",
+        "--condition",
+        "upper",
+        "--depth",
+        "10",
+        "--rerank-depth",
+        "8",
+        "--offline",
+    ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "terazi.cli", "run", *args, "--out", str(tmp_path / name)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in "ab"
+    ]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-2000:]
@@ -250,8 +313,12 @@ def test_a_served_run_may_use_only_the_servers_score_store(tmp_path, tiny_datase
     from terazi.errors import PolicyError
     from terazi.policy import ServicePolicy
 
-    raw = {"datasets": [{"path": str(tiny_dataset)}], "out_dir": str(tmp_path / "r"), "cache_dir": str(tmp_path / "c"),
-           "scale": {"score_store": "s3://team-bucket/terazi-scores"}}
+    raw = {
+        "datasets": [{"path": str(tiny_dataset)}],
+        "out_dir": str(tmp_path / "r"),
+        "cache_dir": str(tmp_path / "c"),
+        "scale": {"score_store": "s3://team-bucket/terazi-scores"},
+    }
     policy = ServicePolicy.for_service(EvalConfig.model_validate(raw))
     assert policy.apply(EvalConfig.model_validate(raw)).scale.score_store == "s3://team-bucket/terazi-scores"
     with pytest.raises(PolicyError, match="scale.score_store 's3://elsewhere/x': not the service's own"):

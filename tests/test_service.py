@@ -28,9 +28,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def tiny_config(tmp_path, dataset, **extra) -> dict:
     return {
         "datasets": [{"path": str(dataset), "name": "tiny"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]}],
-        "conditions": ["clean", "upper"], "depth": 10, "rerank_depth": 5, "bootstrap_resamples": 200,
-        "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"), "offline": True, **extra,
+        "rerankers": [
+            {"name": "bm25", "kind": "bm25"},
+            {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
+        ],
+        "conditions": ["clean", "upper"],
+        "depth": 10,
+        "rerank_depth": 5,
+        "bootstrap_resamples": 200,
+        "out_dir": str(tmp_path / "results"),
+        "cache_dir": str(tmp_path / "cache"),
+        "offline": True,
+        **extra,
     }
 
 
@@ -76,11 +85,21 @@ def served(tmp_path, config: dict, *options: str):
     """`terazi serve --config …` in a subprocess until the block ends."""
     cfg_file = tmp_path / f"serve-{time.monotonic_ns()}.yaml"
     cfg_file.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PREFECT_API_URL": api_url(), "HF_HUB_OFFLINE": "1",
-           "PREFECT_RUNNER_POLL_FREQUENCY": "1"}  # a triggered run starts within a second, not Prefect's 10
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": api_url(),
+        "HF_HUB_OFFLINE": "1",
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+    }  # a triggered run starts within a second, not Prefect's 10
     log = open(tmp_path / "serve.log", "w+")
-    server = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve", "--config", str(cfg_file), "--limit", "2",
-                               *options], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "terazi.cli", "serve", "--config", str(cfg_file), "--limit", "2", *options],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         try:
             asyncio.run(_wait_for_deployment("terazi-evaluate/ad-hoc", 120))
@@ -106,12 +125,17 @@ async def _on_run(flow_run_id):
 
     async with get_client() as client:
         artifacts = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
-        logs = await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200)
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+        logs = await client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), limit=200
+        )
     return artifacts, logs
 
 
-def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
+def test_served_ad_hoc_run_carries_its_results_logs_and_policy(
+    prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder
+):
     from prefect.deployments import run_deployment
 
     served_cfg = tiny_config(tmp_path, tiny_dataset)
@@ -143,11 +167,14 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
 
         # the form cannot reach outside the server's roots, nor switch on remote code
         cfg_code = tiny_config(tmp_path, tiny_dataset, run_name="refused")
-        cfg_code["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder,
-                                  "trust_remote_code": True}]
+        cfg_code["rerankers"] = [
+            {"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "trust_remote_code": True}
+        ]
         cfg_out = tiny_config(tmp_path, tiny_dataset, run_name="refused", out_dir=str(tmp_path / "elsewhere"))
-        for cfg_bad, words in ((cfg_code, ["rerankers.ce.trust_remote_code: refused by the service policy", "--allow-remote-code"]),
-                               (cfg_out, ["out_dir", "outside the service's results root"])):
+        for cfg_bad, words in (
+            (cfg_code, ["rerankers.ce.trust_remote_code: refused by the service policy", "--allow-remote-code"]),
+            (cfg_out, ["out_dir", "outside the service's results root"]),
+        ):
             refused = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg_bad}, timeout=120)
             assert refused.state.is_failed(), refused.state
             # one line that says what to change, as the CLI says it: no exception name, no traceback in the run's log
@@ -172,14 +199,35 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(prefect_server, t
     from terazi.cli import app
 
     served_board = pl.read_csv(run_dir / "leaderboard.csv")
-    flags = CliRunner().invoke(app, ["run", "--dataset", str(tiny_dataset), "--reranker", "bm25",
-                                     "--reranker", "rrf:first-stage+bm25=hybrid", "--condition", "upper", "--depth", "10",
-                                     "--rerank-depth", "5", "--out", str(tmp_path / "cli" / "flags"),
-                                     "--cache", str(tmp_path / "cache"), "--offline"])
+    flags = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--dataset",
+            str(tiny_dataset),
+            "--reranker",
+            "bm25",
+            "--reranker",
+            "rrf:first-stage+bm25=hybrid",
+            "--condition",
+            "upper",
+            "--depth",
+            "10",
+            "--rerank-depth",
+            "5",
+            "--out",
+            str(tmp_path / "cli" / "flags"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+        ],
+    )
     assert flags.exit_code == 0, flags.output
     file_cfg = {k: v for k, v in cfg.items() if k not in ("out_dir", "run_name")}
     (tmp_path / "eval.json").write_text(json.dumps(file_cfg))
-    from_file = CliRunner().invoke(app, ["run", "--config", str(tmp_path / "eval.json"), "--out", str(tmp_path / "cli" / "file")])
+    from_file = CliRunner().invoke(
+        app, ["run", "--config", str(tmp_path / "eval.json"), "--out", str(tmp_path / "cli" / "file")]
+    )
     assert from_file.exit_code == 0, from_file.output
     for folder in ("flags", "file"):
         assert pl.read_csv(tmp_path / "cli" / folder / "leaderboard.csv").equals(served_board), folder
@@ -192,8 +240,15 @@ def test_10_the_forms_defaults_lie_inside_the_servers_roots(prefect_server, tmp_
     from prefect.deployments import run_deployment
 
     root, cache = tmp_path / "served-results", tmp_path / "served-cache"
-    with served(tmp_path, tiny_config(tmp_path, tiny_dataset, conditions=["clean"]), "--results-root", str(root),
-                "--cache-root", str(cache)):
+    with served(
+        tmp_path,
+        tiny_config(tmp_path, tiny_dataset, conditions=["clean"]),
+        "--results-root",
+        str(root),
+        "--cache-root",
+        str(cache),
+    ):
+
         async def defaults():  # once this server has registered it (an earlier test's may still be there)
             async with get_client() as client:
                 for _ in range(60):
@@ -212,14 +267,25 @@ def test_10_the_forms_defaults_lie_inside_the_servers_roots(prefect_server, tmp_
     assert (cache / "candidates").is_dir() and not (tmp_path / "results").exists()
 
 
-def test_remote_code_is_allowed_only_when_the_server_says_so(prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder):
+def test_remote_code_is_allowed_only_when_the_server_says_so(
+    prefect_server, tmp_path, tiny_dataset, tiny_cross_encoder
+):
     from prefect.deployments import run_deployment
 
     cfg = tiny_config(tmp_path, tiny_dataset, run_name="remote-code", conditions=["clean"])
-    cfg["rerankers"] = [{"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64,
-                         "trust_remote_code": True}]
+    cfg["rerankers"] = [
+        {
+            "name": "ce",
+            "kind": "cross-encoder",
+            "model": tiny_cross_encoder,
+            "max_length": 64,
+            "trust_remote_code": True,
+        }
+    ]
     # (refused without --allow-remote-code: the ad-hoc test above)
-    with served(tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"):
+    with served(
+        tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"
+    ):
         allowed = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
         assert allowed.state.is_completed(), allowed.state
     assert (tmp_path / "results" / "remote-code" / "manifest.json").is_file()

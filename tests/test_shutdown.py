@@ -32,9 +32,28 @@ def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
     run = tmp_path / "results" / "run"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # a temporary server of its own
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
-    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(ds), "--out", str(run),
-                             "--cache", str(tmp_path / "cache"), "--offline", "--samples", "20"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "terazi.cli",
+            "run",
+            "--dataset",
+            str(ds),
+            "--out",
+            str(run),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+            "--samples",
+            "20",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 180
     while not (run / ".terazi-incomplete").exists():  # the flow has started: the server is up
         assert proc.poll() is None, proc.stdout.read()
@@ -105,7 +124,9 @@ def test_a_stop_that_surfaces_as_another_error_is_recorded_as_the_stop(tmp_path)
                 raise error
         return json.loads((tmp_path / name / ".terazi-incomplete").read_text())["reason"]
 
-    assert reason("a", ValueError("Task run is not set"), 15) == "stopped by signal 15 (ValueError: Task run is not set)"
+    assert (
+        reason("a", ValueError("Task run is not set"), 15) == "stopped by signal 15 (ValueError: Task run is not set)"
+    )
     assert reason("b", shutdown.Stopped("stop requested"), 2) == "stopped by signal 2"
     assert reason("c", ValueError("boom"), None) == "ValueError: boom" and not shutdown.STOP.is_set()
 
@@ -122,11 +143,31 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path
     ds = make_tiny(tmp_path / "tiny")
     run = tmp_path / "results" / "killed"
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
-    proc = subprocess.Popen([sys.executable, "-m", "terazi.cli", "run", "--dataset", str(ds), "--out", str(run),
-                             "--cache", str(tmp_path / "cache"), "--offline", "--samples", "20"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "terazi.cli",
+            "run",
+            "--dataset",
+            str(ds),
+            "--out",
+            str(run),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+            "--samples",
+            "20",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
-    while not (run / ".terazi-incomplete").exists() or not json.loads((run / ".terazi-incomplete").read_text()).get("flow_run_id"):
+    while not (run / ".terazi-incomplete").exists() or not json.loads((run / ".terazi-incomplete").read_text()).get(
+        "flow_run_id"
+    ):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
     flow_run_id = json.loads((run / ".terazi-incomplete").read_text())["flow_run_id"]
@@ -138,9 +179,20 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path
             return (await client.read_flow_run(flow_run_id)).state
 
     assert asyncio.run(state()).is_running()  # nobody told the server
-    evaluate(EvalConfig.model_validate({"datasets": [{"path": str(ds)}], "conditions": ["clean"], "depth": 10,
-                                        "rerank_depth": 5, "out_dir": str(tmp_path / "results"), "run_name": "next",
-                                        "cache_dir": str(tmp_path / "cache"), "offline": True}))
+    evaluate(
+        EvalConfig.model_validate(
+            {
+                "datasets": [{"path": str(ds)}],
+                "conditions": ["clean"],
+                "depth": 10,
+                "rerank_depth": 5,
+                "out_dir": str(tmp_path / "results"),
+                "run_name": "next",
+                "cache_dir": str(tmp_path / "cache"),
+                "offline": True,
+            }
+        )
+    )
     assert asyncio.run(state()).is_crashed()
     marker = json.loads((run / ".terazi-incomplete").read_text())
     assert marker["status"] == "stopped" and "process that ran it is gone" in marker["reason"]

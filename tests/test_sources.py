@@ -52,8 +52,12 @@ def hub_layout(target, subset=None, split="test", titles=True):
 
 
 def beir_export(root, titles=True):
-    return write_beir(root, [{"_id": i, "title": t if titles else "", "text": x} for i, t, x in TINY_DOCS],
-                      [{"_id": i, "text": x} for i, x in TINY_QUERIES], TINY_QRELS)
+    return write_beir(
+        root,
+        [{"_id": i, "title": t if titles else "", "text": x} for i, t, x in TINY_DOCS],
+        [{"_id": i, "text": x} for i, x in TINY_QUERIES],
+        TINY_QRELS,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +76,9 @@ def test_parse_names():
     for bad in ("hf:justname", "hf:a/b/c", "mteb:Task@abc", "ir_datasets:"):
         with pytest.raises(DatasetError):
             parse(bad)
-    assert EvalConfig.model_validate({"datasets": [{"path": "hf:org/turkish-set@v1"}]}).datasets[0].name == "turkish-set"
+    assert (
+        EvalConfig.model_validate({"datasets": [{"path": "hf:org/turkish-set@v1"}]}).datasets[0].name == "turkish-set"
+    )
     # what parse lets through as a folder (no ORG/NAME shape required) is a folder, not a hub name
     assert all(parse(p).local for p in ("hf:/abs/x", "hf:./x", "hf:../x", "hf:~/x", "hf:.x/y/z", "hf:.."))
 
@@ -93,7 +99,9 @@ def test_hf_dataset_saved_locally_has_the_fingerprint_of_its_beir_export(tmp_pat
 
     rows = [{"_id": i, "title": t, "text": x + ("!" if i == "d1" else "")} for i, t, x in TINY_DOCS]
     datasets.Dataset.from_list(rows).to_parquet(str(hub / "corpus" / "corpus.parquet"))
-    assert load_dataset(DatasetSpec(path=f"hf:{hub}", name="tiny"), str(tmp_path / "cache")).fingerprint != m.fingerprint
+    assert (
+        load_dataset(DatasetSpec(path=f"hf:{hub}", name="tiny"), str(tmp_path / "cache")).fingerprint != m.fingerprint
+    )
 
 
 def test_hf_errors_are_one_line(tmp_path, monkeypatch):
@@ -104,9 +112,19 @@ def test_hf_errors_are_one_line(tmp_path, monkeypatch):
     (hub / "README.md").write_text(CONFIGS.format(p="", q="default", split="test").replace("queries", "questions"))
     with pytest.raises(DatasetError, match=r"not a BEIR-style dataset: no config\(s\) \['queries'\]"):
         load_dataset(DatasetSpec(path=f"hf:{hub}"), str(tmp_path / "cache"))
-    res = CliRunner().invoke(__import__("terazi.cli", fromlist=["app"]).app,
-                             ["run", "--dataset", "hf:terazi-nobody/not-cached", "--out", str(tmp_path / "o"),
-                              "--cache", str(tmp_path / "cache"), "--offline"])
+    res = CliRunner().invoke(
+        __import__("terazi.cli", fromlist=["app"]).app,
+        [
+            "run",
+            "--dataset",
+            "hf:terazi-nobody/not-cached",
+            "--out",
+            str(tmp_path / "o"),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--offline",
+        ],
+    )
     assert res.exit_code == 2 and res.output.count("error:") == 1 and "hf:terazi-nobody/not-cached" in res.output
 
 
@@ -117,13 +135,17 @@ def test_mteb_task_through_its_own_loader(tmp_path, monkeypatch):
     beir = load_beir(beir_export(tmp_path / "beir"))
     hub = hub_layout(tmp_path / "hub", subset="tr", split="validation")
     cls = type(mteb.get_task("XQuADRetrieval"))
-    monkeypatch.setattr(cls, "metadata", cls.metadata.model_copy(update={"dataset": {"path": str(hub), "revision": "r1"}}))
+    monkeypatch.setattr(
+        cls, "metadata", cls.metadata.model_copy(update={"dataset": {"path": str(hub), "revision": "r1"}})
+    )
     m = load_dataset(DatasetSpec(path="mteb:XQuADRetrieval#tr", split="validation"), str(tmp_path / "cache"))
     assert m.fingerprint == beir.fingerprint and m.name == "XQuADRetrieval-tr"
     assert m.source == "mteb:XQuADRetrieval#tr (revision r1)"
     # without a subset, the task's one Turkish subset is taken; with several, the user must choose
-    assert load_dataset(DatasetSpec(path="mteb:XQuADRetrieval", split="validation"), str(tmp_path / "cache")).name \
+    assert (
+        load_dataset(DatasetSpec(path="mteb:XQuADRetrieval", split="validation"), str(tmp_path / "cache")).name
         == "XQuADRetrieval"
+    )
     with pytest.raises(DatasetError, match="choose a subset: mteb:BelebeleRetrieval#SUBSET, e.g. .*tur_Latn"):
         load_dataset(DatasetSpec(path="mteb:BelebeleRetrieval"), str(tmp_path / "cache"))
     with pytest.raises(DatasetError, match="NoSuchTask' not found"):
@@ -140,8 +162,14 @@ def test_ir_datasets_id(tmp_path):
     (tmp_path / "queries.tsv").write_text("".join(f"{i}\t{x}\n" for i, x in TINY_QUERIES), encoding="utf-8")
     (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in TINY_QRELS))
     name = f"terazi-test/{tmp_path.name}"
-    ir_datasets.registry.register(name, ir_datasets.create_dataset(
-        docs_tsv=str(tmp_path / "docs.tsv"), queries_tsv=str(tmp_path / "queries.tsv"), qrels_trec=str(tmp_path / "qrels.txt")))
+    ir_datasets.registry.register(
+        name,
+        ir_datasets.create_dataset(
+            docs_tsv=str(tmp_path / "docs.tsv"),
+            queries_tsv=str(tmp_path / "queries.tsv"),
+            qrels_trec=str(tmp_path / "qrels.txt"),
+        ),
+    )
     cache = str(tmp_path / "cache")
     m = load_dataset(DatasetSpec(path=f"ir_datasets:{name}"), cache)
     assert m.fingerprint == beir.fingerprint
@@ -157,8 +185,9 @@ def test_served_policy_allows_only_the_named_datasets_it_serves(tmp_path):
     from terazi.errors import PolicyError
     from terazi.policy import ServicePolicy
 
-    served = EvalConfig.model_validate({"datasets": [{"path": "hf:org/served@v1"}], "out_dir": str(tmp_path),
-                                        "cache_dir": str(tmp_path / "c")})
+    served = EvalConfig.model_validate(
+        {"datasets": [{"path": "hf:org/served@v1"}], "out_dir": str(tmp_path), "cache_dir": str(tmp_path / "c")}
+    )
     policy = ServicePolicy.for_service(served)
     assert policy.apply(served).datasets[0].path == "hf:org/served@v1"
     other = served.model_copy(update={"datasets": [DatasetSpec(path="hf:org/other")]})

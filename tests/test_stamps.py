@@ -50,11 +50,34 @@ def identity(folder: Path, cache: Path) -> str:
 def frozen_set(cache: Path) -> Path:
     """A frozen candidate set of one query (dataset x), its files older than the book's doubt."""
     folder = cache / "candidates" / "k"
-    cand = pl.DataFrame({"condition": ["clean"] * 2, "sample": [0, 0], "query_id": ["q1", "q1"], "rank": [1, 2],
-                         "doc_id": ["d1", "d2"], "score": [2.0, 1.0]})
-    store_candidates(folder, cand, {"lookup_key": "k", "dataset": "x", "dataset_fingerprint": "y", "encoder": "e",
-                                    "encoder_identity": "e", "index": {}, "depth": 2, "queries_encoded": 1,
-                                    "docs_encoded": 2, "faiss_version": ""}, {"q1": {"d1": 1}}, time.perf_counter())
+    cand = pl.DataFrame(
+        {
+            "condition": ["clean"] * 2,
+            "sample": [0, 0],
+            "query_id": ["q1", "q1"],
+            "rank": [1, 2],
+            "doc_id": ["d1", "d2"],
+            "score": [2.0, 1.0],
+        }
+    )
+    store_candidates(
+        folder,
+        cand,
+        {
+            "lookup_key": "k",
+            "dataset": "x",
+            "dataset_fingerprint": "y",
+            "encoder": "e",
+            "encoder_identity": "e",
+            "index": {},
+            "depth": 2,
+            "queries_encoded": 1,
+            "docs_encoded": 2,
+            "faiss_version": "",
+        },
+        {"q1": {"d1": 1}},
+        time.perf_counter(),
+    )
     for p in folder.rglob("*"):
         settled(p)
     return folder

@@ -79,13 +79,19 @@ def test_shared_draws_are_the_queries_a_generator_of_the_seed_draws():
     rng = np.random.default_rng(11)
     for (_name, v), c in zip(sorted(values.items()), counts):
         step = max(1, chunk // v.size)
-        gathered = np.concatenate([v[rng.integers(0, v.size, size=(min(300, s + step) - s, v.size))].mean(axis=1)
-                                   for s in range(0, 300, step)])
+        gathered = np.concatenate(
+            [
+                v[rng.integers(0, v.size, size=(min(300, s + step) - s, v.size))].mean(axis=1)
+                for s in range(0, 300, step)
+            ]
+        )
         assert c.shape == (300, v.size) and (c.rows(0, 300).sum(axis=1) == v.size).all()
         assert c.nbytes == 300 * ((v.size + 1) // 2)  # two counts to a byte
         np.testing.assert_allclose(resampled_means([v], c, chunk)[0], gathered, rtol=1e-13, atol=0)
     boot = balanced_bootstrap(values, 300, 11, chunk)
-    assert np.allclose(boot, (resampled_means([values["a"]], counts[0])[0] + resampled_means([values["b"]], counts[1])[0]) / 2)
+    assert np.allclose(
+        boot, (resampled_means([values["a"]], counts[0])[0] + resampled_means([values["b"]], counts[1])[0]) / 2
+    )
     with pytest.raises(ValueError, match="finite"):
         resampled_means([np.array([0.5, np.nan])], draws((2,), 10, 0, chunk)[0])
 

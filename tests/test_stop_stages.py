@@ -32,29 +32,69 @@ QUERIES = [(f"q{i}", f"soru {i}: {TINY_DOCS[i % 12][1]} {TINY_DOCS[(3 * i) % 12]
 def data(tmp_path_factory) -> Path:
     """The dataset, with `runs/clean.trec`: every passage for every query, a first stage without a model."""
     root = tmp_path_factory.mktemp("stop")
-    write_beir(root / "ds", [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
-               [{"_id": q, "text": x} for q, x in QUERIES], [(q, TINY_DOCS[i % 12][0], 1) for i, (q, _) in
-                                                              enumerate(QUERIES)])
+    write_beir(
+        root / "ds",
+        [{"_id": i, "title": t, "text": x} for i, t, x in TINY_DOCS],
+        [{"_id": q, "text": x} for q, x in QUERIES],
+        [(q, TINY_DOCS[i % 12][0], 1) for i, (q, _) in enumerate(QUERIES)],
+    )
     lines = [f"{q} Q0 {d} {r + 1} {12 - r} runs" for q, _ in QUERIES for r, (d, _, _) in enumerate(TINY_DOCS)]
     (root / "runs").mkdir()
     (root / "runs" / "clean.trec").write_text("\n".join(lines) + "\n")
     return root
 
 
-def stop_during(stage: str, data: Path, tmp: Path, rerankers: list[dict], seconds: float = 1.0,
-                extra: dict | None = None, flags: tuple[str, ...] = (), signum: int = signal.SIGTERM) -> float:
+def stop_during(
+    stage: str,
+    data: Path,
+    tmp: Path,
+    rerankers: list[dict],
+    seconds: float = 1.0,
+    extra: dict | None = None,
+    flags: tuple[str, ...] = (),
+    signum: int = signal.SIGTERM,
+) -> float:
     """Run with `stage` slowed, `signum` once it is running; the seconds until the process was gone."""
     dataset = {"path": str(data / "ds"), "name": "stop"}
     if stage != "encoding":
         dataset["first_stage_runs"] = str(data / "runs")
-    config = {"datasets": [dataset], "conditions": ["clean"], "rerankers": rerankers, "depth": 12, "rerank_depth": 12,
-              "robustness": "end-to-end", "encoder": {"batch_size": 1}, **(extra or {})}
+    config = {
+        "datasets": [dataset],
+        "conditions": ["clean"],
+        "rerankers": rerankers,
+        "depth": 12,
+        "rerank_depth": 12,
+        "robustness": "end-to-end",
+        "encoder": {"batch_size": 1},
+        **(extra or {}),
+    }
     (tmp / "config.yaml").write_text(yaml.safe_dump(config))
     mark, run = tmp / "running", tmp / "results" / "run"
     env = {**os.environ, "PREFECT_API_URL": os.environ["PREFECT_API_URL"]}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.slowly", stage, str(mark), str(seconds), "run", "--config",
-                             str(tmp / "config.yaml"), "--out", str(run), "--cache", str(tmp / "cache"), "--offline",
-                             *flags], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.slowly",
+            stage,
+            str(mark),
+            str(seconds),
+            "run",
+            "--config",
+            str(tmp / "config.yaml"),
+            "--out",
+            str(run),
+            "--cache",
+            str(tmp / "cache"),
+            "--offline",
+            *flags,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not mark.exists():
         assert proc.poll() is None, proc.stdout.read()
@@ -106,15 +146,21 @@ def test_sigterm_while_a_model_stage_runs(stage, api, data, tmp_path, minilm_pat
 
 def test_ctrl_c_while_the_bi_encoder_scores(api, data, tmp_path, minilm_path):
     """SIGINT, which Prefect leaves alone: the same stop (the issue's run took 25 s)."""
-    took = stop_during("bi-encoder", data, tmp_path, CASES["bi-encoder"]({"minilm": minilm_path}),
-                       signum=signal.SIGINT)
+    took = stop_during("bi-encoder", data, tmp_path, CASES["bi-encoder"]({"minilm": minilm_path}), signum=signal.SIGINT)
     assert took < 10, f"Ctrl-C: {took:.1f}s"
 
 
 def test_sigterm_during_the_bootstrap(api, data, tmp_path):
     """Millions of resamples (allowed with --no-limits): the statistics stop too."""
-    took = stop_during("bootstrap", data, tmp_path, [{"name": "bm25", "kind": "bm25"}], seconds=0,
-                       extra={"bootstrap_resamples": 3_000_000}, flags=("--no-limits",))
+    took = stop_during(
+        "bootstrap",
+        data,
+        tmp_path,
+        [{"name": "bm25", "kind": "bm25"}],
+        seconds=0,
+        extra={"bootstrap_resamples": 3_000_000},
+        flags=("--no-limits",),
+    )
     assert took < 10, f"bootstrap: {took:.1f}s after SIGTERM"
 
 
@@ -132,12 +178,23 @@ def test_serve_ends_on_sigterm_after_its_server_was_killed(prefect_server, tmp_p
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     api = f"http://127.0.0.1:{port}/api"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path), "PREFECT_SERVER_API_PORT": str(port), "PREFECT_API_URL": api,
-           "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{tmp_path / 'prefect.db'}"}
-    server = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path),
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_API_URL": api,
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{tmp_path / 'prefect.db'}",
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     served = None
     try:
+
         def up(path: str) -> bool:
             try:
                 return urllib.request.urlopen(api + path, timeout=2).status == 200
@@ -148,8 +205,14 @@ def test_serve_ends_on_sigterm_after_its_server_was_killed(prefect_server, tmp_p
         while not up("/health"):
             assert server.poll() is None and time.monotonic() < deadline, "the Prefect server did not start"
             time.sleep(0.5)
-        served = subprocess.Popen([sys.executable, "-m", "terazi.cli", "serve"], cwd=tmp_path, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        served = subprocess.Popen(
+            [sys.executable, "-m", "terazi.cli", "serve"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         while not up("/deployments/name/terazi-nightly/nightly"):
             assert served.poll() is None, served.stdout.read()
             assert time.monotonic() < deadline, "terazi serve did not register its deployments"
@@ -175,7 +238,9 @@ def test_a_stop_in_the_python_api_ends_the_run_not_the_process():
     from terazi import shutdown
 
     seen, before = [], set(threading.enumerate())
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a notebook's; an earlier test may leave another
+    previous = signal.signal(
+        signal.SIGINT, signal.default_int_handler
+    )  # a notebook's; an earlier test may leave another
     try:
         with pytest.raises(KeyboardInterrupt):
             with shutdown.relayed():

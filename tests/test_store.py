@@ -29,8 +29,13 @@ MODEL = ModelKey("cross-encoder:tiny#abc", 64)
 
 def frame(n: int, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({"q": rng.integers(-2 ** 63, 2 ** 63 - 1, n, dtype=np.int64),
-                         "d": rng.integers(-2 ** 63, 2 ** 63 - 1, n, dtype=np.int64), "score": rng.normal(size=n)})
+    return pl.DataFrame(
+        {
+            "q": rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64),
+            "d": rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64),
+            "score": rng.normal(size=n),
+        }
+    )
 
 
 def doc_key(doc_id: str, text: str) -> int:
@@ -64,11 +69,15 @@ def test_first_cache_layout_is_carried_over(tmp_path):
     """Rows of the first layout (text model, hex hashes) are found under the keys of the same texts."""
     db = tmp_path / "scores.sqlite"
     con = sqlite3.connect(db)
-    con.execute("CREATE TABLE scores (model TEXT NOT NULL, max_length INTEGER NOT NULL, query_hash TEXT NOT NULL, "
-                "doc_id TEXT NOT NULL, doc_hash TEXT NOT NULL, score REAL NOT NULL, "
-                "PRIMARY KEY (model, max_length, query_hash, doc_id, doc_hash)) WITHOUT ROWID")
-    con.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?)", (MODEL.identity, 64, fingerprint.of_text("çay"), "d1",
-                                                                  fingerprint.of_text("Siyah çay."), 0.25))
+    con.execute(
+        "CREATE TABLE scores (model TEXT NOT NULL, max_length INTEGER NOT NULL, query_hash TEXT NOT NULL, "
+        "doc_id TEXT NOT NULL, doc_hash TEXT NOT NULL, score REAL NOT NULL, "
+        "PRIMARY KEY (model, max_length, query_hash, doc_id, doc_hash)) WITHOUT ROWID"
+    )
+    con.execute(
+        "INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?)",
+        (MODEL.identity, 64, fingerprint.of_text("çay"), "d1", fingerprint.of_text("Siyah çay."), 0.25),
+    )
     con.commit()
     con.close()
     store = SQLiteStore(db)
@@ -164,8 +173,14 @@ def test_two_processes_share_a_store_folder_and_the_second_scores_nothing(tmp_pa
     store = tmp_path / "store"
     got = []
     for name in ("first", "second"):  # separate processes, separate cache folders: only the store is shared
-        code = SHARED_WORKER.format(root=ROOT, data=str(tiny_dataset), cache=str(tmp_path / f"cache-{name}"),
-                                    store=str(store), out=str(tmp_path / f"{name}.parquet"), tmp=str(tmp_path / name))
+        code = SHARED_WORKER.format(
+            root=ROOT,
+            data=str(tiny_dataset),
+            cache=str(tmp_path / f"cache-{name}"),
+            store=str(store),
+            out=str(tmp_path / f"{name}.parquet"),
+            tmp=str(tmp_path / name),
+        )
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr
         got.append(json.loads(run.stdout.strip().splitlines()[-1]))
@@ -173,7 +188,7 @@ def test_two_processes_share_a_store_folder_and_the_second_scores_nothing(tmp_pa
     assert got[1]["scored"] == 0 and got[1]["model_pairs"] == 0
     assert pl.read_parquet(tmp_path / "first.parquet").equals(pl.read_parquet(tmp_path / "second.parquet"))
     shared = SharedStore(str(store))
-    (model_id, identity, _, parts), = shared.models()
+    ((model_id, identity, _, parts),) = shared.models()
     assert identity.startswith("bm25:") and parts == 96 // 16 and shared.count() == 96  # one part per chunk
     assert not list((store / "tmp").iterdir())  # every part was renamed into place
 
@@ -233,7 +248,10 @@ def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
     assert Path(again.path).is_relative_to(tmp_path / "copy")
     manifest = json.loads((Path(again.path).parent / "manifest.json").read_text())
     assert manifest["path"] == "candidates.parquet" and set(manifest["files"]) == {
-        "candidates.parquet", "runs/clean.trec", "runs/upper.trec"}
+        "candidates.parquet",
+        "runs/clean.trec",
+        "runs/upper.trec",
+    }
 
     trec = Path(again.trec_dir) / "upper.trec"
     original = trec.read_bytes()
@@ -260,8 +278,20 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
 
     runner = CliRunner()
     cache = tmp_path / "cache"
-    args = ["run", "--dataset", str(tiny_dataset), "--cache", str(cache), "--condition", "upper", "--depth", "10",
-            "--rerank-depth", "5", "--offline"]
+    args = [
+        "run",
+        "--dataset",
+        str(tiny_dataset),
+        "--cache",
+        str(cache),
+        "--condition",
+        "upper",
+        "--depth",
+        "10",
+        "--rerank-depth",
+        "5",
+        "--offline",
+    ]
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "r1")])
     assert first.exit_code == 0, first.output
     db = cache / "scores.sqlite"
@@ -280,7 +310,9 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
     assert (tmp_path / "r1" / "leaderboard.csv").read_bytes() == (tmp_path / "r3" / "leaderboard.csv").read_bytes()
 
 
-def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(tmp_path, tiny_dataset, monkeypatch):
+def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_files(
+    tmp_path, tiny_dataset, monkeypatch
+):
     """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
     from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset

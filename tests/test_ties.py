@@ -30,13 +30,21 @@ FIRST = ["d1", "d3", "d10", "d2", "d5"]  # first-stage order of query q; d5 is t
 
 
 def candidates() -> pl.DataFrame:
-    return pl.DataFrame({"condition": "clean", "sample": 0, "query_id": "q", "rank": range(1, 6), "doc_id": FIRST,
-                         "score": [0.9, 0.8, 0.7, 0.6, 0.5]}).with_columns(pl.col("rank").cast(pl.Int64),
-                                                                          pl.col("sample").cast(pl.Int64))
+    return pl.DataFrame(
+        {
+            "condition": "clean",
+            "sample": 0,
+            "query_id": "q",
+            "rank": range(1, 6),
+            "doc_id": FIRST,
+            "score": [0.9, 0.8, 0.7, 0.6, 0.5],
+        }
+    ).with_columns(pl.col("rank").cast(pl.Int64), pl.col("sample").cast(pl.Int64))
 
 
-@pytest.mark.parametrize("ties, want", [("trec", ["d3", "d2", "d10", "d1", "d5"]),
-                                        ("first-stage", ["d3", "d1", "d10", "d2", "d5"])])
+@pytest.mark.parametrize(
+    "ties, want", [("trec", ["d3", "d2", "d10", "d1", "d5"]), ("first-stage", ["d3", "d1", "d10", "d2", "d5"])]
+)
 def test_a_heads_ties_follow_the_rule_streamed_or_in_memory(tmp_path, ties, want):
     """Head scores d1 .5, d3 .9, d10 .5, d2 .5: d3 first, then the three ties by document id descending as strings
     (d2 > d10 > d1), or in first-stage order; d5 stays below."""
@@ -49,9 +57,11 @@ def test_a_heads_ties_follow_the_rule_streamed_or_in_memory(tmp_path, ties, want
     # pytrec_eval ranks the same head by its scores alone: d2 relevant second, nDCG@10 = 1 / log2(3); first-stage
     # order puts it fourth, 1 / log2(5)
     got = pytrec_eval.RelevanceEvaluator({"q": {"d2": 1}}, {"ndcg_cut_10"}).evaluate(
-        {"q": {d: float(s) for d, s in zip(FIRST[:4], head)}})["q"]["ndcg_cut_10"]
-    ours = evaluate({"q": {"d2": 1}}, ranked.select("query_id", "doc_id", "rank", "score"), ["nDCG@10"],
-                    order="rank").aggregate["nDCG@10"]
+        {"q": {d: float(s) for d, s in zip(FIRST[:4], head)}}
+    )["q"]["ndcg_cut_10"]
+    ours = evaluate(
+        {"q": {"d2": 1}}, ranked.select("query_id", "doc_id", "rank", "score"), ["nDCG@10"], order="rank"
+    ).aggregate["nDCG@10"]
     assert got == pytest.approx(1 / math.log2(3), abs=1e-15)
     assert ours == pytest.approx(1 / math.log2(3 if ties == "trec" else 5), abs=1e-15)
 
@@ -82,7 +92,7 @@ def test_dense_search_picks_tied_documents_by_the_rule_across_shards_and_the_cut
     order = id_order(ids)
     assert 25 > 5 + MARGIN
     for depth in (5, 12, 40):
-        scores, rows = exact_search(((a, emb[a:a + 7]) for a in range(0, 40, 7)), queries, depth, order)
+        scores, rows = exact_search(((a, emb[a : a + 7]) for a in range(0, 40, 7)), queries, depth, order)
         exact = queries.astype(np.float64) @ emb.T.astype(np.float64)
         for q in range(len(queries)):
             want = sorted(range(40), key=lambda i: (exact[q, i], ids[i]), reverse=True)[:depth]
@@ -94,26 +104,40 @@ def test_run_files_carry_the_scores_and_a_tail_below_the_head(tmp_path):
     """Head .25, .125 above a first-stage tail .75, .5, .5: the tail is lowered by .75 − .125 + 1 = 1.625, to −.875,
     −1.125, −1.125 (its order and its tie kept); a tail already below stays. Scores a shift would merge (5e8 scale
     against a 2⁻⁴⁰ gap) are written head's lowest − place. The file's text reads back as the very floats."""
-    frame = pl.DataFrame({"condition": "clean", "sample": 0, "query_id": "q", "rank": [1, 2, 3, 4, 5],
-                          "doc_id": ["a", "b", "c", "e", "d"], "score": [0.25, 0.125, 0.75, 0.5, 0.5]})
+    frame = pl.DataFrame(
+        {
+            "condition": "clean",
+            "sample": 0,
+            "query_id": "q",
+            "rank": [1, 2, 3, 4, 5],
+            "doc_id": ["a", "b", "c", "e", "d"],
+            "score": [0.25, 0.125, 0.75, 0.5, 0.5],
+        }
+    )
     assert run_scores(frame, 2)["score"].to_list() == [0.25, 0.125, -0.875, -1.125, -1.125]
     assert run_scores(frame, None).equals(frame)
     below = frame.with_columns(pl.Series("score", [2.0, 1.5, 0.75, 0.5, 0.5]))
     assert run_scores(below, 2).equals(below)
-    far = frame.head(4).with_columns(pl.Series("score", [-4e8, -5e8, 0.5 + 2.0 ** -40, 0.5]))
+    far = frame.head(4).with_columns(pl.Series("score", [-4e8, -5e8, 0.5 + 2.0**-40, 0.5]))
     assert run_scores(far, 2)["score"].to_list() == [-4e8, -5e8, -5e8 - 1, -5e8 - 2]
-    odd = frame.with_columns(pl.Series("score", [1 / 3, 1e-300, 2.0 ** -1074, 123456789.123456789, math.pi]))
+    odd = frame.with_columns(pl.Series("score", [1 / 3, 1e-300, 2.0**-1074, 123456789.123456789, math.pi]))
     write_run(odd, tmp_path / "x.trec", "t")
     assert read_run(tmp_path / "x.trec")["score"].to_list() == odd["score"].to_list()
 
 
 def arguana_like(root):
     """q1 is also a document (its own text, the best match), q2 excludes its best match d2."""
-    docs = [{"_id": "q1", "text": "çay demleme süresi"}, {"_id": "d1", "text": "çay demleme on beş dakika sürer"},
-            {"_id": "d2", "text": "dağ evi kiralama"}, {"_id": "d3", "text": "dağ evleri tatil için kiralanabilir"},
-            {"_id": "d4", "text": "satranç"}]
-    queries = [{"_id": "q1", "text": "çay demleme süresi"},
-               {"_id": "q2", "text": "dağ evi kiralama", "excluded_ids": ["d2", "N/A"]}]
+    docs = [
+        {"_id": "q1", "text": "çay demleme süresi"},
+        {"_id": "d1", "text": "çay demleme on beş dakika sürer"},
+        {"_id": "d2", "text": "dağ evi kiralama"},
+        {"_id": "d3", "text": "dağ evleri tatil için kiralanabilir"},
+        {"_id": "d4", "text": "satranç"},
+    ]
+    queries = [
+        {"_id": "q1", "text": "çay demleme süresi"},
+        {"_id": "q2", "text": "dağ evi kiralama", "excluded_ids": ["d2", "N/A"]},
+    ]
     return write_beir(root, docs, queries, [("q1", "d1", 1), ("q2", "d3", 1)])
 
 
@@ -124,8 +148,14 @@ def test_identical_ids_and_excluded_ids_are_left_out_by_hand(tmp_path):
     values = {}
     for ignore in (False, True):
         ds = load_dataset(DatasetSpec(path=str(root), name="arg", ignore_identical_ids=ignore), announce=False)
-        variants = pl.DataFrame({"condition": "clean", "sample": 0, "query_id": ["q1", "q2"],
-                                 "text": ["çay demleme süresi", "dağ evi kiralama"]}).with_columns(pl.col("sample").cast(pl.Int64))
+        variants = pl.DataFrame(
+            {
+                "condition": "clean",
+                "sample": 0,
+                "query_id": ["q1", "q2"],
+                "text": ["çay demleme süresi", "dağ evi kiralama"],
+            }
+        ).with_columns(pl.col("sample").cast(pl.Int64))
         cs = bm25_candidates(ds, variants, 3, str(tmp_path / "cache"))
         cand = pl.read_parquet(cs.path)
         assert cand.group_by("query_id").len().sort("query_id")["len"].to_list() == [3, 3]

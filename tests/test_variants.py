@@ -25,8 +25,18 @@ def per_query(n: int = 300, shift: float = 0.01, seed: int = 0) -> pl.DataFrame:
         base = rng.uniform(0, 1, n)
         var = np.clip(base + shift + rng.normal(0, 0.02, n), 0, 1)
         for sysname, values in (("base", base), ("variant", var)):
-            rows += [{"dataset": ds, "system": sysname, "condition": "clean", "query_id": f"q{i}", "measure": "nDCG@10",
-                      "value": float(v), "changed": False} for i, v in enumerate(values)]
+            rows += [
+                {
+                    "dataset": ds,
+                    "system": sysname,
+                    "condition": "clean",
+                    "query_id": f"q{i}",
+                    "measure": "nDCG@10",
+                    "value": float(v),
+                    "changed": False,
+                }
+                for i, v in enumerate(values)
+            ]
     return pl.DataFrame(rows)
 
 
@@ -36,12 +46,18 @@ def test_difference_and_interval_on_a_seeded_subset():
     keys = subset(pq.filter(pl.col("system") == "base"), 100, 7)
     assert keys.height == j.queries == 100 and keys.equals(subset(pq.filter(pl.col("system") == "base"), 100, 7))
     assert not keys.equals(subset(pq.filter(pl.col("system") == "base"), 100, 8))  # the seed picks the queries
-    wide = pq.pivot(on="system", index=["dataset", "query_id"], values="value").join(keys, on=["dataset", "query_id"],
-                                                                                      how="semi")
+    wide = pq.pivot(on="system", index=["dataset", "query_id"], values="value").join(
+        keys, on=["dataset", "query_id"], how="semi"
+    )
     diffs = (wide["variant"] - wide["base"]).to_numpy()
     assert abs(j.delta - diffs.mean()) < 1e-12  # plain mean over the subset's queries
-    ref = stats.paired_difference({"s": wide.sort("dataset", "query_id")["variant"].to_numpy()},
-                                  {"s": wide.sort("dataset", "query_id")["base"].to_numpy()}, 500, 7, 0.95)
+    ref = stats.paired_difference(
+        {"s": wide.sort("dataset", "query_id")["variant"].to_numpy()},
+        {"s": wide.sort("dataset", "query_id")["base"].to_numpy()},
+        500,
+        7,
+        0.95,
+    )
     assert (j.low, j.high) == (ref.low, ref.high) and j.low < j.delta < j.high
     assert j.verdict == "better"  # a +0.01 shift with little noise is detected
     whole = judge(pq, "base", "variant", "nDCG@10", ["a", "b"], None, 7, 500, 0.95)
@@ -49,12 +65,22 @@ def test_difference_and_interval_on_a_seeded_subset():
 
 
 def test_the_cards_sentence():
-    j = Judgement("kalbur", "kalbur-int8", "int8 sürüm", "nDCG@10", 1000, 0.0, -0.0035, 0.0035,
-                  ModelCost(items=30, seconds=10, size_bytes=2_272_000_000, device="cpu", precision="fp32"),
-                  ModelCost(items=20, seconds=10, size_bytes=570_000_000, device="cpu", precision="int8"))
+    j = Judgement(
+        "kalbur",
+        "kalbur-int8",
+        "int8 sürüm",
+        "nDCG@10",
+        1000,
+        0.0,
+        -0.0035,
+        0.0035,
+        ModelCost(items=30, seconds=10, size_bytes=2_272_000_000, device="cpu", precision="fp32"),
+        ModelCost(items=20, seconds=10, size_bytes=570_000_000, device="cpu", precision="int8"),
+    )
     text = variant_sentence(j, "tr")
-    assert text.startswith("int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 "
-                           "(%95 GA [-0.0035, +0.0035])")  # the Kalbur card, verbatim
+    assert text.startswith(
+        "int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA [-0.0035, +0.0035])"
+    )  # the Kalbur card, verbatim
     assert text.endswith("; hız 3.0 → 2.0 çift/sn (×0.67); boyut 2.3 GB → 570 MB (×0.25).")
     assert j.verdict == "no difference" and abs(j.speed_ratio - 2 / 3) < 1e-12
     en = variant_sentence(Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02), "en")
@@ -68,8 +94,18 @@ def test_interval_labels_follow_the_configured_confidence():
     j = Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02)
     assert "(90% CI [+0.0020, +0.0200])" in variant_sentence(j, "en", 0.9)
     assert "%97.5 GA" in variants_table([j], "tr", 0.975).columns
-    board = pl.DataFrame({"system": ["s"], "group": [1], "borda_rank": [1], "borda_votes": [0.0], "mean_task": [0.5],
-                          "ci_low": [0.4], "ci_high": [0.6], "mean_task_type": [0.5]})
+    board = pl.DataFrame(
+        {
+            "system": ["s"],
+            "group": [1],
+            "borda_rank": [1],
+            "borda_votes": [0.0],
+            "mean_task": [0.5],
+            "ci_low": [0.4],
+            "ci_high": [0.6],
+            "mean_task_type": [0.5],
+        }
+    )
     assert "99% CI" in leaderboard(board, ["clean"], "en", task_types=1, confidence=0.99).columns
 
 
@@ -89,14 +125,28 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     from terazi.flows.evaluate import evaluate
 
     ce = {"kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64}
-    config = EvalConfig.model_validate({
-        "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
-        "rerankers": [{"name": "bm25", "kind": "bm25"}, {"name": "ce", **ce}, {"name": "ce-onnx", **ce, "backend": "onnx"},
-                      {"name": "ce-int8", **ce, "backend": "onnx", "quantization": "int8"}],
-        "variants": [{"base": "ce", "variant": "ce-int8", "label": "int8"}, {"base": "ce", "variant": "ce-onnx"}],
-        "subset": 3, "conditions": ["clean", "upper"], "depth": 10, "rerank_depth": 5, "bootstrap_resamples": 200,
-        "robustness": "end-to-end", "out_dir": str(tmp_path / "results"), "cache_dir": str(tmp_path / "cache"),
-        "run_name": "r1", "offline": True})
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
+            "rerankers": [
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "ce", **ce},
+                {"name": "ce-onnx", **ce, "backend": "onnx"},
+                {"name": "ce-int8", **ce, "backend": "onnx", "quantization": "int8"},
+            ],
+            "variants": [{"base": "ce", "variant": "ce-int8", "label": "int8"}, {"base": "ce", "variant": "ce-onnx"}],
+            "subset": 3,
+            "conditions": ["clean", "upper"],
+            "depth": 10,
+            "rerank_depth": 5,
+            "bootstrap_resamples": 200,
+            "robustness": "end-to-end",
+            "out_dir": str(tmp_path / "results"),
+            "cache_dir": str(tmp_path / "cache"),
+            "run_name": "r1",
+            "offline": True,
+        }
+    )
     manifest = evaluate(config)
     run = tmp_path / "results" / "r1"
     ids = {r.system: r.identity for r in manifest.reranks}
@@ -134,7 +184,12 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     again = evaluate(config.model_copy(update={"run_name": "r2"}))  # everything cached: the figures come back
     assert all(r.pairs_scored == 0 for r in again.reranks if r.pairs_needed)
     cached = {r.system: r.cost for r in again.reranks if r.cost}
-    assert cached["ce"].cached and cached["ce"].items == {r.system: r.cost for r in manifest.reranks if r.cost}["ce"].items
-    row = next(r for r in json.loads((tmp_path / "results" / "r2" / "tables.json").read_text())["leaderboard"]["rows"]
-               if r[1] == "ce")
+    assert (
+        cached["ce"].cached and cached["ce"].items == {r.system: r.cost for r in manifest.reranks if r.cost}["ce"].items
+    )
+    row = next(
+        r
+        for r in json.loads((tmp_path / "results" / "r2" / "tables.json").read_text())["leaderboard"]["rows"]
+        if r[1] == "ce"
+    )
     assert row[-1].startswith("cached: ") and row[-1].endswith("pairs/s (cpu fp32)")

@@ -22,9 +22,20 @@ from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 
 CELL = ["dataset", "condition", "query_id"]
-COLUMNS = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "queries": pl.Int64,
-           "before": pl.Float64, "after": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-           "p_value": pl.Float64, "verdict": pl.Utf8}
+COLUMNS = {
+    "system": pl.Utf8,
+    "versus": pl.Utf8,
+    "dataset": pl.Utf8,
+    "condition": pl.Utf8,
+    "queries": pl.Int64,
+    "before": pl.Float64,
+    "after": pl.Float64,
+    "delta": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_value": pl.Float64,
+    "verdict": pl.Utf8,
+}
 
 
 @dataclass(frozen=True)
@@ -56,11 +67,21 @@ class Comparison:
         return [s for s in self.overall["system"].to_list() if s not in moved]
 
     def to_json(self) -> str:
-        return json.dumps({"title": self.title, "measure": self.measure, "confidence": self.confidence,
-                           "correction": self.correction, "added": self.added, "removed": self.removed,
-                           "overall": self.overall.to_dicts(), "cells": self.cells.to_dicts(),
-                           **({"depths": self.depths.to_dicts()} if self.depths is not None else {})}, indent=2,
-                          ensure_ascii=False)
+        return json.dumps(
+            {
+                "title": self.title,
+                "measure": self.measure,
+                "confidence": self.confidence,
+                "correction": self.correction,
+                "added": self.added,
+                "removed": self.removed,
+                "overall": self.overall.to_dicts(),
+                "cells": self.cells.to_dicts(),
+                **({"depths": self.depths.to_dicts()} if self.depths is not None else {}),
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
 
 
 def _paired(after: pl.DataFrame, before: pl.DataFrame, datasets: list[str] | None = None) -> tuple[dict, dict, int]:
@@ -75,9 +96,16 @@ def _paired(after: pl.DataFrame, before: pl.DataFrame, datasets: list[str] | Non
     return a, b, joined.height
 
 
-def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[str, str | None, str]], measure: str,
-                   resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-                   holm: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+def compare_tables(
+    after: pl.DataFrame,
+    before: pl.DataFrame,
+    pairs: list[tuple[str, str | None, str]],
+    measure: str,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    holm: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The core: for each (after-system, versus, before-system) pair, every dataset × condition cell and the overall
     clean line. `after`/`before` are per-query tables (dataset, system, condition, query_id, measure, value).
     The cells are the configured conditions: the isolated robustness setting (`<condition>~isolated`) is left out."""
@@ -88,22 +116,58 @@ def compare_tables(after: pl.DataFrame, before: pl.DataFrame, pairs: list[tuple[
         a_sys = after.filter(pl.col("system") == system).select(*CELL, "value")
         b_sys = before.filter(pl.col("system") == other).select(*CELL, "value")
         rows = []
-        keys = a_sys.select("dataset", "condition").unique().join(b_sys.select("dataset", "condition").unique(),
-                                                                  on=["dataset", "condition"]).sort("dataset", "condition")
+        keys = (
+            a_sys.select("dataset", "condition")
+            .unique()
+            .join(b_sys.select("dataset", "condition").unique(), on=["dataset", "condition"])
+            .sort("dataset", "condition")
+        )
         for d, c in keys.iter_rows():
             a, b, n = _paired(a_sys.filter(pl.col("condition") == c), b_sys.filter(pl.col("condition") == c), [d])
             if not n:
                 continue
             ci = paired_difference(a, b, resamples, seed, confidence)
-            rows.append(([system, versus, d, c, n, float(b[d].mean()), float(a[d].mean()), ci.estimate, ci.low,
-                          ci.high, ci.p_value], ci))
-        flags = holm_reject([ci.p_value for _, ci in rows], 1 - confidence) if holm else [ci.significant for _, ci in rows]
+            rows.append(
+                (
+                    [
+                        system,
+                        versus,
+                        d,
+                        c,
+                        n,
+                        float(b[d].mean()),
+                        float(a[d].mean()),
+                        ci.estimate,
+                        ci.low,
+                        ci.high,
+                        ci.p_value,
+                    ],
+                    ci,
+                )
+            )
+        flags = (
+            holm_reject([ci.p_value for _, ci in rows], 1 - confidence) if holm else [ci.significant for _, ci in rows]
+        )
         cells += [r + [ci.verdict(f)] for (r, ci), f in zip(rows, flags)]
         a, b, n = _paired(a_sys.filter(pl.col("condition") == CLEAN), b_sys.filter(pl.col("condition") == CLEAN))
         if n:
             ci = paired_difference(a, b, resamples, seed, confidence)
-            overall.append([system, versus, "*", CLEAN, n, balanced_mean(b), balanced_mean(a), ci.estimate, ci.low,
-                            ci.high, ci.p_value, ci.verdict()])
+            overall.append(
+                [
+                    system,
+                    versus,
+                    "*",
+                    CLEAN,
+                    n,
+                    balanced_mean(b),
+                    balanced_mean(a),
+                    ci.estimate,
+                    ci.low,
+                    ci.high,
+                    ci.p_value,
+                    ci.verdict(),
+                ]
+            )
     frame = lambda rows: pl.DataFrame(rows, schema=COLUMNS, orient="row")  # noqa: E731
     return frame(cells), frame(overall)
 
@@ -125,20 +189,42 @@ def headline_of(run: Path, default: str = "nDCG@10") -> str:
         return default
 
 
-def compare_runs(before: Path, after: Path, measure: str | None = None, resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, holm: bool = False) -> Comparison:
+def compare_runs(
+    before: Path,
+    after: Path,
+    measure: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    holm: bool = False,
+) -> Comparison:
     """Every system the two folders share, cell by cell (after − before); systems only on one side are listed."""
     old, new = read_per_query(before), read_per_query(after)
     measure = measure or headline_of(after)
     for side, pq in (("before", old), ("after", new)):
         if measure not in set(pq["measure"].unique()):
-            raise TeraziError(f"{side} folder has no {measure} values (has: {', '.join(sorted(pq['measure'].unique()))})")
-    old_s, new_s = old["system"].unique(maintain_order=True).to_list(), new["system"].unique(maintain_order=True).to_list()
+            raise TeraziError(
+                f"{side} folder has no {measure} values (has: {', '.join(sorted(pq['measure'].unique()))})"
+            )
+    old_s, new_s = (
+        old["system"].unique(maintain_order=True).to_list(),
+        new["system"].unique(maintain_order=True).to_list(),
+    )
     shared = [s for s in new_s if s in old_s]
-    cells, overall = compare_tables(new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, holm)
-    return Comparison(f"{Path(before).name} → {Path(after).name}", measure, cells, overall,
-                      [s for s in new_s if s not in old_s], [s for s in old_s if s not in new_s], confidence,
-                      "Holm across each system's cells" if holm else "none", compare_depths(before, after))
+    cells, overall = compare_tables(
+        new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, holm
+    )
+    return Comparison(
+        f"{Path(before).name} → {Path(after).name}",
+        measure,
+        cells,
+        overall,
+        [s for s in new_s if s not in old_s],
+        [s for s in old_s if s not in new_s],
+        confidence,
+        "Holm across each system's cells" if holm else "none",
+        compare_depths(before, after),
+    )
 
 
 def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
@@ -148,14 +234,27 @@ def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
     if not all(p.is_file() for p in paths):
         return None
     old, new = (read_csv(p).select("system", "depth", "mean", "enough") for p in paths)
-    return (old.join(new, on=["system", "depth"], how="inner", suffix="_after", maintain_order="right")
-            .select("system", "depth", pl.col("mean").alias("before"), pl.col("mean_after").alias("after"),
-                    (pl.col("mean_after") - pl.col("mean")).alias("delta"), pl.col("enough").alias("enough_before"),
-                    "enough_after"))
+    return old.join(new, on=["system", "depth"], how="inner", suffix="_after", maintain_order="right").select(
+        "system",
+        "depth",
+        pl.col("mean").alias("before"),
+        pl.col("mean_after").alias("after"),
+        (pl.col("mean_after") - pl.col("mean")).alias("delta"),
+        pl.col("enough").alias("enough_before"),
+        "enough_after",
+    )
 
 
-def compare_systems(run: Path, a: str, b: str, measure: str | None = None, resamples: int = 2000, seed: int = 0,
-                    confidence: float = 0.95, holm: bool = False) -> Comparison:
+def compare_systems(
+    run: Path,
+    a: str,
+    b: str,
+    measure: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    holm: bool = False,
+) -> Comparison:
     """Two systems of one folder, cell by cell (a − b)."""
     pq = read_per_query(run)
     measure = measure or headline_of(run)
@@ -164,5 +263,13 @@ def compare_systems(run: Path, a: str, b: str, measure: str | None = None, resam
     if missing:
         raise TeraziError(f"{run}: no system(s) {missing}; systems: {', '.join(known)}")
     cells, overall = compare_tables(pq, pq, [(a, b, b)], measure, resamples, seed, confidence, holm)
-    return Comparison(f"{a} vs {b} in {Path(run).name}", measure, cells, overall, [], [], confidence,
-                      "Holm across the cells" if holm else "none")
+    return Comparison(
+        f"{a} vs {b} in {Path(run).name}",
+        measure,
+        cells,
+        overall,
+        [],
+        [],
+        confidence,
+        "Holm across the cells" if holm else "none",
+    )

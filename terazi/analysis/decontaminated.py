@@ -23,12 +23,22 @@ from terazi.analysis.stats import draws, resampled_means
 from terazi.schemas.tables import CLEAN
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks draw the same queries as the headline's interval
-SCHEMA = {"system": pl.Utf8, "dataset": pl.Utf8, "queries": pl.Int64, "excluded": pl.Int64, "full": pl.Float64,
-          "decontaminated": pl.Float64, "delta": pl.Float64, "delta_low": pl.Float64, "delta_high": pl.Float64}
+SCHEMA = {
+    "system": pl.Utf8,
+    "dataset": pl.Utf8,
+    "queries": pl.Int64,
+    "excluded": pl.Int64,
+    "full": pl.Float64,
+    "decontaminated": pl.Float64,
+    "delta": pl.Float64,
+    "delta_low": pl.Float64,
+    "delta_high": pl.Float64,
+}
 
 
-def resampled_pair(values: Mapping[str, np.ndarray], keep: Mapping[str, np.ndarray], resamples: int,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+def resampled_pair(
+    values: Mapping[str, np.ndarray], keep: Mapping[str, np.ndarray], resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per resample, the dataset-balanced mean over all queries and over the kept ones (NaN where a dataset drew none
     of its kept queries), on one set of draws: the headline interval's."""
     full, kept = np.zeros(resamples), np.zeros(resamples)
@@ -42,8 +52,15 @@ def resampled_pair(values: Mapping[str, np.ndarray], keep: Mapping[str, np.ndarr
     return full / len(values), kept / len(values)
 
 
-def _row(system: str, dataset: str | None, values: dict[str, np.ndarray], keep: dict[str, np.ndarray],
-         resamples: int, seed: int, confidence: float) -> tuple:
+def _row(
+    system: str,
+    dataset: str | None,
+    values: dict[str, np.ndarray],
+    keep: dict[str, np.ndarray],
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> tuple:
     full = float(np.mean([v.mean() for v in values.values()]))
     n, kept_n = sum(v.size for v in values.values()), sum(int(m.sum()) for m in keep.values())
     if any(not m.any() for m in keep.values()):  # a dataset with every query excluded has no clean mean
@@ -59,13 +76,24 @@ def _row(system: str, dataset: str | None, values: dict[str, np.ndarray], keep: 
     return system, dataset, n, n - kept_n, full, clean, clean - full, low, high
 
 
-def decontaminated(pq: pl.DataFrame, names: list[str], ranked: list[str], excluded: Mapping[str, Collection[str]],
-                   order: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
+def decontaminated(
+    pq: pl.DataFrame,
+    names: list[str],
+    ranked: list[str],
+    excluded: Mapping[str, Collection[str]],
+    order: list[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> pl.DataFrame:
     """decontaminated.csv: per system (in `order`), a row over the ranked datasets (dataset null: Mean (Task)) and
     one per dataset of `names`; `pq`: the per-query values of the headline measure; `excluded`: dataset → the
     query ids to leave out."""
-    rows = pq.filter((pl.col("condition") == CLEAN) & pl.col("dataset").is_in(names)).select(
-        "system", "dataset", "query_id", "value").sort("dataset", "query_id")
+    rows = (
+        pq.filter((pl.col("condition") == CLEAN) & pl.col("dataset").is_in(names))
+        .select("system", "dataset", "query_id", "value")
+        .sort("dataset", "query_id")
+    )
     by_system = rows.partition_by("system", as_dict=True, include_key=False, maintain_order=True)
     out = []
     for system in order:
@@ -78,8 +106,18 @@ def decontaminated(pq: pl.DataFrame, names: list[str], ranked: list[str], exclud
             keep[d] = ~cell["query_id"].is_in(sorted(excluded.get(d, ()))).to_numpy()
         inside = [d for d in sorted(values) if d in ranked]
         if inside:
-            out.append(_row(system, None, {d: values[d] for d in inside}, {d: keep[d] for d in inside}, resamples,
-                            seed, confidence))
-        out += [_row(system, d, {d: values[d]}, {d: keep[d]}, resamples, seed, confidence)
-                for d in names if d in values]
+            out.append(
+                _row(
+                    system,
+                    None,
+                    {d: values[d] for d in inside},
+                    {d: keep[d] for d in inside},
+                    resamples,
+                    seed,
+                    confidence,
+                )
+            )
+        out += [
+            _row(system, d, {d: values[d]}, {d: keep[d]}, resamples, seed, confidence) for d in names if d in values
+        ]
     return pl.DataFrame(out, schema=SCHEMA, orient="row")

@@ -14,30 +14,51 @@ from terazi.schemas import FIRST_STAGE, ModelCost
 
 def _by_dataset(frame: pl.DataFrame, column: str, datasets: list[str]) -> dict[str, np.ndarray]:
     """{dataset: values in query order}: aligned across depths and systems of the same clean queries."""
-    return {d: frame.filter(pl.col("dataset") == d).sort("query_id")[column].to_numpy()
-            for d in datasets if frame.filter(pl.col("dataset") == d).height}
+    return {
+        d: frame.filter(pl.col("dataset") == d).sort("query_id")[column].to_numpy()
+        for d in datasets
+        if frame.filter(pl.col("dataset") == d).height
+    }
 
 
-def ceiling_table(ceiling: pl.DataFrame, datasets: list[str], resamples: int, seed: int,
-                  confidence: float) -> pl.DataFrame:
+def ceiling_table(
+    ceiling: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float
+) -> pl.DataFrame:
     """ceiling.csv: per first stage and depth, recall@depth and the oracle's headline with their intervals."""
     rows = []
     for (stage, depth), part in ceiling.sort("depth").group_by("system", "depth", maintain_order=True):
-        recall, oracle = (interval(_by_dataset(part, c, datasets), resamples, seed, confidence)
-                          for c in ("recall", "oracle"))
-        rows.append({"first_stage": stage, "depth": depth, "recall": recall.estimate, "recall_low": recall.low,
-                     "recall_high": recall.high, "oracle": oracle.estimate, "oracle_low": oracle.low,
-                     "oracle_high": oracle.high})
+        recall, oracle = (
+            interval(_by_dataset(part, c, datasets), resamples, seed, confidence) for c in ("recall", "oracle")
+        )
+        rows.append(
+            {
+                "first_stage": stage,
+                "depth": depth,
+                "recall": recall.estimate,
+                "recall_low": recall.low,
+                "recall_high": recall.high,
+                "oracle": oracle.estimate,
+                "oracle_low": oracle.low,
+                "oracle_high": oracle.high,
+            }
+        )
     return pl.DataFrame(rows)
 
 
-def depth_table(sweep: pl.DataFrame, ceiling: pl.DataFrame, datasets: list[str], order: list[str],
-                costs: dict[str, ModelCost | None], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
+def depth_table(
+    sweep: pl.DataFrame,
+    ceiling: pl.DataFrame,
+    datasets: list[str],
+    order: list[str],
+    costs: dict[str, ModelCost | None],
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> pl.DataFrame:
     """depths.csv: per reranker (leaderboard order) and depth, its headline and interval, Δ to the deepest depth
     with its paired interval and verdict, `enough` (this depth is the smallest not significantly below the deepest),
     pairs and model seconds per query (pairs / warm pairs per second), and the share of the oracle's headline."""
-    oracle = {d: balanced_mean(_by_dataset(part, "oracle", datasets))
-              for (d,), part in ceiling.group_by("depth")}
+    oracle = {d: balanced_mean(_by_dataset(part, "oracle", datasets)) for (d,), part in ceiling.group_by("depth")}
     rows = []
     for system in [s for s in order if s in set(sweep["system"])]:
         part = sweep.filter(pl.col("system") == system)
@@ -46,17 +67,31 @@ def depth_table(sweep: pl.DataFrame, ceiling: pl.DataFrame, datasets: list[str],
         deepest, speed = at[depths[-1]], (c.per_second if (c := costs.get(system)) else None)
         found = []
         for d in depths:
-            iv, diff = interval(at[d], resamples, seed, confidence), paired_difference(at[d], deepest, resamples,
-                                                                                       seed, confidence)
+            iv, diff = (
+                interval(at[d], resamples, seed, confidence),
+                paired_difference(at[d], deepest, resamples, seed, confidence),
+            )
             pairs = balanced_mean(_by_dataset(part.filter(pl.col("depth") == d), "pairs", datasets))
-            found.append({"first_stage": FIRST_STAGE, "system": system, "depth": d, "mean": iv.estimate,
-                          "ci_low": iv.low, "ci_high": iv.high, "delta_deepest": diff.estimate,
-                          "delta_low": diff.low, "delta_high": diff.high,
-                          "verdict": "no difference" if d == depths[-1] else diff.verdict(),
-                          "pairs_per_query": pairs, "seconds_per_query": pairs / speed if speed else None,
-                          "oracle": oracle.get(d),
-                          "share_of_ceiling": iv.estimate / oracle[d] if oracle.get(d) else None})
+            found.append(
+                {
+                    "first_stage": FIRST_STAGE,
+                    "system": system,
+                    "depth": d,
+                    "mean": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                    "delta_deepest": diff.estimate,
+                    "delta_low": diff.low,
+                    "delta_high": diff.high,
+                    "verdict": "no difference" if d == depths[-1] else diff.verdict(),
+                    "pairs_per_query": pairs,
+                    "seconds_per_query": pairs / speed if speed else None,
+                    "oracle": oracle.get(d),
+                    "share_of_ceiling": iv.estimate / oracle[d] if oracle.get(d) else None,
+                }
+            )
         enough = next(r["depth"] for r in found if r["verdict"] != "worse")
         rows += [{**r, "enough": r["depth"] == enough} for r in found]
-    return pl.DataFrame(rows, schema_overrides={"seconds_per_query": pl.Float64, "oracle": pl.Float64,
-                                                "share_of_ceiling": pl.Float64})
+    return pl.DataFrame(
+        rows, schema_overrides={"seconds_per_query": pl.Float64, "oracle": pl.Float64, "share_of_ceiling": pl.Float64}
+    )

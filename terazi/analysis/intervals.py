@@ -34,14 +34,18 @@ def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
     made a thousand small polars queries here, one group-by per comparison)."""
     rows = pq.filter(pl.col("dataset").is_in(datasets)).select("system", "condition", "dataset", "query_id", "value")
     cells: Cells = {}
-    for (s, c, d), part in rows.sort("dataset", "query_id").partition_by(
-            "system", "condition", "dataset", as_dict=True, include_key=False, maintain_order=True).items():
+    for (s, c, d), part in (
+        rows.sort("dataset", "query_id")
+        .partition_by("system", "condition", "dataset", as_dict=True, include_key=False, maintain_order=True)
+        .items()
+    ):
         cells.setdefault((s, c), {})[d] = (part["query_id"], part["value"].to_numpy())
     return cells
 
 
-def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | None = None,
-             only: Subset | None = None) -> dict[str, np.ndarray]:
+def _aligned(
+    cells: Cells, system: str, condition: str, datasets: list[str] | None = None, only: Subset | None = None
+) -> dict[str, np.ndarray]:
     """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset:
     `_subset`); a dataset with no value left is left out."""
     out = {}
@@ -55,30 +59,52 @@ def _aligned(cells: Cells, system: str, condition: str, datasets: list[str] | No
     return out
 
 
-def system_intervals(pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float) -> pl.DataFrame:
+def system_intervals(
+    pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float
+) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first."""
     systems = pq["system"].unique(maintain_order=True).to_list()
     cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
     cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
-    adjacent = [paired_difference(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN),
-                                  resamples, seed, confidence).significant for a, b in zip(ordered, ordered[1:])]
+    adjacent = [
+        paired_difference(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence).significant
+        for a, b in zip(ordered, ordered[1:])
+    ]
     groups = significance_groups(ordered, adjacent)
-    return pl.DataFrame({
-        "system": ordered,
-        "mean": [cis[s].estimate for s in ordered],
-        "ci_low": [cis[s].low for s in ordered],
-        "ci_high": [cis[s].high for s in ordered],
-        "group": [groups[s] for s in ordered],
-    })
+    return pl.DataFrame(
+        {
+            "system": ordered,
+            "mean": [cis[s].estimate for s in ordered],
+            "ci_low": [cis[s].low for s in ordered],
+            "ci_high": [cis[s].high for s in ordered],
+            "group": [groups[s] for s in ordered],
+        }
+    )
 
 
-PAIRS_SCHEMA = {"system": pl.Utf8, "versus": pl.Utf8, "dataset": pl.Utf8, "condition": pl.Utf8, "delta": pl.Float64,
-                "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64, "verdict": pl.Utf8}
+PAIRS_SCHEMA = {
+    "system": pl.Utf8,
+    "versus": pl.Utf8,
+    "dataset": pl.Utf8,
+    "condition": pl.Utf8,
+    "delta": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_value": pl.Float64,
+    "verdict": pl.Utf8,
+}
 
 
-def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
-             confidence: float, holm: bool) -> pl.DataFrame:
+def pairwise(
+    pq: pl.DataFrame,
+    datasets: list[str],
+    conditions: list[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    holm: bool,
+) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: better / no difference / worse.
 
     With `holm`, Holm's correction is applied across the cells of each pair.
@@ -92,7 +118,11 @@ def pairwise(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resam
             for c in conditions:
                 ci = paired_difference(_aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence)
                 cells.append((d, c, ci))
-        rejected = holm_reject([ci.p_value for *_, ci in cells], 1 - confidence) if holm else [ci.significant for *_, ci in cells]
+        rejected = (
+            holm_reject([ci.p_value for *_, ci in cells], 1 - confidence)
+            if holm
+            else [ci.significant for *_, ci in cells]
+        )
         for (d, c, ci), sig in zip(cells, rejected):
             rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
     return pl.DataFrame(rows, schema=PAIRS_SCHEMA, orient="row")  # typed: one system has no pair, and no rows
@@ -103,9 +133,16 @@ def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:
     flip = {"better": "worse", "worse": "better", "no difference": "no difference"}
     mine = cells.filter(pl.col("system") == system)
     theirs = cells.filter(pl.col("versus") == system).select(
-        pl.lit(system).alias("system"), pl.col("system").alias("versus"), "dataset", "condition",
-        -pl.col("delta"), -pl.col("ci_high").alias("ci_low"), -pl.col("ci_low").alias("ci_high"), "p_value",
-        pl.col("verdict").replace_strict(flip))
+        pl.lit(system).alias("system"),
+        pl.col("system").alias("versus"),
+        "dataset",
+        "condition",
+        -pl.col("delta"),
+        -pl.col("ci_high").alias("ci_low"),
+        -pl.col("ci_low").alias("ci_high"),
+        "p_value",
+        pl.col("verdict").replace_strict(flip),
+    )
     return pl.concat([mine, theirs.select(mine.columns)])
 
 
@@ -120,27 +157,52 @@ def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
 
 
 AGGREGATION_LABELS = {
-    "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the Kalbur card",
+    "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the "
+    "Kalbur card",
     "pooled": "ratio of the dataset-balanced means (mean corrupted / mean clean over the changed queries)",
 }
 
 
 def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> tuple[int, Subset]:
     """How many (dataset, query) pairs `condition` changed, and dataset -> their query ids."""
-    rows = pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets)) \
-        .select("dataset", "query_id").unique()
-    return rows.height, {d: part["query_id"] for (d,), part in rows.partition_by("dataset", as_dict=True,
-                                                                              include_key=False).items()}
+    rows = (
+        pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets))
+        .select("dataset", "query_id")
+        .unique()
+    )
+    return rows.height, {
+        d: part["query_id"] for (d,), part in rows.partition_by("dataset", as_dict=True, include_key=False).items()
+    }
 
 
-RETENTION_SCHEMA = {"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "aggregation": pl.Utf8,
-                    "datasets": pl.Int64, "changed_queries": pl.Int64, "share_changed": pl.Float64,
-                    CLEAN: pl.Float64, "corrupted": pl.Float64, "retention": pl.Float64, "retention_low": pl.Float64,
-                    "retention_high": pl.Float64, "delta": pl.Float64, "delta_low": pl.Float64, "delta_high": pl.Float64}
+RETENTION_SCHEMA = {
+    "system": pl.Utf8,
+    "condition": pl.Utf8,
+    "setting": pl.Utf8,
+    "aggregation": pl.Utf8,
+    "datasets": pl.Int64,
+    "changed_queries": pl.Int64,
+    "share_changed": pl.Float64,
+    CLEAN: pl.Float64,
+    "corrupted": pl.Float64,
+    "retention": pl.Float64,
+    "retention_low": pl.Float64,
+    "retention_high": pl.Float64,
+    "delta": pl.Float64,
+    "delta_low": pl.Float64,
+    "delta_high": pl.Float64,
+}
 
 
-def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[str], resamples: int, seed: int,
-                        confidence: float, aggregation: Aggregation = "macro") -> pl.DataFrame:
+def retention_intervals(
+    pq: pl.DataFrame,
+    datasets: list[str],
+    conditions: list[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    aggregation: Aggregation = "macro",
+) -> pl.DataFrame:
     """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
     interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.
 
@@ -157,7 +219,12 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
             continue
         base, setting = setting_of(c)
         n_changed, changed = _changed(pq, c, datasets)
-        n_all = pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets)).select("dataset", "query_id").unique().height
+        n_all = (
+            pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets))
+            .select("dataset", "query_id")
+            .unique()
+            .height
+        )
         for s in systems:
             corrupted = _aligned(cells, s, c, only=changed)
             if not corrupted:
@@ -166,9 +233,25 @@ def retention_intervals(pq: pl.DataFrame, datasets: list[str], conditions: list[
             clean = _aligned(cells, s, CLEAN, only=changed)
             ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation)
             ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence)
-            rows.append((s, base, setting, aggregation, ratio.datasets, n_changed,
-                         n_changed / n_all if n_all else 0.0, balanced_mean(clean), balanced_mean(corrupted),
-                         ratio.estimate, ratio.low, ratio.high, ci.estimate, ci.low, ci.high))
+            rows.append(
+                (
+                    s,
+                    base,
+                    setting,
+                    aggregation,
+                    ratio.datasets,
+                    n_changed,
+                    n_changed / n_all if n_all else 0.0,
+                    balanced_mean(clean),
+                    balanced_mean(corrupted),
+                    ratio.estimate,
+                    ratio.low,
+                    ratio.high,
+                    ci.estimate,
+                    ci.low,
+                    ci.high,
+                )
+            )
     return pl.DataFrame(rows, schema=RETENTION_SCHEMA, orient="row")
 
 
@@ -186,11 +269,32 @@ def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list
             for d in datasets:
                 if d in corrupted:
                     m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())
-                    rows.append((s, base, setting, d, corrupted[d].size, m_clean, m_corr,
-                                 m_corr / m_clean if m_clean > 0 else None))
-    return pl.DataFrame(rows, schema={"system": pl.Utf8, "condition": pl.Utf8, "setting": pl.Utf8, "dataset": pl.Utf8,
-                                      "changed_queries": pl.Int64, CLEAN: pl.Float64, "corrupted": pl.Float64,
-                                      "retention": pl.Float64}, orient="row")
+                    rows.append(
+                        (
+                            s,
+                            base,
+                            setting,
+                            d,
+                            corrupted[d].size,
+                            m_clean,
+                            m_corr,
+                            m_corr / m_clean if m_clean > 0 else None,
+                        )
+                    )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "system": pl.Utf8,
+            "condition": pl.Utf8,
+            "setting": pl.Utf8,
+            "dataset": pl.Utf8,
+            "changed_queries": pl.Int64,
+            CLEAN: pl.Float64,
+            "corrupted": pl.Float64,
+            "retention": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def decomposition(retention: pl.DataFrame, recall: pl.DataFrame | None) -> pl.DataFrame:
@@ -207,7 +311,11 @@ def decomposition(retention: pl.DataFrame, recall: pl.DataFrame | None) -> pl.Da
     out = part(END_TO_END, "end_to_end").join(part(ISOLATED, "reranker_only"), on=["system", "condition"], how="left")
     if recall is not None and recall.height:
         r = recall.filter(pl.col("setting") == END_TO_END).select("condition", *cols)
-        out = out.join(r.rename({c: c.replace("retention", "first_stage_recall") for c in cols}), on="condition", how="left")
+        out = out.join(
+            r.rename({c: c.replace("retention", "first_stage_recall") for c in cols}), on="condition", how="left"
+        )
     else:
-        out = out.with_columns(*[pl.lit(None, pl.Float64).alias(c.replace("retention", "first_stage_recall")) for c in cols])
+        out = out.with_columns(
+            *[pl.lit(None, pl.Float64).alias(c.replace("retention", "first_stage_recall")) for c in cols]
+        )
     return out

@@ -59,24 +59,47 @@ def subset(values: pl.DataFrame, n: int | None, seed: int) -> pl.DataFrame:
     return keys[rows.tolist()]
 
 
-def judge(per_query: pl.DataFrame, base: str, variant: str, measure: str, datasets: list[str], n: int | None,
-          seed: int, resamples: int, confidence: float, label: str | None = None,
-          costs: dict[str, ModelCost | None] | None = None) -> Judgement:
+def judge(
+    per_query: pl.DataFrame,
+    base: str,
+    variant: str,
+    measure: str,
+    datasets: list[str],
+    n: int | None,
+    seed: int,
+    resamples: int,
+    confidence: float,
+    label: str | None = None,
+    costs: dict[str, ModelCost | None] | None = None,
+) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
     condition, query_id, measure, value)."""
-    clean = per_query.filter((pl.col("condition") == CLEAN) & (pl.col("measure") == measure)
-                             & pl.col("dataset").is_in(datasets))
+    clean = per_query.filter(
+        (pl.col("condition") == CLEAN) & (pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)
+    )
     a = clean.filter(pl.col("system") == base).select("dataset", "query_id", pl.col("value").alias("base"))
     b = clean.filter(pl.col("system") == variant).select("dataset", "query_id", pl.col("value").alias("variant"))
     both = a.join(b, on=["dataset", "query_id"], how="inner")
     if not both.height:
         raise ValueError(f"variants: {variant!r} and {base!r} share no clean queries to compare")
     if both.height < max(a.height, b.height):
-        raise ValueError(f"variants: {variant!r} and {base!r} were evaluated on different queries "
-                         f"({b.height} vs {a.height})")
+        raise ValueError(
+            f"variants: {variant!r} and {base!r} were evaluated on different queries ({b.height} vs {a.height})"
+        )
     chosen = both.join(subset(both, n, seed), on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
-    iv = stats.paired_difference({"subset": chosen["variant"].to_numpy()}, {"subset": chosen["base"].to_numpy()},
-                                 resamples, seed, confidence)
+    iv = stats.paired_difference(
+        {"subset": chosen["variant"].to_numpy()}, {"subset": chosen["base"].to_numpy()}, resamples, seed, confidence
+    )
     costs = costs or {}
-    return Judgement(base, variant, label or f"{variant} vs {base}", measure, chosen.height, iv.estimate, iv.low, iv.high,
-                     costs.get(base), costs.get(variant))
+    return Judgement(
+        base,
+        variant,
+        label or f"{variant} vs {base}",
+        measure,
+        chosen.height,
+        iv.estimate,
+        iv.low,
+        iv.high,
+        costs.get(base),
+        costs.get(variant),
+    )

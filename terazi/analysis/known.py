@@ -58,8 +58,9 @@ class _Store:
         try:
             if self.new:
                 with self.db:
-                    self.db.executemany("INSERT OR IGNORE INTO known VALUES (?, ?)",
-                                        [(k, json.dumps(v)) for k, v in self.new.items()])
+                    self.db.executemany(
+                        "INSERT OR IGNORE INTO known VALUES (?, ?)", [(k, json.dumps(v)) for k, v in self.new.items()]
+                    )
         finally:
             self.db.close()
 

@@ -26,8 +26,16 @@ import polars as pl
 
 COLUMNS = ("system", "task", "task_type", "score")
 BORDA = ("per-task", "mteb")
-BOARD_COLUMNS = ("system", "borda_votes", "borda_rank", "mean_task", "mean_task_type", "mean_task_complete",
-                 "mean_task_type_complete", "tasks")
+BOARD_COLUMNS = (
+    "system",
+    "borda_votes",
+    "borda_rank",
+    "mean_task",
+    "mean_task_type",
+    "mean_task_complete",
+    "mean_task_type_complete",
+    "tasks",
+)
 
 
 def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None = None) -> pl.DataFrame:
@@ -38,8 +46,11 @@ def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None 
         raise ValueError(f"{source}: missing column(s) {missing}; need {list(COLUMNS)}")
     raw = long.select(*(pl.col(c).cast(pl.Utf8) for c in COLUMNS[:3]), pl.col("score").alias("_raw"))
     typed = raw.with_columns(pl.col("_raw").cast(pl.Float64, strict=False).alias("score")).with_row_index("_i")
-    bad = typed.filter(pl.col("score").is_null() | ~pl.col("score").is_finite()
-                       | pl.any_horizontal(pl.col(c).is_null() for c in COLUMNS[:3]))
+    bad = typed.filter(
+        pl.col("score").is_null()
+        | ~pl.col("score").is_finite()
+        | pl.any_horizontal(pl.col(c).is_null() for c in COLUMNS[:3])
+    )
     if bad.height:
         row = bad.row(0, named=True)
         where = f"line {lines[row['_i']]}" if lines is not None else f"row {row['_i'] + 1}"
@@ -56,8 +67,9 @@ def validate(long: pl.DataFrame, source: str = "table", lines: pl.Series | None 
         raise ValueError(f"{source}, {where}: {problem}")
     types = typed.group_by("task").agg(pl.col("task_type").unique().sort()).filter(pl.col("task_type").list.len() > 1)
     if types.height:
-        raise ValueError(f"{source}: task {types['task'][0]!r} has more than one task_type: "
-                         f"{types['task_type'][0].to_list()}")
+        raise ValueError(
+            f"{source}: task {types['task'][0]!r} has more than one task_type: {types['task_type'][0].to_list()}"
+        )
     return typed.select(*COLUMNS)
 
 
@@ -71,8 +83,9 @@ def read_long_table(path: str | Path) -> pl.DataFrame:
     return validate(df.drop("_line"), str(path), lines=df["_line"])
 
 
-def board_of_scores(long: pl.DataFrame, out_of_ranking: set[str] = frozenset(),
-              borda: Literal["per-task", "mteb"] = "per-task") -> pl.DataFrame:
+def board_of_scores(
+    long: pl.DataFrame, out_of_ranking: set[str] = frozenset(), borda: Literal["per-task", "mteb"] = "per-task"
+) -> pl.DataFrame:
     """One row per system, best first: borda_votes, borda_rank, the means (note's and MTEB's), tasks."""
     if borda not in BORDA:
         raise ValueError(f"borda must be one of {', '.join(BORDA)}, got {borda!r}")
@@ -85,32 +98,52 @@ def board_of_scores(long: pl.DataFrame, out_of_ranking: set[str] = frozenset(),
     tasks = per_task.select("task", "task_type").unique()
     n_tasks, n_types = tasks.height, tasks["task_type"].n_unique()
     type_size = tasks.group_by("task_type").len().rename({"len": "size"})
-    by_type = per_task.group_by("system", "task_type").agg(pl.col("score").mean(), pl.len().alias("n")).join(
-        type_size, on="task_type")
+    by_type = (
+        per_task.group_by("system", "task_type")
+        .agg(pl.col("score").mean(), pl.len().alias("n"))
+        .join(type_size, on="task_type")
+    )
     table = (
-        systems.join(points.group_by("system").agg(
-            pl.col("points").sum().alias("borda_votes"), pl.col("score").mean().alias("mean_task"),
-            pl.len().alias("tasks")), on="system", how="left")
-        .join(by_type.group_by("system").agg(
-            pl.col("score").mean().alias("mean_task_type"),
-            ((pl.col("n") == pl.col("size")).all() & (pl.len() == n_types)).alias("_complete_types")),
-            on="system", how="left")
+        systems.join(
+            points.group_by("system").agg(
+                pl.col("points").sum().alias("borda_votes"),
+                pl.col("score").mean().alias("mean_task"),
+                pl.len().alias("tasks"),
+            ),
+            on="system",
+            how="left",
+        )
+        .join(
+            by_type.group_by("system").agg(
+                pl.col("score").mean().alias("mean_task_type"),
+                ((pl.col("n") == pl.col("size")).all() & (pl.len() == n_types)).alias("_complete_types"),
+            ),
+            on="system",
+            how="left",
+        )
         .with_columns(pl.col("borda_votes").fill_null(0.0), pl.col("tasks").fill_null(0))
         .with_columns(
             pl.when(pl.col("tasks") == n_tasks).then(pl.col("mean_task")).alias("mean_task_complete"),
-            pl.when(pl.col("_complete_types").fill_null(False)).then(pl.col("mean_task_type"))
+            pl.when(pl.col("_complete_types").fill_null(False))
+            .then(pl.col("mean_task_type"))
             .alias("mean_task_type_complete"),
             pl.col("borda_votes").rank("min", descending=True).cast(pl.Int64).alias("borda_rank"),
         )
     )
-    return table.sort(["borda_rank", "mean_task", "system"], descending=[False, True, False], nulls_last=True) \
-        .select(BOARD_COLUMNS)
+    return table.sort(["borda_rank", "mean_task", "system"], descending=[False, True, False], nulls_last=True).select(
+        BOARD_COLUMNS
+    )
 
 
 def describe(borda: str) -> str:
     """One line saying how Borda and the means were computed, printed under every leaderboard."""
-    how = ("N = systems evaluated on that task (the ranking note)" if borda == "per-task"
-           else "N = every system with any result (MTEB's code)")
-    return (f"Borda {borda}: per task, points = N − rank (average rank on ties), {how}; a missing task earns 0. "
-            f"Mean (Task)/(TaskType) over the tasks a system has; the 'complete' columns are empty when a task "
-            f"is missing (MTEB).")
+    how = (
+        "N = systems evaluated on that task (the ranking note)"
+        if borda == "per-task"
+        else "N = every system with any result (MTEB's code)"
+    )
+    return (
+        f"Borda {borda}: per task, points = N − rank (average rank on ties), {how}; a missing task earns 0. "
+        f"Mean (Task)/(TaskType) over the tasks a system has; the 'complete' columns are empty when a task "
+        f"is missing (MTEB)."
+    )

@@ -20,8 +20,14 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return float((da * db).sum() / denominator) if denominator else math.nan
 
 
-def tau_interval(first: dict[str, np.ndarray], second: dict[str, np.ndarray], resamples: int, seed: int,
-                 confidence: float, chunk: int = 100) -> tuple[float, float | None, float | None]:
+def tau_interval(
+    first: dict[str, np.ndarray],
+    second: dict[str, np.ndarray],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    chunk: int = 100,
+) -> tuple[float, float | None, float | None]:
     """τ between the dataset-balanced means of two (systems × queries) matrices per dataset (same systems, same
     queries, in the same order), and its percentile interval."""
     names = sorted(first)
@@ -47,5 +53,8 @@ def tau_interval(first: dict[str, np.ndarray], second: dict[str, np.ndarray], re
 def flips(first: pl.DataFrame, second: pl.DataFrame) -> pl.DataFrame:
     """The clean pairwise verdicts (comparisons.csv rows: system, versus, dataset, verdict) that differ."""
     on = ["system", "versus", "dataset"]
-    return (first.select(*on, "verdict").join(second.select(*on, "verdict"), on=on, suffix="_other")
-            .filter(pl.col("verdict") != pl.col("verdict_other")))
+    return (
+        first.select(*on, "verdict")
+        .join(second.select(*on, "verdict"), on=on, suffix="_other")
+        .filter(pl.col("verdict") != pl.col("verdict_other"))
+    )

@@ -29,10 +29,19 @@ import polars as pl
 from terazi.analysis.stats import draws, resampled_means
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks mean the same draws
-RANK_SCHEMA = {"system": pl.Utf8, "mean_task": pl.Float64, "rank_mean": pl.Int64, "rank_mean_low": pl.Int64,
-               "rank_mean_high": pl.Int64, "p_rank1_mean": pl.Float64, "borda_votes": pl.Float64,
-               "rank_borda": pl.Int64, "rank_borda_low": pl.Int64, "rank_borda_high": pl.Int64,
-               "p_rank1_borda": pl.Float64}
+RANK_SCHEMA = {
+    "system": pl.Utf8,
+    "mean_task": pl.Float64,
+    "rank_mean": pl.Int64,
+    "rank_mean_low": pl.Int64,
+    "rank_mean_high": pl.Int64,
+    "p_rank1_mean": pl.Float64,
+    "borda_votes": pl.Float64,
+    "rank_borda": pl.Int64,
+    "rank_borda_low": pl.Int64,
+    "rank_borda_high": pl.Int64,
+    "p_rank1_borda": pl.Float64,
+}
 
 
 @dataclass(frozen=True)
@@ -63,10 +72,10 @@ def _compare(x: np.ndarray, chunk_cells: int = CHUNK_CELLS) -> tuple[np.ndarray,
     greater, ties = np.empty((rows, n), dtype=np.int64), np.empty((rows, n), dtype=np.int64)
     step = max(1, chunk_cells // max(1, n * n))
     for start in range(0, rows, step):
-        b = x[start:start + step]
+        b = x[start : start + step]
         other, mine = b[:, None, :], b[:, :, None]  # [r, s, j]: system j against system s
-        greater[start:start + step] = (other > mine).sum(axis=2)
-        ties[start:start + step] = (other == mine).sum(axis=2) - 1
+        greater[start : start + step] = (other > mine).sum(axis=2)
+        ties[start : start + step] = (other == mine).sum(axis=2) - 1
     return greater, ties
 
 
@@ -96,22 +105,29 @@ def aligned(frame: pl.DataFrame, datasets: list[str]) -> tuple[list[str], list[s
     dup = rows.filter(pl.struct("dataset", "system", "query_id").is_duplicated())
     if dup.height:
         r = dup.row(0, named=True)
-        raise ValueError(f"{r['system']!r} has more than one clean value for query {r['query_id']!r} of {r['dataset']!r}")
+        raise ValueError(
+            f"{r['system']!r} has more than one clean value for query {r['query_id']!r} of {r['dataset']!r}"
+        )
     wide = rows.pivot(on="system", index=["dataset", "query_id"], values="value").sort("dataset", "query_id")
     missing = wide.filter(pl.any_horizontal(pl.col(systems).is_null()))
     if missing.height:
         r = missing.row(0, named=True)
         who = [s for s in systems if r[s] is None]
-        raise ValueError(f"dataset {r['dataset']!r}: {who} have no value for query {r['query_id']!r}; rank "
-                         "intervals need every system on the same queries")
+        raise ValueError(
+            f"dataset {r['dataset']!r}: {who} have no value for query {r['query_id']!r}; rank "
+            "intervals need every system on the same queries"
+        )
     names = sorted(wide["dataset"].unique().to_list())
-    mats = [part.select(systems).to_numpy().astype(np.float64) for (_,), part in
-            wide.group_by("dataset", maintain_order=True)]
+    mats = [
+        part.select(systems).to_numpy().astype(np.float64)
+        for (_,), part in wide.group_by("dataset", maintain_order=True)
+    ]
     return systems, names, mats
 
 
-def rank_draws(frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0,
-               chunk_cells: int = CHUNK_CELLS) -> RankDraws:
+def rank_draws(
+    frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0, chunk_cells: int = CHUNK_CELLS
+) -> RankDraws:
     """The balanced means and Borda votes of every system in each of `resamples` paired resamples (stats'
     draws, see the module docstring). Memory: resamples × systems per array, whatever the query count."""
     systems, names, mats = aligned(frame, datasets)
@@ -144,16 +160,25 @@ def rank_table(draws: RankDraws, confidence: float = 0.95) -> pl.DataFrame:
     borda_lo, borda_hi = _ends(by_borda, confidence)
     point_mean, point_borda = competition_ranks(draws.point_means)[0], competition_ranks(draws.point_votes)[0]
     order = sorted(range(len(draws.systems)), key=lambda j: -draws.point_means[j])
-    cols = {"system": [draws.systems[j] for j in order], "mean_task": draws.point_means[order],
-            "rank_mean": point_mean[order], "rank_mean_low": mean_lo[order], "rank_mean_high": mean_hi[order],
-            "p_rank1_mean": (by_mean == 1).mean(axis=0)[order], "borda_votes": draws.point_votes[order],
-            "rank_borda": point_borda[order], "rank_borda_low": borda_lo[order], "rank_borda_high": borda_hi[order],
-            "p_rank1_borda": (by_borda == 1).mean(axis=0)[order]}
+    cols = {
+        "system": [draws.systems[j] for j in order],
+        "mean_task": draws.point_means[order],
+        "rank_mean": point_mean[order],
+        "rank_mean_low": mean_lo[order],
+        "rank_mean_high": mean_hi[order],
+        "p_rank1_mean": (by_mean == 1).mean(axis=0)[order],
+        "borda_votes": draws.point_votes[order],
+        "rank_borda": point_borda[order],
+        "rank_borda_low": borda_lo[order],
+        "rank_borda_high": borda_hi[order],
+        "p_rank1_borda": (by_borda == 1).mean(axis=0)[order],
+    }
     return pl.DataFrame(cols, schema=RANK_SCHEMA)
 
 
-def rank_intervals(frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0,
-                   confidence: float = 0.95) -> pl.DataFrame:
+def rank_intervals(
+    frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> pl.DataFrame:
     """Rank intervals and P(rank 1) by Mean (Task) and by Borda count, from the per-query headline frame
     (dataset, system, condition, query_id, value; its clean rows on the ranked `datasets`)."""
     return rank_table(rank_draws(frame, datasets, resamples, seed), confidence)

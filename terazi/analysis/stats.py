@@ -116,7 +116,7 @@ class Counts:
             lo, hi = max(start, a), min(stop, z)
             if lo >= hi:
                 continue
-            part, into = block[lo - a: hi - a], out[lo - start: hi - start]
+            part, into = block[lo - a : hi - a], out[lo - start : hi - start]
             if packed:
                 into[:, 0::2] = part & 15
                 into[:, 1::2] = (part >> 4)[:, : self.size // 2]
@@ -143,12 +143,14 @@ def resampled_means(arrays: Sequence[np.ndarray], counts: Counts, chunk_cells: i
         check()
         block = counts.rows(start, start + step)
         for j in range(values.shape[1]):  # one product per array: its means do not depend on what it is paired with
-            out[start:start + step, j] = block @ values[:, j]
+            out[start : start + step, j] = block @ values[:, j]
     out /= counts.shape[1]
     return list(out.T)
 
 
-def balanced_bootstrap(values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000) -> np.ndarray:
+def balanced_bootstrap(
+    values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000
+) -> np.ndarray:
     """`n_resamples` dataset-balanced means of `values` (per-query numbers, e.g. paired differences)."""
     names = sorted(values)
     arrays = [np.asarray(values[name], dtype=np.float64) for name in names]
@@ -175,7 +177,9 @@ def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence:
     return Interval(balanced_mean(values), float(low), float(high), float(p))
 
 
-def paired_difference(a: Scores, b: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
+def paired_difference(
+    a: Scores, b: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> Interval:
     """Interval of mean(a) − mean(b) over the same queries, balanced by dataset."""
     if set(a) != set(b):
         raise ValueError(f"systems cover different datasets: {sorted(a)} vs {sorted(b)}")
@@ -216,8 +220,15 @@ def _ratio(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.nda
 
 
 @by_content(Ratio)
-def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-                   aggregation: Aggregation = "macro", chunk_cells: int = 4_000_000) -> Ratio:
+def ratio_interval(
+    num: Scores,
+    den: Scores,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    aggregation: Aggregation = "macro",
+    chunk_cells: int = 4_000_000,
+) -> Ratio:
     """Retention = corrupted (`num`) over clean (`den`) on the same queries, with a paired percentile interval.
 
     macro (the Kalbur card's Koruma): per dataset R_d = mean(num_d) / mean(den_d), then the mean of R_d over
@@ -236,8 +247,9 @@ def ratio_interval(num: Scores, den: Scores, n_resamples: int = 2000, seed: int 
     for name, (x, y) in zip(names, pairs):
         if x.shape != y.shape or x.size == 0:
             raise ValueError(f"dataset {name!r}: {x.size} corrupted vs {y.size} clean values; need the same, non-empty")
-    for j, ((x, y), counts) in enumerate(zip(pairs, draws(tuple(x.size for x, _ in pairs), n_resamples, seed,
-                                                          chunk_cells))):
+    for j, ((x, y), counts) in enumerate(
+        zip(pairs, draws(tuple(x.size for x, _ in pairs), n_resamples, seed, chunk_cells))
+    ):
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
         boot_num[:, j], boot_den[:, j] = resampled_means([x, y], counts, chunk_cells)
     estimate = float(_ratio(point_num, point_den, aggregation)[0])

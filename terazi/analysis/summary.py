@@ -15,7 +15,8 @@ from terazi.schemas import DatasetManifest
 def cell_means(per_query: pl.DataFrame) -> pl.DataFrame:
     """Mean per (system, dataset, condition, measure), with the number of queries."""
     return per_query.group_by("system", "dataset", "condition", "measure", maintain_order=True).agg(
-        pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
+        pl.col("value").mean().alias("mean"), pl.len().alias("queries")
+    )
 
 
 def condition_means(per_query: pl.DataFrame, measure: str, datasets: list[str]) -> pl.DataFrame:
@@ -32,5 +33,8 @@ def ranked_datasets(datasets: list[DatasetManifest]) -> list[str]:
 def in_order(df: pl.DataFrame, order: list[str], column: str = "system") -> pl.DataFrame:
     """Rows sorted by the leaderboard's system order (stable within a system)."""
     rank = {s: i for i, s in enumerate(order)}
-    return df.with_columns(pl.col(column).replace_strict(rank, default=len(order), return_dtype=pl.Int64).alias("_o")) \
-        .sort("_o", maintain_order=True).drop("_o")
+    return (
+        df.with_columns(pl.col(column).replace_strict(rank, default=len(order), return_dtype=pl.Int64).alias("_o"))
+        .sort("_o", maintain_order=True)
+        .drop("_o")
+    )

@@ -10,22 +10,15 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli import (
-    analyze,
-    cache,
-    card,
-    compare,
-    convert,
-    corrupt,
-    leaderboard,
-    leakage,
-    run,
-    serve,
-)
+from terazi.cli import analyze, cache, card, compare, convert, corrupt, leaderboard, leakage, run, serve
 from terazi.paths import Declared, Place
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Weigh text rerankers and retrievers honestly.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Weigh text rerankers and retrievers honestly.",
+)
 
 
 def _version(value: bool) -> None:
@@ -38,8 +31,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Show the version.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
     """Weigh text rerankers and retrievers honestly."""
 
 

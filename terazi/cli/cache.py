@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Verbose, console, fail
+from terazi.cli.common import console, fail
+from terazi.cli.options import Verbose
 from terazi.cli.places import declares
 from terazi.paths import Place
 
@@ -65,10 +66,12 @@ def du_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
 @declares(writes=(Place("cache", "cache folder"),))
 def prune_cmd(
     cache: Cache = CACHE,
-    older_than: Annotated[str | None, typer.Option("--older-than", help=(
-        "remove entries no run used for this long (30d, 12h, 90m)"))] = None,
-    max_size: Annotated[str | None, typer.Option("--max-size", help=(
-        "then remove the least recently used entries until the cache fits (20G, 500M)"))] = None,
+    older_than: Annotated[
+        str | None, typer.Option(help="remove entries no run used for this long (30d, 12h, 90m)")
+    ] = None,
+    max_size: Annotated[
+        str | None, typer.Option(help="then remove the least recently used entries until the cache fits (20G, 500M)")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed; remove nothing")] = False,
     verbose: Verbose = False,
 ) -> None:
@@ -90,16 +93,24 @@ def prune_cmd(
 
 
 @cache_app.command("merge")
-@declares(reads=(Place("sources", "score cache to merge"),),
-          writes=(Place("cache", "cache folder", when=lambda kw: not kw.get("into")),
-                  Place("into", "shared score store")))
+@declares(
+    reads=(Place("sources", "score cache to merge"),),
+    writes=(Place("cache", "cache folder", when=lambda kw: not kw.get("into")), Place("into", "shared score store")),
+)
 def merge_cmd(
-    sources: Annotated[list[str], typer.Argument(help=(
-        "cache folders, scores.sqlite files or shared score stores (folders or fsspec URLs such as "
-        "s3://bucket/terazi-scores)"))],
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help=(
+                "cache folders, scores.sqlite files or shared score stores (folders or fsspec URLs such as "
+                "s3://bucket/terazi-scores)"
+            )
+        ),
+    ],
     cache: Cache = CACHE,
-    into: Annotated[str | None, typer.Option("--into", help=(
-        "merge into this shared score store instead of the cache folder's scores.sqlite"))] = None,
+    into: Annotated[
+        str | None, typer.Option(help="merge into this shared score store instead of the cache folder's scores.sqlite")
+    ] = None,
     verbose: Verbose = False,
 ) -> None:
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).

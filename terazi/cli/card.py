@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from terazi.cli.common import Verbose, console, fail
+from terazi.cli.common import console
+from terazi.cli.options import Verbose
 from terazi.cli.places import declares
+from terazi.configs import key_values
 from terazi.paths import Found, Place
 
 
@@ -23,44 +25,37 @@ def more_places(kwargs: dict) -> tuple[Found, Found]:
     return written, run_inputs(kwargs["results"])
 
 
+FORMATS = (
+    "markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json "
+    "(every number unrounded) | all (each in its own file: needs --out)"
+)
+OUT = (
+    "write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and "
+    ".eval_results/FILE.yaml beside them)"
+)
+NAMES = "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)"
+
+
 @declares(reads=(Place("results", "results folder"),), writes=(Place("out", "card file", file=True),), more=more_places)
 def card(
-    results: Annotated[Path, typer.Argument(exists=True, file_okay=False, help=(
-        "results folder of `terazi run` or `analyze`"))],
+    results: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="a `terazi run` or `analyze` folder")],
     system: Annotated[str, typer.Option("--system", "-s", help="the system the card is about (a leaderboard row)")],
-    labels: Annotated[str | None, typer.Option(help=(
-        "tr (the Kalbur card's words) or en; default: the run's labels"))] = None,
-    fmt: Annotated[str, typer.Option("--format", help=(
-        "markdown | yaml (the README front matter's model-index) | eval-results (a .eval_results/ file) | json (every "
-        "number unrounded) | all (each in its own file: needs --out)"))] = "markdown",
-    model_name: Annotated[str | None, typer.Option(help=(
-        "the model's name in model-index (default: the system's)"))] = None,
-    name: Annotated[list[str] | None, typer.Option("--name", metavar="SYSTEM=NAME", help=(
-        "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)"))] = None,
-    rival: Annotated[list[str] | None, typer.Option("--rival", help=(
-        "systems the comparison counts list (repeatable; default: all)"))] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help=(
-        "write here instead of printing (with --format all: FILE.md, FILE.yaml, FILE.json and .eval_results/FILE.yaml "
-        "beside them)"))] = None,
+    labels: Annotated[
+        Literal["tr", "en"] | None, typer.Option(help="tr (the Kalbur card's words), en; default: the run's")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help=FORMATS)] = "markdown",
+    model_name: Annotated[str | None, typer.Option(help="name in model-index (default: the system's)")] = None,
+    name: Annotated[list[str] | None, typer.Option(metavar="SYSTEM=NAME", help=NAMES)] = None,
+    rival: Annotated[list[str] | None, typer.Option(help="systems the comparison counts list (default: all)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help=OUT)] = None,
     verbose: Verbose = False,
 ) -> None:
     """The card's evaluation section: protocol, results, per-dataset and comparison tables, significant cells, rank
     intervals, and its Hugging Face metadata."""
-    from terazi.present.card import FORMATS, build_card
+    from terazi.present.card import build_card, check_format
 
-    if fmt not in FORMATS:
-        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "all" and out is None:
-        fail("--format all writes each part to its own file: give --out FILE (FILE.md, FILE.yaml, FILE.json and "
-             ".eval_results/FILE.yaml)")
-    if labels not in (None, "tr", "en"):
-        fail(f"--labels must be tr or en, got {labels!r}")
-    names = {}
-    for item in name or []:
-        key, eq, value = item.partition("=")
-        if not eq or not key or not value:
-            fail(f"--name {item!r}: expected SYSTEM=NAME")
-        names[key] = value
+    check_format(fmt, out)
+    names = key_values(name, "--name", "SYSTEM=NAME")
     made = build_card(results, system, labels, model_name, names or None, rival or None)
     if out is None:
         print(made.text(fmt), end="")

@@ -1,5 +1,5 @@
-"""What every command shares: the consoles, logging set-up, options that several commands take, flags laid over a
-config file, and the one-line error boundary."""
+"""What every command shares: the consoles, logging set-up, the run's tables on the terminal, and the one-line error
+boundary (the options several commands take: terazi/cli/options.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -20,14 +20,7 @@ from terazi.logs import prefect_defaults, to_terminal
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="debug logging and full tracebacks")]
-Datasets = Annotated[list[str] | None, typer.Option("--dataset", "-d", help=(
-    "BEIR folder, or hf:ORG/NAME (with @REVISION, #SUBSET), hf:/local/folder, mteb:TASK, ir_datasets:ID (repeatable)"))]
-Exclude = Annotated[str | None, typer.Option(help=(
-    "leakage output folder (`terazi leakage --out`): every headline also without the queries it lists"))]
-ExcludeBy = Annotated[str | None, typer.Option(help=(
-    "with --exclude: queries (default: the contaminated ones) or relevant (also those whose relevant passage is "
-    "hit)"))]
+
 # the declared outputs of the command running (terazi.cli.places): what → (the folder it is written in, its option)
 OUTPUTS: ContextVar[dict[str, tuple[Path, str]]] = ContextVar("terazi_outputs")
 
@@ -49,23 +42,6 @@ def print_leaderboard(run_dir: Path) -> None:
     from terazi.present.terminal import leaderboard_rich
 
     console.print(leaderboard_rich(run_dir))
-
-
-def given(**flags: Any) -> dict[str, Any]:
-    """The flags the command line gave (not None), as the config fields they override."""
-    return {key: value for key, value in flags.items() if value is not None}
-
-
-def with_datasets(raw: dict, datasets: list[str] | None, split: str | None) -> dict:
-    """A config's fields with --dataset (replacing the file's datasets) and --split (for every dataset) laid over."""
-    if datasets:
-        raw["datasets"] = [{"path": d, **({"split": split} if split else {})} for d in datasets]
-    elif split:
-        for d in raw.get("datasets", []):
-            d["split"] = split
-    if not raw.get("datasets"):
-        fail("no dataset: give --dataset PATH or a --config file with datasets")
-    return raw
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from terazi.cli.common import Verbose, console, fail
+from terazi.cli.common import console, fail
+from terazi.cli.options import Verbose
 from terazi.cli.places import declares
 from terazi.paths import Place
 
@@ -15,13 +16,18 @@ from terazi.paths import Place
 @declares(reads=(Place("before", "results folder"), Place("after", "results folder")))
 def compare(
     before: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="results folder (the baseline)")],
-    after: Annotated[Path | None, typer.Argument(exists=True, file_okay=False, help=(
-        "results folder to compare with it"))] = None,
-    systems: Annotated[tuple[str, str] | None, typer.Option("--systems", help=(
-        "compare two systems of BEFORE instead: --systems A B (A − B)"))] = None,
-    measure: Annotated[str | None, typer.Option("--measure", "-m", help=(
-        "measure (default: the run's headline)"))] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | markdown | json")] = "table",
+    after: Annotated[
+        Path | None, typer.Argument(exists=True, file_okay=False, help="results folder to compare with it")
+    ] = None,
+    systems: Annotated[
+        tuple[str, str] | None, typer.Option(help="compare two systems of BEFORE instead: --systems A B (A − B)")
+    ] = None,
+    measure: Annotated[
+        str | None, typer.Option("--measure", "-m", help="measure (default: the run's headline)")
+    ] = None,
+    fmt: Annotated[
+        Literal["table", "markdown", "json"], typer.Option("--format", help="a table on the terminal, markdown or JSON")
+    ] = "table",
     everything: Annotated[bool, typer.Option("--all", help="every cell, not only those that changed")] = False,
     resamples: Annotated[int, typer.Option(min=100, help="paired bootstrap resamples")] = 2000,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
@@ -32,8 +38,6 @@ def compare(
     """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
     from terazi.analysis import comparison as core
 
-    if fmt not in ("table", "markdown", "json"):
-        fail(f"--format must be table, markdown or json, got {fmt!r}")
     if (after is None) == (systems is None):
         fail("give two results folders (terazi compare A B) or one folder and --systems A B")
     if systems:

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Verbose, err
+from terazi.cli.common import err
+from terazi.cli.options import Verbose
 from terazi.cli.places import declares
 from terazi.paths import Place
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -10,67 +9,39 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import Verbose, fail
+from terazi.cli.options import Verbose, about, sets
 from terazi.cli.places import declares
-from terazi.errors import describe
+from terazi.configs import key_values
 from terazi.paths import Place
+from terazi.schemas import CONDITIONS, CorruptionSpec
+
+SOURCE = 'queries JSONL ({"_id": …, "text": …}); stdin when absent'
+MOBILE = "mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatable; rules in docs/corruptions.md)"
 
 
 @declares(reads=(Place("source", "queries file"),))
 def corrupt(
-    condition: Annotated[str, typer.Option(help=(
-        "clean | upper | ascii_full | ascii_partial | typo | colloquial | mobile; compose with '+', e.g. upper+typo"))],
-    source: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, help=(
-        'queries JSONL ({"_id": …, "text": …}); stdin when absent'))] = None,
+    condition: Annotated[str, typer.Option(help=f"{' | '.join(CONDITIONS)}; compose with '+', e.g. upper+typo")],
+    source: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, help=SOURCE)] = None,
     seed: int = 13,
-    rate: Annotated[float | None, typer.Option(help=(
-        "typo: expected edits per letter (default 0.05); ascii_partial: share of Turkish letters stripped (default "
-        "0.5)"))] = None,
-    min_edits: Annotated[int, typer.Option(min=0, help=(
-        "typo: resample until a variant has at least this many edits"))] = 0,
-    slip_rate: Annotated[float | None, typer.Option(help=(
-        "mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)"))] = None,
-    mobile: Annotated[list[str] | None, typer.Option("--mobile", metavar="RULE=P", help=(
-        "mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatable; rules in "
-        "docs/corruptions.md)"))] = None,
-    samples: Annotated[int, typer.Option(min=1, help="samples per query (stochastic conditions only)")] = 1,
+    rate: Annotated[
+        float | None,
+        typer.Option(help=f"{about(CorruptionSpec, 'typo_rate')}; {about(CorruptionSpec, 'ascii_partial_rate')}"),
+    ] = None,
+    min_edits: Annotated[int | None, sets(CorruptionSpec, "typo_min_edits")] = None,
+    slip_rate: Annotated[
+        float | None,
+        typer.Option(help="mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)"),
+    ] = None,
+    mobile: Annotated[list[str] | None, typer.Option(metavar="RULE=P", help=MOBILE)] = None,
+    samples: Annotated[int | None, sets(CorruptionSpec, "samples")] = None,
     verbose: Verbose = False,
 ) -> None:
     """Corrupt queries the way people type; one JSONL record per variant on stdout."""
-    from pydantic import ValidationError
+    from terazi.corrupt.jsonl import spec_of, variant_lines
 
-    from terazi.corrupt.conditions import RULES, changed, samples_for
-    from terazi.corrupt.conditions import corrupt as corrupt_text
-    from terazi.schemas import CorruptionSpec, MobileSpec, Query
-
-    if any(p not in RULES for p in condition.split("+")):
-        fail(f"unknown condition {condition!r}; known: {', '.join(RULES)} (compose with '+', e.g. upper+typo)")
-    rules = {}
-    for item in mobile or []:
-        name, eq, value = item.partition("=")
-        if not eq:
-            fail(f"--mobile {item!r}: expected RULE=PROBABILITY, e.g. ne_zaman=0.5")
-        if name.strip() not in MobileSpec.model_fields:
-            fail(f"--mobile {item!r}: unknown rule {name.strip()!r}; rules: {', '.join(MobileSpec.model_fields)}")
-        rules[name.strip()] = value.strip()
-    if slip_rate is not None:
-        rules.setdefault("slip", slip_rate)
-    rates = {"typo_rate": rate, "ascii_partial_rate": rate} if rate is not None else {}
-    try:
-        spec = CorruptionSpec.model_validate({"typo_min_edits": min_edits, "mobile": rules, **rates})
-    except ValidationError as e:
-        fail("invalid corruption settings: " + describe(e))
-    k = samples_for(condition, samples, spec)
-    where = str(source) if source else "stdin"
+    rules = key_values(mobile, "--mobile", "RULE=PROBABILITY, e.g. ne_zaman=0.5")
+    spec = spec_of(rate, slip_rate, rules, typo_min_edits=min_edits, samples=samples)
     with open(source, encoding="utf-8-sig") if source else nullcontext(sys.stdin) as stream:
-        for n, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                q = Query.model_validate_json(line)
-            except ValidationError as e:
-                fail(f"{where}, line {n}: {describe(e)}")
-            for s in range(k):
-                text = corrupt_text(q.text, condition, seed=seed, query_id=q.id, sample=s, spec=spec)
-                print(json.dumps({"_id": q.id, "text": text, "original": q.text, "condition": condition,
-                                  "seed": seed, "sample": s, "changed": changed(q.text, text)}, ensure_ascii=False))
+        for line in variant_lines(stream, str(source) if source else "stdin", condition, seed, spec):
+            print(line)

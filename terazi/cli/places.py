@@ -34,8 +34,11 @@ def training_path(value: Any) -> str | None:
     return TrainSource(path=str(value)).place
 
 
-def declares(reads: tuple[Place, ...] = (), writes: tuple[Place, ...] = (),
-             more: Callable[[dict[str, Any]], tuple[Found, Found]] | None = None) -> Callable:
+def declares(
+    reads: tuple[Place, ...] = (),
+    writes: tuple[Place, ...] = (),
+    more: Callable[[dict[str, Any]], tuple[Found, Found]] | None = None,
+) -> Callable:
     """The command, run through the boundary described above; `more(kwargs)` adds (outputs, inputs) the call's values
     imply. The declaration stays on the command as `.declared`."""
     declared = Declared(tuple(reads), tuple(writes))

@@ -1,18 +1,18 @@
-"""The CLI's side of Prefect: is the API reachable, a flow started as every command starts one, and Prefect's console
-lines only with --verbose."""
+"""The CLI's side of Prefect: is the API reachable, and a flow started as every command starts one (Prefect's console
+lines only with --verbose: `terazi.logs.quiet_console`)."""
 
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from terazi.cli.common import err
+from terazi.cli.common import err, verbose
 from terazi.errors import TeraziError
+from terazi.logs import quiet_console
 
 
 def check_api() -> None:
@@ -25,8 +25,10 @@ def check_api() -> None:
     try:
         httpx.get(url.rstrip("/") + "/health", timeout=5.0).raise_for_status()
     except httpx.HTTPError as e:
-        raise TeraziError(f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with `prefect server "
-                          "start`, or unset PREFECT_API_URL to run on a temporary local server") from None
+        raise TeraziError(
+            f"cannot reach the Prefect API at {url} ({type(e).__name__}): start it with `prefect server "
+            "start`, or unset PREFECT_API_URL to run on a temporary local server"
+        ) from None
 
 
 HEARTBEAT = "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"
@@ -53,33 +55,10 @@ def run_flow(flow: str, config: Any) -> tuple[Any, float]:
     Prefect announced before it is imported (a moment's wait), its console quiet, no heartbeats. Returns the flow's
     manifest and the seconds the run took."""
     err.print("[dim]starting Prefect (a temporary local server unless PREFECT_API_URL is set)…[/]")
-    quiet_console()
+    quiet_console(verbose())
     module, _, name = flow.partition(":")
     run = getattr(importlib.import_module(module), name)
     started = time.perf_counter()
     with no_heartbeats():
         manifest = run(config)
     return manifest, time.perf_counter() - started
-
-
-class _OnlyWarningsOutsidePrefect(logging.Filter):
-    """Keep Prefect's own run chatter (and failure tracebacks, which terazi prints as one line) off the
-    terminal; the Prefect UI still receives every line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.name.startswith("prefect")
-
-
-def quiet_console() -> None:
-    """Hide Prefect's console lines unless --verbose (call after importing prefect)."""
-    if os.environ.get("TERAZI_VERBOSE") == "1":
-        return
-    import prefect.main  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger;
-
-    # a bare `import prefect` is lazy and does not, so the handler filtered here was replaced by the flow's import)
-    from prefect.logging.handlers import PrefectConsoleHandler
-
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, PrefectConsoleHandler) and not any(
-                isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters):
-            handler.addFilter(_OnlyWarningsOutsidePrefect())

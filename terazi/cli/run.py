@@ -8,19 +8,13 @@ from typing import Annotated
 
 import typer
 
-from terazi.cli.common import (
-    Datasets,
-    Exclude,
-    ExcludeBy,
-    Verbose,
-    err,
-    given,
-    print_leaderboard,
-    with_datasets,
-)
+from terazi.cli.common import err, print_leaderboard
+from terazi.cli.options import ConfigFile, Datasets, Exclude, ExcludeBy, Results, Split, Verbose, sets
 from terazi.cli.places import dataset_path, declares
-from terazi.configs import demo_config, read_config_file
+from terazi.configs import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
 from terazi.paths import Place
+from terazi.schemas import CorruptionSpec, EncoderSpec, EvalConfig
+from terazi.schemas.rerankers import SPELLINGS, parse_reranker
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
@@ -30,7 +24,6 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     from terazi.preflight import preflight
     from terazi.present.terminal import work_lines
     from terazi.results.folder import check_outputs
-    from terazi.schemas import EvalConfig
 
     config = EvalConfig.model_validate(raw)
     check_api()
@@ -46,62 +39,55 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
 
 @declares(writes=(Place("out", "results folder"), Place("cache", "cache folder")))
 def demo(
-    out: Annotated[str, typer.Option(help="results folder")] = "results",
-    cache: Annotated[str, typer.Option(help="frozen candidates, embeddings and score cache")] = ".terazi-cache",
-    run_name: Annotated[str | None, typer.Option(help="sub-folder of the results folder")] = "demo",
+    out: Annotated[str | None, sets(EvalConfig, "out_dir")] = None,
+    cache: Annotated[str | None, sets(EvalConfig, "cache_dir")] = None,
+    run_name: Annotated[str, typer.Option(help="sub-folder of the results folder")] = "demo",
     verbose: Verbose = False,
 ) -> None:
     """Full evaluation on the bundled Turkish demo dataset, offline; prints the leaderboard."""
-    evaluate_and_print(demo_config(out, cache, run_name))
+    evaluate_and_print(demo_config(**given(EvalConfig, locals(), out="out_dir", cache="cache_dir")))
 
 
-@declares(reads=(Place("config", "config file"), Place("dataset", "dataset folder", dataset_path),
-                 Place("exclude", "exclude folder")),
-          writes=(Place("out", "results folder"), Place("cache", "cache folder")))
+RERANKERS = f"{SPELLINGS} (repeatable; default: bm25-tr and hybrid-rrf, as in every entry point)"
+UNLIMITED = (
+    "more work than the documented limits allow (docs/reliability.md): resamples, samples, workers, pairs, cells"
+)
+
+
+@declares(
+    reads=(
+        Place("config", "config file"),
+        Place("dataset", "dataset folder", dataset_path),
+        Place("exclude", "exclude folder"),
+    ),
+    writes=(Place("out", "results folder"), Place("cache", "cache folder")),
+)
 def run(
-    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=(
-        "YAML, JSON or TOML file with an EvalConfig"))] = None,
+    config: ConfigFile = None,
     dataset: Datasets = None,
-    reranker: Annotated[list[str] | None, typer.Option("--reranker", "-r", help=(
-        "bm25 | cross-encoder:MODEL | bi-encoder:MODEL | llm-reranker:MODEL | http:[MODEL@]URL (key: "
-        "$TERAZI_API_KEY) | rrf:A+B, optional =NAME (default: bm25-tr and hybrid-rrf, as in every entry "
-        "point)"))] = None,
-    encoder: Annotated[str | None, typer.Option(help="first-stage encoder: HF id or local path")] = None,
-    condition: Annotated[list[str] | None, typer.Option("--condition", help="query condition (repeatable)")] = None,
-    split: Annotated[str | None, typer.Option(help="qrels split")] = None,
-    depth: Annotated[int | None, typer.Option(help="first-stage candidates per query")] = None,
-    rerank_depth: Annotated[int | None, typer.Option(help="candidates each reranker rescores")] = None,
-    samples: Annotated[int | None, typer.Option(help="samples per query for stochastic conditions (≥ 1)")] = None,
-    seed: int | None = None,
-    out: Annotated[str | None, typer.Option("--out", "-o", help=(
-        "results folder; the run goes straight into it"))] = None,
-    cache: Annotated[str | None, typer.Option(help="cache folder")] = None,
-    offline: Annotated[bool, typer.Option(help="never contact a model hub")] = False,
+    rerankers: Annotated[
+        list[dict] | None, typer.Option("--reranker", "-r", metavar="SPEC", parser=parse_reranker, help=RERANKERS)
+    ] = None,
+    encoder: Annotated[str | None, sets(EncoderSpec, "model")] = None,
+    conditions: Annotated[list[str] | None, sets(EvalConfig, "conditions", "--condition")] = None,
+    split: Split = None,
+    depth: Annotated[int | None, sets(EvalConfig, "depth")] = None,
+    rerank_depth: Annotated[int | None, sets(EvalConfig, "rerank_depth")] = None,
+    samples: Annotated[int | None, sets(CorruptionSpec, "samples")] = None,
+    seed: Annotated[int | None, sets(EvalConfig, "seed")] = None,
+    out: Results = None,
+    cache: Annotated[str | None, sets(EvalConfig, "cache_dir")] = None,
+    offline: Annotated[bool | None, sets(EvalConfig, "offline")] = None,
     exclude: Exclude = None,
     exclude_by: ExcludeBy = None,
-    no_limits: Annotated[bool, typer.Option("--no-limits", help=(
-        "allow more work than the documented limits (resamples, samples, workers, pairs, bootstrap cells: "
-        "docs/reliability.md)"))] = False,
+    no_limits: Annotated[bool, typer.Option("--no-limits", help=UNLIMITED)] = False,
     verbose: Verbose = False,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
-    from terazi.schemas.rerankers import parse_reranker
-
+    fields = given(EvalConfig, locals(), encoder="encoder.model", samples="corruption.samples", cache="cache_dir")
     if no_limits:
         from terazi.policy import NO_LIMITS
 
         os.environ[NO_LIMITS] = "1"
-    raw: dict = read_config_file(config) if config else {}
-    try:
-        raw |= given(rerankers=[parse_reranker(r) for r in reranker or []] or None, conditions=condition,
-                     depth=depth, rerank_depth=rerank_depth, seed=seed, cache_dir=cache, exclude=exclude,
-                     exclude_by=exclude_by, offline=offline or None)
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from None
-    if encoder:
-        raw.setdefault("encoder", {})["model"] = encoder
-    if samples is not None:
-        raw.setdefault("corruption", {})["samples"] = samples
-    if out:
-        raw["out_dir"], raw["run_name"] = str(Path(out).parent), Path(out).name
+    raw = laid_over(read_config_file(config) if config else {}, fields | results_folder(out))
     evaluate_and_print(with_datasets(raw, dataset, split), config)

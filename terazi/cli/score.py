@@ -10,7 +10,6 @@ script.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -19,21 +18,37 @@ from terazi.metrics.contracts import CONTRACTS, POLICY_CASES, POLICY_CHOICES
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="terazi score", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="terazi score",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Score a TREC run against qrels under a named, printed contract (default trec: trec_eval -c).",
-        epilog="contracts:\n" + "\n".join(f"  {c.name}: {c.summary}" for c in CONTRACTS.values())
-               + "\n\nEach policy option overrides the contract's value; the output names the contract and every "
-                 "policy.")
+        epilog="contracts:\n"
+        + "\n".join(f"  {c.name}: {c.summary}" for c in CONTRACTS.values())
+        + "\n\nEach policy option overrides the contract's value; the output names the contract and every "
+        "policy.",
+    )
     p.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docid grade) or BEIR tsv; - for stdin")
-    p.add_argument("--run", dest="run_file", type=Path, required=True,
-                   help="TREC run (qid Q0 docid rank score tag); - for stdin (a pipe or <(…) works too)")
-    p.add_argument("-m", "--metric", action="append",
-                   help="repeatable; default nDCG@10 and RR@10. e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) "
-                        "and trec_eval (ndcg_cut_10, ndcg, recip_rank, P_5) names are aliases")
+    p.add_argument(
+        "--run",
+        dest="run_file",
+        type=Path,
+        required=True,
+        help="TREC run (qid Q0 docid rank score tag); - for stdin (a pipe or <(…) works too)",
+    )
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        help="repeatable; default nDCG@10 and RR@10. e.g. nDCG@10, RR(rel=2)@10, AP; ranx (mrr@10, map@100) "
+        "and trec_eval (ndcg_cut_10, ndcg, recip_rank, P_5) names are aliases",
+    )
     p.add_argument("--contract", choices=list(CONTRACTS), default="trec", help="named policy preset (default trec)")
     for name, choices in POLICY_CHOICES.items():
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, choices=choices,
-                       help=f"{POLICY_CASES[name]}: {' | '.join(choices)} (default: the contract's)")
+        p.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            choices=choices,
+            help=f"{POLICY_CASES[name]}: {' | '.join(choices)} (default: the contract's)",
+        )
     p.add_argument("--per-query", action="store_true", help="include per-query values")
     p.add_argument("--format", dest="fmt", choices=["table", "json"], default="table")
     p.add_argument("-v", "--verbose", action="store_true", help="full tracebacks")
@@ -52,6 +67,7 @@ def main(argv: list[str]) -> int:
     from terazi.errors import DatasetError, MetricError
     from terazi.metrics.contracts import Policies
     from terazi.metrics.engine import evaluate
+    from terazi.present.score_report import as_json, as_text
     from terazi.schemas.measures import parse_measure
 
     args = parser().parse_args(argv)
@@ -64,8 +80,9 @@ def main(argv: list[str]) -> int:
             raise DatasetError("-", None, "stdin can hold the run or the qrels, not both")
         canonical = {m: parse_measure(m).canonical for m in args.metric or ["nDCG@10", "RR@10"]}
         measures = list(dict.fromkeys(canonical.values()))
-        ev = evaluate(read_qrels(args.qrels), read_run(args.run_file, rank=policies.repeated_rank == "error"),
-                      measures, policies)
+        ev = evaluate(
+            read_qrels(args.qrels), read_run(args.run_file, rank=policies.repeated_rank == "error"), measures, policies
+        )
     except (DatasetError, MetricError) as e:
         _console(stderr=True).print(f"[bold red]error:[/] {e}", highlight=False)
         return 2
@@ -76,25 +93,9 @@ def main(argv: list[str]) -> int:
         return 2
     aliases = {m: c for m, c in canonical.items() if m.strip() != c}
     if args.fmt == "json":
-        out = {"aggregate": ev.aggregate, "queries": ev.queries, "contract": ev.contract(), "aliases": aliases}
-        if args.per_query:
-            out["per_query"] = {m: ev.per_query_dict(m) for m in ev.measures}
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        print(as_json(ev, aliases, args.per_query))
         return 0
-    from terazi.present.table import Table
-
-    console, no_relevant = _console(), ev.queries["no_relevant"]
-    rows = [[name, f"{ev.aggregate[name]:.4f}", str(len(ev.query_ids[name])), m.gain if m.family == "nDCG" else "–",
-             "–" if m.family in ("nDCG", "Judged") else str(m.rel), f"{no_relevant[name]} ({policies.no_relevant})"]
-            for name, m in ev.measures.items()]
-    table = Table(["measure", "value", "queries", "gain", "rel ≥", "no relevant"], rows, align=["left"] + ["right"] * 5)
-    console.print(table.rich(f"{args.run_file.name} vs {args.qrels.name} — contract {policies.label}"))
-    if aliases:
-        console.print("aliases: " + ", ".join(f"{a} → {c}" for a, c in aliases.items()), highlight=False)
-    console.print(ev.sentence(), highlight=False)
-    if args.per_query:
-        ids = sorted({q for m in ev.measures for q in ev.query_ids[m]})
-        vals = {m: ev.per_query_dict(m) for m in ev.measures}
-        per_query = [[q, *(f"{vals[m][q]:.4f}" if q in vals[m] else "–" for m in ev.measures)] for q in ids]
-        console.print(Table(["query", *ev.measures], per_query).rich())
+    console = _console()
+    for part in as_text(ev, policies, aliases, f"{args.run_file.name} vs {args.qrels.name}", args.per_query):
+        console.print(part, highlight=False)
     return 0

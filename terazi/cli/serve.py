@@ -9,44 +9,43 @@ from typing import Annotated
 import typer
 
 from terazi import shutdown
-from terazi.cli.common import Verbose, err
+from terazi.cli.common import err
+from terazi.cli.options import Verbose, sets
 from terazi.cli.places import declares
+from terazi.configs import given
 from terazi.paths import Place
 from terazi.schemas.scale import Limits
 
-LIMITS = Limits()
+CONFIG = "benchmark config for both deployments' defaults (default: the demo)"
+REMOTE_CODE = "let form runs set trust_remote_code (runs a model repository's code)"
+MODELS = "models form runs may use besides the config's: hub ids, patterns (BAAI/*), absolute folders (repeatable)"
+DATA_ROOTS = "folder form runs may read datasets from, besides the config's dataset folders (repeatable)"
+RESULTS_ROOT = "folder form runs write results in (default: the config's out_dir)"
+CACHE_ROOT = "folder of the cache (default: the config's cache_dir)"
+PRINT_POLICY = "print the policy as JSON (for a work-pool worker's TERAZI_SERVICE_POLICY) and exit"
 
 
-@declares(reads=(Place("config", "config file"), Place("data_root", "data root")),
-          writes=(Place("results_root", "results root"), Place("cache_root", "cache root")))
+@declares(
+    reads=(Place("config", "config file"), Place("data_root", "data root")),
+    writes=(Place("results_root", "results root"), Place("cache_root", "cache root")),
+)
 def serve(
-    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=(
-        "benchmark config for both deployments' defaults (default: the demo)"))] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=CONFIG)] = None,
     cron: Annotated[str, typer.Option(help="nightly schedule (cron)")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="time zone of the schedule")] = "Europe/Istanbul",
     limit: Annotated[int | None, typer.Option(min=1, help="most flow runs at once")] = None,
-    allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code", help=(
-        "let form runs set trust_remote_code (runs a model repository's code)"))] = False,
-    allow_model: Annotated[list[str] | None, typer.Option("--allow-model", help=(
-        "model form runs may use besides the config's: a hub id or pattern (BAAI/*) or an absolute folder "
-        "(repeatable)"))] = None,
-    data_root: Annotated[list[str] | None, typer.Option("--data-root", help=(
-        "folder form runs may read datasets from, besides the config's dataset folders (repeatable)"))] = None,
-    results_root: Annotated[str | None, typer.Option(help=(
-        "folder form runs write results in (default: the config's out_dir)"))] = None,
-    cache_root: Annotated[str | None, typer.Option(help=(
-        "folder of the cache (default: the config's cache_dir)"))] = None,
-    max_resamples: Annotated[int, typer.Option(min=1, help=(
-        "most bootstrap_resamples a form run may ask for"))] = LIMITS.resamples,
-    max_samples: Annotated[int, typer.Option(min=1, help="most corruption.samples")] = LIMITS.samples,
-    max_workers: Annotated[int, typer.Option(min=1, help="most task_runner_workers")] = LIMITS.workers,
-    max_depths: Annotated[int, typer.Option(min=1, help="most rerank_depths (depths in a sweep)")] = LIMITS.depths,
-    max_pairs: Annotated[int, typer.Option(min=1, help=(
-        "most first-stage pairs (query variants × depth × first stages)"))] = LIMITS.pairs,
-    max_cells: Annotated[int, typer.Option(min=1, help=(
-        "most bootstrap cells (resamples × judged queries)"))] = LIMITS.cells,
-    print_policy: Annotated[bool, typer.Option("--print-policy", help=(
-        "print the policy as JSON (for a work-pool worker's TERAZI_SERVICE_POLICY) and exit"))] = False,
+    allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code", help=REMOTE_CODE)] = False,
+    allow_model: Annotated[list[str] | None, typer.Option(help=MODELS)] = None,
+    data_root: Annotated[list[str] | None, typer.Option(help=DATA_ROOTS)] = None,
+    results_root: Annotated[str | None, typer.Option(help=RESULTS_ROOT)] = None,
+    cache_root: Annotated[str | None, typer.Option(help=CACHE_ROOT)] = None,
+    max_resamples: Annotated[int | None, sets(Limits, "resamples", min=1)] = None,
+    max_samples: Annotated[int | None, sets(Limits, "samples", min=1)] = None,
+    max_workers: Annotated[int | None, sets(Limits, "workers", min=1)] = None,
+    max_depths: Annotated[int | None, sets(Limits, "depths", min=1)] = None,
+    max_pairs: Annotated[int | None, sets(Limits, "pairs", min=1)] = None,
+    max_cells: Annotated[int | None, sets(Limits, "cells", min=1)] = None,
+    print_policy: Annotated[bool, typer.Option("--print-policy", help=PRINT_POLICY)] = False,
     verbose: Verbose = False,
 ) -> None:
     """Serve the ad-hoc and nightly deployments from this process (needs PREFECT_API_URL for a lasting server).
@@ -54,24 +53,26 @@ def serve(
     Anyone who reaches the Prefect UI can fill the ad-hoc form; what its runs may do is decided here
     (see docs/service.md, "Security").
     """
+    limits = Limits(**given(Limits, {name.removeprefix("max_"): value for name, value in locals().items()}))
     from terazi.cli.prefect_api import check_api
     from terazi.deployments.evaluate import load_config, serve_all
     from terazi.paths import disjoint
     from terazi.policy import ServicePolicy
 
     cfg = load_config(config)
-    limits = Limits(resamples=max_resamples, samples=max_samples, workers=max_workers, depths=max_depths,
-                    pairs=max_pairs, cells=max_cells)
-    policy = ServicePolicy.for_service(cfg, allow_remote_code, allow_model or [], data_root or [], results_root,
-                                       cache_root, limits)
+    policy = ServicePolicy.for_service(
+        cfg, allow_remote_code, allow_model or [], data_root or [], results_root, cache_root, limits
+    )
     disjoint(*policy.places())  # the served runs' outputs never overlap what they may read
     if print_policy:
         print(policy.model_dump_json())
         return
     check_api()
     if not os.environ.get("PREFECT_API_URL"):
-        err.print("[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
-                  "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]")
+        err.print(
+            "[yellow]PREFECT_API_URL is not set: serving against a temporary server that ends with this "
+            "process. Start one with `prefect server start` and export PREFECT_API_URL.[/]"
+        )
     err.print(f"serving terazi-evaluate/ad-hoc and terazi-nightly/nightly (cron '{cron}', {timezone}); Ctrl-C stops")
     err.print(f"policy: {policy.describe()}", highlight=False)
     with shutdown.graceful():  # SIGTERM and Ctrl-C end it within seconds, whether or not its server is alive

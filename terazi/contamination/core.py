@@ -1,11 +1,11 @@
 """The leakage check: benchmark datasets × training sources → `LeakageResult`.
 
-Every benchmark query and passage is compared with every training text for a shared n-gram (default 8 words, the
-Kalbur card's rule; lm-evaluation-harness uses 13) after normalisation (`terazi.contamination.normalize`). The side whose
-files are smaller is hashed into memory first (`match.HeldIndex`: about 50 bytes per n-gram, and as much again while
-it is sorted); the other is streamed past it in batches. Both directions come out of the one pass: the training
-records to drop and the benchmark items that are contaminated. Benchmark queries are also looked up among the
-training sources' query fields (`repeats`).
+Every benchmark query and passage is compared with every training text for a shared n-gram (default 8 words, the Kalbur
+card's rule; lm-evaluation-harness uses 13) after normalisation (`terazi.contamination.normalize`). The side whose files
+are smaller is hashed into memory first (`match.HeldIndex`: about 50 bytes per n-gram, and as much again while it is
+sorted); the other is streamed past it in batches. Both directions come out of the one pass: the training records to
+drop and the benchmark items that are contaminated. Benchmark queries are also looked up among the training sources'
+query fields (`repeats`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from terazi.schemas.leakage import LeakageOptions, TrainSource
 log = logging.getLogger("terazi.contamination")
 
 
-def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
-          options: LeakageOptions | None = None) -> LeakageResult:
+def check(
+    datasets: Sequence[Dataset], sources: Sequence[TrainSource], options: LeakageOptions | None = None
+) -> LeakageResult:
     """Check `datasets` (loaded with `terazi.data.beir.load_beir`) against `sources`; see the module's docstring."""
     options = options or LeakageOptions()
     started = time.perf_counter()
@@ -78,19 +79,32 @@ def check(datasets: Sequence[Dataset], sources: Sequence[TrainSource],
     bench_hits, train_hits = (held_hits, streamed) if hold == "benchmark" else (streamed, held_hits)
 
     offsets = np.cumsum([0] + [len(q) for q in bench.query_ids])
-    results = [_dataset(d, bench, train, bench_hits, train_hits, finder, int(offsets[d]), examples, options)
-               for d in range(len(datasets))]
+    results = [
+        _dataset(d, bench, train, bench_hits, train_hits, finder, int(offsets[d]), examples, options)
+        for d in range(len(datasets))
+    ]
     hit_records = np.unique(train_hits.item)
-    per_source = np.bincount(np.searchsorted(train.group_starts, hit_records, side="right") - 1,
-                             minlength=len(readers))
+    per_source = np.bincount(np.searchsorted(train.group_starts, hit_records, side="right") - 1, minlength=len(readers))
     return LeakageResult(
-        options=options, held=hold, held_ngrams=held.size, seconds=round(time.perf_counter() - started, 3),
+        options=options,
+        held=hold,
+        held_ngrams=held.size,
+        seconds=round(time.perf_counter() - started, 3),
         datasets=results,
-        sources=[SourceLeakage(name=r.source.label, path=r.source.path, files=len(r.files),
-                               records=int(train.source_starts[s + 1] - train.source_starts[s]),
-                               texts=int(train.texts_read[s]), query_texts=int(train.queries_read[s]),
-                               records_hit=int(per_source[s])) for s, r in enumerate(readers)],
-        train_hits=train.refs(hit_records))
+        sources=[
+            SourceLeakage(
+                name=r.source.label,
+                path=r.source.path,
+                files=len(r.files),
+                records=int(train.source_starts[s + 1] - train.source_starts[s]),
+                texts=int(train.texts_read[s]),
+                query_texts=int(train.queries_read[s]),
+                records_hit=int(per_source[s]),
+            )
+            for s, r in enumerate(readers)
+        ],
+        train_hits=train.refs(hit_records),
+    )
 
 
 def _record_texts(chunk: Chunk, first: int, items: np.ndarray) -> dict[int, list[str]]:
@@ -101,8 +115,17 @@ def _batch_texts(texts: pl.Series, first: int, items: np.ndarray) -> dict[int, l
     return {int(i): [texts[int(i) - first]] for i in items}
 
 
-def _dataset(d: int, bench: BenchmarkSide, train: TrainingSide, bench_hits: Hits, train_hits: Hits,
-             finder: RepeatFinder, query_offset: int, examples: Examples, options: LeakageOptions) -> DatasetLeakage:
+def _dataset(
+    d: int,
+    bench: BenchmarkSide,
+    train: TrainingSide,
+    bench_hits: Hits,
+    train_hits: Hits,
+    finder: RepeatFinder,
+    query_offset: int,
+    examples: Examples,
+    options: LeakageOptions,
+) -> DatasetLeakage:
     ds, qids = bench.datasets[d], bench.query_ids[d]
     start, pstart, end = int(bench.starts[d]), bench.passage_start(d), int(bench.starts[d + 1])
     mine = bench_hits.take(np.flatnonzero((bench_hits.item >= start) & (bench_hits.item < end)))
@@ -118,21 +141,37 @@ def _dataset(d: int, bench: BenchmarkSide, train: TrainingSide, bench_hits: Hits
     long_enough = int((tokens(bench.query_texts(d), options.fold_ascii).list.len() >= options.ngram).sum())
 
     best = finder.best
-    rq = np.flatnonzero(best.score[query_offset:query_offset + len(qids)] > 0)
+    rq = np.flatnonzero(best.score[query_offset : query_offset + len(qids)] > 0)
     refs = train.refs(best.record[query_offset + rq]) if len(rq) else []
     norm = joined(pl.Series([ds.queries[qids[k]].text for k in rq.tolist()], dtype=pl.Utf8), options.fold_ascii)
-    repeats = [Repeat(query_id=qids[k], kind="exact" if best.score[query_offset + k] >= 100 else "near",
-                      score=round(float(best.score[query_offset + k]), 2), query=q, train=ref,
-                      train_query=best.text[query_offset + k] or "")
-               for k, ref, q in zip(rq.tolist(), refs, norm.to_list())]
+    repeats = [
+        Repeat(
+            query_id=qids[k],
+            kind="exact" if best.score[query_offset + k] >= 100 else "near",
+            score=round(float(best.score[query_offset + k]), 2),
+            query=q,
+            train=ref,
+            train_query=best.text[query_offset + k] or "",
+        )
+        for k, ref, q in zip(rq.tolist(), refs, norm.to_list())
+    ]
 
     hit_query_ids = [qids[k] for k in q_rows]
     flagged = set(hit_query_ids) | {r.query_id for r in repeats}
     dataset_train = np.unique(train_hits.item[train_hits.group == d])
     return DatasetLeakage(
-        name=ds.name, path=str(ds.root), corpus_fingerprint=ds.corpus_fingerprint, queries=len(qids),
-        passages=ds.n_docs, queries_long_enough=long_enough,
-        judged_queries=judged, query_hits=hit_query_ids, passage_hits=passage_hits, relevant_hit_queries=relevant,
-        repeats=repeats, contaminated_queries=[q for q in qids if q in flagged],
-        train_hits=train.refs(dataset_train), examples=examples.of(d))
-
+        name=ds.name,
+        path=str(ds.root),
+        corpus_fingerprint=ds.corpus_fingerprint,
+        queries=len(qids),
+        passages=ds.n_docs,
+        queries_long_enough=long_enough,
+        judged_queries=judged,
+        query_hits=hit_query_ids,
+        passage_hits=passage_hits,
+        relevant_hit_queries=relevant,
+        repeats=repeats,
+        contaminated_queries=[q for q in qids if q in flagged],
+        train_hits=train.refs(dataset_train),
+        examples=examples.of(d),
+    )

@@ -74,9 +74,16 @@ class Examples:
             if ours is None or theirs is None or ours[2] != theirs[2]:
                 continue  # a 64-bit hash collision: not shown
             kind = "query" if item < pstart else "passage"
-            out.append(Example(kind=kind, id=qids[item - start] if kind == "query" else doc_ids[item - pstart],
-                               train=refs[record], ngram=ours[2], text=_window(*ours[:2], self.options.ngram),
-                               train_text=_window(*theirs[:2], self.options.ngram)))
+            out.append(
+                Example(
+                    kind=kind,
+                    id=qids[item - start] if kind == "query" else doc_ids[item - pstart],
+                    train=refs[record],
+                    ngram=ours[2],
+                    text=_window(*ours[:2], self.options.ngram),
+                    train_text=_window(*theirs[:2], self.options.ngram),
+                )
+            )
         return out
 
     def _bench_texts(self, d: int, items: list[int]) -> dict[int, str]:
@@ -96,10 +103,15 @@ def _locate(text: str, h: int, options: LeakageOptions) -> tuple[list[str], int,
     if not len(at):
         return None
     toks = tokens(pl.Series([text], dtype=pl.Utf8), options.fold_ascii)[0].to_list()
-    return toks, int(at[0]), " ".join(toks[at[0]:at[0] + options.ngram])
+    return toks, int(at[0]), " ".join(toks[at[0] : at[0] + options.ngram])
 
 
 def _window(toks: list[str], at: int, n: int) -> str:
-    before, after = toks[max(0, at - _WIDTH):at], toks[at + n:at + n + _WIDTH]
-    return " ".join((["…"] if at > _WIDTH else []) + before + toks[at:at + n] + after
-                    + (["…"] if at + n + _WIDTH < len(toks) else []))
+    before, after = toks[max(0, at - _WIDTH) : at], toks[at + n : at + n + _WIDTH]
+    return " ".join(
+        (["…"] if at > _WIDTH else [])
+        + before
+        + toks[at : at + n]
+        + after
+        + (["…"] if at + n + _WIDTH < len(toks) else [])
+    )

@@ -41,10 +41,26 @@ def check_folder(config: LeakageConfig, datasets: list[DatasetManifest]) -> Leak
     disjoint(*config.folders())
     result = check([open_dataset(d) for d in datasets], config.train, config.options)
     root = write(result, config.out)
-    counts = [DatasetCounts(name=d.name, folder=f, queries=d.queries, contaminated_queries=len(d.contaminated_queries),
-                            query_hits=len(d.query_hits), repeats=len(d.repeats), passages=d.passages,
-                            passage_hits=len(d.passage_hits), judged_queries=d.judged_queries,
-                            relevant_hit_queries=len(d.relevant_hit_queries), train_hits=len(d.train_hits))
-              for d, f in zip(result.datasets, folders(result))]
-    return LeakageManifest(terazi_version=__version__, out=str(root), seconds=round(time.perf_counter() - started, 2),
-                           datasets=counts, train_hits=len(result.train_hits))
+    counts = [
+        DatasetCounts(
+            name=d.name,
+            folder=f,
+            queries=d.queries,
+            contaminated_queries=len(d.contaminated_queries),
+            query_hits=len(d.query_hits),
+            repeats=len(d.repeats),
+            passages=d.passages,
+            passage_hits=len(d.passage_hits),
+            judged_queries=d.judged_queries,
+            relevant_hit_queries=len(d.relevant_hit_queries),
+            train_hits=len(d.train_hits),
+        )
+        for d, f in zip(result.datasets, folders(result))
+    ]
+    return LeakageManifest(
+        terazi_version=__version__,
+        out=str(root),
+        seconds=round(time.perf_counter() - started, 2),
+        datasets=counts,
+        train_hits=len(result.train_hits),
+    )

@@ -19,9 +19,9 @@ import numpy as np
 class Hits:
     """Items hit, one row per (item, other side's group): parallel arrays."""
 
-    item: np.ndarray     # int64, this side's item number
-    group: np.ndarray    # int64, the other side's group whose items share an n-gram with it
-    hash: np.ndarray     # uint64, one shared n-gram
+    item: np.ndarray  # int64, this side's item number
+    group: np.ndarray  # int64, the other side's group whose items share an n-gram with it
+    hash: np.ndarray  # uint64, one shared n-gram
     partner: np.ndarray  # int64, an item of that group that has the n-gram
 
     @staticmethod
@@ -123,8 +123,8 @@ class Scan:
 
     def __init__(self, held: HeldIndex):
         self.held = held
-        self._hits = Hits.empty()       # streamed items hit (folded to one row per item and group as it grows)
-        self._found = Hits.empty()      # distinct (hash, streamed group) met, with the first streamed item
+        self._hits = Hits.empty()  # streamed items hit (folded to one row per item and group as it grows)
+        self._found = Hits.empty()  # distinct (hash, streamed group) met, with the first streamed item
         self._pending = 0
 
     def feed(self, hashes: np.ndarray, items: np.ndarray, group: int) -> Hits:

@@ -48,7 +48,7 @@ def ngram_hashes(tok: np.ndarray, lengths: np.ndarray, n: int) -> tuple[np.ndarr
         h = tok[: total - n + 1].copy()
         for k in range(1, n):
             h *= _P
-            h += tok[k: total - n + 1 + k]
+            h += tok[k : total - n + 1 + k]
     counts = np.maximum(lengths - n + 1, 0)
     owner = np.repeat(np.arange(len(lengths), dtype=np.int64), counts)
     starts = np.cumsum(lengths) - lengths  # first token of each text

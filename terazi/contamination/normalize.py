@@ -28,8 +28,11 @@ _ASCII_FROM, _ASCII_TO = list("çğöşüâîû"), list("cgosuaiu")  # lowercase
 def _folded(texts: pl.Expr, fold_ascii: bool) -> pl.Expr:
     # after NFC, I + combining dot is İ (Unicode lowercasing would turn it into i + combining dot); an i + combining
     # dot already there (what Python's str.lower makes of İ) is an i
-    e = (texts.str.replace_many(["İ", "I", "ı"], ["i", "i", "i"]).str.to_lowercase()
-         .str.replace_all("i\u0307", "i", literal=True))
+    e = (
+        texts.str.replace_many(["İ", "I", "ı"], ["i", "i", "i"])
+        .str.to_lowercase()
+        .str.replace_all("i\u0307", "i", literal=True)
+    )
     if fold_ascii:
         e = e.str.replace_many(_ASCII_FROM, _ASCII_TO)
     return e.str.replace_all(_APOSTROPHES, "")

@@ -75,13 +75,19 @@ class RepeatFinder:
         tlen, texts = lengths[order], norm.gather(order).to_list()
         out_q, out_t, out_s = [], [], []
         for b in range(0, len(self._by_len), _BLOCK):
-            blen = self._len[b:b + _BLOCK]
+            blen = self._len[b : b + _BLOCK]
             lo = np.searchsorted(tlen, blen[0] * t / (200 - t) - 1e-9, "left")
             hi = np.searchsorted(tlen, blen[-1] * (200 - t) / t + 1e-9, "right")
             if lo >= hi:
                 continue
-            m = process.cdist(self._text[b:b + _BLOCK], texts[lo:hi], scorer=fuzz.ratio, score_cutoff=t,
-                              dtype=np.float32, workers=-1)
+            m = process.cdist(
+                self._text[b : b + _BLOCK],
+                texts[lo:hi],
+                scorer=fuzz.ratio,
+                score_cutoff=t,
+                dtype=np.float32,
+                workers=-1,
+            )
             i, j = np.nonzero(m)
             out_q.append(self._by_len[b + i])
             out_t.append(order[lo + j])

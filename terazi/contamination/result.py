@@ -47,19 +47,22 @@ class DatasetLeakage(BaseModel):
     passage_hits: list[str] = Field(description="passages sharing an n-gram with training text, in corpus order")
     relevant_hit_queries: list[str] = Field(description="judged queries with a relevant passage among passage_hits")
     repeats: list[Repeat]
-    contaminated_queries: list[str] = Field(description="queries to leave out of a clean score: n-gram hits and "
-                                                        "repeats, in file order")
+    contaminated_queries: list[str] = Field(
+        description="queries to leave out of a clean score: n-gram hits and repeats, in file order"
+    )
     train_hits: list[str] = Field(description="training records sharing an n-gram with this dataset")
     examples: list[Example]
 
     @computed_field
     @property
     def shares(self) -> dict[str, float]:
-        return {"queries": _share(len(self.query_hits), self.queries),
-                "passages": _share(len(self.passage_hits), self.passages),
-                "queries_repeated": _share(len(self.repeats), self.queries),
-                "queries_contaminated": _share(len(self.contaminated_queries), self.queries),
-                "relevant_hit": _share(len(self.relevant_hit_queries), self.judged_queries)}
+        return {
+            "queries": _share(len(self.query_hits), self.queries),
+            "passages": _share(len(self.passage_hits), self.passages),
+            "queries_repeated": _share(len(self.repeats), self.queries),
+            "queries_contaminated": _share(len(self.contaminated_queries), self.queries),
+            "relevant_hit": _share(len(self.relevant_hit_queries), self.judged_queries),
+        }
 
 
 class SourceLeakage(BaseModel):

@@ -27,8 +27,15 @@ import polars as pl
 from terazi.errors import DatasetError, utf8_line_error
 from terazi.schemas.leakage import LOCAL_HF, TrainSource
 
-_KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".txt": "txt",
-          ".jsonl.gz": "jsonl", ".ndjson.gz": "jsonl", ".txt.gz": "txt"}
+_KINDS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".txt": "txt",
+    ".jsonl.gz": "jsonl",
+    ".ndjson.gz": "jsonl",
+    ".txt.gz": "txt",
+}
 _SAVED = ("dataset_dict.json", "state.json")  # what `save_to_disk` leaves in a folder
 ID_FIELDS = ("_id", "id")  # a record's own name, where it has one (BEIR's `_id`, most datasets' `id`)
 
@@ -37,10 +44,10 @@ ID_FIELDS = ("_id", "id")  # a record's own name, where it has one (BEIR's `_id`
 class Chunk:
     """A batch of records of one file and their texts, as parallel arrays."""
 
-    rows: np.ndarray     # int64: each record's line (JSON lines, text) or row from 1 (parquet, datasets)
-    texts: pl.Series     # every text of those records
-    record: np.ndarray   # int64: for each text, the index in `rows` of its record
-    query: np.ndarray    # bool: whether the text is from a query field
+    rows: np.ndarray  # int64: each record's line (JSON lines, text) or row from 1 (parquet, datasets)
+    texts: pl.Series  # every text of those records
+    record: np.ndarray  # int64: for each text, the index in `rows` of its record
+    query: np.ndarray  # bool: whether the text is from a query field
     ids: pl.Series | None = None  # each record's own id (null where it has none); None: no record has one
 
 
@@ -72,7 +79,7 @@ def nonblank_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         with opener(path, "rb") as f:
             for n, raw in enumerate(f, start=1):
                 if n == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8):]
+                    raw = raw[len(codecs.BOM_UTF8) :]
                 if raw.strip():
                     yield n, raw
     except gzip.BadGzipFile:
@@ -109,8 +116,13 @@ class _Rows:
 
     def chunk(self) -> Chunk:
         ids = pl.Series(self.ids, dtype=pl.Utf8) if any(i is not None for i in self.ids) else None
-        return Chunk(np.array(self.rows, np.int64), pl.Series(self.texts, dtype=pl.Utf8),
-                     np.array(self.record, np.int64), np.array(self.query, bool), ids)
+        return Chunk(
+            np.array(self.rows, np.int64),
+            pl.Series(self.texts, dtype=pl.Utf8),
+            np.array(self.record, np.int64),
+            np.array(self.query, bool),
+            ids,
+        )
 
 
 def _no_field(where: Path | str, line: int | None, plan: list[tuple[str, bool]], have: list[str]) -> DatasetError:
@@ -136,8 +148,9 @@ class _Jsonl(_File):
         for name, is_query in self.plan:
             if name in obj:
                 out += [(t, is_query) for t in _text_values(self.path, n, name, obj[name])]
-        record_id = next((obj[f] for f in ID_FIELDS if isinstance(obj.get(f), (str, int)) and
-                          not isinstance(obj.get(f), bool)), None)
+        record_id = next(
+            (obj[f] for f in ID_FIELDS if isinstance(obj.get(f), (str, int)) and not isinstance(obj.get(f), bool)), None
+        )
         return out, None if record_id is None else str(record_id)
 
     def check(self) -> None:
@@ -210,8 +223,13 @@ def _table_chunk(df: pl.DataFrame, first_row: int, plan: list[tuple[str, bool]],
         parts.append(part.with_columns(pl.col("t").cast(pl.Utf8)).drop_nulls("t").with_columns(q=pl.lit(is_query)))
     both = pl.concat(parts)
     ids = df[id_column].cast(pl.Utf8) if id_column else None
-    return Chunk(np.arange(first_row, first_row + df.height, dtype=np.int64), both["t"],
-                 both["r"].to_numpy(), both["q"].to_numpy(), ids)
+    return Chunk(
+        np.arange(first_row, first_row + df.height, dtype=np.int64),
+        both["t"],
+        both["r"].to_numpy(),
+        both["q"].to_numpy(),
+        ids,
+    )
 
 
 class _Parquet(_File):
@@ -290,16 +308,19 @@ def _hub_table(source: TrainSource):
         tables = datasets.load_dataset(name, config or None, revision=revision or None, split=source.split)
     except (ConnectionError, OSError, FileNotFoundError, ValueError) as e:
         reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        raise DatasetError(source.path, None, f"cannot load it ({reason}); offline, a dataset must be in the local "
-                                              "Hugging Face cache") from None
+        raise DatasetError(
+            source.path, None, f"cannot load it ({reason}); offline, a dataset must be in the local Hugging Face cache"
+        ) from None
     return _pick_split(tables, source.split, source.path)
 
 
 def _folder_files(root: Path, source: TrainSource) -> list[_File]:
     base = source.path.removeprefix("hf:").rstrip("/")
     if (root / "corpus.jsonl").is_file() and (root / "queries.jsonl").is_file():  # BEIR
-        return [_Jsonl(root / "corpus.jsonl", f"{base}/corpus.jsonl", [("title", False), ("text", False)]),
-                _Jsonl(root / "queries.jsonl", f"{base}/queries.jsonl", [("text", True)])]
+        return [
+            _Jsonl(root / "corpus.jsonl", f"{base}/corpus.jsonl", [("title", False), ("text", False)]),
+            _Jsonl(root / "queries.jsonl", f"{base}/queries.jsonl", [("text", True)]),
+        ]
     if any((root / s).is_file() for s in _SAVED):
         datasets = _datasets_module(str(root))
         try:
@@ -308,11 +329,15 @@ def _folder_files(root: Path, source: TrainSource) -> list[_File]:
             reason = str(e).splitlines()[0][:160]
             raise DatasetError(root, None, f"cannot read what save_to_disk wrote ({reason})") from None
         return [_Table(table, f"{base}/{split}" if split else base, source.plan)]
-    found = sorted(p for p in root.rglob("*")
-                   if p.is_file() and _kind(p) and not any(s.startswith(".") for s in p.relative_to(root).parts))
+    found = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and _kind(p) and not any(s.startswith(".") for s in p.relative_to(root).parts)
+    )
     if not found:
-        raise DatasetError(root, None, "no .jsonl, .ndjson, .parquet or .txt files (nor .gz of JSON lines or text) in "
-                                       "the folder")
+        raise DatasetError(
+            root, None, "no .jsonl, .ndjson, .parquet or .txt files (nor .gz of JSON lines or text) in the folder"
+        )
     return [_file(p, f"{base}/{p.relative_to(root).as_posix()}", source) for p in found]
 
 
@@ -329,8 +354,9 @@ def _file(path: Path, label: str, source: TrainSource) -> _File:
         return _Parquet(path, label, source.plan)
     if kind == "txt":
         return _Text(path, label, "text" in source.query_fields)
-    raise DatasetError(path, None, "unknown kind of file: expected .jsonl, .ndjson, .parquet or .txt (or .gz of "
-                                   "JSON lines or text)")
+    raise DatasetError(
+        path, None, "unknown kind of file: expected .jsonl, .ndjson, .parquet or .txt (or .gz of JSON lines or text)"
+    )
 
 
 class Reader:

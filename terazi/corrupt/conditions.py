@@ -30,11 +30,13 @@ from rapidfuzz.distance import OSA
 from terazi.corrupt.letters import ascii_full, ascii_partial, upper
 from terazi.corrupt.mobile import colloquial, mobile
 from terazi.corrupt.typo import typo
+from terazi.errors import ConfigError
 from terazi.schemas import CorruptionSpec
 from terazi.schemas.tables import CLEAN
 from terazi.turkish import tr_lower
 
 # ---------------------------------------------------------------- conditions
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -58,14 +60,25 @@ RULES: dict[str, Condition] = {  # one row per name of terazi.schemas.fields.CON
     CLEAN: Condition(CLEAN, lambda text, rng, spec: text, _never),
     "upper": Condition("upper", lambda text, rng, spec: upper(text), _never),
     "ascii_full": Condition("ascii_full", lambda text, rng, spec: ascii_full(text), _never),
-    "ascii_partial": Condition("ascii_partial", lambda text, rng, spec: ascii_partial(text, rng, spec.ascii_partial_rate),
-                               lambda spec: True, lambda spec: {"ascii_partial_rate": spec.ascii_partial_rate}),
-    "typo": Condition("typo", lambda text, rng, spec: typo(text, rng, spec.typo_rate, spec.typo_min_edits),
-                      lambda spec: True,
-                      lambda spec: {"typo_rate": spec.typo_rate, "typo_min_edits": spec.typo_min_edits}),
+    "ascii_partial": Condition(
+        "ascii_partial",
+        lambda text, rng, spec: ascii_partial(text, rng, spec.ascii_partial_rate),
+        lambda spec: True,
+        lambda spec: {"ascii_partial_rate": spec.ascii_partial_rate},
+    ),
+    "typo": Condition(
+        "typo",
+        lambda text, rng, spec: typo(text, rng, spec.typo_rate, spec.typo_min_edits),
+        lambda spec: True,
+        lambda spec: {"typo_rate": spec.typo_rate, "typo_min_edits": spec.typo_min_edits},
+    ),
     "colloquial": Condition("colloquial", lambda text, rng, spec: colloquial(text), _never),
-    "mobile": Condition("mobile", lambda text, rng, spec: mobile(text, rng, spec.mobile), _mobile_draws,
-                        lambda spec: {f"mobile.{k}": v for k, v in spec.mobile.model_dump().items()}),
+    "mobile": Condition(
+        "mobile",
+        lambda text, rng, spec: mobile(text, rng, spec.mobile),
+        _mobile_draws,
+        lambda spec: {f"mobile.{k}": v for k, v in spec.mobile.model_dump().items()},
+    ),
 }
 
 
@@ -79,13 +92,14 @@ def parts(condition: str) -> list[Condition]:
     out = []
     for name in condition.split("+"):
         if name not in RULES:
-            raise ValueError(f"unknown condition {name!r}; known: {sorted(RULES)} (compose with '+')")
+            raise ConfigError(f"unknown condition {name!r}; known: {', '.join(RULES)} (compose with '+')")
         out.append(RULES[name])
     return out
 
 
-def corrupt(text: str, condition: str, seed: int = 0, query_id: str = "", sample: int = 0,
-            spec: CorruptionSpec | None = None) -> str:
+def corrupt(
+    text: str, condition: str, seed: int = 0, query_id: str = "", sample: int = 0, spec: CorruptionSpec | None = None
+) -> str:
     """One variant of `text`; every part of a composed condition reads its own settings from `spec`.
     Never empty: an emptied query is returned unchanged."""
     spec = spec or CorruptionSpec()
@@ -108,6 +122,7 @@ def samples_for(condition: str, samples: int, spec: CorruptionSpec | None = None
 
 
 # ---------------------------------------------------------------- measuring what a condition did
+
 
 def changed(original: str, variant: str) -> bool:
     """Whether a variant differs from its query as text (canonically composed, so a mere

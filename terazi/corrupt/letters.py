@@ -17,6 +17,6 @@ def ascii_full(text: str, rng: random.Random | None = None) -> str:
 
 
 def ascii_partial(text: str, rng: random.Random, rate: float = 0.5) -> str:
-    # letter by letter, as people see letters (terazi.turkish.seen_letters): an NFD ş is s plus a combining cedilla, which
-    # no letter rule sees, and the lower case of İ is i plus a combining dot even in NFC
+    # letter by letter, as people see letters (terazi.turkish.seen_letters): an NFD ş is s plus a combining cedilla,
+    # which no letter rule sees, and the lower case of İ is i plus a combining dot even in NFC
     return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in seen_letters(text))

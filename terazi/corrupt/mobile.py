@@ -21,21 +21,67 @@ from terazi.turkish import seen_letters, to_ascii, tr_lower, tr_upper
 # yak (yakacak, "fuel"), giy (giyecek, "clothing"), öl (ölcek reads ölçek, "scale", without ç),
 # git/et (spoken spellings vary: gidcek, gitcek, gidicek), and stems ending in a/e, whose spoken
 # form also narrows the stem (başlayacak → başlıycak), which this model does not attempt.
-FUTURE_STEMS_BACK = ("ol", "yap", "kal", "çık", "bak", "yaz", "sat", "bul", "kur", "dur", "otur", "sor", "anlat",
-                     "çalış", "başar", "kazan", "kapan", "koruy", "okuy", "uyuy")
+FUTURE_STEMS_BACK = (
+    "ol",
+    "yap",
+    "kal",
+    "çık",
+    "bak",
+    "yaz",
+    "sat",
+    "bul",
+    "kur",
+    "dur",
+    "otur",
+    "sor",
+    "anlat",
+    "çalış",
+    "başar",
+    "kazan",
+    "kapan",
+    "koruy",
+    "okuy",
+    "uyuy",
+)
 FUTURE_STEMS_FRONT = ("ver", "gör", "bil", "bit", "düş", "değiş", "sür", "gir", "sev", "yürüy")
-_FUTURE_ENDINGS = {"cak": "cak", "cağım": "cam", "caksın": "caksın", "cağız": "caz", "caklar": "caklar",
-                   "caktı": "caktı", "cek": "cek", "ceğim": "cem", "ceksin": "ceksin", "ceğiz": "cez",
-                   "cekler": "cekler", "cekti": "cekti"}
-_FUTURE = re.compile(r"\b(" + "|".join(FUTURE_STEMS_BACK) + r")a(cak|cağım|caksın|cağız|caklar|caktı)\b|"
-                     r"\b(" + "|".join(FUTURE_STEMS_FRONT) + r")e(cek|ceğim|ceksin|ceğiz|cekler|cekti)\b")
+_FUTURE_ENDINGS = {
+    "cak": "cak",
+    "cağım": "cam",
+    "caksın": "caksın",
+    "cağız": "caz",
+    "caklar": "caklar",
+    "caktı": "caktı",
+    "cek": "cek",
+    "ceğim": "cem",
+    "ceksin": "ceksin",
+    "ceğiz": "cez",
+    "cekler": "cekler",
+    "cekti": "cekti",
+}
+_FUTURE = re.compile(
+    r"\b(" + "|".join(FUTURE_STEMS_BACK) + r")a(cak|cağım|caksın|cağız|caklar|caktı)\b|"
+    r"\b(" + "|".join(FUTURE_STEMS_FRONT) + r")e(cek|ceğim|ceksin|ceğiz|cekler|cekti)\b"
+)
 # The present continuous -(I)yor always follows a high vowel (yapıyor, geliyor, okuyor, görüyor)
 # and no Turkish noun ends that way, so it marks a verb without a list. Endings as spoken.
-_YOR_ENDINGS = {"": "", "um": "m", "sun": "n", "uz": "z", "sunuz": "nuz", "lar": "lar", "du": "du", "dum": "dum",
-                "dun": "dun", "duk": "duk", "dular": "dular"}
+_YOR_ENDINGS = {
+    "": "",
+    "um": "m",
+    "sun": "n",
+    "uz": "z",
+    "sunuz": "nuz",
+    "lar": "lar",
+    "du": "du",
+    "dum": "dum",
+    "dun": "dun",
+    "duk": "duk",
+    "dular": "dular",
+}
 _YOR = re.compile(r"\b(\w+[ıiuü])yor(um|sunuz|sun|uz|lar|dular|dum|dun|duk|du)?\b")
-_PARTICLE = re.compile(r"(?<=\w) (?=m[ıiuü](?:yım|yim|yum|yüm|sın|sin|sun|sün|yız|yiz|yuz|yüz|sınız|siniz|sunuz|"
-                       r"sünüz|dır|dir|dur|dür|ydı|ydi|ydu|ydü)?\b)")
+_PARTICLE = re.compile(
+    r"(?<=\w) (?=m[ıiuü](?:yım|yim|yum|yüm|sın|sin|sun|sün|yız|yiz|yuz|yüz|sınız|siniz|sunuz|"
+    r"sünüz|dır|dir|dur|dür|ydı|ydi|ydu|ydü)?\b)"
+)
 
 # (MobileSpec field, pattern on Turkish-lowercased text, replacement), applied in this order.
 SHORTENINGS: tuple[tuple[str, str, str], ...] = (
@@ -70,7 +116,7 @@ def _sub(pattern: re.Pattern, repl: Callable[[re.Match], str], text: str, p: flo
     for m in pattern.finditer(low):
         if rng is None and p < 1 or rng is not None and rng.random() >= p:
             continue
-        pieces += [text[last:m.start()], _recase(repl(m), text[m.start():m.end()])]
+        pieces += [text[last : m.start()], _recase(repl(m), text[m.start() : m.end()])]
         last = m.end()
     return "".join(pieces) + text[last:]
 
@@ -137,13 +183,14 @@ def mobile(text: str, rng: random.Random, spec: MobileSpec | None = None) -> str
     if ascii_query:
         out = to_ascii(out)
     else:
-        out = "".join(to_ascii(ch) if to_ascii(ch) != ch and rng.random() < spec.ascii_letter else ch
-                      for ch in seen_letters(out))
+        out = "".join(
+            to_ascii(ch) if to_ascii(ch) != ch and rng.random() < spec.ascii_letter else ch for ch in seen_letters(out)
+        )
     words = out.split(" ")
     for k, w in enumerate(words):
         if len(w) >= 3 and w.isalpha() and rng.random() < spec.slip:
             i = rng.randrange(len(w))
             key = neighbour_key(w[i], rng, ascii_only=ascii_query)
             if key:
-                words[k] = w[:i] + key + w[i + 1:]
+                words[k] = w[:i] + key + w[i + 1 :]
     return " ".join(words)

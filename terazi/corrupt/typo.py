@@ -12,8 +12,15 @@ from terazi.turkish import tr_lower
 # Relative weights of the slips at a letter picked for an edit, renormalised over those that fit
 # there: a word's last letter before a space can lose that space, a letter inside a word can be
 # followed by a stray space or swap with the next letter. docs/corruptions.md gives the measured mix.
-TYPO_OPS = {"substitute": 0.35, "delete": 0.2, "insert": 0.12, "double": 0.12, "transpose": 0.12,
-            "missing_space": 0.4, "extra_space": 0.04}
+TYPO_OPS = {
+    "substitute": 0.35,
+    "delete": 0.2,
+    "insert": 0.12,
+    "double": 0.12,
+    "transpose": 0.12,
+    "missing_space": 0.4,
+    "extra_space": 0.04,
+}
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,7 @@ class Edit:
 
 
 def _typo_ops(text: str, i: int) -> list[str]:
-    ch, nxt = text[i], text[i + 1:i + 2]
+    ch, nxt = text[i], text[i + 1 : i + 2]
     word_letter = (i > 0 and text[i - 1].isalpha()) or nxt.isalpha()
     ops = ["double"]
     if tr_lower(ch) in KEY_NEIGHBOURS:
@@ -38,7 +45,7 @@ def _typo_ops(text: str, i: int) -> list[str]:
         ops.append("extra_space")
         if tr_lower(nxt) != tr_lower(ch):
             ops.append("transpose")
-    elif nxt == " " and text[i + 2:i + 3].isalnum():
+    elif nxt == " " and text[i + 2 : i + 3].isalnum():
         ops.append("missing_space")
     return ops
 
@@ -64,8 +71,9 @@ def _apply(text: str, i: int, op: str, rng: random.Random) -> tuple[str, Edit]:
     return new, Edit(op, i, ch + nxt, new)
 
 
-def typo_with_edits(text: str, rng: random.Random, rate: float = 0.05, min_edits: int = 0,
-                    max_tries: int = 50) -> tuple[str, list[Edit]]:
+def typo_with_edits(
+    text: str, rng: random.Random, rate: float = 0.05, min_edits: int = 0, max_tries: int = 50
+) -> tuple[str, list[Edit]]:
     """Typos and the edits that made them. Each letter is an edit site with probability `rate`; a
     transposition or a missing space also uses the character after it, which then gets no edit."""
     for _ in range(max_tries):

@@ -21,8 +21,14 @@ from terazi.shutdown import check
 log = logging.getLogger("terazi.corrupt")
 
 
-def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSpec, seed: int, out_dir: str,
-                    cache_dir: str | None = None) -> VariantSet:
+def corrupt_queries(
+    dataset: DatasetManifest,
+    condition: str,
+    spec: CorruptionSpec,
+    seed: int,
+    out_dir: str,
+    cache_dir: str | None = None,
+) -> VariantSet:
     """Every variant of every judged query; each part of a composed condition gets its settings from `spec`. Linked
     from the cache's stored outputs when the same dataset content, condition, settings, seed and corruption code made
     them before (terazi.memo): a warm run corrupts nothing."""
@@ -44,16 +50,35 @@ def corrupt_queries(dataset: DatasetManifest, condition: str, spec: CorruptionSp
         target.parent.mkdir(parents=True, exist_ok=True)
         df.write_parquet(target)
         n_changed = df.group_by("query_id").agg(pl.col("changed").any())["changed"].sum()
-        return {"queries": len(ds.judged_query_ids), "changed": int(n_changed),
-                "rate": edit_rate(list(zip(df["original"], df["text"])))}
+        return {
+            "queries": len(ds.judged_query_ids),
+            "changed": int(n_changed),
+            "rate": edit_rate(list(zip(df["original"], df["text"]))),
+        }
 
-    key = memo.key("variants", dataset.name, dataset.fingerprint, condition, spec.model_dump(mode="json"), seed, k,
-                   maker=__name__)
+    key = memo.key(
+        "variants", dataset.name, dataset.fingerprint, condition, spec.model_dump(mode="json"), seed, k, maker=__name__
+    )
     meta = memo.reuse(cache_dir, key, out_dir, make)
-    vs = VariantSet(dataset=dataset.name, condition=condition, params=condition_params(condition, spec), seed=seed,
-                    samples=k, path=str(path), n_queries=meta["queries"], n_changed=meta["changed"],
-                    edit_rate=meta["rate"])
+    vs = VariantSet(
+        dataset=dataset.name,
+        condition=condition,
+        params=condition_params(condition, spec),
+        seed=seed,
+        samples=k,
+        path=str(path),
+        n_queries=meta["queries"],
+        n_changed=meta["changed"],
+        edit_rate=meta["rate"],
+    )
     if condition != CLEAN:
-        log.info("%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter", dataset.name, condition,
-                 vs.n_changed, vs.n_queries, 100 * vs.share_changed, vs.edit_rate)
+        log.info(
+            "%s / %s: %d of %d queries changed (%.0f%%), %.3f edits per letter",
+            dataset.name,
+            condition,
+            vs.n_changed,
+            vs.n_queries,
+            100 * vs.share_changed,
+            vs.edit_rate,
+        )
     return vs

@@ -56,8 +56,11 @@ class Dataset:
         for q in sorted(self.qrels):
             for d, g in sorted(self.qrels[q].items()):
                 h.add([q, d, g])
-        excluded = {q: sorted(set(self.queries[q].excluded_ids)) for q in sorted(self.judged_query_ids)
-                    if self.queries[q].excluded_ids}
+        excluded = {
+            q: sorted(set(self.queries[q].excluded_ids))
+            for q in sorted(self.judged_query_ids)
+            if self.queries[q].excluded_ids
+        }
         if excluded:
             h.section()
             for q, docs in excluded.items():
@@ -86,8 +89,9 @@ class Dataset:
         return [q for q in self.queries if q in self.qrels]
 
 
-def _read_jsonl(path: Path, model: type[BaseModel], what: str, keep: bool = True,
-                hasher: fingerprint.Records | None = None) -> dict:
+def _read_jsonl(
+    path: Path, model: type[BaseModel], what: str, keep: bool = True, hasher: fingerprint.Records | None = None
+) -> dict:
     """id → record (or, with keep=False, id → line number: the records are checked, not kept). A `hasher` gets
     every corpus record's (id, title, text) in file order."""
     if not path.is_file():
@@ -97,7 +101,7 @@ def _read_jsonl(path: Path, model: type[BaseModel], what: str, keep: bool = True
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
             if n == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
+                raw = raw[len(codecs.BOM_UTF8) :]
             if not raw.strip():
                 continue
             try:
@@ -126,8 +130,10 @@ def _read_jsonl(path: Path, model: type[BaseModel], what: str, keep: bool = True
 
 
 def _check_ids(path: Path, qrels: pl.DataFrame, doc_ids: pl.Series, queries: dict) -> dict[str, dict[str, int]]:
-    for col, known, what in (("doc_id", doc_ids, "document id"), ("query_id", pl.Series(list(queries), dtype=pl.Utf8),
-                                                                 "query id")):
+    for col, known, what in (
+        ("doc_id", doc_ids, "document id"),
+        ("query_id", pl.Series(list(queries), dtype=pl.Utf8), "query id"),
+    ):
         unknown = qrels.filter(~pl.col(col).is_in(known.implode()))
         if unknown.height:
             row = unknown.row(0, named=True)
@@ -146,14 +152,17 @@ def load_beir(root: str | Path, split: str = "test", name: str | None = None) ->
         raise DatasetError(root, None, "dataset folder not found")
     corpus_p, queries_p, qrels_p = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
     corpus_hash = fingerprint.Records().section()
-    doc_ids = pl.Series("doc_id", list(_read_jsonl(corpus_p, Document, "corpus", keep=False, hasher=corpus_hash)),
-                        dtype=pl.Utf8)
+    doc_ids = pl.Series(
+        "doc_id", list(_read_jsonl(corpus_p, Document, "corpus", keep=False, hasher=corpus_hash)), dtype=pl.Utf8
+    )
     queries = _read_jsonl(queries_p, Query, "queries")
     qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), doc_ids, queries)
     return Dataset(name or root.name, root, split, doc_ids, queries, qrels, (corpus_p, queries_p, qrels_p), corpus_hash)
 
 
-def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test") -> Path:
+def write_beir(
+    root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]], split: str = "test"
+) -> Path:
     """Write a BEIR folder (used by the SQuAD converter and by tests)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "qrels").mkdir(exist_ok=True)

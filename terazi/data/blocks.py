@@ -49,9 +49,13 @@ class _Layout:
         runs = firsts.with_columns(pl.col("condition").rle_id().alias("run"))
         conds = runs.unique("run", maintain_order=True)["condition"].to_list()
         new = conds[1:] if self.last is not None else conds
-        ok = (len(set(new)) == len(new) and not self.left.intersection(new)
-              and runs.equals(runs.sort("run", "sample", "query_id")) and not firsts.is_duplicated().any()
-              and part.select((pl.col("rank").diff() > 0) | NEW_VARIANT).to_series().all())
+        ok = (
+            len(set(new)) == len(new)
+            and not self.left.intersection(new)
+            and runs.equals(runs.sort("run", "sample", "query_id"))
+            and not firsts.is_duplicated().any()
+            and part.select((pl.col("rank").diff() > 0) | NEW_VARIANT).to_series().all()
+        )
         if not ok:
             raise Unsorted
         self.left.update(conds[:-1])
@@ -88,7 +92,9 @@ def sorted_blocks(path: str | Path, columns: list[str], rows: int | None = None)
         yield from _whole_variants(condition_rows(path, columns, condition, rows))
 
 
-def condition_rows(path: str | Path, columns: list[str], condition: str, rows: int | None = None) -> Iterator[pl.DataFrame]:
+def condition_rows(
+    path: str | Path, columns: list[str], condition: str, rows: int | None = None
+) -> Iterator[pl.DataFrame]:
     """The rows of one condition, in file order, a few row groups at a time: row groups whose statistics leave the
     condition out are not read (in a file with the layout, a condition's rows are a few neighbouring groups)."""
     file = pq.ParquetFile(path)
@@ -103,8 +109,9 @@ def condition_rows(path: str | Path, columns: list[str], condition: str, rows: i
             yield part
 
 
-def _slices(path: str | Path, columns: list[str], rows: int,
-            wanted: Callable[[int], bool] = lambda group: True) -> Iterator[pl.DataFrame]:
+def _slices(
+    path: str | Path, columns: list[str], rows: int, wanted: Callable[[int], bool] = lambda group: True
+) -> Iterator[pl.DataFrame]:
     """The file's rows in order, as slices of whole row groups (the `wanted` ones), about `rows` rows each (at least
     one group), read by polars (pyarrow's batch reader keeps several times a batch in its buffers)."""
     meta, start, end = pq.ParquetFile(path).metadata, 0, 0
@@ -126,9 +133,13 @@ def _slices(path: str | Path, columns: list[str], rows: int,
 def condition_offsets(path: str | Path, counted: pl.Expr) -> dict[str, int]:
     """For each condition, how many of the rows before its stretch `counted` holds for (e.g. the rescored rows before
     it, in file order); raises `Unsorted` when a condition's rows are not one stretch."""
-    runs = (pl.scan_parquet(path).select("condition", counted.alias("n"))
-            .group_by(pl.col("condition").rle_id().alias("run"), maintain_order=True)
-            .agg(pl.col("condition").first(), pl.col("n").sum()).collect())
+    runs = (
+        pl.scan_parquet(path)
+        .select("condition", counted.alias("n"))
+        .group_by(pl.col("condition").rle_id().alias("run"), maintain_order=True)
+        .agg(pl.col("condition").first(), pl.col("n").sum())
+        .collect()
+    )
     if runs["condition"].is_duplicated().any():
         raise Unsorted
     return dict(zip(runs["condition"].to_list(), (runs["n"].cum_sum() - runs["n"]).to_list()))
@@ -144,7 +155,9 @@ def blockwise(path: str | Path, columns: list[str], use: Callable[[Iterable[pl.D
         return use([pl.read_parquet(path, columns=columns)])
 
 
-def aligned_blocks(paths: list[str | Path], columns: list[str], rows: int | None = None) -> Iterator[list[pl.DataFrame]]:
+def aligned_blocks(
+    paths: list[str | Path], columns: list[str], rows: int | None = None
+) -> Iterator[list[pl.DataFrame]]:
     """Blocks of the same whole variants, in (condition, sample, query_id) order, from files that hold the same
     variants with the same number of rows each (rankings of one candidate pool): one block per file, the first
     file's blocks setting the cut; raises `Unsorted` where a file's variants differ from the first's."""
@@ -188,8 +201,12 @@ def write_blocks(path: Path, blocks: Iterable[pl.DataFrame], whole: Callable[[],
         try:
             for block in blocks:
                 table = block.to_arrow()
-                writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd",
-                                                    use_dictionary=[c for c in DICTIONARY if c in table.column_names])
+                writer = writer or pq.ParquetWriter(
+                    tmp,
+                    table.schema,
+                    compression="zstd",
+                    use_dictionary=[c for c in DICTIONARY if c in table.column_names],
+                )
                 if pending is not None:
                     pending.result()
                 pending = pool.submit(writer.write_table, table.cast(writer.schema))

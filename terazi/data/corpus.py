@@ -29,7 +29,9 @@ from terazi.schemas.records import Document
 
 log = logging.getLogger("terazi.corpus")
 ROW_GROUP = 8192
-SCHEMA = pa.schema([("doc_id", pa.large_string()), ("text", pa.large_string()), ("key", pa.int64()), ("chars", pa.int32())])
+SCHEMA = pa.schema(
+    [("doc_id", pa.large_string()), ("text", pa.large_string()), ("key", pa.int64()), ("chars", pa.int32())]
+)
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,10 @@ class CorpusTable:
         try:
             return frame.collect()
         except (pl.exceptions.PolarsError, OSError) as e:
-            raise CacheError(f"corpus table {self.path} is damaged ({e}); delete it or run `terazi cache repair`: "
-                             "it is rebuilt from the dataset") from None
+            raise CacheError(
+                f"corpus table {self.path} is damaged ({e}); delete it or run `terazi cache repair`: "
+                "it is rebuilt from the dataset"
+            ) from None
 
     def rows(self, start: int, stop: int) -> list[str]:
         """Texts of rows [start, stop) (a shard: a contiguous block of documents; its ids are its row numbers)."""
@@ -60,7 +64,9 @@ class CorpusTable:
     def texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
         """Texts of the given documents only (the corpus is filtered while it is read)."""
         wanted = pl.Series("doc_id", list(dict.fromkeys(doc_ids)), dtype=pl.Utf8)
-        part = self._read(pl.scan_parquet(self.path).filter(pl.col("doc_id").is_in(wanted.implode())).select("doc_id", "text"))
+        part = self._read(
+            pl.scan_parquet(self.path).filter(pl.col("doc_id").is_in(wanted.implode())).select("doc_id", "text")
+        )
         return dict(zip(part["doc_id"].to_list(), part["text"].to_list()))
 
     def batches(self, size: int = ROW_GROUP) -> Iterator[list[str]]:
@@ -94,8 +100,18 @@ def _write(path: Path, docs: Iterator[tuple[str, str]]) -> int:
                 ids, texts = [i for i, _ in block], [t for _, t in block]
                 keys = fingerprint.doc_keys(ids, fingerprint.text_keys(texts))
                 chars = np.fromiter((len(t) for t in texts), dtype=np.int32, count=len(texts))
-                w.write_table(pa.table([pa.array(ids, pa.large_string()), pa.array(texts, pa.large_string()),
-                                        pa.array(keys), pa.array(chars)], schema=SCHEMA), row_group_size=ROW_GROUP)
+                w.write_table(
+                    pa.table(
+                        [
+                            pa.array(ids, pa.large_string()),
+                            pa.array(texts, pa.large_string()),
+                            pa.array(keys),
+                            pa.array(chars),
+                        ],
+                        schema=SCHEMA,
+                    ),
+                    row_group_size=ROW_GROUP,
+                )
                 n += len(block)
         os.replace(tmp, path)
     finally:

@@ -41,13 +41,15 @@ def _summary(layout: LeakageLayout) -> list[dict]:
         if not all(isinstance(d["name"], str) and isinstance(d["folder"], str) for d in datasets):
             raise TypeError
     except (ValueError, KeyError, TypeError) as e:
-        raise DatasetError(path, None, f"not a leakage summary ({type(e).__name__}); run `terazi leakage` again") \
-            from None
+        raise DatasetError(
+            path, None, f"not a leakage summary ({type(e).__name__}); run `terazi leakage` again"
+        ) from None
     return datasets
 
 
-def read_exclusions(folder: str, by: str, names: Sequence[str],
-                    corpora: Mapping[str, str] | None = None) -> dict[str, frozenset[str]]:
+def read_exclusions(
+    folder: str, by: str, names: Sequence[str], corpora: Mapping[str, str] | None = None
+) -> dict[str, frozenset[str]]:
     """Dataset name → the query ids to leave out (`by`: queries | relevant), for each of `names`; `corpora`: the
     corpus fingerprints the run read (name → fingerprint; an empty one is not compared)."""
     layout = LeakageLayout(Path(folder).expanduser())
@@ -56,13 +58,19 @@ def read_exclusions(folder: str, by: str, names: Sequence[str],
     for name in names:
         d = checked.get(name)
         if d is None:
-            raise ConfigError(f"exclude: the leakage check in {layout.root} has no dataset {name!r} (it checked: "
-                              f"{', '.join(checked) or 'none'}); check it under the same name")
+            raise ConfigError(
+                f"exclude: the leakage check in {layout.root} has no dataset {name!r} (it checked: "
+                f"{', '.join(checked) or 'none'}); check it under the same name"
+            )
         want, have = (corpora or {}).get(name, ""), d.get("corpus_fingerprint", "")
         if want and have and want != have:
-            raise DatasetError(layout.summary_json, None, f"dataset {name!r} was checked with another corpus "
-                                                         f"(fingerprint {have}, this run's {want}): run "
-                                                         "`terazi leakage` again on the dataset evaluated")
+            raise DatasetError(
+                layout.summary_json,
+                None,
+                f"dataset {name!r} was checked with another corpus "
+                f"(fingerprint {have}, this run's {want}): run "
+                "`terazi leakage` again on the dataset evaluated",
+            )
         ids = _ids(layout.queries(d["folder"]))
         out[name] = ids | _ids(layout.relevant_hit(d["folder"])) if by == "relevant" else ids
     return out

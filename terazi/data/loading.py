@@ -54,16 +54,27 @@ def load_dataset(spec: DatasetSpec, cache_dir: str = ".terazi-cache", announce: 
         raise DatasetError(e.path, e.line, f"{e.problem} (terazi's copy of {source.text})") from None
     no_rel = sum(1 for q in ds.qrels.values() if not any(g > 0 for g in q.values()))
     m = DatasetManifest(
-        name=spec.label, path=str(ds.root), split=spec.split, task_type=spec.task_type, in_ranking=spec.in_ranking,
+        name=spec.label,
+        path=str(ds.root),
+        split=spec.split,
+        task_type=spec.task_type,
+        in_ranking=spec.in_ranking,
         language=spec.language,
-        reason=spec.reason, source=sources.described(root) if source else None,
-        fingerprint=ds.fingerprint, corpus_fingerprint=ds.corpus_fingerprint, n_docs=ds.n_docs,
-        n_queries=len(ds.judged_query_ids), n_judgments=sum(len(v) for v in ds.qrels.values()),
-        n_queries_without_relevant=no_rel, ignore_identical_ids=spec.ignore_identical_ids,
+        reason=spec.reason,
+        source=sources.described(root) if source else None,
+        fingerprint=ds.fingerprint,
+        corpus_fingerprint=ds.corpus_fingerprint,
+        n_docs=ds.n_docs,
+        n_queries=len(ds.judged_query_ids),
+        n_judgments=sum(len(v) for v in ds.qrels.values()),
+        n_queries_without_relevant=no_rel,
+        ignore_identical_ids=spec.ignore_identical_ids,
         n_dropped=ds.dropped(spec.ignore_identical_ids).height,
     )
     if announce:
-        log.info("dataset %s: %d documents, %d judged queries, fingerprint %s", m.name, m.n_docs, m.n_queries, m.fingerprint)
+        log.info(
+            "dataset %s: %d documents, %d judged queries, fingerprint %s", m.name, m.n_docs, m.n_queries, m.fingerprint
+        )
     return m
 
 
@@ -80,8 +91,23 @@ def read_variants(sets: list[VariantSet], columns: list[str] | None = None) -> p
 
 def variant_texts(variant_sets: list[VariantSet]) -> pl.DataFrame:
     """The query variants with their texts (none for runs imported from TREC files, which carry no texts)."""
-    frames = [pl.read_parquet(v.path).with_columns(pl.lit(v.dataset).alias("dataset")) for v in variant_sets
-              if v.path.endswith(".parquet") and Path(v.path).is_file()]
-    return pl.concat(frames) if frames else pl.DataFrame(schema={
-        "condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "text": pl.Utf8, "original": pl.Utf8,
-        "changed": pl.Boolean, "dataset": pl.Utf8})
+    frames = [
+        pl.read_parquet(v.path).with_columns(pl.lit(v.dataset).alias("dataset"))
+        for v in variant_sets
+        if v.path.endswith(".parquet") and Path(v.path).is_file()
+    ]
+    return (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(
+            schema={
+                "condition": pl.Utf8,
+                "sample": pl.Int64,
+                "query_id": pl.Utf8,
+                "text": pl.Utf8,
+                "original": pl.Utf8,
+                "changed": pl.Boolean,
+                "dataset": pl.Utf8,
+            }
+        )
+    )

@@ -25,8 +25,12 @@ def predictions_file(source: Path) -> Path | None:
         return source
     found = sorted(source.glob(f"*{SUFFIX}"))
     if len(found) > 1:
-        raise DatasetError(source, None, f"holds MTEB predictions of {len(found)} tasks ({found[0].name}, "
-                                         f"{found[1].name}, …): give one file as first_stage_runs")
+        raise DatasetError(
+            source,
+            None,
+            f"holds MTEB predictions of {len(found)} tasks ({found[0].name}, "
+            f"{found[1].name}, …): give one file as first_stage_runs",
+        )
     return found[0] if found else None
 
 
@@ -42,8 +46,9 @@ def read_predictions(path: Path, split: str) -> tuple[pl.DataFrame, str]:
         raise DatasetError(path, None, "not an MTEB predictions file (no mteb_model_meta, or no subset)")
     subset = "default" if "default" in body else next(iter(body)) if len(body) == 1 else None
     if subset is None:
-        raise DatasetError(path, None, f"holds subsets {', '.join(sorted(body))}: terazi reads 'default' or a file "
-                                       "of one subset")
+        raise DatasetError(
+            path, None, f"holds subsets {', '.join(sorted(body))}: terazi reads 'default' or a file of one subset"
+        )
     splits = body[subset]
     if not isinstance(splits, dict) or split not in splits:
         have = ", ".join(sorted(splits)) if isinstance(splits, dict) else "none"
@@ -56,8 +61,11 @@ def read_predictions(path: Path, split: str) -> tuple[pl.DataFrame, str]:
         docs += ranked.keys()
         scores += ranked.values()
     try:
-        run = pl.DataFrame({"query_id": queries, "doc_id": docs, "score": scores},
-                           schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64}, strict=False)
+        run = pl.DataFrame(
+            {"query_id": queries, "doc_id": docs, "score": scores},
+            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64},
+            strict=False,
+        )
     except (TypeError, pl.exceptions.PolarsError) as e:
         raise DatasetError(path, None, f"a score is not a number ({e})") from None
     if run["score"].null_count():

@@ -51,8 +51,13 @@ def _entries(path: Path, split: str | None, language: str | None) -> tuple[str, 
     return str(data.get("task_name") or path.stem), out
 
 
-def read_mteb_results(folder: str | Path, task_types: dict[str, str] | None = None, default_type: str = "unspecified",
-                      split: str | None = None, language: str | None = None) -> pl.DataFrame:
+def read_mteb_results(
+    folder: str | Path,
+    task_types: dict[str, str] | None = None,
+    default_type: str = "unspecified",
+    split: str | None = None,
+    language: str | None = None,
+) -> pl.DataFrame:
     """(system, task, task_type, score, split, subset, revision): one row per split × subset of every result file.
 
     A model with several revision folders becomes one system per revision (`model@revision`); none is
@@ -67,12 +72,21 @@ def read_mteb_results(folder: str | Path, task_types: dict[str, str] | None = No
         task, entries = _entries(path, split, language)
         rows += [(model, revision, task, sp, subset, score) for sp, subset, score in entries]
     if not rows:
-        raise ValueError(f"{folder}: no scores left after the split/language filters (split={split}, language={language})")
+        raise ValueError(
+            f"{folder}: no scores left after the split/language filters (split={split}, language={language})"
+        )
     long = pl.DataFrame(rows, schema=["model", "revision", "task", "split", "subset", "score"], orient="row")
     several = long.group_by("model").agg(pl.col("revision").n_unique() > 1).filter(pl.col("revision"))["model"]
     types = task_types or {}
     return long.select(
-        pl.when(pl.col("model").is_in(several.implode())).then(pl.format("{}@{}", "model", "revision"))
-        .otherwise(pl.col("model")).alias("system"),
-        "task", pl.col("task").replace_strict(types, default=default_type, return_dtype=pl.Utf8).alias("task_type"),
-        "score", "split", "subset", "revision")
+        pl.when(pl.col("model").is_in(several.implode()))
+        .then(pl.format("{}@{}", "model", "revision"))
+        .otherwise(pl.col("model"))
+        .alias("system"),
+        "task",
+        pl.col("task").replace_strict(types, default=default_type, return_dtype=pl.Utf8).alias("task_type"),
+        "score",
+        "split",
+        "subset",
+        "revision",
+    )

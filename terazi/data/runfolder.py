@@ -54,14 +54,23 @@ def run_scores(ranking: pl.DataFrame, head: int | None) -> pl.DataFrame:
     tail, score = pl.col("rank") > head, pl.col("score").fill_nan(None)
     low, high = score.filter(~tail).min().over(VARIANT), score.filter(tail).max().over(VARIANT)
     moved = score - pl.when(high >= low).then(high - low + 1.0).otherwise(0.0)
-    merged = (tail & (pl.col("rank") > head + 1) & (score.shift(1) > score) & (moved.shift(1) <= moved)).any().over(VARIANT)
+    merged = (
+        (tail & (pl.col("rank") > head + 1) & (score.shift(1) > score) & (moved.shift(1) <= moved)).any().over(VARIANT)
+    )
     by_place = low - (pl.col("rank") - head).cast(pl.Float64)
-    return ranking.with_columns(pl.when(~tail).then(pl.col("score")).when(merged).then(by_place).otherwise(moved)
-                                .alias("score"))
+    return ranking.with_columns(
+        pl.when(~tail).then(pl.col("score")).when(merged).then(by_place).otherwise(moved).alias("score")
+    )
 
 
-def write_rankings(ranking: pl.DataFrame | Iterable[pl.DataFrame], root: str | Path, dataset: str, system: str,
-                   samples: dict[str, int], head: int | None = None) -> list[Path]:
+def write_rankings(
+    ranking: pl.DataFrame | Iterable[pl.DataFrame],
+    root: str | Path,
+    dataset: str,
+    system: str,
+    samples: dict[str, int],
+    head: int | None = None,
+) -> list[Path]:
     """A ranking table (condition, sample, query_id, rank, doc_id, score) as TREC files, one per (condition,
     sample), scored as `run_scores` says (`head`: the rescored head's depth, None without one), so that ranking by
     score and document id, as every TREC reader does, gives back the ranks exactly. `ranking`: the table, or its
@@ -81,7 +90,8 @@ def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:
     rows = [(q, "0", d, g) for q, docs in qrels.items() for d, g in docs.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows, schema=["query_id", "iter", "doc_id", "grade"], orient="row").with_columns(
-        trec_id("query_id"), trec_id("doc_id")).write_csv(path, separator=" ", include_header=False, quote_style="never")
+        trec_id("query_id"), trec_id("doc_id")
+    ).write_csv(path, separator=" ", include_header=False, quote_style="never")
     return path
 
 
@@ -109,8 +119,13 @@ class DatasetRuns:
     def of_stage(self, stage: str) -> DatasetRuns:
         """The runs of one first stage (`<stage>~<system>.trec`), named by their system alone."""
         mark = stage + STAGE_MARK
-        runs = {c: {k: {s.removeprefix(mark): f for s, f in files.items() if s.startswith(mark)}
-                    for k, files in by_sample.items()} for c, by_sample in self.runs.items()}
+        runs = {
+            c: {
+                k: {s.removeprefix(mark): f for s, f in files.items() if s.startswith(mark)}
+                for k, files in by_sample.items()
+            }
+            for c, by_sample in self.runs.items()
+        }
         return DatasetRuns(self.name, self.qrels, runs, self.changed)
 
 
@@ -124,12 +139,18 @@ def first_stages(datasets: list[DatasetRuns], order: list[str] | None) -> list[s
         return None
     plain = next((s for s in names if STAGE_MARK not in s), None)
     if plain is not None:
-        raise DatasetError(names[plain].qrels.parents[1] / "runs" / names[plain].name, None,
-                           f"system {plain!r} has no first stage: with several first stages every run file is "
-                           "named <first stage>~<system>.trec")
+        raise DatasetError(
+            names[plain].qrels.parents[1] / "runs" / names[plain].name,
+            None,
+            f"system {plain!r} has no first stage: with several first stages every run file is "
+            "named <first stage>~<system>.trec",
+        )
     if order is not None and sorted(order) != sorted(marked):
-        raise DatasetError(datasets[0].qrels.parents[1] / "runs", None, f"first_stages {order} do not match the run "
-                                                                        f"files' first stages {sorted(marked)}")
+        raise DatasetError(
+            datasets[0].qrels.parents[1] / "runs",
+            None,
+            f"first_stages {order} do not match the run files' first stages {sorted(marked)}",
+        )
     return list(order) if order is not None else sorted(marked)
 
 
@@ -172,8 +193,9 @@ def scan(folder: str | Path) -> list[DatasetRuns]:
             if not by_sample or not any(by_sample.values()):
                 raise DatasetError(cond_dir, None, "no .trec run files")
             if sorted(by_sample) != list(range(len(by_sample))):
-                raise DatasetError(cond_dir, None, f"samples must be numbered 0…{len(by_sample) - 1}, "
-                                                   f"got {sorted(by_sample)}")
+                raise DatasetError(
+                    cond_dir, None, f"samples must be numbered 0…{len(by_sample) - 1}, got {sorted(by_sample)}"
+                )
             ds.runs[cond] = by_sample
             changed = folder / "changed" / name / f"{cond}.txt"
             if changed.is_file():
@@ -185,8 +207,12 @@ def scan(folder: str | Path) -> list[DatasetRuns]:
             for smp, files in by_sample.items():
                 if set(files) != systems:
                     where = runs_dir / name / cond / (f"sample-{smp}" if len(by_sample) > 1 else "")
-                    raise DatasetError(where, None, f"missing run files for system(s) {sorted(systems - set(files))}: "
-                                                    "every condition needs every system")
+                    raise DatasetError(
+                        where,
+                        None,
+                        f"missing run files for system(s) {sorted(systems - set(files))}: "
+                        "every condition needs every system",
+                    )
         out.append(ds)
     if not out:
         raise DatasetError(runs_dir, None, "no dataset folders (expected runs/<dataset>/<condition>/<system>.trec)")

@@ -42,16 +42,21 @@ SOURCE_FILE = "source.json"
 
 
 def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or \
-        os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes")
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or os.environ.get(
+        "HF_DATASETS_OFFLINE", ""
+    ).lower() in ("1", "true", "yes")
 
 
 def _unreachable(source: Source, exc: BaseException) -> Exception:
     """Offline, a missing dataset is the user's to fix (one line, never retried); online, a network error may pass."""
     reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     if _offline():
-        return DatasetError(source.text, None, f"not in the local Hugging Face cache and the hub is offline "
-                                               f"(HF_HUB_OFFLINE=1): load it once with network access ({reason})")
+        return DatasetError(
+            source.text,
+            None,
+            f"not in the local Hugging Face cache and the hub is offline "
+            f"(HF_HUB_OFFLINE=1): load it once with network access ({reason})",
+        )
     return ConnectionError(f"{source.text}: cannot load the dataset ({reason})")
 
 
@@ -73,12 +78,19 @@ def _hf_tables(source: Source, split: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     try:
         configs = datasets.get_dataset_config_names(repo, revision=source.revision)
         prefix = f"{source.subset}-" if source.subset else ""
-        names = {"corpus": prefix + "corpus", "queries": prefix + "queries",
-                 "qrels": prefix + "qrels" if source.subset or "default" not in configs else "default"}
+        names = {
+            "corpus": prefix + "corpus",
+            "queries": prefix + "queries",
+            "qrels": prefix + "qrels" if source.subset or "default" not in configs else "default",
+        }
         missing = [n for n in names.values() if n not in configs]
         if missing:
-            raise DatasetError(source.text, None, f"not a BEIR-style dataset: no config(s) {missing} (configs: "
-                                                  f"{', '.join(configs)}); expected corpus, queries and default/qrels")
+            raise DatasetError(
+                source.text,
+                None,
+                f"not a BEIR-style dataset: no config(s) {missing} (configs: "
+                f"{', '.join(configs)}); expected corpus, queries and default/qrels",
+            )
         tables = {}
         with tempfile.TemporaryDirectory(prefix="terazi-hf-") as scratch:
             # a local folder is read afresh each time (datasets' own cache would keep a stale copy of edited files);
@@ -87,8 +99,9 @@ def _hf_tables(source: Source, split: str) -> tuple[pl.DataFrame, pl.DataFrame, 
             for part, config in names.items():
                 splits = datasets.get_dataset_split_names(repo, config, revision=source.revision)
                 chosen = _pick_split(splits, split if part == "qrels" else part, f"config {config!r}", source)
-                tables[part] = datasets.load_dataset(repo, config, split=chosen, revision=source.revision,
-                                                     **local).to_polars()
+                tables[part] = datasets.load_dataset(
+                    repo, config, split=chosen, revision=source.revision, **local
+                ).to_polars()
     except DatasetError:
         raise
     except (ConnectionError, OSError) as e:
@@ -129,8 +142,11 @@ def _mteb_tables(source: Source, split: str) -> tuple[pl.DataFrame, pl.DataFrame
     data = task.dataset[subset][split]
     corpus = data["corpus"].to_polars()
     queries = data["queries"].to_polars()
-    qrels = pl.DataFrame([(q, d, g) for q, docs in data["relevant_docs"].items() for d, g in docs.items()],
-                         schema={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64}, orient="row")
+    qrels = pl.DataFrame(
+        [(q, d, g) for q, docs in data["relevant_docs"].items() for d, g in docs.items()],
+        schema={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64},
+        orient="row",
+    )
     return corpus, queries, qrels, task.metadata.dataset.get("revision")
 
 
@@ -138,49 +154,70 @@ def _ir_tables(source: Source, split: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     try:
         import ir_datasets
     except ImportError:
-        raise DatasetError(source.text, None, "needs the ir_datasets package: pip install 'terazi[ir-datasets]'") from None
+        raise DatasetError(
+            source.text, None, "needs the ir_datasets package: pip install 'terazi[ir-datasets]'"
+        ) from None
     try:
         ds = ir_datasets.load(source.name)
     except KeyError:
         raise DatasetError(source.text, None, "no such ir_datasets id (see ir_datasets.registry)") from None
     lacking = [p for p in ("docs", "queries", "qrels") if not getattr(ds, f"has_{p}")()]
     if lacking:
-        raise DatasetError(source.text, None, f"has no {', '.join(lacking)}: pick an id with docs, queries and qrels "
-                                              "(usually one that names a split, e.g. beir/scifact/test)")
+        raise DatasetError(
+            source.text,
+            None,
+            f"has no {', '.join(lacking)}: pick an id with docs, queries and qrels "
+            "(usually one that names a split, e.g. beir/scifact/test)",
+        )
 
     def text(rec) -> str:
         return rec.text if hasattr(rec, "text") else rec.default_text()
 
     try:
-        corpus = pl.DataFrame([(d.doc_id, getattr(d, "title", "") or "", text(d)) for d in ds.docs_iter()],
-                              schema=["_id", "title", "text"], orient="row")
+        corpus = pl.DataFrame(
+            [(d.doc_id, getattr(d, "title", "") or "", text(d)) for d in ds.docs_iter()],
+            schema=["_id", "title", "text"],
+            orient="row",
+        )
         queries = pl.DataFrame([(q.query_id, text(q)) for q in ds.queries_iter()], schema=["_id", "text"], orient="row")
-        qrels = pl.DataFrame([(r.query_id, r.doc_id, int(r.relevance)) for r in ds.qrels_iter()],
-                             schema={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64}, orient="row")
+        qrels = pl.DataFrame(
+            [(r.query_id, r.doc_id, int(r.relevance)) for r in ds.qrels_iter()],
+            schema={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64},
+            orient="row",
+        )
     except (ConnectionError, OSError) as e:
-        raise DatasetError(source.text, None, f"cannot read the dataset's files; ir_datasets downloads them on first "
-                                              f"use, which needs network access ({str(e).splitlines()[0][:200]})") from None
+        raise DatasetError(
+            source.text,
+            None,
+            f"cannot read the dataset's files; ir_datasets downloads them on first "
+            f"use, which needs network access ({str(e).splitlines()[0][:200]})",
+        ) from None
     return corpus, queries, qrels, f"ir_datasets {ir_datasets.__version__}"
 
 
-def _beir_records(source: Source, corpus: pl.DataFrame, queries: pl.DataFrame,
-                  qrels: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _beir_records(
+    source: Source, corpus: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The three tables in BEIR's columns, with ids as text and integer grades."""
+
     def ident(df: pl.DataFrame, what: str) -> pl.Expr:
         col = "_id" if "_id" in df.columns else "id" if "id" in df.columns else None
         if col is None or "text" not in df.columns:
             raise DatasetError(source.text, None, f"{what} needs columns _id (or id) and text, has {df.columns}")
         return pl.col(col).cast(pl.Utf8).alias("_id")
 
-    docs = corpus.select(ident(corpus, "corpus"),
-                         (pl.col("title").cast(pl.Utf8).fill_null("") if "title" in corpus.columns else pl.lit("")).alias("title"),
-                         pl.col("text").cast(pl.Utf8).fill_null(""))
+    docs = corpus.select(
+        ident(corpus, "corpus"),
+        (pl.col("title").cast(pl.Utf8).fill_null("") if "title" in corpus.columns else pl.lit("")).alias("title"),
+        pl.col("text").cast(pl.Utf8).fill_null(""),
+    )
     qs = queries.select(ident(queries, "queries"), pl.col("text").cast(pl.Utf8))
     need = ["query-id", "corpus-id", "score"]
     if any(c not in qrels.columns for c in need):
         raise DatasetError(source.text, None, f"judgments need columns {need}, have {qrels.columns}")
-    grades = qrels.select(pl.col("query-id").cast(pl.Utf8), pl.col("corpus-id").cast(pl.Utf8),
-                          pl.col("score").cast(pl.Float64))
+    grades = qrels.select(
+        pl.col("query-id").cast(pl.Utf8), pl.col("corpus-id").cast(pl.Utf8), pl.col("score").cast(pl.Float64)
+    )
     bad = grades.filter(pl.col("score").is_null() | (pl.col("score") != pl.col("score").round(0)))
     if bad.height:
         q, d, g = bad.row(0)
@@ -189,8 +226,9 @@ def _beir_records(source: Source, corpus: pl.DataFrame, queries: pl.DataFrame,
 
 
 def _immutable(source: Source) -> bool:
-    return source.scheme in ("mteb", "ir_datasets") or (source.scheme == "hf" and not source.local
-                                                       and bool(_COMMIT.match(source.revision or "")))
+    return source.scheme in ("mteb", "ir_datasets") or (
+        source.scheme == "hf" and not source.local and bool(_COMMIT.match(source.revision or ""))
+    )
 
 
 def copy_folder(source: Source, split: str, cache_dir: str | Path) -> Path:
@@ -204,8 +242,13 @@ def copy_folder(source: Source, split: str, cache_dir: str | Path) -> Path:
         import ir_datasets
 
         versions["ir_datasets"] = ir_datasets.__version__
-    key = fingerprint.of_json({"source": source.text if not source.local else f"hf:{Path(source.name).expanduser().resolve()}",
-                               "split": split, **versions})
+    key = fingerprint.of_json(
+        {
+            "source": source.text if not source.local else f"hf:{Path(source.name).expanduser().resolve()}",
+            "split": split,
+            **versions,
+        }
+    )
     return inside(cache_dir, "datasets", f"{source.label}-{key}")
 
 
@@ -224,13 +267,30 @@ def materialize(source: Source, split: str, cache_dir: str | Path) -> Path:
     docs.write_ndjson(tmp / "corpus.jsonl")
     qs.write_ndjson(tmp / "queries.jsonl")
     judgments.write_csv(tmp / "qrels" / f"{split}.tsv", separator="\t", quote_style="never")
-    (tmp / SOURCE_FILE).write_text(json.dumps({
-        "source": source.text, "revision": revision, "split": split, "documents": docs.height, "queries": qs.height,
-        "judgments": judgments.height, "read": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2))
+    (tmp / SOURCE_FILE).write_text(
+        json.dumps(
+            {
+                "source": source.text,
+                "revision": revision,
+                "split": split,
+                "documents": docs.height,
+                "queries": qs.height,
+                "judgments": judgments.height,
+                "read": datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+            indent=2,
+        )
+    )
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
-    log.info("%s: %d documents, %d queries, %d judgments copied to %s", source.text, docs.height, qs.height,
-             judgments.height, folder)
+    log.info(
+        "%s: %d documents, %d queries, %d judgments copied to %s",
+        source.text,
+        docs.height,
+        qs.height,
+        judgments.height,
+        folder,
+    )
     return folder
 
 

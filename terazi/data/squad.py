@@ -9,7 +9,8 @@ from terazi.data.beir import write_beir
 
 
 def squad_to_beir(source: str | Path, target: str | Path, split: str = "test") -> dict[str, int]:
-    """Paragraphs → corpus (`p<n>`, untitled, as measured in the notes), questions → queries, answer paragraph grade 1."""
+    """Paragraphs → corpus (`p<n>`, untitled, as measured in the notes), questions → queries, answer paragraph
+    grade 1."""
     data = json.loads(Path(source).read_text(encoding="utf-8-sig"))["data"]
     docs, queries, qrels = [], [], []
     seen_q: set[str] = set()

@@ -21,7 +21,7 @@ from terazi.errors import DatasetError, utf8_error
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls (U+0080–U+009F as UTF-8)
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]")
 # every byte but those a control character can start with: deleting them leaves (nearly always) nothing to search
-_PLAIN = bytes(sorted(set(range(256)) - {*range(0x09), *range(0x0b, 0x20), 0x7F, 0xC2}))
+_PLAIN = bytes(sorted(set(range(256)) - {*range(0x09), *range(0x0B, 0x20), 0x7F, 0xC2}))
 
 
 def _control(data: bytes) -> re.Match | None:
@@ -49,10 +49,14 @@ def read_text(path: str | Path, what: str) -> bytes:
         raise utf8_error(path, data, e) from None
     if bad := _control(data):
         at = bad.start()
-        char = data[at:at + 2].decode() if data[at] == 0xC2 else chr(data[at])
+        char = data[at : at + 2].decode() if data[at] == 0xC2 else chr(data[at])
         line, column = data.count(b"\n", 0, at) + 1, at - (data.rfind(b"\n", 0, at) + 1) + 1
-        raise DatasetError(path, line, f"control character U+{ord(char):04X} at column {column} (fields are "
-                                       "separated by spaces or tabs, records by line ends): remove it")
+        raise DatasetError(
+            path,
+            line,
+            f"control character U+{ord(char):04X} at column {column} (fields are "
+            "separated by spaces or tabs, records by line ends): remove it",
+        )
     return data
 
 
@@ -75,10 +79,18 @@ def _lines(path: Path, data: bytes, ncols: int) -> pl.DataFrame:
 
 def _fast(data: bytes, names: list[str], types: dict, skip: int = 0) -> pl.DataFrame | None:
     """Files separated by single spaces or tabs parse in one polars call; anything else returns None."""
-    sep = "\t" if b"\t" in data[:data.find(b"\n")] else " "
+    sep = "\t" if b"\t" in data[: data.find(b"\n")] else " "
     try:
-        df = pl.read_csv(io.BytesIO(data), separator=sep, has_header=False, new_columns=names, quote_char=None,
-                         schema_overrides=types, truncate_ragged_lines=False, skip_rows=skip)
+        df = pl.read_csv(
+            io.BytesIO(data),
+            separator=sep,
+            has_header=False,
+            new_columns=names,
+            quote_char=None,
+            schema_overrides=types,
+            truncate_ragged_lines=False,
+            skip_rows=skip,
+        )
     except (pl.exceptions.PolarsError, ValueError):
         return None
     if df.width != len(names) or any(df[c].null_count() for c in types):
@@ -86,7 +98,14 @@ def _fast(data: bytes, names: list[str], types: dict, skip: int = 0) -> pl.DataF
     return df
 
 
-RUN_SCHEMA = {"query_id": pl.Utf8, "q0": pl.Utf8, "doc_id": pl.Utf8, "rank": pl.Utf8, "score": pl.Float64, "tag": pl.Utf8}
+RUN_SCHEMA = {
+    "query_id": pl.Utf8,
+    "q0": pl.Utf8,
+    "doc_id": pl.Utf8,
+    "rank": pl.Utf8,
+    "score": pl.Float64,
+    "tag": pl.Utf8,
+}
 
 
 def _fast_run(data: bytes, rank: bool) -> pl.DataFrame | None:
@@ -96,12 +115,21 @@ def _fast_run(data: bytes, rank: bool) -> pl.DataFrame | None:
     the whole file (5 per line) checks it instead (cheaper than parsing three more columns), and any doubt
     falls back to the line-by-line reader, which names the line.
     """
-    sep = b"\t" if b"\t" in data[:data.find(b"\n")] else b" "
+    sep = b"\t" if b"\t" in data[: data.find(b"\n")] else b" "
     cols = ["query_id", "doc_id", "score", *(["rank"] if rank else [])]
     try:
-        df = pl.scan_csv(io.BytesIO(data), separator=sep.decode(), has_header=False, quote_char=None,
-                         schema={**RUN_SCHEMA, "rank": pl.Int64 if rank else pl.Utf8},
-                         truncate_ragged_lines=False).select(cols).collect()
+        df = (
+            pl.scan_csv(
+                io.BytesIO(data),
+                separator=sep.decode(),
+                has_header=False,
+                quote_char=None,
+                schema={**RUN_SCHEMA, "rank": pl.Int64 if rank else pl.Utf8},
+                truncate_ragged_lines=False,
+            )
+            .select(cols)
+            .collect()
+        )
     except (pl.exceptions.PolarsError, ValueError):
         return None
     if any(df[c].null_count() for c in cols) or data.count(sep) != 5 * df.height:
@@ -141,19 +169,25 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
     Tabs or spaces separate columns; a BEIR header line is skipped; `keep_lines` adds `lineno`.
     """
     path, data = Path(path), read_text(path, "qrels")
-    line = data[:data.find(b"\n") + 1 or len(data)].decode("utf-8")
+    line = data[: data.find(b"\n") + 1 or len(data)].decode("utf-8")
     first = line.rstrip("\r\n").split("\t") if "\t" in line else [f for f in line.strip(" \r\n").split(" ") if f]
     header = bool(first) and first[0].lower() in ("query-id", "query_id", "qid")
     ncols = len(first)
     if ncols not in (3, 4):
         raise DatasetError(path, 1, f"expected 3 (BEIR) or 4 (TREC) columns, got {ncols}")
     names = ["query_id", "doc_id", "grade"] if ncols == 3 else ["query_id", "iter", "doc_id", "grade"]
-    fast = None if keep_lines else _fast(data, names, {"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
-                                         skip=int(header))
+    fast = (
+        None
+        if keep_lines
+        else _fast(data, names, {"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64}, skip=int(header))
+    )
     # duplicates: distinct (query, document) hashes prove there are none; otherwise the line reader decides
     pair = pl.col("query_id").hash(seed=0) + pl.col("doc_id").hash(seed=1) * 0x9E3779B97F4A7C15
-    if fast is not None and not fast.filter(pl.col("grade") < 0).height \
-            and fast.select(pair.n_unique()).item() == fast.height:
+    if (
+        fast is not None
+        and not fast.filter(pl.col("grade") < 0).height
+        and fast.select(pair.n_unique()).item() == fast.height
+    ):
         if fast.height == 0:
             raise DatasetError(path, None, "no judgments")
         return fast.select("query_id", "doc_id", "grade")
@@ -175,8 +209,11 @@ def read_qrels(path: str | Path, keep_lines: bool = False) -> pl.DataFrame:
         raise DatasetError(path, neg["lineno"][0], f"negative grade {neg['grade'][0]}")
     dup = df.filter(pl.struct("query_id", "doc_id").is_duplicated())
     if dup.height:
-        raise DatasetError(path, dup["lineno"][1] if dup.height > 1 else dup["lineno"][0],
-                           f"duplicate judgment for query {dup['query_id'][0]!r}, document {dup['doc_id'][0]!r}")
+        raise DatasetError(
+            path,
+            dup["lineno"][1] if dup.height > 1 else dup["lineno"][0],
+            f"duplicate judgment for query {dup['query_id'][0]!r}, document {dup['doc_id'][0]!r}",
+        )
     if df.height == 0:
         raise DatasetError(path, None, "no judgments")
     return df.select(*(["lineno"] if keep_lines else []), "query_id", "doc_id", "grade")

@@ -15,8 +15,11 @@ def trec_id(col: str) -> pl.Expr:
     """TREC files are split on whitespace, so whitespace inside an id is written percent-encoded (%20, %09);
     ids without whitespace are written as they are."""
     c = pl.col(col)
-    encoded = c.str.replace_all("%", "%25", literal=True).str.replace_all(" ", "%20", literal=True) \
+    encoded = (
+        c.str.replace_all("%", "%25", literal=True)
+        .str.replace_all(" ", "%20", literal=True)
         .str.replace_all("\t", "%09", literal=True)
+    )
     return pl.when(c.str.contains(r"\s")).then(encoded).otherwise(c).alias(col)
 
 
@@ -28,7 +31,11 @@ def write_run(df: pl.DataFrame, path: str | Path, tag: str, append: bool = False
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("ab" if append else "wb") as out:
         df.sort("query_id", "rank").select(
-            trec_id("query_id"), pl.lit("Q0").alias("q0"), trec_id("doc_id"), "rank", pl.col("score").cast(pl.Float64),
-            pl.lit(tag).alias("tag")
+            trec_id("query_id"),
+            pl.lit("Q0").alias("q0"),
+            trec_id("doc_id"),
+            "rank",
+            pl.col("score").cast(pl.Float64),
+            pl.lit(tag).alias("tag"),
         ).write_csv(out, separator=" ", include_header=False, quote_style="never")
     return path

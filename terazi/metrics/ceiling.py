@@ -1,6 +1,7 @@
 """The ceiling of a first stage on one dataset's clean queries at every depth of a sweep: recall@depth, and the
 oracle's headline, the judged candidates of the top `depth` in their ideal order (grade descending, the tie rule
-breaking ties, as a reranker's head breaks them) above the rest in first-stage order, so a reranker's figure reads as a share of what its candidates allow."""
+breaking ties, as a reranker's head breaks them) above the rest in first-stage order, so a reranker's figure reads
+as a share of what its candidates allow."""
 
 from __future__ import annotations
 
@@ -19,8 +20,12 @@ UNCHANGED = pl.DataFrame(schema={"condition": pl.Utf8, "query_id": pl.Utf8, "cha
 
 def clean_candidates(candidates: CandidateSet) -> pl.DataFrame:
     """The frozen candidates of the clean queries (the depth sweep and the ceiling are read on them)."""
-    return (pl.scan_parquet(candidates.path).filter(pl.col("condition") == CLEAN)
-            .select(*VARIANT, "rank", "doc_id", "score").collect())
+    return (
+        pl.scan_parquet(candidates.path)
+        .filter(pl.col("condition") == CLEAN)
+        .select(*VARIANT, "rank", "doc_id", "score")
+        .collect()
+    )
 
 
 def oracle_ranking(candidates: pl.DataFrame, grades: pl.DataFrame, depth: int, ties: str = "trec") -> pl.DataFrame:
@@ -30,25 +35,42 @@ def oracle_ranking(candidates: pl.DataFrame, grades: pl.DataFrame, depth: int, t
     top = candidates.filter(pl.col("rank") <= depth).join(grades, on=["query_id", "doc_id"], how="left")
     top = top.with_columns(pl.col("grade").fill_null(0).cast(pl.Float64).alias("score"))
     by, descending = tie_order(ties)
-    top = top.sort([*VARIANT, *by], descending=[False, False, False, *descending], nulls_last=True).with_columns(
-        pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank")).drop("grade")
+    top = (
+        top.sort([*VARIANT, *by], descending=[False, False, False, *descending], nulls_last=True)
+        .with_columns(pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank"))
+        .drop("grade")
+    )
     rest = candidates.filter(pl.col("rank") > depth).with_columns(pl.col("score").cast(pl.Float64))
     return pl.concat([top, rest.select(top.columns)]).sort([*VARIANT, "rank"])
 
 
-def ceiling_values(dataset: DatasetManifest, candidates: CandidateSet, depths: list[int], measure: str,
-                   out_dir: str, ties: str = "trec") -> DepthSet:
+def ceiling_values(
+    dataset: DatasetManifest,
+    candidates: CandidateSet,
+    depths: list[int],
+    measure: str,
+    out_dir: str,
+    ties: str = "trec",
+) -> DepthSet:
     """Per clean query and depth: recall@depth of the frozen candidates and the oracle's `measure` (ceiling/…)."""
     qrels = open_dataset(dataset).qrels
     grades, cands = qrels_frame(qrels), clean_candidates(candidates)
     frames = []
     for depth in depths:
-        recall = per_query_values(qrels, cands, UNCHANGED, [f"R@{depth}"]).select("query_id", pl.col("value")
-                                                                                  .alias("recall"))
+        recall = per_query_values(qrels, cands, UNCHANGED, [f"R@{depth}"]).select(
+            "query_id", pl.col("value").alias("recall")
+        )
         oracle = per_query_values(qrels, oracle_ranking(cands, grades, depth, ties), UNCHANGED, [measure], order="rank")
-        frames.append(oracle.join(recall, on="query_id", how="left").select(
-            pl.lit(dataset.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.lit(depth).alias("depth"),
-            "query_id", pl.col("recall").fill_null(0.0), pl.col("value").alias("oracle")))
+        frames.append(
+            oracle.join(recall, on="query_id", how="left").select(
+                pl.lit(dataset.name).alias("dataset"),
+                pl.lit(FIRST_STAGE).alias("system"),
+                pl.lit(depth).alias("depth"),
+                "query_id",
+                pl.col("recall").fill_null(0.0),
+                pl.col("value").alias("oracle"),
+            )
+        )
     path = RunLayout(out_dir).ceiling_part(dataset.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     pl.concat(frames).write_parquet(path)

@@ -39,8 +39,11 @@ class Policies:
     @property
     def changes(self) -> dict[str, str]:
         base = CONTRACTS[self.preset].policies if self.preset in CONTRACTS else Policies()
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "preset" and getattr(self, f.name) != getattr(base, f.name)}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "preset" and getattr(self, f.name) != getattr(base, f.name)
+        }
 
     @property
     def label(self) -> str:
@@ -59,14 +62,20 @@ class Contract:
 
 
 CONTRACTS = {
-    "trec": Contract("trec", "trec_eval -c conventions: unjudged documents count as irrelevant, judged queries missing "
-                     "from the run score 0, run queries without judgments are ignored, NaN scores rank last; "
-                     "the rank column is ignored", Policies()),
-    "strict": Contract("strict", "the metric note's rules: an unknown document id (no judgment for that query), a "
-                       "repeated rank, a run query without judgments or a NaN score is an error naming the query and "
-                       "the document; otherwise numbers equal trec's",
-                       Policies(extra_query="error", unjudged="error", nan_score="error", repeated_rank="error",
-                                preset="strict")),
+    "trec": Contract(
+        "trec",
+        "trec_eval -c conventions: unjudged documents count as irrelevant, judged queries missing "
+        "from the run score 0, run queries without judgments are ignored, NaN scores rank last; "
+        "the rank column is ignored",
+        Policies(),
+    ),
+    "strict": Contract(
+        "strict",
+        "the metric note's rules: an unknown document id (no judgment for that query), a "
+        "repeated rank, a run query without judgments or a NaN score is an error naming the query and "
+        "the document; otherwise numbers equal trec's",
+        Policies(extra_query="error", unjudged="error", nan_score="error", repeated_rank="error", preset="strict"),
+    ),
 }
 # the choices of each policy, as its type states them (`terazi score` offers exactly these), and what it decides on
 POLICY_CHOICES = {name: get_args(kind) for name, kind in get_type_hints(Policies).items() if name != "preset"}
@@ -85,8 +94,18 @@ def metric_contracts(measures: list[str], policies: Policies = Policies(), ties:
     out = []
     for name in measures:
         m = parse_measure(name)
-        out.append(MetricContract(measure=m.name, contract=policies.label, cutoff=m.cutoff or 0, gain=m.gain,
-                                  relevance_threshold=m.rel,
-                                  no_relevant=policies.no_relevant, missing_query=policies.missing_query,
-                                  extra_query=policies.extra_query, unjudged=policies.unjudged, ties=TIES[ties]))
+        out.append(
+            MetricContract(
+                measure=m.name,
+                contract=policies.label,
+                cutoff=m.cutoff or 0,
+                gain=m.gain,
+                relevance_threshold=m.rel,
+                no_relevant=policies.no_relevant,
+                missing_query=policies.missing_query,
+                extra_query=policies.extra_query,
+                unjudged=policies.unjudged,
+                ties=TIES[ties],
+            )
+        )
     return out

@@ -49,8 +49,10 @@ class Evaluation:
         p = self.policies
         return {
             "contract": p.label,
-            "measures": {n: {"canonical": m.canonical, "gain": m.gain, "relevance_threshold": m.rel, "cutoff": m.cutoff}
-                         for n, m in self.measures.items()},
+            "measures": {
+                n: {"canonical": m.canonical, "gain": m.gain, "relevance_threshold": m.rel, "cutoff": m.cutoff}
+                for n, m in self.measures.items()
+            },
             "no_relevant": p.no_relevant,
             "missing_query": p.missing_query,
             "extra_query": p.extra_query,
@@ -66,19 +68,26 @@ class Evaluation:
         """What each policy met: queries judged, missing from the run, extra in it; unjudged documents retrieved, NaN
         scores; per measure, the queries evaluated and those without a relevant document."""
         c = self.counts
-        return {"judged": c["queries_judged"], "missing_from_run": c["queries_missing_from_run"],
-                "extra_in_run": c["queries_extra_in_run"], "unjudged_documents": c["unjudged_retrieved"],
-                "nan_scores": c["nan_scores"], "evaluated": {m: len(self.query_ids[m]) for m in self.measures},
-                "no_relevant": {m: c[f"{m}:no_relevant"] for m in self.measures}}
+        return {
+            "judged": c["queries_judged"],
+            "missing_from_run": c["queries_missing_from_run"],
+            "extra_in_run": c["queries_extra_in_run"],
+            "unjudged_documents": c["unjudged_retrieved"],
+            "nan_scores": c["nan_scores"],
+            "evaluated": {m: len(self.query_ids[m]) for m in self.measures},
+            "no_relevant": {m: c[f"{m}:no_relevant"] for m in self.measures},
+        }
 
     def sentence(self) -> str:
         """The contract in one sentence, with what each of its policies met (printed under every `terazi score`)."""
         p, q = self.policies, self.queries
-        return (f"contract {p.label}: {CONTRACTS[p.preset].summary}. Judged queries {q['judged']}; missing from run "
-                f"{q['missing_from_run']} ({p.missing_query}); run queries without judgments {q['extra_in_run']} "
-                f"({p.extra_query}); unjudged documents retrieved {q['unjudged_documents']} ({p.unjudged}); NaN "
-                f"scores {q['nan_scores']} ({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, "
-                "then doc id desc; ideal DCG 0 → 0")
+        return (
+            f"contract {p.label}: {CONTRACTS[p.preset].summary}. Judged queries {q['judged']}; missing from run "
+            f"{q['missing_from_run']} ({p.missing_query}); run queries without judgments {q['extra_in_run']} "
+            f"({p.extra_query}); unjudged documents retrieved {q['unjudged_documents']} ({p.unjudged}); NaN "
+            f"scores {q['nan_scores']} ({'ranked last' if p.nan_score == 'last' else 'error'}); ties: score desc, "
+            "then doc id desc; ideal DCG 0 → 0"
+        )
 
 
 def _within(group: str) -> pl.Expr:
@@ -118,8 +127,9 @@ def _trec_order(rr: pl.DataFrame, doc: Callable[[pl.Series], pl.Series]) -> pl.D
     """
     starts, score, before = pl.col("qi").ne_missing(pl.col("qi").shift()), pl.col("score"), pl.col("score").shift()
     descending = pl.when(before.is_null()).then(score.is_null()).otherwise(score.is_null() | (score <= before))
-    ranked, blocks, queries = rr.select((starts | descending).all().alias("a"),
-                                        starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")).row(0)
+    ranked, blocks, queries = rr.select(
+        (starts | descending).all().alias("a"), starts.sum().alias("b"), pl.col("qi").n_unique().alias("c")
+    ).row(0)
     s = rr if ranked and blocks == queries else rr.sort(["qi", "score"], descending=[False, True], nulls_last=True)
     same = ((pl.col("qi") == pl.col("qi").shift(1)) & score.eq_missing(before)).fill_null(False)
     ties = s.select((same | same.shift(-1, fill_value=False)).alias("tied"), (~same).cum_sum().alias("group"))
@@ -153,9 +163,13 @@ def evaluate(
     judged = q["query_id"].unique(maintain_order=True)
     nq = judged.len()
     qcode = pl.col("query_id").cast(pl.Enum(judged), strict=False).to_physical().cast(pl.Int64)  # null: not judged
-    qk = q.with_columns(qcode.alias("qi")).select("qi", _pair_key().alias("k"), "grade",
-                                                  pl.col("grade").max().over("qi").alias("top"),
-                                                  pl.int_range(pl.len()).alias("_qrow"))
+    qk = q.with_columns(qcode.alias("qi")).select(
+        "qi",
+        _pair_key().alias("k"),
+        "grade",
+        pl.col("grade").max().over("qi").alias("top"),
+        pl.int_range(pl.len()).alias("_qrow"),
+    )
     on = ["k"]
     if qk["k"].n_unique() < qk.height:
         if (dup := _duplicate(q)) is not None:
@@ -163,16 +177,27 @@ def evaluate(
         on = ["k", "doc_id"]  # two judged documents share a key: match them exactly
         qk = qk.with_columns(q["doc_id"])
     qi = r.select(qcode).to_series()
-    rr = r.lazy().with_columns(qi.alias("qi")).select(
-        "qi", _pair_key(qi.null_count() > 0).alias("k"), pl.col("score").fill_nan(None) + 0.0,
-        *(["rank"] if order == "rank" else []), pl.int_range(pl.len()).alias("_row")).collect()
+    rr = (
+        r.lazy()
+        .with_columns(qi.alias("qi"))
+        .select(
+            "qi",
+            _pair_key(qi.null_count() > 0).alias("k"),
+            pl.col("score").fill_nan(None) + 0.0,
+            *(["rank"] if order == "rank" else []),
+            pl.int_range(pl.len()).alias("_row"),
+        )
+        .collect()
+    )
     if rr["k"].n_unique() < rr.height and (dup := _duplicate(r)) is not None:
         raise MetricError("document {1!r} appears twice in the ranking of query {0!r}".format(*dup))
     extra = r.filter(qi.is_null())["query_id"].unique().sort() if qi.null_count() else pl.Series([], dtype=pl.Utf8)
     if extra.len():
         if policies.extra_query == "error":
-            raise MetricError(f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
-                              f"(extra_query=error under contract {policies.label})")
+            raise MetricError(
+                f"{extra.len()} queries in the run have no judgments, e.g. {extra[0]!r} "
+                f"(extra_query=error under contract {policies.label})"
+            )
         rr = rr.filter(pl.col("qi").is_not_null())
 
     # judged rows: a key lookup for every row, then the (few) matches joined and checked against their ids
@@ -186,26 +211,38 @@ def evaluate(
         rr = rr.with_columns(pl.col("_row").is_in(jr["_row"].implode()).alias("_j"))
     if policies.unjudged == "error" and not rr["_j"].all():
         query, doc = r.gather(rr.filter(~pl.col("_j"))["_row"]).sort("query_id", "doc_id").row(0)[:2]
-        raise MetricError(f"unknown document id {doc!r} in the ranking of query {query!r}: it has no judgment for that "
-                          f"query (unjudged=error under contract {policies.label})")
+        raise MetricError(
+            f"unknown document id {doc!r} in the ranking of query {query!r}: it has no judgment for that "
+            f"query (unjudged=error under contract {policies.label})"
+        )
     rr = rr.select("qi", "score", "_j", "_row", *(["rank"] if order == "rank" else []))
     rr = rr.sort("qi", "rank") if order == "rank" else _trec_order(rr, r["doc_id"].gather)
     rr = rr.select("qi", "_j", "_row", _within("qi"))
 
     present = rr["qi"].n_unique()
-    keep = (pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero"
-            else rr["qi"].unique().sort())
+    keep = (
+        pl.int_range(nq, eager=True, dtype=pl.Int64) if policies.missing_query == "zero" else rr["qi"].unique().sort()
+    )
     qids = judged.gather(keep).to_list()
     whole = any(m.cutoff is None for m in parsed.values())
     depth = max((m.cutoff or 0) for m in parsed.values())
     unjudged = rr.select((~pl.col("_j") & (pl.lit(whole) | (pl.col("pos") < depth))).sum()).item()
-    counts = {"queries_judged": nq, "queries_missing_from_run": nq - present,
-              "queries_extra_in_run": extra.len(), "unjudged_retrieved": unjudged, "nan_scores": nan_scores}
+    counts = {
+        "queries_judged": nq,
+        "queries_missing_from_run": nq - present,
+        "queries_extra_in_run": extra.len(),
+        "unjudged_retrieved": unjudged,
+        "nan_scores": nan_scores,
+    }
 
     # one aggregation over judged rows (j) and one over the ideal ordering of the judgments (i)
     j = rr.filter("_j").join(jr.select("_row", "grade", "top"), on="_row", maintain_order="left")  # in rank order
-    i = qk.select("qi", "grade", "top").filter(pl.col("grade") > 0).sort(["qi", "grade"], descending=[False, True]) \
+    i = (
+        qk.select("qi", "grade", "top")
+        .filter(pl.col("grade") > 0)
+        .sort(["qi", "grade"], descending=[False, True])
         .with_columns(_within("qi"))
+    )
     j_aggs, i_aggs, values_of, rels = [], [], {}, set()
     for n, (name, m) in enumerate(parsed.items()):
         rel = f"rel{m.rel}"
@@ -232,8 +269,9 @@ def evaluate(
         v, no_rel = table.select(value.alias("v"), no_rel_expr.alias("none")).get_columns()
         counts[f"{name}:no_relevant"] = n_none = int(no_rel.sum())
         if n_none and policies.no_relevant == "error":
-            raise MetricError(f"{n_none} queries have no relevant document for {name}, e.g. "
-                              f"{qids[no_rel.arg_true()[0]]!r}")
+            raise MetricError(
+                f"{n_none} queries have no relevant document for {name}, e.g. {qids[no_rel.arg_true()[0]]!r}"
+            )
         if n_none and policies.no_relevant == "skip":
             values[name] = v.filter(~no_rel)
             ids[name] = [x for x, skip in zip(qids, no_rel.to_list()) if not skip]

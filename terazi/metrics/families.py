@@ -32,8 +32,11 @@ def _ndcg(m: Measure, n: int, rel: str):
         top = pl.col("top").cast(pl.Float64)
         g = 2.0 ** (g - top) - 2.0 ** (-top)
     dcg = (g / (pl.col("pos") + 2).log(2)).filter(_top(m)).sum()
-    return [dcg.alias(f"v{n}")], [dcg.alias(f"ideal{n}")], \
-        pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}"))
+    return (
+        [dcg.alias(f"v{n}")],
+        [dcg.alias(f"ideal{n}")],
+        pl.when(pl.col(f"ideal{n}") > 0).then(pl.col(f"v{n}") / pl.col(f"ideal{n}")),
+    )
 
 
 def _judged(m: Measure, n: int, rel: str):  # judged among the returned top k
@@ -55,8 +58,11 @@ def _r(m: Measure, n: int, rel: str):
 
 def _ap(m: Measure, n: int, rel: str):  # the i-th relevant document, at rank p, adds precision i / p
     hit = _hit(m)
-    return [(hit.cum_sum() / (pl.col("pos") + 1)).filter(hit).sum().alias(f"v{n}")], [], \
-        pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel))
+    return (
+        [(hit.cum_sum() / (pl.col("pos") + 1)).filter(hit).sum().alias(f"v{n}")],
+        [],
+        pl.when(pl.col(rel) > 0).then(pl.col(f"v{n}") / pl.col(rel)),
+    )
 
 
 FAMILY: dict[str, Callable] = {"nDCG": _ndcg, "Judged": _judged, "RR": _rr, "P": _p, "R": _r, "AP": _ap}

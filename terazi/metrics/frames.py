@@ -28,9 +28,10 @@ def qrels_frame(qrels: Mapping[str, Mapping[str, int]] | pl.DataFrame) -> pl.Dat
             q, d, g = bad[0]
             what = "missing" if g is None else f"not an integer ({g!r})"
             raise MetricError(f"grade of query {q!r}, document {d!r} is {what}")
-        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "grade": [int(r[2]) for r in rows]},
-                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64})
+        df = pl.DataFrame(
+            {"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "grade": [int(r[2]) for r in rows]},
+            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "grade": pl.Int64},
+        )
     if df["grade"].null_count():
         row = df.filter(pl.col("grade").is_null()).row(0)
         raise MetricError(f"grade of query {row[0]!r}, document {row[1]!r} is missing")
@@ -56,17 +57,19 @@ def run_frame(run: Mapping[str, Mapping[str, float]] | pl.DataFrame) -> pl.DataF
             raise MetricError(f"the run lacks column(s) {lacking}")
         if not run["score"].dtype.is_numeric():
             raise MetricError(f"run scores must be numbers, got {run['score'].dtype}")
-        df = run.with_columns(pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8),
-                              pl.col("score").cast(pl.Float64))
+        df = run.with_columns(
+            pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score").cast(pl.Float64)
+        )
     else:
         rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
         for q, d, s in rows:
             if not isinstance(s, numbers.Real) or isinstance(s, bool):
                 what = "missing" if s is None else f"not a number ({s!r})"
                 raise MetricError(f"score of query {q!r}, document {d!r} is {what}")
-        df = pl.DataFrame({"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows],
-                           "score": [float(r[2]) for r in rows]},
-                          schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64})
+        df = pl.DataFrame(
+            {"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows], "score": [float(r[2]) for r in rows]},
+            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64},
+        )
     if df["score"].null_count():
         q, d = df.filter(pl.col("score").is_null()).select("query_id", "doc_id").row(0)
         raise MetricError(f"score of query {q!r}, document {d!r} is missing")
@@ -78,18 +81,22 @@ def check_run(r: pl.DataFrame, policies: Policies) -> int:
     nan = int(r["score"].is_nan().sum())
     if nan and policies.nan_score == "error":
         q, d = r.filter(pl.col("score").is_nan()).select("query_id", "doc_id").row(0)
-        raise MetricError(f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract "
-                          f"{policies.label})")
+        raise MetricError(
+            f"score of query {q!r}, document {d!r} is NaN (nan_score=error under contract {policies.label})"
+        )
     if policies.repeated_rank == "error" and "rank" in r.columns:
         if r["rank"].null_count():
             q, d = r.filter(pl.col("rank").is_null()).select("query_id", "doc_id").row(0)
-            raise MetricError(f"rank of query {q!r}, document {d!r} is missing "
-                              f"(repeated_rank=error under contract {policies.label})")
+            raise MetricError(
+                f"rank of query {q!r}, document {d!r} is missing (repeated_rank=error under contract {policies.label})"
+            )
         if r.select(pl.struct("query_id", "rank").n_unique()).item() < r.height:
             dup = r.filter(pl.struct("query_id", "rank").is_duplicated()).sort("query_id", "rank", "doc_id")
             q, k = dup.select("query_id", "rank").row(0)
             docs = dup.filter((pl.col("query_id") == q) & (pl.col("rank") == k))["doc_id"].to_list()
-            raise MetricError(f"rank {k} appears more than once in the ranking of query {q!r} "
-                              f"(documents {', '.join(map(repr, docs))}; "
-                              f"repeated_rank=error under contract {policies.label})")
+            raise MetricError(
+                f"rank {k} appears more than once in the ranking of query {q!r} "
+                f"(documents {', '.join(map(repr, docs))}; "
+                f"repeated_rank=error under contract {policies.label})"
+            )
     return nan

@@ -24,8 +24,14 @@ def changed_flags(variants: pl.DataFrame) -> pl.DataFrame:
     return variants.group_by("condition", "query_id").agg(pl.col("changed").any())
 
 
-def per_query_values(qrels, ranked: pl.DataFrame | Iterable[pl.DataFrame], changed: pl.DataFrame,
-                     measures: list[str], policies: Policies = Policies(), order: str = "rank") -> pl.DataFrame:
+def per_query_values(
+    qrels,
+    ranked: pl.DataFrame | Iterable[pl.DataFrame],
+    changed: pl.DataFrame,
+    measures: list[str],
+    policies: Policies = Policies(),
+    order: str = "rank",
+) -> pl.DataFrame:
     """(condition, query_id, measure, value, changed) of every (condition, sample) ranking, samples of one query
     averaged; `changed` holds (condition, query_id, changed). `ranked` is one table or blocks of whole variants in
     order (`terazi.data.blocks`). All the rows of `query_values`."""
@@ -51,7 +57,9 @@ class Values:
             pl.col("c").replace_strict(dict(enumerate(self.conditions)), return_dtype=pl.Utf8).alias("condition"),
             self.query_ids.gather(part["at"]).alias("query_id"),
             pl.col("m").replace_strict(dict(enumerate(self.measures)), return_dtype=pl.Utf8).alias("measure"),
-            "value", "changed")
+            "value",
+            "changed",
+        )
 
     def slices(self, rows: int = BLOCK_ROWS) -> Iterator[pl.DataFrame]:
         """`rows` in order, `rows` rows at a time."""
@@ -59,8 +67,14 @@ class Values:
             yield self.rows(start, rows)
 
 
-def query_values(qrels, ranked: pl.DataFrame | Iterable[pl.DataFrame], changed: pl.DataFrame, measures: list[str],
-                 policies: Policies = Policies(), order: str = "rank") -> Values:
+def query_values(
+    qrels,
+    ranked: pl.DataFrame | Iterable[pl.DataFrame],
+    changed: pl.DataFrame,
+    measures: list[str],
+    policies: Policies = Policies(),
+    order: str = "rank",
+) -> Values:
     """`per_query_values` as numbers (`Values`). A query's values are its own, so each block is evaluated against its
     queries' judgments alone, then each ranking's judged queries it lacks as `evaluate` counts them; the rows come in
     the order one `evaluate` of each whole ranking gives. `terazi run` and `terazi analyze` both compute here."""
@@ -85,13 +99,20 @@ def query_values(qrels, ranked: pl.DataFrame | Iterable[pl.DataFrame], changed: 
     # ranking g, measure m, query at (the judgments' order); a condition is c, its first place
     conditions = list(dict.fromkeys(c for c, _ in rankings))
     of_ranking = {g: conditions.index(c) for (c, _), g in rankings.items()}
-    flags = (changed.join(pl.DataFrame({"condition": conditions}).with_row_index("c"), on="condition")
-             .join(judged, on="query_id").select("c", "at", "changed"))
-    table = (pl.concat(values).sort("g", "m", "at", maintain_order=True)
-             .select(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"), "at", "m", "value")
-             .group_by("c", "at", "m", maintain_order=True).agg(pl.col("value").mean())
-             .join(flags, on=["c", "at"], how="left", maintain_order="left")
-             .with_columns(pl.col("changed").fill_null(False)))
+    flags = (
+        changed.join(pl.DataFrame({"condition": conditions}).with_row_index("c"), on="condition")
+        .join(judged, on="query_id")
+        .select("c", "at", "changed")
+    )
+    table = (
+        pl.concat(values)
+        .sort("g", "m", "at", maintain_order=True)
+        .select(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"), "at", "m", "value")
+        .group_by("c", "at", "m", maintain_order=True)
+        .agg(pl.col("value").mean())
+        .join(flags, on=["c", "at"], how="left", maintain_order="left")
+        .with_columns(pl.col("changed").fill_null(False))
+    )
     return Values(table, conditions, judged["query_id"], measures)
 
 
@@ -101,30 +122,46 @@ NO_ROWS = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rank": p
 def _values(g: int, measures: list[str], ev: Evaluation, judged: pl.DataFrame) -> list[pl.DataFrame]:
     """(g, m, at, value) of each measure: ranking `g`'s values, measure `m` the m-th of `measures`, query `at` the
     at-th of `judged`."""
-    return [pl.DataFrame({"query_id": pl.Series(ev.query_ids[m], dtype=pl.Utf8),
-                          "value": pl.Series(ev.per_query[m], dtype=pl.Float64)})
-            .join(judged, on="query_id", how="left", maintain_order="left")
-            .select(pl.lit(g, pl.UInt32).alias("g"), pl.lit(i, pl.UInt32).alias("m"), "at", "value")
-            for i, m in enumerate(measures)]
+    return [
+        pl.DataFrame(
+            {
+                "query_id": pl.Series(ev.query_ids[m], dtype=pl.Utf8),
+                "value": pl.Series(ev.per_query[m], dtype=pl.Float64),
+            }
+        )
+        .join(judged, on="query_id", how="left", maintain_order="left")
+        .select(pl.lit(g, pl.UInt32).alias("g"), pl.lit(i, pl.UInt32).alias("m"), "at", "value")
+        for i, m in enumerate(measures)
+    ]
 
 
-def ranking_values(qrels, ranking: str | Path, changed: pl.DataFrame, measures: list[str],
-                   policies: Policies | None = None) -> Values:
+def ranking_values(
+    qrels, ranking: str | Path, changed: pl.DataFrame, measures: list[str], policies: Policies | None = None
+) -> Values:
     """`query_values` of a ranking file (`policies`: the default ones when None), read a block of whole variants at
     a time (whole when it is not in (condition, sample, query_id, rank) order)."""
-    return blockwise(ranking, COLUMNS, lambda blocks: query_values(qrels, blocks, changed, measures,
-                                                                   policies or Policies()))
+    return blockwise(
+        ranking, COLUMNS, lambda blocks: query_values(qrels, blocks, changed, measures, policies or Policies())
+    )
 
 
 COLUMNS = ["condition", "sample", "query_id", "doc_id", "rank", "score"]
 
 
-def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: list[VariantSet],
-                 measures: list[str], out_dir: str, policies: Policies = Policies(),
-                 cache_dir: str | None = None, ties: str = "trec") -> ScoreSet:
+def score_system(
+    dataset: DatasetManifest,
+    ranking: RerankResult,
+    variant_sets: list[VariantSet],
+    measures: list[str],
+    out_dir: str,
+    policies: Policies = Policies(),
+    cache_dir: str | None = None,
+    ties: str = "trec",
+) -> ScoreSet:
     """Evaluate each (condition, sample) ranking; samples of one query are averaged. Linked from the stored outputs
     when the same ranking was scored before against the same judgments and variants (terazi.memo). `ties`: the tie
     rule the ranking was made under, as its contract states it (the values follow the ranking's own ranks)."""
+
     def write(root: Path) -> dict:
         changed = changed_flags(read_variants(variant_sets, ["condition", "query_id", "changed"]))
         values = ranking_values(open_dataset(dataset).qrels, ranking.path, changed, measures, policies)
@@ -137,8 +174,21 @@ def score_system(dataset: DatasetManifest, ranking: RerankResult, variant_sets: 
         write_blocks(path, map(named, values.slices()), lambda: named(values.rows()))  # never the whole table
         return {}
 
-    key = memo.key("per-query", dataset.name, dataset.fingerprint, ranking.system, measures, asdict(policies),
-                   Path(ranking.path), [Path(v.path) for v in variant_sets], maker=__name__)
+    key = memo.key(
+        "per-query",
+        dataset.name,
+        dataset.fingerprint,
+        ranking.system,
+        measures,
+        asdict(policies),
+        Path(ranking.path),
+        [Path(v.path) for v in variant_sets],
+        maker=__name__,
+    )
     memo.reuse(cache_dir, key, out_dir, write)
-    return ScoreSet(system=ranking.system, dataset=dataset.name, path=str(RunLayout(out_dir).per_query_part(
-        dataset.name, ranking.system)), contracts=metric_contracts(measures, policies, ties))
+    return ScoreSet(
+        system=ranking.system,
+        dataset=dataset.name,
+        path=str(RunLayout(out_dir).per_query_part(dataset.name, ranking.system)),
+        contracts=metric_contracts(measures, policies, ties),
+    )

@@ -50,8 +50,7 @@ class CostStore:
             body = json.loads(path.read_text(encoding="utf-8"))
             return ModelCost.model_validate(body["cost"]) if body.get("identity") == identity else None
         except (ValueError, KeyError, TypeError, AttributeError) as e:  # figures only: never worth failing a run
-            log.warning("%s is damaged (%s): its cost figures are ignored and written anew", path,
-                        type(e).__name__)
+            log.warning("%s is damaged (%s): its cost figures are ignored and written anew", path, type(e).__name__)
             return None
 
     def add(self, identity: str, cost: ModelCost) -> ModelCost:
@@ -65,11 +64,16 @@ class CostStore:
         earlier = self.get(identity)
         if earlier is not None:
             keep = cost if cost.latency_queries else earlier
-            cost = cost.model_copy(update={"items": earlier.items + cost.items,
-                                           "seconds": round(earlier.seconds + cost.seconds, 6),
-                                           "latency_p50_ms": keep.latency_p50_ms, "latency_p95_ms": keep.latency_p95_ms,
-                                           "latency_queries": keep.latency_queries,
-                                           "requests": add_requests([earlier.requests, cost.requests])})
+            cost = cost.model_copy(
+                update={
+                    "items": earlier.items + cost.items,
+                    "seconds": round(earlier.seconds + cost.seconds, 6),
+                    "latency_p50_ms": keep.latency_p50_ms,
+                    "latency_p95_ms": keep.latency_p95_ms,
+                    "latency_queries": keep.latency_queries,
+                    "requests": add_requests([earlier.requests, cost.requests]),
+                }
+            )
         path = self._path(identity)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
@@ -88,10 +92,17 @@ def combine(costs: list[ModelCost | None]) -> ModelCost | None:
         timed = [c for c in costs if c.items]
         return (timed or costs)[0].model_copy(update={"cached": True})
     lat = max(fresh, key=lambda c: c.latency_queries)
-    return fresh[0].model_copy(update={
-        "items": sum(c.items for c in fresh), "seconds": round(sum(c.seconds for c in fresh), 6), "cached": False,
-        "latency_p50_ms": lat.latency_p50_ms, "latency_p95_ms": lat.latency_p95_ms,
-        "latency_queries": lat.latency_queries, "requests": add_requests([c.requests for c in fresh])})
+    return fresh[0].model_copy(
+        update={
+            "items": sum(c.items for c in fresh),
+            "seconds": round(sum(c.seconds for c in fresh), 6),
+            "cached": False,
+            "latency_p50_ms": lat.latency_p50_ms,
+            "latency_p95_ms": lat.latency_p95_ms,
+            "latency_queries": lat.latency_queries,
+            "requests": add_requests([c.requests for c in fresh]),
+        }
+    )
 
 
 def add_requests(parts: list[RequestCost | None]) -> RequestCost | None:
@@ -101,8 +112,9 @@ def add_requests(parts: list[RequestCost | None]) -> RequestCost | None:
     if not parts:
         return None
     most = max(parts, key=lambda p: p.requests)
-    return most.model_copy(update={"requests": sum(p.requests for p in parts),
-                                   "retries": sum(p.retries for p in parts)})
+    return most.model_copy(
+        update={"requests": sum(p.requests for p in parts), "retries": sum(p.retries for p in parts)}
+    )
 
 
 class RequestLog:
@@ -128,10 +140,13 @@ class RequestLog:
 
     def since(self, mark: tuple[int, int] = (0, 0)) -> RequestCost:
         with self._lock:
-            ms, retries = np.asarray(self.ms[mark[0]:]), self.retries - mark[1]
-        return RequestCost(requests=int(ms.size), retries=retries,
-                           p50_ms=round(float(np.percentile(ms, 50)), 3) if ms.size else None,
-                           p95_ms=round(float(np.percentile(ms, 95)), 3) if ms.size else None)
+            ms, retries = np.asarray(self.ms[mark[0] :]), self.retries - mark[1]
+        return RequestCost(
+            requests=int(ms.size),
+            retries=retries,
+            p50_ms=round(float(np.percentile(ms, 50)), 3) if ms.size else None,
+            p95_ms=round(float(np.percentile(ms, 95)), 3) if ms.size else None,
+        )
 
 
 class TimedEncoder:
@@ -160,7 +175,13 @@ class TimedEncoder:
         params = sum(p.numel() for p in self.model.parameters())
         dtype = str(next(self.model.parameters()).dtype)
         precision = {"torch.float32": "fp32", "torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(dtype, dtype)
-        return ModelCost(params=int(params), size_bytes=weights_info(folder)[1] if folder else None,
-                         device=str(self.model.device).split(":")[0], precision=precision, unit="texts",
-                         batch_size=self.batch_size,
-                         items=self.items, seconds=round(self.seconds, 6))
+        return ModelCost(
+            params=int(params),
+            size_bytes=weights_info(folder)[1] if folder else None,
+            device=str(self.model.device).split(":")[0],
+            precision=precision,
+            unit="texts",
+            batch_size=self.batch_size,
+            items=self.items,
+            seconds=round(self.seconds, 6),
+        )

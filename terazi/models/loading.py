@@ -15,12 +15,19 @@ _encoders: dict[tuple, tuple] = {}
 _encoders_lock = threading.Lock()
 
 
-def load_bi_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False):
+def load_bi_encoder(
+    ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False
+):
     from sentence_transformers import SentenceTransformer
 
     try:
-        model = SentenceTransformer(ref.location, device=pick_device(device), revision=ref.revision,
-                                    trust_remote_code=trust_remote_code, local_files_only=ref.local)
+        model = SentenceTransformer(
+            ref.location,
+            device=pick_device(device),
+            revision=ref.revision,
+            trust_remote_code=trust_remote_code,
+            local_files_only=ref.local,
+        )
     except Exception as e:  # the library raises many kinds; say which model failed
         raise ModelError(f"could not load encoder {ref.name!r} from {ref.location}: {e}") from e
     if max_length:
@@ -43,8 +50,9 @@ def seq_length(ref: ModelRef, max_length: int | None) -> int | None:
     return json.loads(path.read_text(encoding="utf-8")).get("max_seq_length") if path else None
 
 
-def shared_bi_encoder(ref: ModelRef, device: str, max_length: int | None, trust_remote_code: bool = False,
-                      precision: str = "fp32") -> tuple:
+def shared_bi_encoder(
+    ref: ModelRef, device: str, max_length: int | None, trust_remote_code: bool = False, precision: str = "fp32"
+) -> tuple:
     """One bi-encoder per (model, device, tokens, precision) in this process, with the lock it encodes under: the
     first stage's shard tasks and a reranker of the same model load it once, and never run it from two threads."""
     device = pick_device(device)
@@ -60,15 +68,27 @@ def shared_bi_encoder(ref: ModelRef, device: str, max_length: int | None, trust_
         return _encoders[key]
 
 
-def load_cross_encoder(ref: ModelRef, device: str = "auto", max_length: int | None = None, trust_remote_code: bool = False,
-                       activation_fn=None):
+def load_cross_encoder(
+    ref: ModelRef,
+    device: str = "auto",
+    max_length: int | None = None,
+    trust_remote_code: bool = False,
+    activation_fn=None,
+):
     """A sentence-transformers CrossEncoder in fp32 (the backend casts it to its precision)."""
     from sentence_transformers import CrossEncoder
 
     dev = pick_device(device)
     try:
-        model = CrossEncoder(ref.location, device=dev, max_length=max_length, revision=ref.revision,
-                             trust_remote_code=trust_remote_code, local_files_only=ref.local, activation_fn=activation_fn)
+        model = CrossEncoder(
+            ref.location,
+            device=dev,
+            max_length=max_length,
+            revision=ref.revision,
+            trust_remote_code=trust_remote_code,
+            local_files_only=ref.local,
+            activation_fn=activation_fn,
+        )
     except Exception as e:
         raise ModelError(f"could not load cross-encoder {ref.name!r} from {ref.location}: {e}") from e
     return stoppable(model)

@@ -42,8 +42,9 @@ class ModelRef:
         return f"{self.location}@{self.revision or 'unpinned'}"
 
 
-def resolve(name: str, revision: str | None = None, offline: bool = False,
-            cache_dir: str | Path | None = None) -> ModelRef:
+def resolve(
+    name: str, revision: str | None = None, offline: bool = False, cache_dir: str | Path | None = None
+) -> ModelRef:
     """Turn a config's model string into a ModelRef; enforce offline mode. A local folder's hash is remembered in
     `cache_dir`'s book (terazi.stamps) while its files are unchanged."""
     book = stamps.book_in(cache_dir)
@@ -112,8 +113,11 @@ def model_file(ref: ModelRef, name: str, required: bool = True) -> Path | None:
         from huggingface_hub import hf_hub_download
 
         try:
-            return Path(hf_hub_download(ref.location, name, revision=ref.revision,
-                                        local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1"))
+            return Path(
+                hf_hub_download(
+                    ref.location, name, revision=ref.revision, local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1"
+                )
+            )
         except Exception as e:  # missing file, no network: both mean "not available here"
             if required:
                 raise ModelError(f"model {ref.name!r} has no file {name!r} ({type(e).__name__})") from e
@@ -169,8 +173,9 @@ def weights_info(folder: str | Path) -> tuple[int | None, int | None]:
 
     root = Path(folder)
     for pattern in WEIGHTS:
-        files = sorted(p for p in root.glob(pattern) if p.is_file() and "optimizer" not in p.name
-                       and "training_args" not in p.name)
+        files = sorted(
+            p for p in root.glob(pattern) if p.is_file() and "optimizer" not in p.name and "training_args" not in p.name
+        )
         if files:
             break
     else:

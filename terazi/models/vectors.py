@@ -30,8 +30,18 @@ ROWS = re.compile(r"rows-(\d+)-(\d+)\.npy$")
 
 def vector_identity(ref: ModelRef, runtime: str, tokens: int | None, prefix: str, precision: str, device: str) -> str:
     """What decides a text's vector, as one string (two encodings with the same one agree to float tolerance)."""
-    return json.dumps({"model": ref.identity, "runtime": runtime, "tokens": tokens, "prefix": prefix,
-                       "precision": precision, "device": device.split(":")[0]}, sort_keys=True, ensure_ascii=False)
+    return json.dumps(
+        {
+            "model": ref.identity,
+            "runtime": runtime,
+            "tokens": tokens,
+            "prefix": prefix,
+            "precision": precision,
+            "device": device.split(":")[0],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
 
 
 def store_key(identity: str, corpus_fingerprint: str | None = None) -> str:
@@ -62,8 +72,11 @@ class VectorStore:
         for path in sorted(self.folder.glob("rows-*.npy")) + sorted(self.folder.glob("part-*.npy")):
             m = ROWS.search(path.name)
             try:
-                keys = (np.arange(int(m.group(1)), int(m.group(2)), dtype=np.int64) if m else
-                        np.load(path.with_name(f"keys-{path.name[5:]}")))
+                keys = (
+                    np.arange(int(m.group(1)), int(m.group(2)), dtype=np.int64)
+                    if m
+                    else np.load(path.with_name(f"keys-{path.name[5:]}"))
+                )
                 vectors = np.load(path, mmap_mode="r")
             except (OSError, ValueError):
                 log.warning("vectors %s are unreadable: their texts are encoded again", path)

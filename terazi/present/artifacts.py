@@ -36,36 +36,73 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
     ranks = Table.from_json(tables["ranks"])
     out = [
         Artifact("leaderboard", f"terazi leaderboard ({run}). " + " ".join(board.notes), board.dicts()),
-        Artifact("retention", "retention per system and condition, end to end, reranker only and first-stage recall. "
-                 + " ".join(robust.notes), robust.dicts()),
-        Artifact("ranks", "rank of each system by Mean (Task) and by Borda count, with its interval and P(rank 1) "
-                 "over the same bootstrap resamples as the intervals. " + " ".join(ranks.notes), ranks.dicts()),
-        Artifact("per-dataset", "headline per system and dataset on clean queries; last row: queries (without a "
-                 "relevant document). " + " ".join(per_ds.notes), per_ds.dicts()),
+        Artifact(
+            "retention",
+            "retention per system and condition, end to end, reranker only and first-stage recall. "
+            + " ".join(robust.notes),
+            robust.dicts(),
+        ),
+        Artifact(
+            "ranks",
+            "rank of each system by Mean (Task) and by Borda count, with its interval and P(rank 1) "
+            "over the same bootstrap resamples as the intervals. " + " ".join(ranks.notes),
+            ranks.dicts(),
+        ),
+        Artifact(
+            "per-dataset",
+            "headline per system and dataset on clean queries; last row: queries (without a "
+            "relevant document). " + " ".join(per_ds.notes),
+            per_ds.dicts(),
+        ),
     ]
     if tables.get("decontaminated"):
         deco = Table.from_json(tables["decontaminated"])
-        out.append(Artifact("decontaminated", "headline without the queries found in training data. "
-                            + " ".join(deco.notes), deco.dicts()))
+        out.append(
+            Artifact(
+                "decontaminated",
+                "headline without the queries found in training data. " + " ".join(deco.notes),
+                deco.dicts(),
+            )
+        )
     if tables.get("costs"):
         costs = Table.from_json(tables["costs"])
-        out.append(Artifact("costs", "size, warm speed and latency per system. " + " ".join(costs.notes), costs.dicts()))
+        out.append(
+            Artifact("costs", "size, warm speed and latency per system. " + " ".join(costs.notes), costs.dicts())
+        )
     if tables.get("depths"):
         depths, ceiling = Table.from_json(tables["depths"]["table"]), Table.from_json(tables["depths"]["ceiling"])
-        out.append(Artifact("depths", "headline, cost and share of the ceiling per reranker and rerank depth. "
-                            + " ".join(tables["depths"]["sentences"] + depths.notes), depths.dicts()))
-        out.append(Artifact("ceiling", "the first stage's recall@depth and oracle headline per depth. "
-                            + " ".join(ceiling.notes), ceiling.dicts()))
+        out.append(
+            Artifact(
+                "depths",
+                "headline, cost and share of the ceiling per reranker and rerank depth. "
+                + " ".join(tables["depths"]["sentences"] + depths.notes),
+                depths.dicts(),
+            )
+        )
+        out.append(
+            Artifact(
+                "ceiling",
+                "the first stage's recall@depth and oracle headline per depth. " + " ".join(ceiling.notes),
+                ceiling.dicts(),
+            )
+        )
     if tables.get("variants"):
         judged = Table.from_json(tables["variants"]["table"])
         out.append(Artifact("variants", " ".join(tables["variants"]["sentences"] + judged.notes), judged.dicts()))
     if layout.protocol_md.is_file():
-        out.append(Artifact("protocol", "several first stages: does the rerankers' order hold?",
-                            markdown=layout.protocol_md.read_text(encoding="utf-8")))
+        out.append(
+            Artifact(
+                "protocol",
+                "several first stages: does the rerankers' order hold?",
+                markdown=layout.protocol_md.read_text(encoding="utf-8"),
+            )
+        )
     pairs = pairwise_summary(pl.read_csv(layout.comparisons_csv, schema=PAIRS_SCHEMA))
     out.append(Artifact("comparisons", "pairwise comparisons: cells better / no difference / worse", pairs.to_dicts()))
     report_md = layout.leaderboard_md.read_text(encoding="utf-8") + (
-        f"\n## Files\n\n- full report: `{layout.report_html}` (open it in a browser)\n- results folder: `{run}`\n")
-    out.append(Artifact("report", "leaderboard, conditions, metric contract and where report.html is",
-                        markdown=report_md))
+        f"\n## Files\n\n- full report: `{layout.report_html}` (open it in a browser)\n- results folder: `{run}`\n"
+    )
+    out.append(
+        Artifact("report", "leaderboard, conditions, metric contract and where report.html is", markdown=report_md)
+    )
     return out

@@ -39,29 +39,48 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
         if not p.is_dir() or p.resolve() == Path(current.run_dir).resolve():
             continue
         m = read_manifest(p)
-        if m is None or m.kind != "nightly" or m.benchmark.name != current.benchmark.name or m.started > current.started:
+        if (
+            m is None
+            or m.kind != "nightly"
+            or m.benchmark.name != current.benchmark.name
+            or m.started > current.started
+        ):
             continue
         if best is None or m.started > best[0]:
             best = (m.started, p)
     return best[1] if best else None
 
 
-def changes_since(before: Path, after: Path, headline: str, resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, holm: bool = False) -> str:
+def changes_since(
+    before: Path,
+    after: Path,
+    headline: str,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    holm: bool = False,
+) -> str:
     """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
     leaderboards, the scores through `terazi.analysis.comparison`, the same comparison `terazi compare` prints (at the
     run's interval level, Holm-corrected when the run asks for it)."""
     m_old, m_new = read_manifest(before), read_manifest(after)
-    lines = [f"# terazi: changes from {before.name} to {after.name}", "",
-             f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
-             f"- after: `{after}`" + (f" ({m_new.kind} run, started {m_new.started})" if m_new else ""), ""]
+    lines = [
+        f"# terazi: changes from {before.name} to {after.name}",
+        "",
+        f"- before: `{before}`" + (f" ({m_old.kind} run, started {m_old.started})" if m_old else ""),
+        f"- after: `{after}`" + (f" ({m_new.kind} run, started {m_new.started})" if m_new else ""),
+        "",
+    ]
     header = len(lines)
     parts = changed_parts(m_old.benchmark, m_new.benchmark) if m_old and m_new else []
     system_change = any(p.startswith("systems") for p in parts)
     inputs = [p for p in parts if not p.startswith("systems")]
     if inputs:
-        lines.append("- **the benchmark itself changed**: " + "; ".join(inputs)
-                     + ". Scores are not comparable; only what was rerun the same way is compared below.")
+        lines.append(
+            "- **the benchmark itself changed**: "
+            + "; ".join(inputs)
+            + ". Scores are not comparable; only what was rerun the same way is compared below."
+        )
     old, new = read_csv(RunLayout(before).leaderboard_csv), read_csv(RunLayout(after).leaderboard_csv)
     added = sorted(set(new["system"]) - set(old["system"]))
     removed = sorted(set(old["system"]) - set(new["system"]))
@@ -79,14 +98,23 @@ def changes_since(before: Path, after: Path, headline: str, resamples: int = 200
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
     cmp = comparison.compare_runs(before, after, headline, resamples, seed, confidence, holm)
     for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):
-        lines.append(f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
-                     f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]")
+        lines.append(
+            f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
+            f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
+        )
     cells = cmp.significant()
     if cells.height:
-        lines += ["", f"Significant changes per dataset × condition ({headline}, after − before, "
-                      f"{level(confidence)} intervals{', Holm-corrected' if holm else ''}):", ""]
-        lines += [f"- {r['system']} on {r['dataset']} / {r['condition']}: {r['delta']:+.4f} "
-                  f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] ({r['verdict']})" for r in cells.iter_rows(named=True)]
+        lines += [
+            "",
+            f"Significant changes per dataset × condition ({headline}, after − before, "
+            f"{level(confidence)} intervals{', Holm-corrected' if holm else ''}):",
+            "",
+        ]
+        lines += [
+            f"- {r['system']} on {r['dataset']} / {r['condition']}: {r['delta']:+.4f} "
+            f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}] ({r['verdict']})"
+            for r in cells.iter_rows(named=True)
+        ]
     if len(lines) == header:
         lines.append("- nothing changed: same benchmark, same systems, ranks and groups, no significant score change")
     return "\n".join(lines) + "\n"
@@ -98,8 +126,11 @@ def since_last_nightly(manifest: RunManifest, config: EvalConfig) -> str:
     current = Path(manifest.run_dir)
     before = previous_nightly(current.parent, manifest)
     if before is None:
-        return (f"# terazi: first nightly run of benchmark `{config.benchmark}`\n\n"
-                f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n")
+        return (
+            f"# terazi: first nightly run of benchmark `{config.benchmark}`\n\n"
+            f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n"
+        )
     log.info("comparing with the previous nightly %s", before)
-    return changes_since(before, current, config.headline, config.bootstrap_resamples, config.seed, config.confidence,
-                         config.holm)
+    return changes_since(
+        before, current, config.headline, config.bootstrap_resamples, config.seed, config.confidence, config.holm
+    )

@@ -17,16 +17,24 @@ if TYPE_CHECKING:
 
 def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
     """`terazi compare --format markdown`: the overall lines, then the cells that changed (or every cell)."""
-    lines = [f"# {cmp.title}", "", (f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
-             f"{level(cmp.confidence)} interval; correction: {cmp.correction}."), ""]
+    lines = [
+        f"# {cmp.title}",
+        "",
+        (
+            f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
+            f"{level(cmp.confidence)} interval; correction: {cmp.correction}."
+        ),
+        "",
+    ]
     lines += _md_table(cmp.overall, "overall (clean, datasets weighted equally)")
     shown = cmp.cells if everything else cmp.changed()
     lines += _md_table(shown, "cells" if everything else "cells that changed")
     same = cmp.unchanged_systems()
     if same and not everything:
         lines += [f"Unchanged in every cell: {', '.join(same)}.", ""]
-    lines += [f"Only {side}: {', '.join(names)}." for side, names in (("after", cmp.added), ("before", cmp.removed))
-              if names]
+    lines += [
+        f"Only {side}: {', '.join(names)}." for side, names in (("after", cmp.added), ("before", cmp.removed)) if names
+    ]
     if cmp.depths is not None:
         lines += ["", f"**{DEPTHS_CAPTION}**", "", depth_table(cmp.depths).markdown()]
     return "\n".join(lines).rstrip() + "\n"
@@ -65,12 +73,23 @@ DEPTHS_CAPTION = "rerank depth (both runs swept it: clean queries, each run's he
 
 def depth_table(depths: pl.DataFrame) -> Table:
     """Per reranker and depth both runs swept: the two headlines, after − before, and each run's enough depth."""
-    return Table(["system", "depth", "before", "after", "delta", "enough before", "enough after"],
-                 [[r["system"], str(r["depth"]), _cell("before", r["before"]), _cell("after", r["after"]),
-                   _cell("delta", r["delta"]), "✓" if r["enough_before"] else "", "✓" if r["enough_after"] else ""]
-                  for r in depths.iter_rows(named=True)],
-                 ["Enough: the smallest depth not significantly below that run's deepest (depths.csv)."],
-                 align=["left", *["right"] * 4, "left", "left"])
+    return Table(
+        ["system", "depth", "before", "after", "delta", "enough before", "enough after"],
+        [
+            [
+                r["system"],
+                str(r["depth"]),
+                _cell("before", r["before"]),
+                _cell("after", r["after"]),
+                _cell("delta", r["delta"]),
+                "✓" if r["enough_before"] else "",
+                "✓" if r["enough_after"] else "",
+            ]
+            for r in depths.iter_rows(named=True)
+        ],
+        ["Enough: the smallest depth not significantly below that run's deepest (depths.csv)."],
+        align=["left", *["right"] * 4, "left", "left"],
+    )
 
 
 def comparison_rich(cmp: Comparison, everything: bool = False) -> Group:
@@ -83,16 +102,21 @@ def comparison_rich(cmp: Comparison, everything: bool = False) -> Group:
         t.align = ["left" if c in TEXT_COLUMNS else "right" for c in t.columns]
         return t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()])
 
-    shown = [Text(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: "
-                  f"{cmp.correction}"), table(cmp.overall, "overall (clean, datasets weighted equally)")]
+    shown = [
+        Text(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}"),
+        table(cmp.overall, "overall (clean, datasets weighted equally)"),
+    ]
     cells = cmp.cells if everything else cmp.changed()
     if cells.height:
         shown.append(table(cells, "cells" if everything else "cells that changed"))
     same = cmp.unchanged_systems()
     if same and not everything:
         shown.append(Text(f"unchanged in every cell: {', '.join(same)}"))
-    shown += [Text(f"{side}: {', '.join(names)}") for side, names in (("only after", cmp.added),
-                                                                      ("only before", cmp.removed)) if names]
+    shown += [
+        Text(f"{side}: {', '.join(names)}")
+        for side, names in (("only after", cmp.added), ("only before", cmp.removed))
+        if names
+    ]
     if cmp.depths is not None:
         shown.append(depth_table(cmp.depths).rich(DEPTHS_CAPTION))
     return Group(*shown)

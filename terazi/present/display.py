@@ -30,8 +30,14 @@ def featured_system(config: EvalConfig, order: list[str]) -> str:
     return config.featured if config.featured in order else order[0]
 
 
-def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: pl.DataFrame,
-                   candidates: list[CandidateSet], reranks: list[RerankResult], config: EvalConfig) -> dict:
+def display_tables(
+    agg: Aggregates,
+    datasets: list[DatasetManifest],
+    variants: pl.DataFrame,
+    candidates: list[CandidateSet],
+    reranks: list[RerankResult],
+    config: EvalConfig,
+) -> dict:
     """Every table of the outputs, as text in the leaderboard's order and the configured labels (tables.json);
     `variants`: the query variants with their texts (the examples), `candidates`: the frozen first stage (none for
     runs made elsewhere)."""
@@ -43,14 +49,21 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
     legend = [
         "Rows: significance group (1 = top; a system shares its upper neighbour's group unless their paired bootstrap "
         f"difference on clean queries excludes 0), then Mean (Task). Mean (Task): {config.headline} on clean queries, "
-        f"mean over ranked datasets, with its {level(config.confidence)} interval (paired bootstrap balanced by dataset). "
+        f"mean over ranked datasets, with its {level(config.confidence)} interval "
+        "(paired bootstrap balanced by dataset). "
         "Borda rank and votes: "
         "per ranked dataset, points = N − rank; ranked by total points."
         + ("" if n_types > 1 else " Mean (TaskType) is not shown: with one task type it equals Mean (Task)."),
         "Condition columns: dataset-balanced means over ranked datasets. Retention: over the queries each condition "
-        "changed, end to end (" + ("corrupted query through first stage and reranker" if candidates else
-                                   "each condition's run files against the clean ones") + f"); {config.retention}: "
-        + AGGREGATION_LABELS[config.retention] + ".",
+        "changed, end to end ("
+        + (
+            "corrupted query through first stage and reranker"
+            if candidates
+            else "each condition's run files against the clean ones"
+        )
+        + f"); {config.retention}: "
+        + AGGREGATION_LABELS[config.retention]
+        + ".",
         *out_of_ranking_notes(datasets),
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
@@ -58,43 +71,81 @@ def display_tables(agg: Aggregates, datasets: list[DatasetManifest], variants: p
     confidence = config.confidence
     board_t = leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=confidence)
     board_t.notes = legend
-    compact = leaderboard(board, config.conditions, labels, compact=True, task_types=n_types, costs=shown,
-                                       confidence=confidence)
+    compact = leaderboard(
+        board, config.conditions, labels, compact=True, task_types=n_types, costs=shown, confidence=confidence
+    )
     compact.notes = legend
     robust = robustness(decomp, order, conds, config.rerank_depth, labels, confidence)
     # said of what was measured: runs made elsewhere (`terazi analyze`, no candidates) have no reranker-only
     # setting and no first stage of terazi's
     has_iso, has_recall = (decomp[c].is_not_null().any() for c in ("reranker_only", "first_stage_recall"))
     robust.notes = [
-        ("End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
-         if candidates else "End to end: each condition's run files against the clean ones. ")
-        + ("Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
-           if has_iso else "Reranker only: not run (robustness: end-to-end). " if candidates else "")
-        + (f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
-           "candidates every reranker reorders. " if has_recall else "")
+        (
+            "End to end: the corrupted query goes through the first stage and the reranker (the card's setting). "
+            if candidates
+            else "End to end: each condition's run files against the clean ones. "
+        )
+        + (
+            "Reranker only: the reranker reorders the clean query's frozen candidates using the corrupted text. "
+            if has_iso
+            else "Reranker only: not run (robustness: end-to-end). "
+            if candidates
+            else ""
+        )
+        + (
+            f"First-stage recall@{config.rerank_depth}: retention of the share of relevant documents among the "
+            "candidates every reranker reorders. "
+            if has_recall
+            else ""
+        )
         + f"Each over the queries the condition changed, aggregated {config.retention} "
-        f"({AGGREGATION_LABELS[config.retention]})."]
+        f"({AGGREGATION_LABELS[config.retention]})."
+    ]
     tables = {
-        "headline": config.headline, "order": order, "labels": labels, "retention": config.retention,
-        "robustness": "both" if has_iso else "end-to-end", "first_stage": bool(candidates),
-        "leaderboard": board_t.to_json(), "leaderboard_compact": compact.to_json(),
+        "headline": config.headline,
+        "order": order,
+        "labels": labels,
+        "retention": config.retention,
+        "robustness": "both" if has_iso else "end-to-end",
+        "first_stage": bool(candidates),
+        "leaderboard": board_t.to_json(),
+        "leaderboard_compact": compact.to_json(),
         "ranks": ranks_table(agg.ranks, labels, confidence).to_json(),
         "per_dataset": per_dataset(agg.clean_means, order, datasets, labels).to_json(),
         "robustness_table": robust.to_json(),
         "explanations": explain(decomp, order, conds, config.rerank_depth, FIRST_STAGE),
-        "featured": {"system": featured, "lines": featured_lines(
-            cells, featured, config.conditions, [d.name for d in datasets], labels, [s for s in order if s != featured])},
+        "featured": {
+            "system": featured,
+            "lines": featured_lines(
+                cells,
+                featured,
+                config.conditions,
+                [d.name for d in datasets],
+                labels,
+                [s for s in order if s != featured],
+            ),
+        },
         "datasets": datasets_table(datasets, candidates).to_json(),
         "systems": systems_table(config, candidates, reranks).to_json(),
         "examples": examples(variants, config.conditions).to_json(),
         "costs": costs_table(shown, system_kinds(config), order, labels).to_json() if shown else None,
-        "variants": {"sentences": [variant_sentence(j, labels, confidence) for j in judgements],
-                     "table": variants_table(judgements, labels, confidence).to_json()} if judgements else None,
+        "variants": {
+            "sentences": [variant_sentence(j, labels, confidence) for j in judgements],
+            "table": variants_table(judgements, labels, confidence).to_json(),
+        }
+        if judgements
+        else None,
     }
     if agg.depths is not None:  # only with `rerank_depths`: a run without it shows the same tables
         tables["depths"] = depth_tables(agg.depths, agg.ceiling, config.headline, labels, confidence)
     if agg.decontaminated is not None:  # only with `exclude`: a run without it shows the same tables
-        tables["decontaminated"] = decontaminated_table(agg.decontaminated, datasets, labels, confidence,
-                                                        config.bootstrap_resamples, config.seed,
-                                                        agg.contract["excluded"]).to_json()
+        tables["decontaminated"] = decontaminated_table(
+            agg.decontaminated,
+            datasets,
+            labels,
+            confidence,
+            config.bootstrap_resamples,
+            config.seed,
+            agg.contract["excluded"],
+        ).to_json()
     return tables

@@ -16,8 +16,10 @@ from terazi.present.table import Table
 
 NOT_SCORES = {"system", "borda_rank", "tasks", "group", "ci_low", "ci_high"}  # never marked best
 FORMATS = ("table", "csv", "json", "markdown", "latex")
-GROUPS_NOTE = ("Superscripts give significance groups (paired bootstrap): systems sharing a number are not "
-               "significantly different.")
+GROUPS_NOTE = (
+    "Superscripts give significance groups (paired bootstrap): systems sharing a number are not "
+    "significantly different."
+)
 
 
 def cell(column: str, value: object) -> str:
@@ -47,8 +49,12 @@ def board_table(board: pl.DataFrame, columns: list[str] | None = None) -> Table:
     marks = best(board)
     rows = [[cell(c, r[c]) for c in columns] for r in board.iter_rows(named=True)]
     bold = {(i, j) for j, c in enumerate(columns) for i in marks.get(c, ())}
-    return Table([column_label(c) for c in columns], rows, align=["left" if c == "system" else "right" for c in columns],
-                 bold=bold)
+    return Table(
+        [column_label(c) for c in columns],
+        rows,
+        align=["left" if c == "system" else "right" for c in columns],
+        bold=bold,
+    )
 
 
 def to_markdown(board: pl.DataFrame, note: str = "") -> str:

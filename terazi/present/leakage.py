@@ -21,19 +21,35 @@ def read_summary(out: str | Path) -> dict:
 def shares_table(summary: dict) -> Table:
     """Per dataset: queries, n-gram hits, repeats, contaminated queries, passages hit, judged queries whose
     relevant passage is hit; each with its share (numbers aligned right on a terminal)."""
-    cols = ["Dataset", "Queries", "N-gram hit", "Repeated (exact / near)", "Contaminated", "Passages", "Passages hit",
-            "Relevant passage hit"]
+    cols = [
+        "Dataset",
+        "Queries",
+        "N-gram hit",
+        "Repeated (exact / near)",
+        "Contaminated",
+        "Passages",
+        "Passages hit",
+        "Relevant passage hit",
+    ]
     rows = []
     for d in summary["datasets"]:
         s = d["shares"]
-        rows.append([d["name"], f"{d['queries']:,}", f"{d['query_hits']:,} ({percent(s['queries'])})",
-                     f"{d['exact_repeats']:,} / {d['near_repeats']:,}",
-                     f"{d['contaminated_queries']:,} ({percent(s['queries_contaminated'])})", f"{d['passages']:,}",
-                     f"{d['passage_hits']:,} ({percent(s['passages'])})",
-                     f"{d['relevant_hit_queries']:,} of {d['judged_queries']:,} ({percent(s['relevant_hit'])})"])
+        rows.append(
+            [
+                d["name"],
+                f"{d['queries']:,}",
+                f"{d['query_hits']:,} ({percent(s['queries'])})",
+                f"{d['exact_repeats']:,} / {d['near_repeats']:,}",
+                f"{d['contaminated_queries']:,} ({percent(s['queries_contaminated'])})",
+                f"{d['passages']:,}",
+                f"{d['passage_hits']:,} ({percent(s['passages'])})",
+                f"{d['relevant_hit_queries']:,} of {d['judged_queries']:,} ({percent(s['relevant_hit'])})",
+            ]
+        )
     o, n = summary["options"], summary["train_hits"]
-    note = (f"{o['ngram']}-word sequences shared with training text; {n:,} training record{'' if n == 1 else 's'} "
-            "to drop.")
+    note = (
+        f"{o['ngram']}-word sequences shared with training text; {n:,} training record{'' if n == 1 else 's'} to drop."
+    )
     return Table(cols, rows, [note], ["left"] + ["right"] * (len(cols) - 1))
 
 
@@ -44,7 +60,14 @@ def leakage_artifacts(out: str | Path) -> list[Artifact]:
     report = layout.report_md.read_text(encoding="utf-8") + (
         f"\n## Files\n\n- full report: `{layout.report_html}` (open it in a browser)\n"
         f"- contaminated queries (leave them out with `exclude: {layout.root}`): {lists}\n"
-        f"- training records to drop: `{layout.train_hits}`\n")
-    return [Artifact("summary", "leakage per dataset: queries and passages sharing an n-gram with training text, "
-                     "repeated queries. " + " ".join(table.notes), table.dicts()),
-            Artifact("report", "the leakage report, with examples, and where its files are", markdown=report)]
+        f"- training records to drop: `{layout.train_hits}`\n"
+    )
+    return [
+        Artifact(
+            "summary",
+            "leakage per dataset: queries and passages sharing an n-gram with training text, "
+            "repeated queries. " + " ".join(table.notes),
+            table.dicts(),
+        ),
+        Artifact("report", "the leakage report, with examples, and where its files are", markdown=report),
+    ]

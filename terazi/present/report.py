@@ -59,8 +59,9 @@ def _drawn(cache_dir: str | None, plot: Callable[..., str], *args) -> str:
     table's columns and rows) and matplotlib's version, so that a rerun with the same numbers neither imports
     matplotlib nor draws (its PNG is the same bytes)."""
     parts = [[a.columns, of_rows(a)] if isinstance(a, pl.DataFrame) else a for a in args]
-    return memo.text(cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts, maker=__name__),
-                           lambda: plot(*args))
+    return memo.text(
+        cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts, maker=__name__), lambda: plot(*args)
+    )
 
 
 def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float = 0.95) -> str:
@@ -70,11 +71,19 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confid
     systems = [s for s in order if s in by][::-1]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(systems) + 1.2))
     mean = [by[s]["mean"] for s in systems]
-    ax.errorbar(mean, range(len(systems)), xerr=[[m - by[s]["ci_low"] for m, s in zip(mean, systems)],
-                                                 [by[s]["ci_high"] - m for m, s in zip(mean, systems)]], fmt="o", capsize=4)
+    ax.errorbar(
+        mean,
+        range(len(systems)),
+        xerr=[
+            [m - by[s]["ci_low"] for m, s in zip(mean, systems)],
+            [by[s]["ci_high"] - m for m, s in zip(mean, systems)],
+        ],
+        fmt="o",
+        capsize=4,
+    )
     ax.set_yticks(range(len(systems)), [f"{s} (group {by[s]['group']})" for s in systems])
     ax.set_xlabel(f"{headline}, clean queries ({level(confidence)} bootstrap interval, balanced by dataset)")
-    ax.grid(axis="x", alpha=.3)
+    ax.grid(axis="x", alpha=0.3)
     out = _png(fig)
     plt.close(fig)
     return out
@@ -89,12 +98,14 @@ def plot_ranks(ranks: pl.DataFrame, confidence: float = 0.95) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(9, 0.45 * len(rows) + 1.3), sharey=True)
     for ax, key, title in ((axes[0], "rank_mean", "by Mean (Task)"), (axes[1], "rank_borda", "by Borda count")):
         for y, r in enumerate(rows):
-            ax.plot([r[f"{key}_low"], r[f"{key}_high"]], [y, y], lw=6, alpha=.35, color="#1f77b4", solid_capstyle="butt")
+            ax.plot(
+                [r[f"{key}_low"], r[f"{key}_high"]], [y, y], lw=6, alpha=0.35, color="#1f77b4", solid_capstyle="butt"
+            )
             ax.plot([r[key]], [y], "o", color="#1f77b4")
         ax.set_xlim(0.5, n + 0.5)
         ax.set_xticks(range(1, n + 1))
         ax.set_title(f"rank {title} ({level(confidence)} range)", fontsize=10)
-        ax.grid(axis="x", alpha=.3)
+        ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(rows)), [r["system"] for r in rows])
     fig.tight_layout()
     out = _png(fig)
@@ -117,7 +128,10 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
     width = 0.8 / max(1, len(systems))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, setting in zip(axes[0], settings):
-        part = {(r["system"], r["condition"]): r for r in retention.filter(pl.col("setting") == setting).iter_rows(named=True)}
+        part = {
+            (r["system"], r["condition"]): r
+            for r in retention.filter(pl.col("setting") == setting).iter_rows(named=True)
+        }
         for i, s in enumerate(systems):
             xs, ys, el, eh = [], [], [], []
             for k, c in enumerate(conds):
@@ -131,11 +145,11 @@ def plot_retention(retention: pl.DataFrame, order: list[str], conditions: list[s
                 eh.append(max(0.0, 100 * ((high if high is not None else r["retention"]) - r["retention"])))
             if xs:
                 ax.errorbar(xs, ys, yerr=[el, eh], fmt="o", capsize=3, color=colors[i % len(colors)], label=s)
-        ax.axhline(100, color="#444", lw=.8, ls="--")
+        ax.axhline(100, color="#444", lw=0.8, ls="--")
         ax.set_xticks(range(len(conds)), [condition_label(c, labels) for c in conds], fontsize=8)
         ax.set_title("end to end" if setting == "end-to-end" else "reranker only (clean candidates)", fontsize=10)
         ax.set_ylim(100 * (lo - pad), 100 * (hi + pad))
-        ax.grid(axis="y", alpha=.3)
+        ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("retention % (corrupted / clean, changed queries)")
     axes[0][0].legend(fontsize=8, loc="best")
     fig.tight_layout()
@@ -160,36 +174,42 @@ def plot_depths(depths: pl.DataFrame, ceiling: pl.DataFrame, headline: str, conf
     plt = _pyplot()
     fig, (q_ax, c_ax, ceil_ax) = plt.subplots(1, 3, figsize=(15, 4.2))
     timed = depths["seconds_per_query"].is_not_null().all()
-    cost, cost_label = (pl.col("seconds_per_query") * 1000, "model ms per query (warm)") if timed else \
-        (pl.col("pairs_per_query"), "pairs scored per query")
+    cost, cost_label = (
+        (pl.col("seconds_per_query") * 1000, "model ms per query (warm)")
+        if timed
+        else (pl.col("pairs_per_query"), "pairs scored per query")
+    )
     depths = depths.with_columns(cost.alias("cost"))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     points = []
     for i, ((system,), part) in enumerate(depths.group_by("system", maintain_order=True)):
         c = colors[i % len(colors)]
         q_ax.plot(part["depth"], part["mean"], "o-", color=c, label=system)
-        q_ax.fill_between(part["depth"], part["ci_low"], part["ci_high"], color=c, alpha=.15)
+        q_ax.fill_between(part["depth"], part["ci_low"], part["ci_high"], color=c, alpha=0.15)
         enough = part.filter(pl.col("enough"))
         q_ax.plot(enough["depth"], enough["mean"], "*", ms=14, color=c)
         c_ax.plot(part["cost"], part["mean"], "o", color=c, label=system)
         for r in part.iter_rows(named=True):
-            c_ax.annotate(str(r["depth"]), (r["cost"], r["mean"]), fontsize=7, xytext=(3, 3),
-                          textcoords="offset points")
+            c_ax.annotate(
+                str(r["depth"]), (r["cost"], r["mean"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
         points += list(zip(part["cost"].to_list(), part["mean"].to_list()))
     front = pareto(points)
     c_ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="#444", lw=1, label="Pareto front")
     oracle = ceiling.sort("depth")
     q_ax.plot(oracle["depth"], oracle["oracle"], "k--", lw=1, label="oracle (ceiling)")
     ceil_ax.plot(oracle["depth"], oracle["recall"], "o-", label="recall@depth")
-    ceil_ax.fill_between(oracle["depth"], oracle["recall_low"], oracle["recall_high"], alpha=.15)
+    ceil_ax.fill_between(oracle["depth"], oracle["recall_low"], oracle["recall_high"], alpha=0.15)
     ceil_ax.plot(oracle["depth"], oracle["oracle"], "s-", label=f"oracle {headline}")
-    ceil_ax.fill_between(oracle["depth"], oracle["oracle_low"], oracle["oracle_high"], alpha=.15)
-    for ax, x, title in ((q_ax, "rerank depth", f"{headline} vs depth (★ enough depth)"),
-                         (c_ax, cost_label, f"{headline} vs cost per query"),
-                         (ceil_ax, "depth", "the first stage's ceiling")):
+    ceil_ax.fill_between(oracle["depth"], oracle["oracle_low"], oracle["oracle_high"], alpha=0.15)
+    for ax, x, title in (
+        (q_ax, "rerank depth", f"{headline} vs depth (★ enough depth)"),
+        (c_ax, cost_label, f"{headline} vs cost per query"),
+        (ceil_ax, "depth", "the first stage's ceiling"),
+    ):
         ax.set_xlabel(x)
         ax.set_title(title, fontsize=10)
-        ax.grid(alpha=.3)
+        ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
     q_ax.set_ylabel(f"{headline}, clean queries ({level(confidence)} interval)")
     fig.tight_layout()
@@ -198,23 +218,37 @@ def plot_depths(depths: pl.DataFrame, ceiling: pl.DataFrame, headline: str, conf
     return out
 
 
-def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
-           cache_dir: str | None = None) -> str:
+def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache_dir: str | None = None) -> str:
     """The whole page as a string; its plots drawn once per content when a cache folder is given."""
-    intervals, retention, pairs, conditions, contract = agg.intervals, agg.retention, agg.pairs, agg.conditions, agg.contract
+    intervals, retention, pairs, conditions, contract = (
+        agg.intervals,
+        agg.retention,
+        agg.pairs,
+        agg.conditions,
+        agg.contract,
+    )
     pair_summary = pairwise_summary(pairs)
     correction = "Holm across each pair's cells" if config.holm else "none"
     T = Table.from_json
     headline, labels = config.headline, config.labels
     order = tables["order"]
     featured = tables["featured"]
-    iso = "; the reranker-only panel reorders the clean query's candidates with the corrupted text" \
-        if tables.get("robustness", config.robustness) == "both" else ""
+    iso = (
+        "; the reranker-only panel reorders the clean query's candidates with the corrupted text"
+        if tables.get("robustness", config.robustness) == "both"
+        else ""
+    )
     ours = tables.get("first_stage", True)  # False: TREC runs made elsewhere (terazi analyze)
-    fingerprint = "hash of every dataset's frozen first-stage candidates" if ours else \
-        "hash of the judgments and the changed queries"
-    first_stage = (f" First stage: top {config.depth} candidates per query; each reranker rescores the top "
-                   f"{config.rerank_depth}." if ours else " The systems are TREC runs made elsewhere.")
+    fingerprint = (
+        "hash of every dataset's frozen first-stage candidates"
+        if ours
+        else "hash of the judgments and the changed queries"
+    )
+    first_stage = (
+        f" First stage: top {config.depth} candidates per query; each reranker rescores the top {config.rerank_depth}."
+        if ours
+        else " The systems are TREC runs made elsewhere."
+    )
     # each condition's score and retention in one cell, size and speed in the Cost section: the card's columns fit
     board = T(tables.get("leaderboard_compact") or tables["leaderboard"])
     if tables.get("costs"):
@@ -225,50 +259,81 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config,
         f"<p>Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC}. Headline: <b>{html.escape(headline)}</b> on "
         "clean queries, datasets in the ranking weighted equally. Every table and plot lists the systems in the "
         "leaderboard's order: significance group, then headline.</p>",
-        f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, fingerprint <code>{identity.fingerprint}</code> "
+        f"<p id='benchmark'>Benchmark <b>{html.escape(identity.name)}</b>, "
+        f"fingerprint <code>{identity.fingerprint}</code> "
         f"({fingerprint}).{first_stage}</p>",
-        "<h2>Leaderboard</h2>", board.html("leaderboard"),
+        "<h2>Leaderboard</h2>",
+        board.html("leaderboard"),
         '<img id="plot-scores" alt="scores with intervals" '
         f'src="{_drawn(cache_dir, plot_scores, intervals, headline, order, config.confidence)}">',
-        "<h2>Rank intervals</h2>", T(tables["ranks"]).html("ranks"),
+        "<h2>Rank intervals</h2>",
+        T(tables["ranks"]).html("ranks"),
         '<img id="plot-ranks" alt="rank intervals" '
         f'src="{_drawn(cache_dir, plot_ranks, agg.ranks, config.confidence)}">',
-        f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>", T(tables["per_dataset"]).html("per-dataset"),
-        *(["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
-          if tables.get("decontaminated") else []),
-        "<h2>Where the loss comes from</h2>", T(tables["robustness_table"]).html("robustness"),
+        f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>",
+        T(tables["per_dataset"]).html("per-dataset"),
+        *(
+            ["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
+            if tables.get("decontaminated")
+            else []
+        ),
+        "<h2>Where the loss comes from</h2>",
+        T(tables["robustness_table"]).html("robustness"),
     ]
     if tables["explanations"]:
-        sections.append("<ul id='explanations'>" + "".join(f"<li>{html.escape(e)}</li>" for e in tables["explanations"]) + "</ul>")
+        sections.append(
+            "<ul id='explanations'>" + "".join(f"<li>{html.escape(e)}</li>" for e in tables["explanations"]) + "</ul>"
+        )
     if retention.height:
-        sections.append(f'<img id="plot-retention" alt="retention with intervals per condition" '
-                        f'src="{_drawn(cache_dir, plot_retention, retention, order, config.conditions, labels)}">'
-                        f"<p class='notes'>Points: retention; bars: {level(config.confidence)} interval; dashed line: 100%{iso}.</p>")
+        sections.append(
+            f'<img id="plot-retention" alt="retention with intervals per condition" '
+            f'src="{_drawn(cache_dir, plot_retention, retention, order, config.conditions, labels)}">'
+            f"<p class='notes'>Points: retention; bars: {level(config.confidence)} interval; "
+            f"dashed line: 100%{iso}.</p>"
+        )
     sections += [
         f"<h2>Significant cells: {html.escape(featured['system'])}</h2>",
         "<ul id='featured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in featured["lines"]) + "</ul>",
     ]
     if tables.get("variants"):
-        sections += ["<h2>Judged variants</h2>",
-                     "<ul id='variants'>" + "".join(f"<li>{html.escape(x)}</li>" for x in tables["variants"]["sentences"])
-                     + "</ul>", T(tables["variants"]["table"]).html("variants-table")]
+        sections += [
+            "<h2>Judged variants</h2>",
+            "<ul id='variants'>"
+            + "".join(f"<li>{html.escape(x)}</li>" for x in tables["variants"]["sentences"])
+            + "</ul>",
+            T(tables["variants"]["table"]).html("variants-table"),
+        ]
     if tables.get("costs"):
         sections += ["<h2>Cost</h2>", T(tables["costs"]).html("costs")]
     if tables.get("depths"):  # only with rerank_depths
-        sections += ["<h2>Rerank depth and the ceiling</h2>",
-                     "<ul id='enough-depth'>"
-                     + "".join(f"<li>{html.escape(x)}</li>" for x in tables["depths"]["sentences"]) + "</ul>", T(tables["depths"]["table"]).html("depths"),
-                     f'<img id="plot-depths" alt="quality vs depth, quality vs cost (Pareto front), the ceiling" '
-                     f'src="{plot_depths(agg.depths, agg.ceiling, headline, config.confidence)}">',
-                     T(tables["depths"]["ceiling"]).html("ceiling")]
+        sections += [
+            "<h2>Rerank depth and the ceiling</h2>",
+            "<ul id='enough-depth'>"
+            + "".join(f"<li>{html.escape(x)}</li>" for x in tables["depths"]["sentences"])
+            + "</ul>",
+            T(tables["depths"]["table"]).html("depths"),
+            f'<img id="plot-depths" alt="quality vs depth, quality vs cost (Pareto front), the ceiling" '
+            f'src="{plot_depths(agg.depths, agg.ceiling, headline, config.confidence)}">',
+            T(tables["depths"]["ceiling"]).html("ceiling"),
+        ]
     sections += [
-        "<h2>Datasets</h2>", T(tables["datasets"]).html("datasets"),
-        "<h2>Systems</h2>", T(tables["systems"]).html("systems"),
-        "<h2>Conditions</h2>", conditions_table(conditions, labels).html("conditions"),
-        "<h3>Examples: before and after</h3>", T(tables["examples"]).html("examples"),
-        "<h2>Pairwise comparisons</h2>", pairs_summary_table(pair_summary, correction, config.confidence).html("pairwise-summary"),
+        "<h2>Datasets</h2>",
+        T(tables["datasets"]).html("datasets"),
+        "<h2>Systems</h2>",
+        T(tables["systems"]).html("systems"),
+        "<h2>Conditions</h2>",
+        conditions_table(conditions, labels).html("conditions"),
+        "<h3>Examples: before and after</h3>",
+        T(tables["examples"]).html("examples"),
+        "<h2>Pairwise comparisons</h2>",
+        pairs_summary_table(pair_summary, correction, config.confidence).html("pairwise-summary"),
         pairs_table(pairs, labels, config.confidence).html("pairwise"),
-        "<h2>Metric contract</h2><ul>" + "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in contract.items()) + "</ul>",
+        "<h2>Metric contract</h2><ul>"
+        + "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>" for k, v in contract.items())
+        + "</ul>",
     ]
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>{''.join(sections)}</body></html>"
+    )

@@ -15,7 +15,9 @@ from terazi.schemas.tables import CLEAN
 
 def out_of_ranking_notes(datasets: list) -> list[str]:
     """`* msmarco-tr: out of the ranking (reason)` for each dataset out of the ranking."""
-    return [f"* {d.name}: out of the ranking" + (f" ({d.reason})" if d.reason else "") for d in datasets if not d.in_ranking]
+    return [
+        f"* {d.name}: out of the ranking" + (f" ({d.reason})" if d.reason else "") for d in datasets if not d.in_ranking
+    ]
 
 
 def datasets_table(datasets: list, candidates: list) -> Table:
@@ -24,13 +26,37 @@ def datasets_table(datasets: list, candidates: list) -> Table:
     rows = []
     for d in datasets:
         c = cand.get(d.name)
-        rows.append([dataset_label(d.name, d.in_ranking), "yes" if d.in_ranking else "no",
-                     d.task_type, str(d.n_docs), str(d.n_queries), str(d.n_judgments), str(d.n_queries_without_relevant),
-                     d.fingerprint, c.fingerprint if c else "–"])
-    return Table(["Dataset", "In ranking", "Task type", "Documents", "Queries", "Judgments", "Queries with no relevant doc.",
-                  "Dataset fingerprint", "Candidates fingerprint"], rows,
-                 [*out_of_ranking_notes(datasets),
-                  "Queries with no relevant document score 0 under the default contract (they lower every system alike)."])
+        rows.append(
+            [
+                dataset_label(d.name, d.in_ranking),
+                "yes" if d.in_ranking else "no",
+                d.task_type,
+                str(d.n_docs),
+                str(d.n_queries),
+                str(d.n_judgments),
+                str(d.n_queries_without_relevant),
+                d.fingerprint,
+                c.fingerprint if c else "–",
+            ]
+        )
+    return Table(
+        [
+            "Dataset",
+            "In ranking",
+            "Task type",
+            "Documents",
+            "Queries",
+            "Judgments",
+            "Queries with no relevant doc.",
+            "Dataset fingerprint",
+            "Candidates fingerprint",
+        ],
+        rows,
+        [
+            *out_of_ranking_notes(datasets),
+            "Queries with no relevant document score 0 under the default contract (they lower every system alike).",
+        ],
+    )
 
 
 def systems_table(config, candidates: list, reranks: list) -> Table:
@@ -40,22 +66,42 @@ def systems_table(config, candidates: list, reranks: list) -> Table:
     for r in reranks:
         ids.setdefault(r.system, set()).add(r.identity)
     if not candidates:
-        return Table(["System", "Kind", "Identity"], [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
-                     ["Identity: a hash of the system's run files."])
+        return Table(
+            ["System", "Kind", "Identity"],
+            [[s, "TREC run", ", ".join(sorted(i))] for s, i in ids.items()],
+            ["Identity: a hash of the system's run files."],
+        )
     enc, lexical = config.first_stage.encoder or config.encoder, config.first_stage.kind == "bm25"
-    rows = [[FIRST_STAGE, "bm25 first stage" if lexical else "dense first stage", "–" if lexical else enc.model,
-             ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
-             "–" if lexical else str(enc.max_length or "model's own"), f"top {config.depth}"]]
+    rows = [
+        [
+            FIRST_STAGE,
+            "bm25 first stage" if lexical else "dense first stage",
+            "–" if lexical else enc.model,
+            ", ".join(sorted({c.encoder_identity for c in candidates})) or "–",
+            "–" if lexical else str(enc.max_length or "model's own"),
+            f"top {config.depth}",
+        ]
+    ]
     for spec in config.rerankers:
         model = getattr(spec, "model", None) or ("fuses " + " + ".join(spec.fuse) if spec.kind == "rrf" else "–")
-        rows.append([spec.name, spec.kind, model, ", ".join(sorted(ids.get(spec.name, ()))) or "–",
-                     str(getattr(spec, "max_length", None) or "–"), f"top {config.rerank_depth} reranked"])
+        rows.append(
+            [
+                spec.name,
+                spec.kind,
+                model,
+                ", ".join(sorted(ids.get(spec.name, ()))) or "–",
+                str(getattr(spec, "max_length", None) or "–"),
+                f"top {config.rerank_depth} reranked",
+            ]
+        )
     return Table(["System", "Kind", "Model", "Identity", "max_length", "Depth"], rows)
 
 
 def system_kinds(config: EvalConfig) -> dict[str, str]:
     """What produced each row: kind and backend (with quantisation)."""
-    out = {FIRST_STAGE: "bm25 first stage (bm25s)" if config.first_stage.kind == "bm25" else "dense first stage (torch)"}
+    out = {
+        FIRST_STAGE: "bm25 first stage (bm25s)" if config.first_stage.kind == "bm25" else "dense first stage (torch)"
+    }
     for spec in config.rerankers:
         backend = getattr(spec, "backend", "torch" if hasattr(spec, "model") else None)
         quant = getattr(spec, "quantization", "none")
@@ -63,17 +109,21 @@ def system_kinds(config: EvalConfig) -> dict[str, str]:
     return out
 
 
-COST_NOTE = ("Param and Size: the model's parameters and its files on disk (the weights, or the ONNX file it runs); "
-             "– for BM25 and fusion rows, which have no trained parameters (BM25's term statistics are computed from "
-             "the corpus at run time). Pairs/s: warm throughput, timed inside the scoring calls with the model loaded "
-             "and warmed up (load, score-cache reads and writes excluded), on the device and precision listed in "
-             "costs.csv (and the report's Cost section); for the first stage, texts (queries and documents) encoded "
-             "per second; fusion rows score no pairs. 'cached': no pair was scored in this run; the figure is from the "
-             "runs that scored them.")
+COST_NOTE = (
+    "Param and Size: the model's parameters and its files on disk (the weights, or the ONNX file it runs); "
+    "– for BM25 and fusion rows, which have no trained parameters (BM25's term statistics are computed from "
+    "the corpus at run time). Pairs/s: warm throughput, timed inside the scoring calls with the model loaded "
+    "and warmed up (load, score-cache reads and writes excluded), on the device and precision listed in "
+    "costs.csv (and the report's Cost section); for the first stage, texts (queries and documents) encoded "
+    "per second; fusion rows score no pairs. 'cached': no pair was scored in this run; the figure is from the "
+    "runs that scored them."
+)
 
 
-COST_POINTER = ("Param: the model's parameters; – for BM25 and fusion rows, which have no trained parameters. Size, "
-                "warm speed and latency per query: the Cost section.")
+COST_POINTER = (
+    "Param: the model's parameters; – for BM25 and fusion rows, which have no trained parameters. Size, "
+    "warm speed and latency per query: the Cost section."
+)
 
 
 def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: str) -> Table:
@@ -82,26 +132,57 @@ def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: st
     rows = []
     for s in order:
         c = costs.get(s)
+
         def lat(v):
-            return ("–" if v is None else f"{v:.2f}" if v < 10 else f"{v:,.0f}")
-        rows.append([s, kinds.get(s, "–"), (c and c.device) or "–", (c and c.precision) or "–",
-                     str(c.batch_size) if c and c.batch_size else "–", params_text(c and c.params),
-                     size_text(c and c.size_bytes), speed_text(c, labels),
-                     lat(c and c.latency_p50_ms), lat(c and c.latency_p95_ms),
-                     ("–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s") + requests_text(c)])
+            return "–" if v is None else f"{v:.2f}" if v < 10 else f"{v:,.0f}"
+
+        rows.append(
+            [
+                s,
+                kinds.get(s, "–"),
+                (c and c.device) or "–",
+                (c and c.precision) or "–",
+                str(c.batch_size) if c and c.batch_size else "–",
+                params_text(c and c.params),
+                size_text(c and c.size_bytes),
+                speed_text(c, labels),
+                lat(c and c.latency_p50_ms),
+                lat(c and c.latency_p95_ms),
+                ("–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s") + requests_text(c),
+            ]
+        )
     served = any(c and c.requests for c in costs.values())
-    return Table([word("system", labels), "Kind", "Device", "Precision", "Batch", word("params", labels),
-                  word("size", labels), word("speed", labels), "p50 ms/query", "p95 ms/query", "Timed"], rows,
-                 [COST_NOTE, "p50/p95 ms/query: one query's rerank_depth candidates scored as one call, for up to 20 "
-                             "queries after the run's scoring (the first stage: –). Timed: items and seconds inside "
-                             "the timer, summed over datasets (and over earlier runs, when cached)."]
-                 + ([REQUESTS_NOTE] if served else []))
+    return Table(
+        [
+            word("system", labels),
+            "Kind",
+            "Device",
+            "Precision",
+            "Batch",
+            word("params", labels),
+            word("size", labels),
+            word("speed", labels),
+            "p50 ms/query",
+            "p95 ms/query",
+            "Timed",
+        ],
+        rows,
+        [
+            COST_NOTE,
+            "p50/p95 ms/query: one query's rerank_depth candidates scored as one call, for up to 20 "
+            "queries after the run's scoring (the first stage: –). Timed: items and seconds inside "
+            "the timer, summed over datasets (and over earlier runs, when cached).",
+        ]
+        + ([REQUESTS_NOTE] if served else []),
+    )
 
 
-REQUESTS_NOTE = ("A reranker served over HTTP (device remote; Batch: documents per request) is timed over its "
-                 "requests, retries and waits included, and is not probed per query (each probe would be paid for): "
-                 "Timed adds its requests answered, the retries (after a 429 or 5xx, a time-out or a dropped "
-                 "connection) and each request's round trip, p50/p95 ms.")
+REQUESTS_NOTE = (
+    "A reranker served over HTTP (device remote; Batch: documents per request) is timed over its "
+    "requests, retries and waits included, and is not probed per query (each probe would be paid for): "
+    "Timed adds its requests answered, the retries (after a 429 or 5xx, a time-out or a dropped "
+    "connection) and each request's round trip, p50/p95 ms."
+)
 
 
 def requests_text(c) -> str:
@@ -114,14 +195,27 @@ def requests_text(c) -> str:
 
 def conditions_table(conditions: pl.DataFrame, labels: str) -> Table:
     """How many queries each condition changed, per dataset."""
-    rows = [[r["dataset"], condition_label(r["condition"], labels), str(r["samples"]), str(r["queries"]), str(r["changed"]),
-             percent(r["share_changed"], labels), "–" if r.get("edit_rate") is None else f"{r['edit_rate']:.3f}"]
-            for r in conditions.iter_rows(named=True)]
-    return Table(["Dataset", word("condition", labels), "Samples", "Queries", "Changed", "Share changed",
-                  "Edits per letter"], rows,
-                 ["Stochastic conditions (typo, mobile, …) draw seeded samples per query; a query's value is the mean "
-                  "over its samples. Retention counts only the queries a condition changed. Edits per letter: the "
-                  "effective rate, character edits (case ignored) ÷ letters of the originals."])
+    rows = [
+        [
+            r["dataset"],
+            condition_label(r["condition"], labels),
+            str(r["samples"]),
+            str(r["queries"]),
+            str(r["changed"]),
+            percent(r["share_changed"], labels),
+            "–" if r.get("edit_rate") is None else f"{r['edit_rate']:.3f}",
+        ]
+        for r in conditions.iter_rows(named=True)
+    ]
+    return Table(
+        ["Dataset", word("condition", labels), "Samples", "Queries", "Changed", "Share changed", "Edits per letter"],
+        rows,
+        [
+            "Stochastic conditions (typo, mobile, …) draw seeded samples per query; a query's value is the mean "
+            "over its samples. Retention counts only the queries a condition changed. Edits per letter: the "
+            "effective rate, character edits (case ignored) ÷ letters of the originals."
+        ],
+    )
 
 
 def examples(variants: pl.DataFrame, conditions: list[str], k: int = 3) -> Table:

@@ -12,8 +12,21 @@ import html
 import re
 from dataclasses import dataclass, field
 
-LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "−": "-", "×": r"$\times$"}
+LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+    "−": "-",
+    "×": r"$\times$",
+}
 NUMERIC = re.compile(r"^(–|[-+]?%?\d[\d.]*%?( \(.*\))?|\[.*\])$")  # what HTML right-aligns when no `align` is given
 _MD_ALIGN = {"left": ":---", "right": "---:", None: "---"}
 
@@ -39,11 +52,14 @@ class Table:
     def markdown(self) -> str:
         """A pipe table ('|' in a cell escaped), then each note as its own paragraph (a leading '*' escaped, so it is
         no list item)."""
+
         def esc(text: str) -> str:
             return text.replace("|", "\\|")
 
-        lines = ["| " + " | ".join(map(esc, self.columns)) + " |",
-                 "|" + "|".join(_MD_ALIGN[a] for a in self._align()) + "|"]
+        lines = [
+            "| " + " | ".join(map(esc, self.columns)) + " |",
+            "|" + "|".join(_MD_ALIGN[a] for a in self._align()) + "|",
+        ]
         for i, r in enumerate(self.rows):
             cells = [f"**{esc(v)}**" if (i, j) in self.bold else esc(v) for j, v in enumerate(r)]
             lines.append("| " + " | ".join(cells) + " |")
@@ -56,18 +72,24 @@ class Table:
         if self.align:
             numeric = [a == "right" for a in self.align]
         else:
-            numeric = [all(NUMERIC.match(r[i]) for r in self.rows) if self.rows else False
-                       for i in range(len(self.columns))]
+            numeric = [
+                all(NUMERIC.match(r[i]) for r in self.rows) if self.rows else False for i in range(len(self.columns))
+            ]
         verdict = self.columns.index("Verdict") if "Verdict" in self.columns else None
         head = "".join(f'<th class="{"num" if n else "text"}">{_header(c)}</th>' for c, n in zip(self.columns, numeric))
         body = []
         for r in self.rows:
             cls = r[verdict] if verdict is not None and r[verdict] in ("better", "worse") else ""
-            body.append(f'<tr class="{cls}">' + "".join(f'<td class="{"num" if n else "text"}">{html.escape(v)}</td>'
-                                                         for v, n in zip(r, numeric)) + "</tr>")
+            body.append(
+                f'<tr class="{cls}">'
+                + "".join(f'<td class="{"num" if n else "text"}">{html.escape(v)}</td>' for v, n in zip(r, numeric))
+                + "</tr>"
+            )
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
-        return (f'<div class="table-box"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
-                f'</tbody></table></div>' + (f'<div class="notes">{notes}</div>' if notes else ""))
+        return (
+            f'<div class="table-box"><table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
+            f"</tbody></table></div>" + (f'<div class="notes">{notes}</div>' if notes else "")
+        )
 
     def latex(self, caption: str = "", label: str = "tab:terazi") -> str:
         """A booktabs `table` (needs \\usepackage{booktabs}): cells and caption escaped, bold cells in \\textbf,
@@ -85,16 +107,34 @@ class Table:
                 out.append(text)
             rows.append(" & ".join(out) + r" \\")
         spec = "".join("r" if a == "right" else "l" for a in self._align())
-        return "\n".join([
-            r"% terazi leaderboard; needs \usepackage{booktabs}",
-            r"\begin{table}[t]", r"\centering",
-            rf"\caption{{{latex_escape(caption)}}}" if caption else "%",
-            rf"\label{{{label}}}",
-            rf"\begin{{tabular}}{{{spec}}}", r"\toprule", head, r"\midrule", *rows, r"\bottomrule",
-            r"\end{tabular}", r"\end{table}", ""])
+        return "\n".join(
+            [
+                r"% terazi leaderboard; needs \usepackage{booktabs}",
+                r"\begin{table}[t]",
+                r"\centering",
+                rf"\caption{{{latex_escape(caption)}}}" if caption else "%",
+                rf"\label{{{label}}}",
+                rf"\begin{{tabular}}{{{spec}}}",
+                r"\toprule",
+                head,
+                r"\midrule",
+                *rows,
+                r"\bottomrule",
+                r"\end{tabular}",
+                r"\end{table}",
+                "",
+            ]
+        )
 
-    def rich(self, title: str | None = None, caption: str | None = None, no_wrap: tuple[int, ...] = (),
-             styles: list[str | None] | None = None, caption_justify: str | None = None, fold: bool = False):
+    def rich(
+        self,
+        title: str | None = None,
+        caption: str | None = None,
+        no_wrap: tuple[int, ...] = (),
+        styles: list[str | None] | None = None,
+        caption_justify: str | None = None,
+        fold: bool = False,
+    ):
         """A rich table for the terminal (cells are plain text, never markup); bold cells bold, `styles` per row;
         `fold`: a word too long for its column goes on over the next lines (a path), instead of being cut short."""
         from rich.table import Table as RichTable
@@ -105,8 +145,10 @@ class Table:
         for j, (c, a) in enumerate(zip(self.columns, self._align())):
             t.add_column(c, justify=a or "left", no_wrap=j in no_wrap, overflow="fold" if fold else "ellipsis")
         for i, r in enumerate(self.rows):
-            t.add_row(*(Text(v, style="bold" if (i, j) in self.bold else "") for j, v in enumerate(r)),
-                      style=(styles[i] if styles else None))
+            t.add_row(
+                *(Text(v, style="bold" if (i, j) in self.bold else "") for j, v in enumerate(r)),
+                style=(styles[i] if styles else None),
+            )
         return t
 
     def dicts(self) -> list[dict[str, str]]:
@@ -117,8 +159,12 @@ class Table:
     def without(self, *names: str) -> Table:
         """The same table without the named columns."""
         keep = [i for i, c in enumerate(self.columns) if c not in names]
-        return Table([self.columns[i] for i in keep], [[r[i] for i in keep] for r in self.rows], list(self.notes),
-                     [self.align[i] for i in keep] if self.align else None)
+        return Table(
+            [self.columns[i] for i in keep],
+            [[r[i] for i in keep] for r in self.rows],
+            list(self.notes),
+            [self.align[i] for i in keep] if self.align else None,
+        )
 
     def to_json(self) -> dict:
         return {"columns": self.columns, "rows": self.rows, "notes": self.notes}

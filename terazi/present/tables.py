@@ -31,30 +31,55 @@ from terazi.present.table import Table
 from terazi.schemas.tables import CLEAN
 
 
-def leaderboard(board: pl.DataFrame, conditions: list[str], labels: str, compact: bool = False,
-                task_types: int = 2, costs: dict | None = None, confidence: float = 0.95) -> Table:
+def leaderboard(
+    board: pl.DataFrame,
+    conditions: list[str],
+    labels: str,
+    compact: bool = False,
+    task_types: int = 2,
+    costs: dict | None = None,
+    confidence: float = 0.95,
+) -> Table:
     """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
     under each condition, then retention per condition, then size and warm pairs/s (with `costs`: system ->
     ModelCost or None). `compact` (terminal): each condition's score and retention in one cell."""
     corrupted = [c for c in conditions if c != CLEAN and c in board.columns]
     by_type = task_types > 1
-    cols = [word("group", labels), word("system", labels)] + ([word("params", labels)] if costs is not None else []) + [
-        word("borda_rank", labels), word("borda_votes", labels), word("mean_task", labels), ci_label(labels, confidence)] + (
-        [word("mean_task_type", labels)] if by_type else [])
+    cols = (
+        [word("group", labels), word("system", labels)]
+        + ([word("params", labels)] if costs is not None else [])
+        + [
+            word("borda_rank", labels),
+            word("borda_votes", labels),
+            word("mean_task", labels),
+            ci_label(labels, confidence),
+        ]
+        + ([word("mean_task_type", labels)] if by_type else [])
+    )
     ret = word("retention", labels)
     if compact:
         cols += [f"{condition_label(c, labels)} ({ret})" for c in corrupted]
     else:
-        cols += [condition_label(c, labels) for c in corrupted] + [f"{ret}: {condition_label(c, labels)}" for c in corrupted]
+        cols += [condition_label(c, labels) for c in corrupted] + [
+            f"{ret}: {condition_label(c, labels)}" for c in corrupted
+        ]
     if costs is not None:
         cols += [word("size", labels), word("speed", labels)]
     rows = []
     for r in board.iter_rows(named=True):
         cost = (costs or {}).get(r["system"])
-        row = [str(r["group"]), r["system"]] + ([params_text(cost and cost.params)] if costs is not None else []) + [
-            str(r["borda_rank"]), votes(r["borda_votes"]), score(r["mean_task"]),
-            interval(r["ci_low"], r["ci_high"], lambda v: score(v, 3))] + ([score(r["mean_task_type"])] if by_type else [])
+        row = (
+            [str(r["group"]), r["system"]]
+            + ([params_text(cost and cost.params)] if costs is not None else [])
+            + [
+                str(r["borda_rank"]),
+                votes(r["borda_votes"]),
+                score(r["mean_task"]),
+                interval(r["ci_low"], r["ci_high"], lambda v: score(v, 3)),
+            ]
+            + ([score(r["mean_task_type"])] if by_type else [])
+        )
         if compact:
             row += [f"{score(r[c])} ({percent(r.get(f'{c} retention'), labels)})" for c in corrupted]
         else:
@@ -70,15 +95,37 @@ def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> T
     rows = []
     for j in judgements:
         b, v = j.base_cost, j.variant_cost
-        rows.append([j.variant, j.base, str(j.queries), signed(j.delta), interval(j.low, j.high, signed), j.verdict,
-                     ratio_text(b and b.per_second, v and v.per_second, rate) if j.speed_ratio is not None else "–",
-                     ratio_text(b and b.size_bytes, v and v.size_bytes, size_text) if j.size_ratio is not None else "–"])
+        rows.append(
+            [
+                j.variant,
+                j.base,
+                str(j.queries),
+                signed(j.delta),
+                interval(j.low, j.high, signed),
+                j.verdict,
+                ratio_text(b and b.per_second, v and v.per_second, rate) if j.speed_ratio is not None else "–",
+                ratio_text(b and b.size_bytes, v and v.size_bytes, size_text) if j.size_ratio is not None else "–",
+            ]
+        )
     measure = judgements[0].measure if judgements else "headline"
-    return Table([word("variant", labels), word("base", labels), word("queries_n", labels), f"Δ {measure}", ci,
-                  word("verdict", labels), f"{word('speed', labels)} (×)", f"{word('size', labels)} (×)"], rows,
-                 ["Δ: variant − base on a seeded subset of the clean queries of the ranked datasets, with its paired "
-                  "bootstrap interval over those queries; no difference when the interval includes 0. Speed and size: "
-                  "base → variant, warm throughput and files on disk as in the cost table."])
+    return Table(
+        [
+            word("variant", labels),
+            word("base", labels),
+            word("queries_n", labels),
+            f"Δ {measure}",
+            ci,
+            word("verdict", labels),
+            f"{word('speed', labels)} (×)",
+            f"{word('size', labels)} (×)",
+        ],
+        rows,
+        [
+            "Δ: variant − base on a seeded subset of the clean queries of the ranked datasets, with its paired "
+            "bootstrap interval over those queries; no difference when the interval includes 0. Speed and size: "
+            "base → variant, warm throughput and files on disk as in the cost table."
+        ],
+    )
 
 
 def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: str) -> Table:
@@ -91,8 +138,9 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
     return Table(cols, rows, out_of_ranking_notes(datasets))
 
 
-def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str,
-               confidence: float = 0.95) -> Table:
+def robustness(
+    decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str, confidence: float = 0.95
+) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
     has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
     ci = ci_label(labels, confidence)
@@ -107,30 +155,64 @@ def robustness(decomp: pl.DataFrame, order: list[str], conditions: list[str], k:
             if r is None:
                 continue
             pc = lambda v: percent(v, labels)  # noqa: E731
-            row = [s, condition_label(c, labels), pc(r["end_to_end"]), interval(r["end_to_end_low"], r["end_to_end_high"], pc)]
+            row = [
+                s,
+                condition_label(c, labels),
+                pc(r["end_to_end"]),
+                interval(r["end_to_end_low"], r["end_to_end_high"], pc),
+            ]
             if has_iso:
                 row += [pc(r["reranker_only"]), interval(r["reranker_only_low"], r["reranker_only_high"], pc)]
             if has_recall:
-                row += [pc(r["first_stage_recall"]), interval(r["first_stage_recall_low"], r["first_stage_recall_high"], pc)]
+                row += [
+                    pc(r["first_stage_recall"]),
+                    interval(r["first_stage_recall_low"], r["first_stage_recall_high"], pc),
+                ]
             rows.append(row)
     return Table(cols, rows)
 
 
 def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
-    rows = [[r["system"], r["versus"], str(r["better"]), str(r["no_difference"]), str(r["worse"]),
-             "–" if r["mean_significant_delta"] is None else signed(r["mean_significant_delta"])]
-            for r in summary.iter_rows(named=True)]
-    return Table(["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"], rows,
-                 [f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
-                  f"(paired bootstrap, {level(confidence)}). Correction: {correction}."])
+    rows = [
+        [
+            r["system"],
+            r["versus"],
+            str(r["better"]),
+            str(r["no_difference"]),
+            str(r["worse"]),
+            "–" if r["mean_significant_delta"] is None else signed(r["mean_significant_delta"]),
+        ]
+        for r in summary.iter_rows(named=True)
+    ]
+    return Table(
+        ["System", "Versus", "Better", "No difference", "Worse", "Mean significant delta"],
+        rows,
+        [
+            f"Cells (dataset × condition) where the first system is significantly better, not different, worse "
+            f"(paired bootstrap, {level(confidence)}). Correction: {correction}."
+        ],
+    )
 
 
 def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
-    rows = [[r["system"], r["versus"], r["dataset"], condition_label(r["condition"], labels), signed(r["delta"]),
-             interval(r["ci_low"], r["ci_high"], signed), f"{r['p_value']:.3f}", r["verdict"]]
-            for r in pairs.iter_rows(named=True)]
-    return Table(["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"], rows,
-                 ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."])
+    rows = [
+        [
+            r["system"],
+            r["versus"],
+            r["dataset"],
+            condition_label(r["condition"], labels),
+            signed(r["delta"]),
+            interval(r["ci_low"], r["ci_high"], signed),
+            f"{r['p_value']:.3f}",
+            r["verdict"],
+        ]
+        for r in pairs.iter_rows(named=True)
+    ]
+    return Table(
+        ["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"],
+        rows,
+        ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."],
+    )
 
 
 def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
@@ -138,12 +220,33 @@ def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> T
     bootstrap resamples as every interval (terazi.analysis.ranks), in the leaderboard's order."""
     rng = word("rank_range", labels, level=level(confidence, labels))
     span = lambda lo, hi: f"[{lo}, {hi}]"  # noqa: E731
-    rows = [[r["system"], str(r["rank_mean"]), span(r["rank_mean_low"], r["rank_mean_high"]), percent(r["p_rank1_mean"], labels),
-             str(r["rank_borda"]), span(r["rank_borda_low"], r["rank_borda_high"]), percent(r["p_rank1_borda"], labels)]
-            for r in ranks.iter_rows(named=True)]
-    return Table([word("system", labels), word("rank_mean", labels), rng, word("p_rank1", labels), word("rank_borda", labels),
-                  rng, word("p_rank1", labels)], rows,
-                 [f"In each of the paired bootstrap resamples behind the intervals, the systems ranked by Mean (Task) and by "
-                  f"Borda count (tied systems share the better rank); the range is the central {level(confidence)} of a "
-                  "system's ranks, P(rank 1) the share of resamples it ranked first. Groups say whether neighbours "
-                  "differ; these say where a system stands."])
+    rows = [
+        [
+            r["system"],
+            str(r["rank_mean"]),
+            span(r["rank_mean_low"], r["rank_mean_high"]),
+            percent(r["p_rank1_mean"], labels),
+            str(r["rank_borda"]),
+            span(r["rank_borda_low"], r["rank_borda_high"]),
+            percent(r["p_rank1_borda"], labels),
+        ]
+        for r in ranks.iter_rows(named=True)
+    ]
+    return Table(
+        [
+            word("system", labels),
+            word("rank_mean", labels),
+            rng,
+            word("p_rank1", labels),
+            word("rank_borda", labels),
+            rng,
+            word("p_rank1", labels),
+        ],
+        rows,
+        [
+            f"In each of the paired bootstrap resamples behind the intervals, the systems ranked by Mean (Task) and by "
+            f"Borda count (tied systems share the better rank); the range is the central {level(confidence)} of a "
+            "system's ranks, P(rank 1) the share of resamples it ranked first. Groups say whether neighbours "
+            "differ; these say where a system stands."
+        ],
+    )

@@ -20,11 +20,16 @@ def work_lines(manifest: RunManifest) -> list[str]:
     lines = []
     for cs in manifest.candidates:
         how = "reused (no encoding)" if cs.reused else f"computed in {cs.seconds:.1f}s"
-        lines.append(f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
-                     f"{cs.recall.get('clean', 0):.3f}")
-    return lines + [f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} "
-                    f"duplicates, {r.pairs_cached} cached, {r.pairs_scored} scored"
-                    for r in manifest.reranks if r.pairs_needed]
+        lines.append(
+            f"first stage {cs.dataset}: candidates {cs.fingerprint} {how}; recall@{cs.depth} clean "
+            f"{cs.recall.get('clean', 0):.3f}"
+        )
+    return lines + [
+        f"{r.system} on {r.dataset}: {r.pairs_needed} pairs, {r.pairs_needed - r.pairs_unique} "
+        f"duplicates, {r.pairs_cached} cached, {r.pairs_scored} scored"
+        for r in manifest.reranks
+        if r.pairs_needed
+    ]
 
 
 def leaderboard_rich(run_dir: Path) -> Group:
@@ -57,6 +62,8 @@ def leaderboard_rich(run_dir: Path) -> Group:
     if tables.get("variants"):
         lines("judged variants", tables["variants"]["sentences"])
     if layout.protocol_md.is_file():  # several first stages: does the rerankers' order hold?
-        lines("first stages: does the rerankers' order hold?", [
-            line[2:] for line in layout.protocol_md.read_text(encoding="utf-8").splitlines() if line.startswith("- ")])
+        lines(
+            "first stages: does the rerankers' order hold?",
+            [line[2:] for line in layout.protocol_md.read_text(encoding="utf-8").splitlines() if line.startswith("- ")],
+        )
     return Group(*shown)

@@ -32,15 +32,20 @@ def block_size(scorer: PairScorer) -> int:
 def variant_keys(variants: pl.DataFrame) -> pl.DataFrame:
     """Each query variant with its text, the text's key q (hashed once per distinct text) and number qi."""
     texts = variants["text"].unique(maintain_order=True)
-    qk = pl.DataFrame({"text": texts, "q": fingerprint.text_keys(texts.to_list()), "qi": np.arange(texts.len())},
-                      schema={"text": pl.Utf8, "q": pl.Int64, "qi": pl.Int64})
+    qk = pl.DataFrame(
+        {"text": texts, "q": fingerprint.text_keys(texts.to_list()), "qi": np.arange(texts.len())},
+        schema={"text": pl.Utf8, "q": pl.Int64, "qi": pl.Int64},
+    )
     return variants.select(*VARIANT, "text").join(qk, on="text", how="left", maintain_order="left")
 
 
 def document_keys(doc_keys: pl.DataFrame) -> pl.DataFrame:
     """doc_id, d (the document's key), chars and di (its number in this table), from a corpus's key table."""
-    return doc_keys.select("doc_id", pl.col("key").alias("d"), "chars").with_row_index("di").with_columns(
-        pl.col("di").cast(pl.Int64))
+    return (
+        doc_keys.select("doc_id", pl.col("key").alias("d"), "chars")
+        .with_row_index("di")
+        .with_columns(pl.col("di").cast(pl.Int64))
+    )
 
 
 def rescored(rerank_depth: int, sweep_depth: int | None = None) -> pl.Expr:
@@ -50,14 +55,25 @@ def rescored(rerank_depth: int, sweep_depth: int | None = None) -> pl.Expr:
     return head if sweep_depth is None else head | ((pl.col("condition") == CLEAN) & (pl.col("rank") <= sweep_depth))
 
 
-def pair_ids(candidates: pl.DataFrame | pl.LazyFrame, var: pl.DataFrame, docs: pl.DataFrame,
-             rerank_depth: int, sweep_depth: int | None = None) -> pl.Series:
+def pair_ids(
+    candidates: pl.DataFrame | pl.LazyFrame,
+    var: pl.DataFrame,
+    docs: pl.DataFrame,
+    rerank_depth: int,
+    sweep_depth: int | None = None,
+) -> pl.Series:
     """`pid` of every (variant, candidate) to rescore (`rescored`), in candidate order: nothing else is held per
     pair."""
-    return (candidates.lazy().filter(rescored(rerank_depth, sweep_depth)).select(*VARIANT, "doc_id")
-            .join(var.lazy().select(*VARIANT, "qi"), on=VARIANT, how="left", maintain_order="left")
-            .join(docs.lazy().select("doc_id", "di"), on="doc_id", how="left", maintain_order="left")
-            .select((pl.col("qi") * docs.height + pl.col("di")).alias("pid")).collect().to_series())
+    return (
+        candidates.lazy()
+        .filter(rescored(rerank_depth, sweep_depth))
+        .select(*VARIANT, "doc_id")
+        .join(var.lazy().select(*VARIANT, "qi"), on=VARIANT, how="left", maintain_order="left")
+        .join(docs.lazy().select("doc_id", "di"), on="doc_id", how="left", maintain_order="left")
+        .select((pl.col("qi") * docs.height + pl.col("di")).alias("pid"))
+        .collect()
+        .to_series()
+    )
 
 
 def store_keys(pids: pl.Series, var: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
@@ -71,5 +87,8 @@ def store_keys(pids: pl.Series, var: pl.DataFrame, docs: pl.DataFrame) -> pl.Dat
 def run_ids(found: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame) -> pl.DataFrame:
     """Scores found in the store (q, d, score) under run-local pair ids (pid, score)."""
     qmap = var.select("q", "qi").unique("q")
-    return (found.join(qmap, on="q", how="inner").join(docs.select("d", "di"), on="d", how="inner")
-            .select((pl.col("qi") * docs.height + pl.col("di")).alias("pid"), "score"))
+    return (
+        found.join(qmap, on="q", how="inner")
+        .join(docs.select("d", "di"), on="d", how="inner")
+        .select((pl.col("qi") * docs.height + pl.col("di")).alias("pid"), "score")
+    )

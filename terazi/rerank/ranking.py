@@ -24,7 +24,9 @@ def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: i
     """The reranked lists of the variants in `candidates` (all their candidates), given the new scores of the
     candidates ranked ≤ `rerank_depth`, in table order."""
     head = candidates.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "rank", "doc_id")
-    return _reorder(head.with_columns(pl.Series("score", head_scores, dtype=pl.Float64)), candidates, rerank_depth, ties)
+    return _reorder(
+        head.with_columns(pl.Series("score", head_scores, dtype=pl.Float64)), candidates, rerank_depth, ties
+    )
 
 
 def pair_scores(pairs: Path, found: pl.DataFrame) -> np.ndarray:
@@ -37,7 +39,7 @@ def pair_scores(pairs: Path, found: pl.DataFrame) -> np.ndarray:
         want = batch.column(0).to_numpy()
         where = np.minimum(np.searchsorted(ids, want), max(len(ids) - 1, 0))
         missing += int((ids[where] != want).sum()) if len(ids) else len(want)
-        out[at: at + len(want)] = values[where] if len(ids) else np.nan
+        out[at : at + len(want)] = values[where] if len(ids) else np.nan
         at += len(want)
     if missing:
         raise RuntimeError(f"{missing} pairs have no score after every chunk finished")
@@ -57,14 +59,20 @@ def _rerank_sorted(part: pl.DataFrame, head_scores: np.ndarray, rerank_depth: in
     score = part["score"].cast(pl.Float64).to_numpy().copy()
     score[head] = head_scores
     by, descending = tie_order(ties)
-    order = pl.DataFrame({"vid": vid[head], "score": score[head], "rank": rank[head],
-                          "doc_id": part["doc_id"].gather(head)}).select(
-        pl.arg_sort_by([pl.col("vid"), *by], descending=[False, *descending], nulls_last=True)).to_series().to_numpy()
+    order = (
+        pl.DataFrame(
+            {"vid": vid[head], "score": score[head], "rank": rank[head], "doc_id": part["doc_id"].gather(head)}
+        )
+        .select(pl.arg_sort_by([pl.col("vid"), *by], descending=[False, *descending], nulls_last=True))
+        .to_series()
+        .to_numpy()
+    )
     take = np.arange(n)
     take[head] = head[order]
     rank[head] = head - starts[vid[head]] + 1
-    return part.select(*VARIANT).with_columns(pl.Series("rank", rank), part["doc_id"].gather(take),
-                                               pl.Series("score", score[take]))
+    return part.select(*VARIANT).with_columns(
+        pl.Series("rank", rank), part["doc_id"].gather(take), pl.Series("score", score[take])
+    )
 
 
 def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> None:
@@ -72,11 +80,12 @@ def write_ranking(path: Path, candidates: Path, head_scores: np.ndarray, rerank_
     condition at a time, never whole). `head_scores` are the new scores of the candidates ranked ≤ `rerank_depth`,
     in file order. Rows come out in (condition, sample, query_id, rank) order, exactly as `_reorder` orders them; a
     candidate file without the layout of `terazi.data.blocks` is ranked in memory instead."""
+
     def ranked() -> Iterator[pl.DataFrame]:
         used = condition_offsets(candidates, pl.col("rank") <= rerank_depth)  # each condition's first head score
         for part in sorted_blocks(candidates, RANKING):
             cond, n = part["condition"][0], part.select((pl.col("rank") <= rerank_depth).sum()).item()
-            yield _rerank_sorted(part, head_scores[used[cond]: used[cond] + n], rerank_depth, ties)
+            yield _rerank_sorted(part, head_scores[used[cond] : used[cond] + n], rerank_depth, ties)
             used[cond] += n
 
     write_blocks(path, ranked(), lambda: rank_part(pl.read_parquet(candidates), head_scores, rerank_depth, ties))
@@ -87,8 +96,13 @@ def write_sweep(path: Path, candidates: Path, scores: np.ndarray, rerank_depth: 
     order; the clean ones are written to `path` (condition, sample, query_id, rank, doc_id, score: the first stage's
     rank, the reranker's score) and the scores of the candidates ranked ≤ `rerank_depth` returned, in file order,
     for the ranking."""
-    rows = (pl.scan_parquet(candidates).filter(rescored(rerank_depth, sweep_depth)).select(*VARIANT, "rank", "doc_id")
-            .collect().with_columns(pl.Series("score", scores, dtype=pl.Float64)))
+    rows = (
+        pl.scan_parquet(candidates)
+        .filter(rescored(rerank_depth, sweep_depth))
+        .select(*VARIANT, "rank", "doc_id")
+        .collect()
+        .with_columns(pl.Series("score", scores, dtype=pl.Float64))
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     rows.filter(pl.col("condition") == CLEAN).write_parquet(path)
     return scores[(rows["rank"] <= rerank_depth).to_numpy()]
@@ -98,24 +112,29 @@ def _reorder(top: pl.DataFrame, candidates: pl.DataFrame, rerank_depth: int, tie
     """New order of the rescored head (score, then the tie rule), then the untouched tail."""
     by, descending = tie_order(ties)
     head = top.sort([*VARIANT, *by], descending=[False, False, False, *descending], nulls_last=True).with_columns(
-        pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank"))
+        pl.int_range(1, pl.len() + 1).over(VARIANT).cast(pl.Int64).alias("rank")
+    )
     tail = candidates.filter(pl.col("rank") > rerank_depth)
     cols = [*VARIANT, "rank", "doc_id", "score"]
     return pl.concat([head.select(cols), tail.select(cols).with_columns(pl.col("rank").cast(pl.Int64))]).sort(
-        [*VARIANT, "rank"])
+        [*VARIANT, "rank"]
+    )
 
 
 def write_fusion(path: Path, rankings: list[Path], rerank_depth: int, k: int = 60, ties: str = "trec") -> None:
     """`reciprocal_rank_fusion` of ranking files of the same candidates, a block of whole variants at a time (each
     block's variants whole in every file, in (condition, sample, query_id) order); files without the layout of
     `terazi.data.blocks` are fused in memory instead."""
-    write_blocks(path, (reciprocal_rank_fusion(parts, rerank_depth, k, ties)
-                        for parts in aligned_blocks(rankings, RANKING)),
-                 lambda: reciprocal_rank_fusion([pl.read_parquet(r) for r in rankings], rerank_depth, k, ties))
+    write_blocks(
+        path,
+        (reciprocal_rank_fusion(parts, rerank_depth, k, ties) for parts in aligned_blocks(rankings, RANKING)),
+        lambda: reciprocal_rank_fusion([pl.read_parquet(r) for r in rankings], rerank_depth, k, ties),
+    )
 
 
-def reciprocal_rank_fusion(rankings: list[pl.DataFrame], rerank_depth: int, k: int = 60,
-                           ties: str = "trec") -> pl.DataFrame:
+def reciprocal_rank_fusion(
+    rankings: list[pl.DataFrame], rerank_depth: int, k: int = 60, ties: str = "trec"
+) -> pl.DataFrame:
     """RRF over the head of several rankings of the same candidates: Σ 1 / (k + rank), ties by the tie rule."""
     base = rankings[0]
     fused = pl.concat([r.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id", "rank") for r in rankings])

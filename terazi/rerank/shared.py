@@ -12,19 +12,34 @@ from terazi.schemas import CandidateSet, DatasetManifest, EvalConfig, SharedPair
 from terazi.schemas.tables import VARIANT
 
 
-def stage_pairs(corpus_keys: pl.DataFrame, pool: CandidateSet, variant_sets: list[VariantSet], rerank_depth: int,
-                sweep_depth: int | None) -> pl.DataFrame:
+def stage_pairs(
+    corpus_keys: pl.DataFrame,
+    pool: CandidateSet,
+    variant_sets: list[VariantSet],
+    rerank_depth: int,
+    sweep_depth: int | None,
+) -> pl.DataFrame:
     """The store's keys (q: the query text's, d: the document's) of every pair a model row rescores on this first
     stage's candidates (`keys.rescored`), each once."""
     var = variant_keys(read_variants(variant_sets)).select(*VARIANT, "q")
-    return (pl.scan_parquet(pool.path).filter(rescored(rerank_depth, sweep_depth)).select(*VARIANT, "doc_id")
-            .join(var.lazy(), on=VARIANT).join(corpus_keys.lazy().select("doc_id", pl.col("key").alias("d")),
-                                               on="doc_id")
-            .select("q", "d").unique().collect())
+    return (
+        pl.scan_parquet(pool.path)
+        .filter(rescored(rerank_depth, sweep_depth))
+        .select(*VARIANT, "doc_id")
+        .join(var.lazy(), on=VARIANT)
+        .join(corpus_keys.lazy().select("doc_id", pl.col("key").alias("d")), on="doc_id")
+        .select("q", "d")
+        .unique()
+        .collect()
+    )
 
 
-def shared_pairs(dataset: DatasetManifest, pools: dict[str, tuple[CandidateSet, list[VariantSet]]],
-                 config: EvalConfig, cache_dir: str) -> list[SharedPairs]:
+def shared_pairs(
+    dataset: DatasetManifest,
+    pools: dict[str, tuple[CandidateSet, list[VariantSet]]],
+    config: EvalConfig,
+    cache_dir: str,
+) -> list[SharedPairs]:
     """Per model row of one dataset: the pairs of each first stage (`pools`: name → candidates and their query
     variants), those shared by two or more, and the union (what the store holds for the row once all ran). Every
     model row rescores the same pairs, so the figures repeat per row; fusions score nothing."""
@@ -32,5 +47,14 @@ def shared_pairs(dataset: DatasetManifest, pools: dict[str, tuple[CandidateSet, 
     each = {n: stage_pairs(keys, c, v, config.rerank_depth, config.sweep_depth) for n, (c, v) in pools.items()}
     counts = pl.concat(list(each.values())).group_by("q", "d").len()
     shared, union = counts.filter(pl.col("len") > 1).height, counts.height
-    return [SharedPairs(dataset=dataset.name, system=spec.name, pairs={n: f.height for n, f in each.items()},
-                        shared=shared, unique=union) for spec in config.rerankers if spec.kind != "rrf"]
+    return [
+        SharedPairs(
+            dataset=dataset.name,
+            system=spec.name,
+            pairs={n: f.height for n, f in each.items()},
+            shared=shared,
+            unique=union,
+        )
+        for spec in config.rerankers
+        if spec.kind != "rrf"
+    ]

@@ -59,21 +59,32 @@ from terazi.ties import tied_conditions
 log = logging.getLogger("terazi.rerank")
 
 
-def first_stage_ranking(dataset: DatasetManifest, candidates: CandidateSet, out_dir: str,
-                        cache_dir: str | None = None) -> RerankResult:
+def first_stage_ranking(
+    dataset: DatasetManifest, candidates: CandidateSet, out_dir: str, cache_dir: str | None = None
+) -> RerankResult:
     """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
     under some query set (its row would score only the tie order of the document ids). Whether they do is kept with
     the stored outputs under the candidates' fingerprint: a warm run does not read the candidates for it."""
     key = memo.key("tied", candidates.fingerprint, maker="terazi.ties")
     tied = json.loads(memo.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
     if tied:
-        log.warning("first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
-                    "first-stage row, and what the rerankers are given) is only the tie order of the document ids; "
-                    "are the texts empty?", candidates.encoder, dataset.name, ", ".join(tied))
+        log.warning(
+            "first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
+            "first-stage row, and what the rerankers are given) is only the tie order of the document ids; "
+            "are the texts empty?",
+            candidates.encoder,
+            dataset.name,
+            ", ".join(tied),
+        )
     path = RunLayout(out_dir).ranking(dataset.name, FIRST_STAGE)
     link(candidates.path, path)  # the candidates as they are: linked, not copied
-    return RerankResult(system=FIRST_STAGE, dataset=dataset.name, identity=candidates.encoder_identity,
-                        candidates=candidates.fingerprint, path=str(path))
+    return RerankResult(
+        system=FIRST_STAGE,
+        dataset=dataset.name,
+        identity=candidates.encoder_identity,
+        candidates=candidates.fingerprint,
+        path=str(path),
+    )
 
 
 def _prepare(spec: RerankerSpec, offline: bool) -> None:
@@ -81,9 +92,18 @@ def _prepare(spec: RerankerSpec, offline: bool) -> None:
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
 
 
-def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], spec: RerankerSpec,
-                rerank_depth: int, cache_dir: str, scale: ScaleSpec = ScaleSpec(), offline: bool = False,
-                sweep_depth: int | None = None, ties: str = "trec") -> RerankPlan:
+def plan_rerank(
+    dataset: DatasetManifest,
+    candidates: CandidateSet,
+    variant_sets: list[VariantSet],
+    spec: RerankerSpec,
+    rerank_depth: int,
+    cache_dir: str,
+    scale: ScaleSpec = ScaleSpec(),
+    offline: bool = False,
+    sweep_depth: int | None = None,
+    ties: str = "trec",
+) -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
     at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
     (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
@@ -93,29 +113,70 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
-    output = memo.key("ranking", dataset.name, spec.name, model.identity, model.max_length, dataset.corpus_fingerprint,
-                      rerank_depth, sweep_depth, Path(candidates.path), [Path(v.path) for v in variant_sets], ties,
-                      maker=__name__)
-    common = dict(system=spec.name, dataset=dataset.name, spec=spec, identity=model.identity,
-                  max_length=model.max_length, candidates=candidates.fingerprint, candidates_path=candidates.path,
-                  rerank_depth=rerank_depth, sweep_depth=sweep_depth, ties=ties, corpus=str(corpus.path),
-                  corpus_fingerprint=dataset.corpus_fingerprint,
-                  cache_dir=str(cache_dir), score_store=scale.score_store, offline=offline,
-                  variants=[v.path for v in variant_sets], block=block_size(scorer), started=started, output=output)
+    output = memo.key(
+        "ranking",
+        dataset.name,
+        spec.name,
+        model.identity,
+        model.max_length,
+        dataset.corpus_fingerprint,
+        rerank_depth,
+        sweep_depth,
+        Path(candidates.path),
+        [Path(v.path) for v in variant_sets],
+        ties,
+        maker=__name__,
+    )
+    common = dict(
+        system=spec.name,
+        dataset=dataset.name,
+        spec=spec,
+        identity=model.identity,
+        max_length=model.max_length,
+        candidates=candidates.fingerprint,
+        candidates_path=candidates.path,
+        rerank_depth=rerank_depth,
+        sweep_depth=sweep_depth,
+        ties=ties,
+        corpus=str(corpus.path),
+        corpus_fingerprint=dataset.corpus_fingerprint,
+        cache_dir=str(cache_dir),
+        score_store=scale.score_store,
+        offline=offline,
+        variants=[v.path for v in variant_sets],
+        block=block_size(scorer),
+        started=started,
+        output=output,
+    )
     if (meta := memo.stored(cache_dir, output)) is not None:
-        log.info("%s on %s: the ranking of these candidates and variants is stored (%d pairs, all scored before)",
-                 spec.name, dataset.name, meta["needed"])
-        return RerankPlan(**common, work="", chunks=[], needed=meta["needed"], unique=meta["unique"],
-                          cached=meta["unique"], stored=True)
+        log.info(
+            "%s on %s: the ranking of these candidates and variants is stored (%d pairs, all scored before)",
+            spec.name,
+            dataset.name,
+            meta["needed"],
+        )
+        return RerankPlan(
+            **common,
+            work="",
+            chunks=[],
+            needed=meta["needed"],
+            unique=meta["unique"],
+            cached=meta["unique"],
+            stored=True,
+        )
     cands = pl.scan_parquet(candidates.path)
     var = variant_keys(read_variants(variant_sets))
-    docs = document_keys(corpus.keys(cands.filter(rescored(rerank_depth, sweep_depth)).select("doc_id").unique()
-                                     .collect()["doc_id"]))
+    docs = document_keys(
+        corpus.keys(cands.filter(rescored(rerank_depth, sweep_depth)).select("doc_id").unique().collect()["doc_id"])
+    )
     pairs = pair_ids(cands, var, docs, rerank_depth, sweep_depth)
     unique = pairs.unique(maintain_order=True)
     in_store = getattr(scorer, "in_store", True)
-    found = (Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs)) if in_store
-             else empty_scores())
+    found = (
+        Scores(cache_dir, scale.score_store).get_many(model, store_keys(unique, var, docs))
+        if in_store
+        else empty_scores()
+    )
     known = run_ids(found, var, docs)
     work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
@@ -123,10 +184,25 @@ def plan_rerank(dataset: DatasetManifest, candidates: CandidateSet, variant_sets
     known.write_parquet(work / "known.parquet")
     todo = write_work_list(work / "todo.parquet", unique, known, var, docs, by_query=getattr(scorer, "remote", False))
     chunks = chunk_bounds(todo, scale.chunk_pairs, common["block"])
-    log.info("%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)", spec.name,
-             dataset.name, pairs.len(), unique.len(), known.height, todo, len(chunks))
-    return RerankPlan(**common, work=str(work), chunks=chunks, needed=pairs.len(), unique=unique.len(),
-                      cached=known.height, in_store=in_store)
+    log.info(
+        "%s on %s: %d pairs, %d unique, %d in the score store, %d to score in %d chunk(s)",
+        spec.name,
+        dataset.name,
+        pairs.len(),
+        unique.len(),
+        known.height,
+        todo,
+        len(chunks),
+    )
+    return RerankPlan(
+        **common,
+        work=str(work),
+        chunks=chunks,
+        needed=pairs.len(),
+        unique=unique.len(),
+        cached=known.height,
+        in_store=in_store,
+    )
 
 
 def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
@@ -137,8 +213,10 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
     corpus = CorpusTable(Path(plan.corpus))
     scorer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
     if scorer.identity != plan.identity:
-        raise ModelError(f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
-                         f"{scorer.identity}); start the run again")
+        raise ModelError(
+            f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
+            f"{scorer.identity}); start the run again"
+        )
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
     meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/costs.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
@@ -150,8 +228,15 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
     if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
         with lock:
             costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
-    return ChunkResult(system=plan.system, dataset=plan.dataset, chunk=chunk, pairs=rows.height, scored=scored,
-                       seconds=round(time.perf_counter() - start, 3), cost=meter.result())
+    return ChunkResult(
+        system=plan.system,
+        dataset=plan.dataset,
+        chunk=chunk,
+        pairs=rows.height,
+        scored=scored,
+        seconds=round(time.perf_counter() - start, 3),
+        cost=meter.result(),
+    )
 
 
 def _chunk_scores(plan: RerankPlan, chunk: int) -> Path:
@@ -178,18 +263,41 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     memo.reuse(plan.cache_dir, plan.output, out_dir, write)
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
     scored = sum(c.scored for c in chunks)
-    cost = costs.settle(plan.identity, [c.cost for c in chunks if c.cost], scored, plan.cache_dir,
-                        lambda: shared_scorer(plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint,
-                                              plan.offline, plan.cache_dir)[0])
-    result = RerankResult(system=plan.system, dataset=plan.dataset, identity=plan.identity, candidates=plan.candidates,
-                          path=str(path), rerank_depth=plan.rerank_depth, pairs_needed=plan.needed, pairs_unique=plan.unique,
-                          pairs_cached=plan.unique - scored, pairs_scored=scored,
-                          seconds=round(time.time() - plan.started, 3), cost=cost)
+    cost = costs.settle(
+        plan.identity,
+        [c.cost for c in chunks if c.cost],
+        scored,
+        plan.cache_dir,
+        lambda: shared_scorer(
+            plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint, plan.offline, plan.cache_dir
+        )[0],
+    )
+    result = RerankResult(
+        system=plan.system,
+        dataset=plan.dataset,
+        identity=plan.identity,
+        candidates=plan.candidates,
+        path=str(path),
+        rerank_depth=plan.rerank_depth,
+        pairs_needed=plan.needed,
+        pairs_unique=plan.unique,
+        pairs_cached=plan.unique - scored,
+        pairs_scored=scored,
+        seconds=round(time.time() - plan.started, 3),
+        cost=cost,
+    )
     if not plan.stored:
         shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
-    log.info("%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs", plan.system,
-             plan.dataset, result.pairs_needed, result.pairs_needed - result.pairs_unique, result.pairs_cached,
-             result.pairs_scored, result.seconds)
+    log.info(
+        "%s on %s: %d pairs needed, %d duplicates across conditions, %d cached, %d scored in %.1fs",
+        plan.system,
+        plan.dataset,
+        result.pairs_needed,
+        result.pairs_needed - result.pairs_unique,
+        result.pairs_cached,
+        result.pairs_scored,
+        result.seconds,
+    )
     return result
 
 
@@ -207,16 +315,24 @@ def _new_scores(plan: RerankPlan) -> pl.DataFrame:
     work = Path(plan.work)
     if plan.in_store:
         todo = pl.read_parquet(work / "todo.parquet", columns=["pid", "q", "d"])
-        scored = Scores(plan.cache_dir, plan.score_store).get_many(ModelKey(plan.identity, plan.max_length),
-                                                                   todo.select("q", "d"))
+        scored = Scores(plan.cache_dir, plan.score_store).get_many(
+            ModelKey(plan.identity, plan.max_length), todo.select("q", "d")
+        )
         return todo.join(scored, on=["q", "d"]).select("pid", "score")
     parts = [pl.read_parquet(_chunk_scores(plan, i), columns=["score"]) for i in range(len(plan.chunks))]
     scores = pl.concat(parts) if parts else pl.DataFrame(schema={"score": pl.Float64})
     return pl.read_parquet(work / "todo.parquet", columns=["pid"]).hstack(scores)
 
 
-def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[RerankResult], rerank_depth: int,
-                 out_dir: str, cache_dir: str | None = None, ties: str = "trec") -> RerankResult:
+def fuse_systems(
+    dataset: DatasetManifest,
+    spec: RerankerSpec,
+    parts: list[RerankResult],
+    rerank_depth: int,
+    out_dir: str,
+    cache_dir: str | None = None,
+    ties: str = "trec",
+) -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
     rankings were fused before (terazi.memo)."""
     by_name = {p.system: p for p in parts}
@@ -227,9 +343,22 @@ def fuse_systems(dataset: DatasetManifest, spec: RerankerSpec, parts: list[Reran
         write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k, ties)
         return {}
 
-    key = memo.key("fusion", dataset.name, spec.name, spec.rrf_k, rerank_depth,
-                   [Path(by_name[n].path) for n in spec.fuse], ties, maker=__name__)
+    key = memo.key(
+        "fusion",
+        dataset.name,
+        spec.name,
+        spec.rrf_k,
+        rerank_depth,
+        [Path(by_name[n].path) for n in spec.fuse],
+        ties,
+        maker=__name__,
+    )
     memo.reuse(cache_dir, key, out_dir, write)
-    return RerankResult(system=spec.name, dataset=dataset.name, identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
-                        candidates=parts[0].candidates, path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)),
-                        rerank_depth=rerank_depth)
+    return RerankResult(
+        system=spec.name,
+        dataset=dataset.name,
+        identity=f"rrf(k={spec.rrf_k}):{'+'.join(spec.fuse)}",
+        candidates=parts[0].candidates,
+        path=str(RunLayout(out_dir).ranking(dataset.name, spec.name)),
+        rerank_depth=rerank_depth,
+    )

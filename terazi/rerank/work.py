@@ -27,8 +27,9 @@ log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0
 
 
-def write_work_list(path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame,
-                    by_query: bool = False) -> int:
+def write_work_list(
+    path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.DataFrame, docs: pl.DataFrame, by_query: bool = False
+) -> int:
     """The unique pairs (pids in first-occurrence order) without a score, sorted by length (stable: ties keep
     first-occurrence order; `by_query`: by query text first, so that a scorer served elsewhere sends each query's
     documents in as few requests as it can), written to `path` as (pos, pid, q, d, text, doc_id) a block at a time
@@ -37,21 +38,32 @@ def write_work_list(path: Path, unique: pl.Series, known: pl.DataFrame, var: pl.
     n = docs.height
     texts = var.unique("qi").sort("qi").select("q", "text")  # row i: text number i
     ids = todo.to_numpy()
-    length = (texts["text"].str.len_chars().to_numpy().astype(np.int64)[ids // n]
-              + docs["chars"].to_numpy().astype(np.int64)[ids % n])
+    length = (
+        texts["text"].str.len_chars().to_numpy().astype(np.int64)[ids // n]
+        + docs["chars"].to_numpy().astype(np.int64)[ids % n]
+    )
     ids = ids[np.lexsort((length, ids // n)) if by_query else np.argsort(length, kind="stable")]
     del length
 
     def rows() -> Iterator[pl.DataFrame]:
         for a in range(0, len(ids), BLOCK_ROWS):
-            pid = ids[a: a + BLOCK_ROWS]
-            yield pl.concat([
-                pl.DataFrame({"pos": np.arange(a, a + len(pid), dtype=np.uint32), "pid": pid}),
-                texts.gather(pid // n), docs.select("d", "doc_id").gather(pid % n)], how="horizontal").select(
-                "pos", "pid", "q", "d", "text", "doc_id")
+            pid = ids[a : a + BLOCK_ROWS]
+            yield pl.concat(
+                [
+                    pl.DataFrame({"pos": np.arange(a, a + len(pid), dtype=np.uint32), "pid": pid}),
+                    texts.gather(pid // n),
+                    docs.select("d", "doc_id").gather(pid % n),
+                ],
+                how="horizontal",
+            ).select("pos", "pid", "q", "d", "text", "doc_id")
 
-    write_blocks(path, rows(), lambda: pl.DataFrame(schema={"pos": pl.UInt32, "pid": pl.Int64, "q": pl.Int64,
-                                                           "d": pl.Int64, "text": pl.Utf8, "doc_id": pl.Utf8}))
+    write_blocks(
+        path,
+        rows(),
+        lambda: pl.DataFrame(
+            schema={"pos": pl.UInt32, "pid": pl.Int64, "q": pl.Int64, "d": pl.Int64, "text": pl.Utf8, "doc_id": pl.Utf8}
+        ),
+    )
     return len(ids)
 
 
@@ -61,9 +73,17 @@ def chunk_bounds(n: int, chunk_pairs: int, block: int) -> list[tuple[int, int]]:
     return [(i, min(i + size, n)) for i in range(0, n, size)]
 
 
-def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: Scores, block: int,
-               lock: AbstractContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None,
-               wait: bool = True, poll: float = POLL_SECONDS) -> tuple[int, pl.DataFrame]:
+def score_rows(
+    rows: pl.DataFrame,
+    corpus: Corpus,
+    scorer: PairScorer,
+    scores: Scores,
+    block: int,
+    lock: AbstractContextManager = nullcontext(),
+    on_progress: Callable[[int, int], None] | None = None,
+    wait: bool = True,
+    poll: float = POLL_SECONDS,
+) -> tuple[int, pl.DataFrame]:
     """Score the pairs of `rows` (pos, q, d, text, doc_id) that have no score in the store yet.
 
     Pairs already stored are skipped; the rest are claimed under a lease and scored block by block, each
@@ -89,11 +109,16 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
                         values = scorer.score(pairs[a:z])
                     except PartlyScored as e:  # keep what was paid for, then fail the chunk
                         done = ~np.isnan(e.scores)
-                        scores.put_many(model, part.select("q", "d").filter(pl.Series(done)).with_columns(
-                            pl.Series("score", e.scores[done], dtype=pl.Float64)))
+                        scores.put_many(
+                            model,
+                            part.select("q", "d")
+                            .filter(pl.Series(done))
+                            .with_columns(pl.Series("score", e.scores[done], dtype=pl.Float64)),
+                        )
                         raise e.error from None
-                    scores.put_many(model, part.select("q", "d").with_columns(pl.Series("score", values,
-                                                                                        dtype=pl.Float64)))
+                    scores.put_many(
+                        model, part.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64))
+                    )
                     lease.renew()
                     scored += part.height
                     if on_progress:
@@ -105,12 +130,20 @@ def score_rows(rows: pl.DataFrame, corpus: Corpus, scorer: PairScorer, scores: S
             log.info("%d pairs are being scored by another run on this cache: waiting for them", need.height)
             waited = True
         time.sleep(poll)
-        need = need.join(scores.get_many(model, need.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left")
+        need = need.join(
+            scores.get_many(model, need.select("q", "d")), on=["q", "d"], how="anti", maintain_order="left"
+        )
     return scored, need
 
 
-def score_unstored(rows: pl.DataFrame, scorer: PairScorer, block: int, out: Path,
-                   lock: AbstractContextManager = nullcontext(), on_progress: Callable[[int, int], None] | None = None) -> int:
+def score_unstored(
+    rows: pl.DataFrame,
+    scorer: PairScorer,
+    block: int,
+    out: Path,
+    lock: AbstractContextManager = nullcontext(),
+    on_progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Score every pair of `rows` (pos, q, d, text, doc_id) block by block and write (q, d, score) to `out`: the path
     of a scorer that needs no document text and bypasses the score store (`in_store = False`: BM25, whose pairs cost
     less to score than to store). Written whole at the end (a retried chunk scores again: cheap by definition)."""

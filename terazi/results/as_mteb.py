@@ -33,25 +33,40 @@ def mteb_name(measure: str) -> str | None:
     return MTEB_NAMES[m.family].format(m.cutoff)
 
 
-def write_mteb_results(per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str,
-                       identity: BenchmarkIdentity, run_dir: str) -> int:
+def write_mteb_results(
+    per_query: pl.DataFrame, datasets: list[DatasetManifest], headline: str, identity: BenchmarkIdentity, run_dir: str
+) -> int:
     """Every (system, dataset)'s clean means as an MTEB result file; returns the number of files written."""
     layout, by_name = RunLayout(run_dir), {d.name: d for d in datasets}
-    means = (per_query.filter(pl.col("condition") == CLEAN).group_by("system", "dataset", "measure", maintain_order=True)
-             .agg(pl.col("value").mean()))
+    means = (
+        per_query.filter(pl.col("condition") == CLEAN)
+        .group_by("system", "dataset", "measure", maintain_order=True)
+        .agg(pl.col("value").mean())
+    )
     revision = identity.fingerprint
     n = 0
     for (system, dataset), part in means.group_by(["system", "dataset"], maintain_order=True):
         values = dict(part.select("measure", "value").iter_rows())
         scores = {name: values[m] for m in values if (name := mteb_name(m)) is not None}
-        entry = {**scores, "main_score": values[headline], "hf_subset": "default",
-                 "languages": [by_name[dataset].language]}
-        body = {"dataset_revision": by_name[dataset].fingerprint, "task_name": dataset, "mteb_version": FORMAT,
-                "scores": {by_name[dataset].split: [entry]}, "evaluation_time": None, "kg_co2_emissions": None}
+        entry = {
+            **scores,
+            "main_score": values[headline],
+            "hf_subset": "default",
+            "languages": [by_name[dataset].language],
+        }
+        body = {
+            "dataset_revision": by_name[dataset].fingerprint,
+            "task_name": dataset,
+            "mteb_version": FORMAT,
+            "scores": {by_name[dataset].split: [entry]},
+            "evaluation_time": None,
+            "kg_co2_emissions": None,
+        }
         path = layout.mteb_result(system, revision, dataset)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(body, indent=1, ensure_ascii=False), encoding="utf-8")
-        (path.parent / "model_meta.json").write_text(json.dumps({"name": system, "revision": revision}),
-                                                     encoding="utf-8")
+        (path.parent / "model_meta.json").write_text(
+            json.dumps({"name": system, "revision": revision}), encoding="utf-8"
+        )
         n += 1
     return n

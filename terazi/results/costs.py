@@ -26,16 +26,43 @@ def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.Data
     rows = []
     for s in order:
         c = costs.get(s)
-        rows.append({"system": s, "kind": kinds.get(s), "params": c and c.params, "size_bytes": c and c.size_bytes,
-                     "device": c and c.device, "precision": c and c.precision, "batch_size": c and c.batch_size,
-                     "unit": c and c.unit, "items": c and c.items, "seconds": c and c.seconds,
-                     "per_second": c and c.per_second, "latency_p50_ms": c and c.latency_p50_ms,
-                     "latency_p95_ms": c and c.latency_p95_ms, "cached": c and c.cached})
-    frame = pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, "params": pl.Int64, "size_bytes": pl.Int64,
-                                       "device": pl.Utf8, "precision": pl.Utf8, "batch_size": pl.Int64, "unit": pl.Utf8,
-                                       "items": pl.Int64, "seconds": pl.Float64, "per_second": pl.Float64,
-                                       "latency_p50_ms": pl.Float64, "latency_p95_ms": pl.Float64,
-                                       "cached": pl.Boolean})
+        rows.append(
+            {
+                "system": s,
+                "kind": kinds.get(s),
+                "params": c and c.params,
+                "size_bytes": c and c.size_bytes,
+                "device": c and c.device,
+                "precision": c and c.precision,
+                "batch_size": c and c.batch_size,
+                "unit": c and c.unit,
+                "items": c and c.items,
+                "seconds": c and c.seconds,
+                "per_second": c and c.per_second,
+                "latency_p50_ms": c and c.latency_p50_ms,
+                "latency_p95_ms": c and c.latency_p95_ms,
+                "cached": c and c.cached,
+            }
+        )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "system": pl.Utf8,
+            "kind": pl.Utf8,
+            "params": pl.Int64,
+            "size_bytes": pl.Int64,
+            "device": pl.Utf8,
+            "precision": pl.Utf8,
+            "batch_size": pl.Int64,
+            "unit": pl.Utf8,
+            "items": pl.Int64,
+            "seconds": pl.Float64,
+            "per_second": pl.Float64,
+            "latency_p50_ms": pl.Float64,
+            "latency_p95_ms": pl.Float64,
+            "cached": pl.Boolean,
+        },
+    )
     if not any(c and c.requests for c in costs.values()):
         return frame
     served = [costs.get(s) and costs[s].requests for s in order]
@@ -43,4 +70,5 @@ def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.Data
         pl.Series("requests", [r and r.requests for r in served], dtype=pl.Int64),
         pl.Series("retries", [r and r.retries for r in served], dtype=pl.Int64),
         pl.Series("request_p50_ms", [r and r.p50_ms for r in served], dtype=pl.Float64),
-        pl.Series("request_p95_ms", [r and r.p95_ms for r in served], dtype=pl.Float64))
+        pl.Series("request_p95_ms", [r and r.p95_ms for r in served], dtype=pl.Float64),
+    )

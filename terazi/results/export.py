@@ -22,8 +22,13 @@ log = logging.getLogger("terazi.export")
 CONFIGURED = ~pl.col("condition").str.contains(SETTING_MARK, literal=True)  # not the isolated setting's
 
 
-def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet], rankings: list[RerankResult],
-                out_dir: str, cache_dir: str | None = None) -> int:
+def export_runs(
+    datasets: list[DatasetManifest],
+    variant_sets: list[VariantSet],
+    rankings: list[RerankResult],
+    out_dir: str,
+    cache_dir: str | None = None,
+) -> int:
     """Write runs/, qrels/, changed/ and datasets.yaml into the results folder; returns the number of run files.
 
     Only the configured conditions are exported: the isolated robustness setting (`<condition>~isolated`, the clean
@@ -39,21 +44,32 @@ def export_runs(datasets: list[DatasetManifest], variant_sets: list[VariantSet],
             check()
 
             def write(root: Path, r: RerankResult = r, name: str = ds.name, samples: dict = samples) -> dict:
-                files = blockwise(r.path, RANKING, lambda blocks: runfolder.write_rankings(
-                    (b.filter(CONFIGURED) for b in blocks), root, name, r.system, samples, r.rerank_depth))
+                files = blockwise(
+                    r.path,
+                    RANKING,
+                    lambda blocks: runfolder.write_rankings(
+                        (b.filter(CONFIGURED) for b in blocks), root, name, r.system, samples, r.rerank_depth
+                    ),
+                )
                 return {"files": len(files)}
 
             key = memo.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
             n += memo.reuse(cache_dir, key, out_dir, write)["files"]
         runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
-        changed = read_variants(vs).filter(pl.col("condition") != CLEAN) \
-            .group_by("condition", "query_id", maintain_order=True).agg(pl.col("changed").any())
+        changed = (
+            read_variants(vs)
+            .filter(pl.col("condition") != CLEAN)
+            .group_by("condition", "query_id", maintain_order=True)
+            .agg(pl.col("changed").any())
+        )
         for v in vs:
             if v.condition != CLEAN:
                 ids = changed.filter((pl.col("condition") == v.condition) & pl.col("changed"))["query_id"].to_list()
                 runfolder.write_changed(sorted(ids), layout.changed(ds.name, v.condition))
-    settings = {d.name: {"in_ranking": d.in_ranking, "task_type": d.task_type,
-                         **({"reason": d.reason} if d.reason else {})} for d in datasets}
+    settings = {
+        d.name: {"in_ranking": d.in_ranking, "task_type": d.task_type, **({"reason": d.reason} if d.reason else {})}
+        for d in datasets
+    }
     layout.datasets_yaml.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True))
     log.info("wrote %d TREC run files under %s", n, layout.runs)
     return n

@@ -69,10 +69,14 @@ def _lock(run: Path) -> int | None:
 
 def _in_use(run: Path) -> OutputPathError:
     body = RunLayout(run).marker_body()
-    who = (f"pid {body.get('pid')} on {body.get('host')}, started {body.get('started')}"
-           if body.get("status") == "running" else "a process that is starting it")
-    return OutputPathError(f"results folder {run} is in use by another run ({who}): wait for it to end, or choose "
-                           "another --out (run_name)")
+    who = (
+        f"pid {body.get('pid')} on {body.get('host')}, started {body.get('started')}"
+        if body.get("status") == "running"
+        else "a process that is starting it"
+    )
+    return OutputPathError(
+        f"results folder {run} is in use by another run ({who}): wait for it to end, or choose another --out (run_name)"
+    )
 
 
 def check_free(run: Path) -> None:
@@ -100,9 +104,19 @@ def held(out_dir: str, run_name: str | None, kind: str, flow_run_id: str | None)
         raise _in_use(run)
     try:
         (run / MANIFEST).unlink(missing_ok=True)
-        (run / MARKER).write_text(json.dumps({
-            "started": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind, "pid": os.getpid(),
-            "host": socket.gethostname(), "flow_run_id": flow_run_id, "status": "running"}, indent=2))
+        (run / MARKER).write_text(
+            json.dumps(
+                {
+                    "started": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "kind": kind,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "flow_run_id": flow_run_id,
+                    "status": "running",
+                },
+                indent=2,
+            )
+        )
         yield run
     finally:
         os.close(fd)

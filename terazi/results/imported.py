@@ -42,18 +42,30 @@ def ranked_runs(files: dict[int, Path], condition: str) -> pl.DataFrame:
         run = read_run(files[smp]).select("query_id", "doc_id", "score")
         dup = run.filter(pl.struct("query_id", "doc_id").is_duplicated())
         if dup.height:
-            raise DatasetError(files[smp], None, f"document {dup['doc_id'][0]!r} appears twice in the ranking of "
-                                                 f"query {dup['query_id'][0]!r}")
+            raise DatasetError(
+                files[smp],
+                None,
+                f"document {dup['doc_id'][0]!r} appears twice in the ranking of query {dup['query_id'][0]!r}",
+            )
         by, descending = tie_order()  # NaN last, as the metrics rank it
-        parts.append(run.sort([pl.col("query_id"), *by], descending=[False, *descending], nulls_last=True)
-                     .with_columns(pl.lit(condition).alias("condition"), pl.lit(smp, dtype=pl.Int64).alias("sample"),
-                                   pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")))
+        parts.append(
+            run.sort([pl.col("query_id"), *by], descending=[False, *descending], nulls_last=True).with_columns(
+                pl.lit(condition).alias("condition"),
+                pl.lit(smp, dtype=pl.Int64).alias("sample"),
+                pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank"),
+            )
+        )
     return pl.concat(parts).select(RANKING)
 
 
-def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list[str], systems: list[str],
-                   measures: list[str], out_dir: str) -> tuple[DatasetManifest, list[VariantSet], list[RerankResult],
-                                                                list[ScoreSet]]:
+def import_dataset(
+    runs: runfolder.DatasetRuns,
+    settings: dict,
+    conditions: list[str],
+    systems: list[str],
+    measures: list[str],
+    out_dir: str,
+) -> tuple[DatasetManifest, list[VariantSet], list[RerankResult], list[ScoreSet]]:
     """Read one dataset's qrels and runs; write rankings/ and per_query/ as `terazi run` does."""
     qrels = read_qrels(runs.qrels)
     judged = qrels["query_id"].unique(maintain_order=True).to_list()
@@ -69,10 +81,21 @@ def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list
             changed = known  # no changed/ file: every query of a corrupted condition counts as changed
         changed_rows += [(cond, q, q in changed) for q in judged]
         path = runs.changed.get(cond) or runs.qrels.parents[1] / "runs" / runs.name / cond
-        variants.append(VariantSet(dataset=runs.name, condition=cond, params={}, seed=0, samples=len(runs.runs[cond]),
-                                   path=str(path), n_queries=len(judged), n_changed=len(changed)))
-    changed_df = pl.DataFrame(changed_rows, schema={"condition": pl.Utf8, "query_id": pl.Utf8, "changed": pl.Boolean},
-                              orient="row")
+        variants.append(
+            VariantSet(
+                dataset=runs.name,
+                condition=cond,
+                params={},
+                seed=0,
+                samples=len(runs.runs[cond]),
+                path=str(path),
+                n_queries=len(judged),
+                n_changed=len(changed),
+            )
+        )
+    changed_df = pl.DataFrame(
+        changed_rows, schema={"condition": pl.Utf8, "query_id": pl.Utf8, "changed": pl.Boolean}, orient="row"
+    )
     rankings, scores, docs, layout = [], [], set(qrels["doc_id"].to_list()), RunLayout(out_dir)
     for system in systems:
         files = [runs.runs[c][s][system] for c in conds for s in sorted(runs.runs[c])]
@@ -81,26 +104,53 @@ def import_dataset(runs: runfolder.DatasetRuns, settings: dict, conditions: list
         path = layout.ranking(runs.name, system)
         path.parent.mkdir(parents=True, exist_ok=True)
         ranked.write_parquet(path)
-        rankings.append(RerankResult(system=system, dataset=runs.name, identity="trec-run:" + fingerprint.of_files(files),
-                                     candidates="", path=str(path)))
+        rankings.append(
+            RerankResult(
+                system=system,
+                dataset=runs.name,
+                identity="trec-run:" + fingerprint.of_files(files),
+                candidates="",
+                path=str(path),
+            )
+        )
         per_query = per_query_values(qrels, ranked.drop("rank"), changed_df, measures, order="score").select(
-            pl.lit(runs.name).alias("dataset"), pl.lit(system).alias("system"), "condition", "query_id", "measure",
-            "value", "changed")
+            pl.lit(runs.name).alias("dataset"),
+            pl.lit(system).alias("system"),
+            "condition",
+            "query_id",
+            "measure",
+            "value",
+            "changed",
+        )
         pq_path = layout.per_query_part(runs.name, system)
         pq_path.parent.mkdir(parents=True, exist_ok=True)
         per_query.write_parquet(pq_path)
-        scores.append(ScoreSet(system=system, dataset=runs.name, path=str(pq_path),
-                               contracts=metric_contracts(measures)))
+        scores.append(
+            ScoreSet(system=system, dataset=runs.name, path=str(pq_path), contracts=metric_contracts(measures))
+        )
     grades = qrels.group_by("query_id").agg((pl.col("grade") > 0).any().alias("rel"))
     manifest = DatasetManifest(
-        name=runs.name, path=str(runs.qrels), split=str(settings.get("split", "test")),
-        task_type=str(settings.get("task_type", "retrieval")), in_ranking=bool(settings.get("in_ranking", True)),
-        reason=settings.get("reason"), source=f"runs folder {runs.qrels.parents[1]}",
+        name=runs.name,
+        path=str(runs.qrels),
+        split=str(settings.get("split", "test")),
+        task_type=str(settings.get("task_type", "retrieval")),
+        in_ranking=bool(settings.get("in_ranking", True)),
+        reason=settings.get("reason"),
+        source=f"runs folder {runs.qrels.parents[1]}",
         fingerprint=fingerprint.of_records(sorted(qrels.select("query_id", "doc_id", "grade").rows())),
-        corpus_fingerprint="", n_docs=len(docs), n_queries=len(judged), n_judgments=qrels.height,
-        n_queries_without_relevant=int((~grades["rel"]).sum()))
-    log.info("%s: %d judged queries, %d conditions, %d systems from TREC runs", runs.name, len(judged), len(conds),
-             len(systems))
+        corpus_fingerprint="",
+        n_docs=len(docs),
+        n_queries=len(judged),
+        n_judgments=qrels.height,
+        n_queries_without_relevant=int((~grades["rel"]).sum()),
+    )
+    log.info(
+        "%s: %d judged queries, %d conditions, %d systems from TREC runs",
+        runs.name,
+        len(judged),
+        len(conds),
+        len(systems),
+    )
     return manifest, variants, rankings, scores
 
 
@@ -144,8 +194,9 @@ def analysis_identity(config: AnalyzeConfig, datasets, variants, rankings) -> Be
         "systems": fingerprint.of_json(sorted((r.dataset, r.system, r.identity) for r in rankings)),
         "metrics": fingerprint.of_json({"metrics": config.metrics, "headline": config.headline}),
     }
-    return BenchmarkIdentity(name=config.benchmark, fingerprint=fingerprint.of_json([parts["datasets"], parts["conditions"]]),
-                             parts=parts)
+    return BenchmarkIdentity(
+        name=config.benchmark, fingerprint=fingerprint.of_json([parts["datasets"], parts["conditions"]]), parts=parts
+    )
 
 
 @dataclass(frozen=True)
@@ -162,8 +213,13 @@ class Inventory:
     def of_stage(self, stage: str) -> Inventory:
         """One first stage's runs, named by their systems alone: what a folder of its runs alone holds."""
         mark = stage + runfolder.STAGE_MARK
-        return Inventory(self.folder, [d.of_stage(stage) for d in self.datasets], self.settings, self.conditions,
-                         [s.removeprefix(mark) for s in self.systems if s.startswith(mark)])
+        return Inventory(
+            self.folder,
+            [d.of_stage(stage) for d in self.datasets],
+            self.settings,
+            self.conditions,
+            [s.removeprefix(mark) for s in self.systems if s.startswith(mark)],
+        )
 
 
 def inventory(config: AnalyzeConfig) -> Inventory:
@@ -177,8 +233,12 @@ def inventory(config: AnalyzeConfig) -> Inventory:
     files = [f for d in found for by_sample in d.runs.values() for fs in by_sample.values() for f in fs.values()]
     for path in files:  # read here too, so that a bad run file is one line before Prefect starts
         if read_run(path).is_empty():
-            raise DatasetError(path, None, "no rankings (the file is empty): a run file holds one line per ranked "
-                                           "document, `qid Q0 docid rank score tag`")
+            raise DatasetError(
+                path,
+                None,
+                "no rankings (the file is empty): a run file holds one line per ranked "
+                "document, `qid Q0 docid rank score tag`",
+            )
     settings = dataset_settings(folder, [d.name for d in found])
     conditions = order_conditions(sorted({c for d in found for c in d.runs}), config.conditions)
     stages = runfolder.first_stages(found, config.first_stages)
@@ -186,8 +246,11 @@ def inventory(config: AnalyzeConfig) -> Inventory:
     systems = sorted(parts, key=lambda s: (parts[s][0], parts[s][2] != FIRST_STAGE, s))
     for d in found:
         if d.systems != sorted(systems):
-            raise DatasetError(folder / "runs" / d.name, None, f"systems {sorted(set(systems) - set(d.systems))} "
-                                                              "have no runs for this dataset")
+            raise DatasetError(
+                folder / "runs" / d.name,
+                None,
+                f"systems {sorted(set(systems) - set(d.systems))} have no runs for this dataset",
+            )
     if config.featured and config.featured not in {p[2] for p in parts.values()}:
         raise ConfigError(f"featured system {config.featured!r} has no runs (systems: {', '.join(systems)})")
     if config.exclude:  # the leakage check's lists, read before the results folder exists

@@ -40,18 +40,32 @@ def top_documents(scores: np.ndarray, tie_order: np.ndarray, depth: int) -> np.n
     return rows[np.lexsort((tie_order[rows], -scores[rows]))][:k]
 
 
-def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int, cache_dir: str,
-                    language: str = "turkish", k1: float = 1.5, b: float = 0.75) -> CandidateSet:
+def bm25_candidates(
+    dataset: DatasetManifest,
+    variants: pl.DataFrame,
+    depth: int,
+    cache_dir: str,
+    language: str = "turkish",
+    k1: float = 1.5,
+    b: float = 0.75,
+) -> CandidateSet:
     """The frozen BM25 candidates of every variant (condition, sample, query_id, text) of one dataset."""
     import bm25s
 
     start = time.perf_counter()
     variants = variants.sort(VARIANT)
     identity = bm25_identity(language, k1, b, dataset.corpus_fingerprint)
-    lookup_key = fingerprint.of_json({"dataset": dataset.fingerprint, "first_stage": identity, "depth": depth,
-                                      "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
-                                      "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
-                                      "code": codehash.of_module(__name__)})
+    lookup_key = fingerprint.of_json(
+        {
+            "dataset": dataset.fingerprint,
+            "first_stage": identity,
+            "depth": depth,
+            "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
+            "ties": RULE,
+            "ignore_identical_ids": dataset.ignore_identical_ids,
+            "code": codehash.of_module(__name__),
+        }
+    )
     target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file() and (cs := load_frozen(target)) is not None:
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)
@@ -70,26 +84,53 @@ def bm25_candidates(dataset: DatasetManifest, variants: pl.DataFrame, depth: int
     for i, text in enumerate(texts.to_list()):
         scores = bm25.get_scores_from_ids(bm25.get_tokens_ids(analyse(text, language))).astype(np.float64)
         rows = top_documents(scores, tie_order, deeper)
-        parts.append(pl.DataFrame({"t": np.full(len(rows), i, dtype=np.int64), "rank": np.arange(1, len(rows) + 1),
-                                   "row": rows, "score": scores[rows]}))
+        parts.append(
+            pl.DataFrame(
+                {
+                    "t": np.full(len(rows), i, dtype=np.int64),
+                    "rank": np.arange(1, len(rows) + 1),
+                    "row": rows,
+                    "score": scores[rows],
+                }
+            )
+        )
     found = pl.concat(parts).with_columns(pl.col("row").map_batches(lambda r: ids.gather(r)).alias("doc_id"))
     texts_i = pl.DataFrame({"text": texts, "t": np.arange(texts.len(), dtype=np.int64)})
-    cand = (variants.select(*VARIANT, "text").join(texts_i, on="text", how="left", maintain_order="left")
-            .join(found, on="t", how="inner", maintain_order="left")
-            .select(*VARIANT, pl.col("rank").cast(pl.Int64), "doc_id", pl.col("score").cast(pl.Float64))
-            .sort(*VARIANT, "rank"))
+    cand = (
+        variants.select(*VARIANT, "text")
+        .join(texts_i, on="text", how="left", maintain_order="left")
+        .join(found, on="t", how="inner", maintain_order="left")
+        .select(*VARIANT, pl.col("rank").cast(pl.Int64), "doc_id", pl.col("score").cast(pl.Float64))
+        .sort(*VARIANT, "rank")
+    )
     cand = allowed(cand, dropped, depth)
-    body = {"lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
-            "encoder": "bm25", "encoder_identity": identity, "index": {"type": "bm25s", "version": bm25s.__version__},
-            "depth": depth, "faiss_version": "none", "queries_encoded": 0, "docs_encoded": 0, "ties": RULE,
-            "ignore_identical_ids": dataset.ignore_identical_ids}
+    body = {
+        "lookup_key": lookup_key,
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "encoder": "bm25",
+        "encoder_identity": identity,
+        "index": {"type": "bm25s", "version": bm25s.__version__},
+        "depth": depth,
+        "faiss_version": "none",
+        "queries_encoded": 0,
+        "docs_encoded": 0,
+        "ties": RULE,
+        "ignore_identical_ids": dataset.ignore_identical_ids,
+    }
     cs = store_candidates(target, cand, body, ds.qrels, start)
-    log.info("%s: froze BM25 candidates %s (recall@%d clean %.3f)", dataset.name, cs.fingerprint, depth,
-             cs.recall.get("clean", 0.0))
+    log.info(
+        "%s: froze BM25 candidates %s (recall@%d clean %.3f)",
+        dataset.name,
+        cs.fingerprint,
+        depth,
+        cs.recall.get("clean", 0.0),
+    )
     return cs
 
 
-def bm25_first_stage(dataset: DatasetManifest, variant_sets: list[VariantSet], stage: FirstStageSpec, depth: int,
-                     cache_dir: str) -> CandidateSet:
+def bm25_first_stage(
+    dataset: DatasetManifest, variant_sets: list[VariantSet], stage: FirstStageSpec, depth: int, cache_dir: str
+) -> CandidateSet:
     """The first stage of `first_stages: [{kind: bm25}]` for one dataset, every condition's variants."""
     return bm25_candidates(dataset, read_variants(variant_sets), depth, cache_dir, stage.language, stage.k1, stage.b)

@@ -33,8 +33,14 @@ RECALL_SAMPLE = 1000
 MARGIN = 16  # documents searched past the cut, so that a tie across it is seen
 
 
-def encode(model, texts: list[str], batch_size: int, prefix: str = "",
-           on_progress: Callable[[int, int], None] | None = None, max_length: int | None = None) -> np.ndarray:
+def encode(
+    model,
+    texts: list[str],
+    batch_size: int,
+    prefix: str = "",
+    on_progress: Callable[[int, int], None] | None = None,
+    max_length: int | None = None,
+) -> np.ndarray:
     """Unit-normalised float32 embeddings, so inner product is cosine similarity; encoded in blocks so
     that long encodings report progress (and can be stopped) between blocks. Texts are cut to the
     character budget of `max_length` tokens first (`terazi.models.text.clip`)."""
@@ -42,9 +48,12 @@ def encode(model, texts: list[str], batch_size: int, prefix: str = "",
         return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
     parts = []
     for i in range(0, len(texts), ENCODE_BLOCK):
-        block = [clip(prefix + t, max_length) for t in texts[i: i + ENCODE_BLOCK]]
-        parts.append(model.encode(block, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                  show_progress_bar=False))
+        block = [clip(prefix + t, max_length) for t in texts[i : i + ENCODE_BLOCK]]
+        parts.append(
+            model.encode(
+                block, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+        )
         if on_progress:
             on_progress(min(i + ENCODE_BLOCK, len(texts)), len(texts))
     return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
@@ -92,12 +101,15 @@ def by_rule(scores: np.ndarray, rows: np.ndarray, id_order: np.ndarray, k: int) 
     """The first `k` of each query's (scores, rows) by the tie rule: score descending, then `id_order` of the row
     ascending (document id descending); a missing row (−1, an approximate index's) last."""
     missing = rows < 0
-    order = np.lexsort((np.where(missing, len(id_order), id_order[np.where(missing, 0, rows)]), -scores, missing),
-                       axis=1)[:, :k]
+    order = np.lexsort(
+        (np.where(missing, len(id_order), id_order[np.where(missing, 0, rows)]), -scores, missing), axis=1
+    )[:, :k]
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(rows, order, axis=1)
 
 
-def _shard_top(faiss, queries: np.ndarray, emb: np.ndarray, k: int, id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _shard_top(
+    faiss, queries: np.ndarray, emb: np.ndarray, k: int, id_order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The `k` best rows of one shard per query by the tie rule (`id_order`: the shard's rows'), every tie across
     the cut seen: FAISS's list goes `MARGIN` rows past the cut, and a query whose last row searched ties its k-th
     score is searched again, alone, twice as deep, until its last row searched scores below (or the shard ends)."""
@@ -109,21 +121,22 @@ def _shard_top(faiss, queries: np.ndarray, emb: np.ndarray, k: int, id_order: np
     while open_.any():
         for q in np.flatnonzero(open_):
             want[q] = min(n, 2 * want[q])
-            s, i = faiss.knn(queries[q: q + 1], emb, int(want[q]), metric=faiss.METRIC_INNER_PRODUCT)
+            s, i = faiss.knn(queries[q : q + 1], emb, int(want[q]), metric=faiss.METRIC_INNER_PRODUCT)
             top_s[q], top_i[q] = (x[0] for x in by_rule(s, i, id_order, k))
             open_[q] = want[q] < n and s[0, -1] >= top_s[q, -1]
     return top_s, top_i
 
 
-def exact_search(corpus: Iterable[tuple[int, np.ndarray]], queries: np.ndarray, depth: int,
-                 id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def exact_search(
+    corpus: Iterable[tuple[int, np.ndarray]], queries: np.ndarray, depth: int, id_order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Scores and corpus rows of the `depth` best documents per query, best first by the tie rule (`id_order`: each
     corpus row's place in document id descending order, `terazi.metrics.contracts.id_order`), shard by shard."""
     import faiss
 
     best_s = best_i = None
     for offset, emb in corpus:
-        s, i = _shard_top(faiss, queries, emb, min(depth, emb.shape[0]), id_order[offset: offset + emb.shape[0]])
+        s, i = _shard_top(faiss, queries, emb, min(depth, emb.shape[0]), id_order[offset : offset + emb.shape[0]])
         i = i + offset
         if best_s is not None:
             s, i = by_rule(np.concatenate([best_s, s], axis=1), np.concatenate([best_i, i], axis=1), id_order, depth)
@@ -139,9 +152,16 @@ def choose_index(kind: str, n: int) -> str:
     return kind
 
 
-def build_index(corpus: Callable[[], Iterable[tuple[int, np.ndarray]]], n: int, dim: int, kind: str,
-                hnsw_m: int = 32, ef_search: int = 256, nlist: int | None = None,
-                nprobe: int = 16) -> tuple[faiss.Index, dict[str, str | int]]:
+def build_index(
+    corpus: Callable[[], Iterable[tuple[int, np.ndarray]]],
+    n: int,
+    dim: int,
+    kind: str,
+    hnsw_m: int = 32,
+    ef_search: int = 256,
+    nlist: int | None = None,
+    nprobe: int = 16,
+) -> tuple[faiss.Index, dict[str, str | int]]:
     """An approximate index filled shard by shard. IVF trains on an evenly spaced sample of the corpus,
     with 4·√n lists unless told (FAISS wants ≥ 39 training points per list)."""
     import faiss
@@ -166,8 +186,9 @@ def build_index(corpus: Callable[[], Iterable[tuple[int, np.ndarray]]], n: int, 
     return index, params
 
 
-def search_index(index: faiss.Index, queries: np.ndarray, depth: int,
-                 id_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def search_index(
+    index: faiss.Index, queries: np.ndarray, depth: int, id_order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Scores and row ids (−1 where fewer than `depth` documents exist), best first by the tie rule among the
     `depth` + `MARGIN` the index returns (an approximate search: a tie across that cut is not looked for)."""
     s, i = index.search(queries, min(depth + MARGIN, index.ntotal))

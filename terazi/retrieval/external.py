@@ -50,12 +50,16 @@ def _run(source: Path, cond: str, smp: int, samples: int, split: str) -> tuple[p
     if mteb is not None:
         return read_predictions(mteb, split)[0], mteb
     what = "MTEB predictions hold the clean queries only" if source.is_file() else "missing first-stage run"
-    raise DatasetError(path if source.is_dir() else source, None, f"{what} for condition {cond!r}"
-                                                                  + (f" sample {smp}" if samples > 1 else ""))
+    raise DatasetError(
+        path if source.is_dir() else source,
+        None,
+        f"{what} for condition {cond!r}" + (f" sample {smp}" if samples > 1 else ""),
+    )
 
 
-def read_candidates(folder: Path, variants: pl.DataFrame, doc_ids: pl.Series, depth: int, dropped: pl.DataFrame,
-                    split: str = "test") -> tuple[pl.DataFrame, list[Path]]:
+def read_candidates(
+    folder: Path, variants: pl.DataFrame, doc_ids: pl.Series, depth: int, dropped: pl.DataFrame, split: str = "test"
+) -> tuple[pl.DataFrame, list[Path]]:
     """The runs for every (condition, sample) of `variants`, checked, ranked by the tie rule, less the `dropped`
     (query_id, doc_id) pairs and cut to `depth`."""
     samples = variants.group_by("condition").agg(pl.col("sample").n_unique())
@@ -69,51 +73,83 @@ def read_candidates(folder: Path, variants: pl.DataFrame, doc_ids: pl.Series, de
         need = part["query_id"].unique().to_list()
         lacking = sorted(set(need) - set(run["query_id"].unique().to_list()))
         if lacking:
-            raise DatasetError(path, None, f"{len(lacking)} of {len(need)} judged queries have no candidates, "
-                                           f"e.g. {lacking[0]!r}")
+            raise DatasetError(
+                path, None, f"{len(lacking)} of {len(need)} judged queries have no candidates, e.g. {lacking[0]!r}"
+            )
         unknown = run.filter(~pl.col("doc_id").is_in(doc_ids.implode()))
         if unknown.height:
-            raise DatasetError(path, None, f"document {unknown['doc_id'][0]!r} (query {unknown['query_id'][0]!r}) is "
-                                           "not in the dataset's corpus")
+            raise DatasetError(
+                path,
+                None,
+                f"document {unknown['doc_id'][0]!r} (query {unknown['query_id'][0]!r}) is not in the dataset's corpus",
+            )
         dup = run.filter(pl.struct("query_id", "doc_id").is_duplicated())
         if dup.height:
-            raise DatasetError(path, None, f"document {dup['doc_id'][0]!r} appears twice for query {dup['query_id'][0]!r}")
-        ranked = (run.filter(pl.col("query_id").is_in(need))
-                  .sort([pl.col("query_id"), *by], descending=[False, *descending], nulls_last=True)
-                  .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank"))
-                  .filter(pl.col("rank") <= deeper))
-        parts.append(ranked.select(pl.lit(cond).alias("condition"), pl.lit(smp, dtype=pl.Int64).alias("sample"),
-                                   "query_id", "rank", "doc_id", pl.col("score").cast(pl.Float64)))
+            raise DatasetError(
+                path, None, f"document {dup['doc_id'][0]!r} appears twice for query {dup['query_id'][0]!r}"
+            )
+        ranked = (
+            run.filter(pl.col("query_id").is_in(need))
+            .sort([pl.col("query_id"), *by], descending=[False, *descending], nulls_last=True)
+            .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank"))
+            .filter(pl.col("rank") <= deeper)
+        )
+        parts.append(
+            ranked.select(
+                pl.lit(cond).alias("condition"),
+                pl.lit(smp, dtype=pl.Int64).alias("sample"),
+                "query_id",
+                "rank",
+                "doc_id",
+                pl.col("score").cast(pl.Float64),
+            )
+        )
     cand = pl.concat(parts).sort("condition", "sample", "query_id", "rank")
     return allowed(cand, dropped, depth), files
 
 
-def import_candidates(dataset: DatasetManifest, ds: Dataset, folder: str | Path, variants: pl.DataFrame, depth: int,
-                      cache_dir: str | Path) -> CandidateSet:
+def import_candidates(
+    dataset: DatasetManifest, ds: Dataset, folder: str | Path, variants: pl.DataFrame, depth: int, cache_dir: str | Path
+) -> CandidateSet:
     """Freeze the runs in `folder` as this dataset's candidates (reused when the same runs were frozen before)."""
     start = time.perf_counter()
     folder = Path(folder).expanduser().resolve()
     if not folder.exists():
         raise DatasetError(folder, None, "first-stage runs folder not found")
     variants = variants.sort("condition", "sample", "query_id")
-    cand, files = read_candidates(folder, variants, ds.doc_ids, depth, ds.dropped(dataset.ignore_identical_ids),
-                                  dataset.split)
+    cand, files = read_candidates(
+        folder, variants, ds.doc_ids, depth, ds.dropped(dataset.ignore_identical_ids), dataset.split
+    )
     runs_hash = fingerprint.of_files(files)
-    lookup_key = fingerprint.of_json({
-        "dataset": dataset.fingerprint, "external": runs_hash, "depth": depth,
-        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
-        "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
-        "code": codehash.of_module(__name__)})
+    lookup_key = fingerprint.of_json(
+        {
+            "dataset": dataset.fingerprint,
+            "external": runs_hash,
+            "depth": depth,
+            "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+            "ties": RULE,
+            "ignore_identical_ids": dataset.ignore_identical_ids,
+            "code": codehash.of_module(__name__),
+        }
+    )
     target = inside(cache_dir, "candidates", lookup_key)
     if (target / MANIFEST).is_file():
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
         if cs is not None:
             return cs
     body = {
-        "lookup_key": lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
-        "encoder": f"external:{folder}", "index": INDEX, "depth": depth,
-        "encoder_identity": f"{'mteb-predictions' if any(f.suffix == '.json' for f in files) else 'trec-runs'}:{runs_hash}",
-        "faiss_version": "none", "queries_encoded": 0, "docs_encoded": 0, "ties": RULE,
+        "lookup_key": lookup_key,
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "encoder": f"external:{folder}",
+        "index": INDEX,
+        "depth": depth,
+        "encoder_identity": f"{'mteb-predictions' if any(f.suffix == '.json' for f in files) else 'trec-runs'}:"
+        f"{runs_hash}",
+        "faiss_version": "none",
+        "queries_encoded": 0,
+        "docs_encoded": 0,
+        "ties": RULE,
         "ignore_identical_ids": dataset.ignore_identical_ids,
     }
     return store_candidates(target, cand, body, ds.qrels, start)

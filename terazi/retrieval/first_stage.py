@@ -70,22 +70,35 @@ from terazi.ties import id_order
 log = logging.getLogger("terazi.retrieve")
 
 
-INDEX_PARAMS = {"flat": (), "hnsw": ("hnsw_m", "hnsw_ef_search"), "auto": ("hnsw_m", "hnsw_ef_search"),
-                "ivf": ("ivf_nlist", "ivf_nprobe")}
+INDEX_PARAMS = {
+    "flat": (),
+    "hnsw": ("hnsw_m", "hnsw_ef_search"),
+    "auto": ("hnsw_m", "hnsw_ef_search"),
+    "ivf": ("ivf_nlist", "ivf_nprobe"),
+}
 
 
-def lookup_key(dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int) -> str:
+def lookup_key(
+    dataset: DatasetManifest, variants: pl.DataFrame, ref: ModelRef, encoder: EncoderSpec, depth: int
+) -> str:
     """Hash of everything that decides the candidates (an index's parameters only when that index is used) and of the
     code that makes the set's files (this module's import closure: it searches, orders and writes them); the plan
     finds a set frozen under it, or has it frozen there."""
-    enc_params = encoder.model_dump(include={"max_length", "query_prefix", "document_prefix", "index",
-                                             *INDEX_PARAMS[encoder.index]})
-    return fingerprint.of_json({
-        "dataset": dataset.fingerprint, "encoder": ref.identity, "params": enc_params, "depth": depth,
-        "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
-        "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
-        "code": codehash.of_module(__name__),
-    })
+    enc_params = encoder.model_dump(
+        include={"max_length", "query_prefix", "document_prefix", "index", *INDEX_PARAMS[encoder.index]}
+    )
+    return fingerprint.of_json(
+        {
+            "dataset": dataset.fingerprint,
+            "encoder": ref.identity,
+            "params": enc_params,
+            "depth": depth,
+            "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
+            "ties": RULE,
+            "ignore_identical_ids": dataset.ignore_identical_ids,
+            "code": codehash.of_module(__name__),
+        }
+    )
 
 
 def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None:
@@ -111,7 +124,9 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     with lock:
         if load_shard(path, z - a) is not None:  # encoded meanwhile by another task
             return None
-        timed = TimedEncoder(model, ref, enc.batch_size)  # warm speed, the load outside the timer (terazi/models/costs.py)
+        timed = TimedEncoder(
+            model, ref, enc.batch_size
+        )  # warm speed, the load outside the timer (terazi/models/costs.py)
         unit = "documents" if part == "corpus" else "queries"
         with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{len(bounds)}", unit) as on_progress:
             emb = encode(timed, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
@@ -138,8 +153,13 @@ def _kept_vectors(store: str, texts: list[str]) -> np.ndarray | None:
     return np.ascontiguousarray(vectors, dtype=np.float32) if len(texts) and found.all() else None
 
 
-def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[VariantSet],
-           corpus_costs: list[ModelCost | None] = (), query_costs: list[ModelCost | None] = ()) -> CandidateSet:
+def search(
+    plan: RetrievalPlan,
+    dataset: DatasetManifest,
+    variant_sets: list[VariantSet],
+    corpus_costs: list[ModelCost | None] = (),
+    query_costs: list[ModelCost | None] = (),
+) -> CandidateSet:
     """Search every variant's text against the corpus shards, each list ranked by the tie rule and less the documents
     the dataset leaves out (searched that much deeper); freeze and return the candidates."""
     if plan.frozen:
@@ -160,47 +180,74 @@ def search(plan: RetrievalPlan, dataset: DatasetManifest, variant_sets: list[Var
         index_params: dict = {"type": "IndexFlatIP"}
     else:
         dim = q_emb.shape[1]
-        index, index_params = build_index(corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist,
-                                          enc.ivf_nprobe)
+        index, index_params = build_index(
+            corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist, enc.ivf_nprobe
+        )
         scores, rows = search_index(index, q_emb, depth, order)
         pick = sample_rows(len(q_emb))
         _, exact_rows = exact_search(corpus(), q_emb[pick], depth, order)
         index_recall, sample = round(recall_against_exact(rows[pick], exact_rows), 6), len(pick)
-        log.info("%s: %s recall@%d against exact search %.4f (%d query texts)", plan.dataset, index_params["type"],
-                 depth, index_recall, sample)
+        log.info(
+            "%s: %s recall@%d against exact search %.4f (%d query texts)",
+            plan.dataset,
+            index_params["type"],
+            depth,
+            index_recall,
+            sample,
+        )
         del index
     row_of_text = pl.DataFrame({"text": texts, "i": np.arange(texts.len(), dtype=np.int64)})
     vi = variants.select("text").join(row_of_text, on="text", how="left", maintain_order="left")["i"].to_numpy()
     docs_encoded = sum(c.items for c in corpus_costs if c)
     queries_encoded = sum(c.items for c in query_costs if c)
     blocks = (allowed(b, dropped, plan.depth) for b in candidate_blocks(variants, vi, rows, scores, doc_ids))
-    return freeze(plan, dataset, blocks, index_params, index_recall, sample, queries_encoded, docs_encoded,
-                  combine([c for c in [*corpus_costs, *query_costs] if c]))
+    return freeze(
+        plan,
+        dataset,
+        blocks,
+        index_params,
+        index_recall,
+        sample,
+        queries_encoded,
+        docs_encoded,
+        combine([c for c in [*corpus_costs, *query_costs] if c]),
+    )
 
 
-def candidate_blocks(variants: pl.DataFrame, vi: np.ndarray, rows: np.ndarray, scores: np.ndarray,
-                     doc_ids: pl.Series) -> Iterator[pl.DataFrame]:
+def candidate_blocks(
+    variants: pl.DataFrame, vi: np.ndarray, rows: np.ndarray, scores: np.ndarray, doc_ids: pl.Series
+) -> Iterator[pl.DataFrame]:
     """The candidate table, a block of variants at a time in the variants' (sorted) order: variant j's candidates
     are the search results of its text, row `vi[j]` of `rows` (corpus rows, −1 where none) and `scores`."""
     k = rows.shape[1]
     step = max(1, BLOCK_ROWS // max(k, 1))
     for a in range(0, variants.height, step):
-        part, at = variants.slice(a, step), vi[a: a + step]
+        part, at = variants.slice(a, step), vi[a : a + step]
         r, s = rows[at], scores[at]
         keep = (r >= 0).ravel()
-        yield pl.DataFrame({
-            "condition": np.repeat(part["condition"].to_numpy(), k)[keep],
-            "sample": np.repeat(part["sample"].to_numpy(), k)[keep],
-            "query_id": np.repeat(part["query_id"].to_numpy(), k)[keep],
-            "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(at))[keep],
-            "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
-            "score": s.ravel()[keep].astype(np.float64),
-        })
+        yield pl.DataFrame(
+            {
+                "condition": np.repeat(part["condition"].to_numpy(), k)[keep],
+                "sample": np.repeat(part["sample"].to_numpy(), k)[keep],
+                "query_id": np.repeat(part["query_id"].to_numpy(), k)[keep],
+                "rank": np.tile(np.arange(1, k + 1, dtype=np.int64), len(at))[keep],
+                "doc_id": doc_ids.gather(r.ravel()[keep]).cast(pl.Utf8),
+                "score": s.ravel()[keep].astype(np.float64),
+            }
+        )
 
 
-def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.DataFrame], index_params: dict,
-           index_recall: float | None, sample: int, queries_encoded: int, docs_encoded: int,
-           cost: ModelCost | None = None) -> CandidateSet:
+def freeze(
+    plan: RetrievalPlan,
+    dataset: DatasetManifest,
+    blocks: Iterable[pl.DataFrame],
+    index_params: dict,
+    index_recall: float | None,
+    sample: int,
+    queries_encoded: int,
+    docs_encoded: int,
+    cost: ModelCost | None = None,
+) -> CandidateSet:
     """Write the candidate set (parquet and TREC runs, a block of variants at a time; the manifest) into a new folder
     and move it into place at once; when a concurrent run froze the same set first, theirs is kept (it is the
     same)."""
@@ -212,21 +259,46 @@ def freeze(plan: RetrievalPlan, dataset: DatasetManifest, blocks: Iterable[pl.Da
     tmp.mkdir(parents=True)
     ids, recall = write_set(tmp, blocks, open_dataset(dataset).qrels, depth)
     body = {
-        "lookup_key": plan.lookup_key, "dataset": dataset.name, "dataset_fingerprint": dataset.fingerprint,
-        "encoder": plan.encoder.model, "encoder_identity": plan.encoder_identity, "index": index_params, "depth": depth,
-        "faiss_version": faiss.__version__, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
-        "queries_encoded": queries_encoded, "docs_encoded": docs_encoded, "seconds": round(time.time() - plan.started, 3),
-        "cost": cost.model_dump() if cost else None, "ties": RULE, "ignore_identical_ids": dataset.ignore_identical_ids,
+        "lookup_key": plan.lookup_key,
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "encoder": plan.encoder.model,
+        "encoder_identity": plan.encoder_identity,
+        "index": index_params,
+        "depth": depth,
+        "faiss_version": faiss.__version__,
+        "path": "candidates.parquet",
+        "trec_dir": "runs",
+        "recall": recall,
+        "queries_encoded": queries_encoded,
+        "docs_encoded": docs_encoded,
+        "seconds": round(time.time() - plan.started, 3),
+        "cost": cost.model_dump() if cost else None,
+        "ties": RULE,
+        "ignore_identical_ids": dataset.ignore_identical_ids,
     }
     fp = candidate_fingerprint(body, ids)
-    stored = CandidateSet(fingerprint=fp, reused=False, files=set_files(tmp), index_recall=index_recall,
-                          index_recall_queries=sample, shards=len(plan.corpus_shards), **body)
+    stored = CandidateSet(
+        fingerprint=fp,
+        reused=False,
+        files=set_files(tmp),
+        index_recall=index_recall,
+        index_recall_queries=sample,
+        shards=len(plan.corpus_shards),
+        **body,
+    )
     (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
     try:
         os.rename(tmp, folder)
     except OSError:  # a concurrent run froze it first
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(plan.queries, ignore_errors=True)
-    log.info("%s: froze candidates %s (recall@%d clean %.3f) in %.1fs", dataset.name, fp, depth,
-             recall.get(CLEAN, 0.0), stored.seconds)
+    log.info(
+        "%s: froze candidates %s (recall@%d clean %.3f) in %.1fs",
+        dataset.name,
+        fp,
+        depth,
+        recall.get(CLEAN, 0.0),
+        stored.seconds,
+    )
     return stored.model_copy(update={"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs")})

@@ -35,8 +35,19 @@ log = logging.getLogger("terazi.frozen")
 MANIFEST = "manifest.json"
 # manifest fields that describe where and how fast a set was made, not which candidates it holds (the lookup key
 # holds the code that made the set: the same candidates made by a newer terazi keep their fingerprint)
-NOT_IN_FINGERPRINT = ("lookup_key", "path", "trec_dir", "seconds", "queries_encoded", "docs_encoded", "files", "index_recall",
-                      "index_recall_queries", "shards", "cost")
+NOT_IN_FINGERPRINT = (
+    "lookup_key",
+    "path",
+    "trec_dir",
+    "seconds",
+    "queries_encoded",
+    "docs_encoded",
+    "files",
+    "index_recall",
+    "index_recall_queries",
+    "shards",
+    "cost",
+)
 
 
 def candidate_fingerprint(body: dict, ids: str) -> str:
@@ -45,7 +56,9 @@ def candidate_fingerprint(body: dict, ids: str) -> str:
     return fingerprint.of_json({k: v for k, v in body.items() if k not in NOT_IN_FINGERPRINT} | {"ids": ids})
 
 
-RULE = "trec"  # the tie rule every first stage ranks by (`terazi.metrics.contracts.TIES`), in its lookup key and manifest
+RULE = (
+    "trec"  # the tie rule every first stage ranks by (`terazi.metrics.contracts.TIES`), in its lookup key and manifest
+)
 
 
 def allowed(cand: pl.DataFrame, dropped: pl.DataFrame, depth: int) -> pl.DataFrame:
@@ -54,7 +67,8 @@ def allowed(cand: pl.DataFrame, dropped: pl.DataFrame, depth: int) -> pl.DataFra
     past `depth` as a query can lose, so each keeps its `depth` best allowed ones."""
     if dropped.height:
         cand = cand.join(dropped, on=["query_id", "doc_id"], how="anti", maintain_order="left").with_columns(
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("condition", "sample", "query_id").alias("rank"))
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("condition", "sample", "query_id").alias("rank")
+        )
     return cand.filter(pl.col("rank") <= depth)
 
 
@@ -67,14 +81,20 @@ def recall_by_condition(qrels: dict[str, dict[str, int]], candidates: Path, dept
     """Recall@depth of each condition's candidates (its first sample), as the manifest records it: the mean of
     `evaluate`'s per-query values, the file read a block at a time."""
     first = pl.col("sample") == 0
-    values = blockwise(candidates, RANKING, lambda blocks: per_query_values(
-        qrels, (b.filter(first) for b in blocks), UNCHANGED, [f"R@{depth}"]))
-    return {cond: round(part["value"].rechunk().mean(), 6)
-            for (cond,), part in values.group_by("condition", maintain_order=True)}
+    values = blockwise(
+        candidates,
+        RANKING,
+        lambda blocks: per_query_values(qrels, (b.filter(first) for b in blocks), UNCHANGED, [f"R@{depth}"]),
+    )
+    return {
+        cond: round(part["value"].rechunk().mean(), 6)
+        for (cond,), part in values.group_by("condition", maintain_order=True)
+    }
 
 
-def write_set(folder: Path, blocks: Iterable[pl.DataFrame], qrels: dict[str, dict[str, int]],
-              depth: int) -> tuple[str, dict[str, float]]:
+def write_set(
+    folder: Path, blocks: Iterable[pl.DataFrame], qrels: dict[str, dict[str, int]], depth: int
+) -> tuple[str, dict[str, float]]:
     """A candidate table, given as its consecutive blocks (in (condition, sample, query_id, rank) order, so that the
     stages after it read it a block of whole variants at a time), into `folder`: candidates.parquet, then its TREC
     runs; returns the hash of its ids (for `candidate_fingerprint`) and each condition's recall@depth."""
@@ -90,18 +110,30 @@ def write_set(folder: Path, blocks: Iterable[pl.DataFrame], qrels: dict[str, dic
     return ids.hexdigest(), recall_by_condition(qrels, path, depth)
 
 
-CANDIDATES = {"condition": pl.Utf8, "sample": pl.Int64, "query_id": pl.Utf8, "rank": pl.Int64, "doc_id": pl.Utf8,
-              "score": pl.Float64}
+CANDIDATES = {
+    "condition": pl.Utf8,
+    "sample": pl.Int64,
+    "query_id": pl.Utf8,
+    "rank": pl.Int64,
+    "doc_id": pl.Utf8,
+    "score": pl.Float64,
+}
 
 
-def store_candidates(target: Path, cand: pl.DataFrame, body: dict, qrels: dict[str, dict[str, int]],
-                     started: float) -> CandidateSet:
+def store_candidates(
+    target: Path, cand: pl.DataFrame, body: dict, qrels: dict[str, dict[str, int]], started: float
+) -> CandidateSet:
     """Freeze a candidate table computed in this process (BM25, or runs made elsewhere) into `target`: parquet,
     TREC copies, then the manifest (`body` and the recall; relative paths, so the cache can be copied or moved)."""
     target.mkdir(parents=True, exist_ok=True)
     ids, recall = write_set(target, [cand], qrels, body["depth"])
-    body = {**body, "path": "candidates.parquet", "trec_dir": "runs", "recall": recall,
-            "seconds": round(time.perf_counter() - started, 3)}
+    body = {
+        **body,
+        "path": "candidates.parquet",
+        "trec_dir": "runs",
+        "recall": recall,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
     cs = CandidateSet(fingerprint=candidate_fingerprint(body, ids), reused=False, files=set_files(target), **body)
     tmp = target / (MANIFEST + ".tmp")
     tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
@@ -111,8 +143,11 @@ def store_candidates(target: Path, cand: pl.DataFrame, body: dict, qrels: dict[s
 
 def set_files(folder: Path) -> dict[str, str]:
     """SHA-256 of each file of a set (`candidates.parquet`, `runs/*.trec`), by its path relative to `folder`."""
-    return {str(p.relative_to(folder)): fingerprint.of_file(p)
-            for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))] if p.is_file()}
+    return {
+        str(p.relative_to(folder)): fingerprint.of_file(p)
+        for p in [folder / "candidates.parquet", *sorted((folder / "runs").glob("*.trec"))]
+        if p.is_file()
+    }
 
 
 def candidates_file_name(condition: str, sample: int, samples: int) -> str:
@@ -123,8 +158,9 @@ def write_runs(candidates: Path, runs: Path, only: set[str] | None = None) -> No
     """TREC run files of a candidate file, one per condition and sample (or only the ones named `runs/<file>`), read a
     block of whole variants at a time (each (condition, sample)'s rows in consecutive blocks, appended to its file)."""
     runs.mkdir(parents=True, exist_ok=True)
-    samples = dict(pl.scan_parquet(candidates).group_by("condition").agg(pl.col("sample").n_unique()).collect()
-                   .iter_rows())
+    samples = dict(
+        pl.scan_parquet(candidates).group_by("condition").agg(pl.col("sample").n_unique()).collect().iter_rows()
+    )
 
     def write(blocks: Iterable[pl.DataFrame]) -> None:
         started = set()
@@ -153,21 +189,25 @@ def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -
     files = body.get("files") or set_files(folder)
     if "candidates.parquet" not in files:
         return None
-    bad = [name for name, digest in files.items()
-           if not (folder / name).is_file() or hashed(folder / name) != digest]
+    bad = [name for name, digest in files.items() if not (folder / name).is_file() or hashed(folder / name) != digest]
     if "candidates.parquet" in bad:
         log.warning("frozen candidates %s: candidates.parquet is missing or damaged", folder)
         return None
     if bad:
         if not rebuild:
             raise CacheError(f"frozen candidates {folder}: {', '.join(bad)} missing or damaged")
-        log.warning("frozen candidates %s: %s missing or damaged; writing them again from candidates.parquet",
-                    folder, ", ".join(bad))
+        log.warning(
+            "frozen candidates %s: %s missing or damaged; writing them again from candidates.parquet",
+            folder,
+            ", ".join(bad),
+        )
         write_runs(folder / "candidates.parquet", folder / "runs", only=set(bad))
         still = [n for n in bad if not (folder / n).is_file() or fingerprint.of_file(folder / n) != files[n]]
         if still:
-            raise CacheError(f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
-                             "hash; run `terazi cache repair`")
+            raise CacheError(
+                f"frozen candidates {folder}: {', '.join(still)} could not be rebuilt to the recorded "
+                "hash; run `terazi cache repair`"
+            )
     if trust_stamps:
         mark_used(folder / MANIFEST)
     return CandidateSet.model_validate(body | {"files": files})
@@ -192,17 +232,23 @@ def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> Candid
             continue
         if body.get("fingerprint") == wanted:
             if body["dataset_fingerprint"] != dataset.fingerprint:
-                raise ConfigError(f"candidates {wanted} were frozen for another version of dataset "
-                                 f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})")
+                raise ConfigError(
+                    f"candidates {wanted} were frozen for another version of dataset "
+                    f"{body['dataset']} ({body['dataset_fingerprint']}, now {dataset.fingerprint})"
+                )
             cs = load_frozen(path.parent)
             if cs is not None and cs.ties != RULE:
-                raise ConfigError(f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
-                                  "by score, then document id descending (trec_eval's rule): run without "
-                                  "`candidates` to retrieve them afresh under the rule")
+                raise ConfigError(
+                    f"candidates {wanted} were frozen in FAISS's order, before terazi ranked every list "
+                    "by score, then document id descending (trec_eval's rule): run without "
+                    "`candidates` to retrieve them afresh under the rule"
+                )
             if cs is None:
-                raise CacheError(f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
-                                 "or damaged, and a set named by fingerprint cannot be computed again; run without "
-                                 "`candidates` to retrieve afresh")
+                raise CacheError(
+                    f"frozen candidates {wanted}: {path.parent / 'candidates.parquet'} is missing "
+                    "or damaged, and a set named by fingerprint cannot be computed again; run without "
+                    "`candidates` to retrieve afresh"
+                )
             return cs
     raise ConfigError(f"no frozen candidates with fingerprint {wanted} under {cache_dir}/candidates")
 

@@ -34,9 +34,17 @@ def isolated_candidates(candidates: pl.DataFrame, variants: pl.DataFrame) -> pl.
     pseudo-conditions in the order of `variants`, each one's variants in (sample, query_id) order."""
     clean = candidates.filter((pl.col("condition") == CLEAN) & (pl.col("sample") == 0)).drop("condition", "sample")
     keys = isolated_variants(variants).select(VARIANT)
-    return pl.concat([part.sort("sample", "query_id").join(clean, on="query_id", how="inner", maintain_order="left_right")
-                      for _, part in keys.group_by("condition", maintain_order=True)],
-                     how="vertical").select(candidates.columns) if keys.height else candidates.clear()
+    return (
+        pl.concat(
+            [
+                part.sort("sample", "query_id").join(clean, on="query_id", how="inner", maintain_order="left_right")
+                for _, part in keys.group_by("condition", maintain_order=True)
+            ],
+            how="vertical",
+        ).select(candidates.columns)
+        if keys.height
+        else candidates.clear()
+    )
 
 
 def with_isolated(candidates: pl.DataFrame, variants: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -57,12 +65,22 @@ def isolated_blocks(candidates: Path, variants: pl.DataFrame) -> Iterator[pl.Dat
         for smp in part["sample"].unique().sort().to_list():
             wanted = part.filter(pl.col("sample") == smp).select("query_id")
             for rows in condition_rows(candidates, RANKING, CLEAN):
-                yield (rows.filter(pl.col("sample") == 0).join(wanted, on="query_id", how="semi", maintain_order="left")
-                       .with_columns(pl.lit(cond).alias("condition"), pl.lit(smp).alias("sample")).cast(schema))
+                yield (
+                    rows.filter(pl.col("sample") == 0)
+                    .join(wanted, on="query_id", how="semi", maintain_order="left")
+                    .with_columns(pl.lit(cond).alias("condition"), pl.lit(smp).alias("sample"))
+                    .cast(schema)
+                )
 
 
-def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_sets: list[VariantSet], robustness: str,
-                 out_dir: str, cache_dir: str | None = None) -> tuple[CandidateSet, list[VariantSet]]:
+def add_isolated(
+    dataset: DatasetManifest,
+    candidates: CandidateSet,
+    variant_sets: list[VariantSet],
+    robustness: str,
+    out_dir: str,
+    cache_dir: str | None = None,
+) -> tuple[CandidateSet, list[VariantSet]]:
     """(candidates, variant sets) for the rerank and score stages: unchanged for `end-to-end`, extended for `both`;
     linked from the stored outputs when the same candidates and variants were extended before (terazi.memo)."""
     if robustness == "end-to-end":
@@ -76,19 +94,34 @@ def add_isolated(dataset: DatasetManifest, candidates: CandidateSet, variant_set
         path = at.isolated_candidates(dataset.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         source = Path(candidates.path)
-        write_blocks(path, isolated_blocks(source, variants), lambda: with_isolated(pl.read_parquet(source), variants)[0])
+        write_blocks(
+            path, isolated_blocks(source, variants), lambda: with_isolated(pl.read_parquet(source), variants)[0]
+        )
         for vs in corrupted:
             isolated_variants(variants.filter(pl.col("condition") == vs.condition)).write_parquet(
-                at.isolated_variants(dataset.name, vs.condition))
+                at.isolated_variants(dataset.name, vs.condition)
+            )
         return {}
 
-    key = memo.key("isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets],
-                   maker=__name__)
+    key = memo.key(
+        "isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets], maker=__name__
+    )
     memo.reuse(cache_dir, key, out_dir, write)
-    extra_sets = [vs.model_copy(update={"condition": isolated(vs.condition),
-                                        "path": str(layout.isolated_variants(dataset.name, vs.condition))})
-                  for vs in corrupted]
-    log.info("%s: isolated setting for %d condition(s): clean candidates reranked with the corrupted text",
-             dataset.name, len(extra_sets))
-    return candidates.model_copy(update={"path": str(layout.isolated_candidates(dataset.name))}), [*variant_sets,
-                                                                                                   *extra_sets]
+    extra_sets = [
+        vs.model_copy(
+            update={
+                "condition": isolated(vs.condition),
+                "path": str(layout.isolated_variants(dataset.name, vs.condition)),
+            }
+        )
+        for vs in corrupted
+    ]
+    log.info(
+        "%s: isolated setting for %d condition(s): clean candidates reranked with the corrupted text",
+        dataset.name,
+        len(extra_sets),
+    )
+    return candidates.model_copy(update={"path": str(layout.isolated_candidates(dataset.name))}), [
+        *variant_sets,
+        *extra_sets,
+    ]

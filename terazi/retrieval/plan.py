@@ -32,18 +32,34 @@ from terazi.schemas.tables import VARIANT
 log = logging.getLogger("terazi.retrieve")
 
 
-def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], encoder: EncoderSpec, depth: int,
-                   cache_dir: str, offline: bool = False, frozen: str | None = None,
-                   scale: ScaleSpec = ScaleSpec(), external: str | None = None) -> RetrievalPlan:
+def plan_retrieval(
+    dataset: DatasetManifest,
+    variant_sets: list[VariantSet],
+    encoder: EncoderSpec,
+    depth: int,
+    cache_dir: str,
+    offline: bool = False,
+    frozen: str | None = None,
+    scale: ScaleSpec = ScaleSpec(),
+    external: str | None = None,
+) -> RetrievalPlan:
     """Reuse frozen candidates (`frozen` set), import them from TREC runs made elsewhere (`external`), or cut the
     work into corpus and query shards."""
     started = time.time()
-    if external:  # candidates from another system's first stage (terazi/retrieval/external.py), frozen like terazi's own
+    # candidates from another system's first stage (terazi/retrieval/external.py), frozen like terazi's own
+    if external:
         from terazi.retrieval.external import import_candidates
 
         cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
-        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
-                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
+        return RetrievalPlan(
+            dataset=dataset.name,
+            lookup_key=cs.lookup_key,
+            folder=str(Path(cs.path).parent),
+            frozen=cs,
+            encoder=encoder,
+            depth=depth,
+            offline=offline,
+        )
     if frozen:
         cs = find_frozen(cache_dir, frozen, dataset)
         have = pl.read_parquet(cs.path, columns=VARIANT).unique()
@@ -51,11 +67,20 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         missing = need.join(have, on=VARIANT, how="anti")
         if missing.height:
             cond, smp, q = missing.row(0)
-            raise ConfigError(f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
-                             f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with")
+            raise ConfigError(
+                f"frozen candidates {frozen} lack {missing.height} query variants, e.g. {q!r} under "
+                f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with"
+            )
         log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
-        return RetrievalPlan(dataset=dataset.name, lookup_key=cs.lookup_key, folder=str(Path(cs.path).parent),
-                             frozen=cs, encoder=encoder, depth=depth, offline=offline)
+        return RetrievalPlan(
+            dataset=dataset.name,
+            lookup_key=cs.lookup_key,
+            folder=str(Path(cs.path).parent),
+            frozen=cs,
+            encoder=encoder,
+            depth=depth,
+            offline=offline,
+        )
     variants = read_variants(variant_sets).sort(VARIANT)
     ref = resolve(encoder.model, encoder.revision, offline, cache_dir)
     prepare_environment([ref], offline)
@@ -65,20 +90,42 @@ def plan_retrieval(dataset: DatasetManifest, variant_sets: list[VariantSet], enc
         cs = load_frozen(folder)
         if cs is not None:
             log.info("%s: reusing frozen candidates %s (no encoding)", dataset.name, cs.fingerprint)
-            return RetrievalPlan(dataset=dataset.name, lookup_key=key, folder=str(folder), frozen=cs,
-                                 encoder=encoder, depth=depth, offline=offline)
+            return RetrievalPlan(
+                dataset=dataset.name,
+                lookup_key=key,
+                folder=str(folder),
+                frozen=cs,
+                encoder=encoder,
+                depth=depth,
+                offline=offline,
+            )
         quarantine_folder(folder)
     corpus = dataset_corpus(dataset, cache_dir)
-    vectors = lambda prefix: vector_identity(ref, "torch", seq_length(ref, encoder.max_length), prefix,  # noqa: E731
-                                             "fp32", pick_device(encoder.device))
+
+    def vectors(prefix: str) -> str:
+        return vector_identity(
+            ref, "torch", seq_length(ref, encoder.max_length), prefix, "fp32", pick_device(encoder.device)
+        )
+
     work = inside(cache_dir, "work", f"queries-{key}-{uuid.uuid4().hex[:8]}")
     work.mkdir(parents=True, exist_ok=True)
     texts = variants["text"].unique(maintain_order=True)
     texts.to_frame("text").write_parquet(work / "texts.parquet")
     return RetrievalPlan(
-        dataset=dataset.name, lookup_key=key, folder=str(folder), encoder=encoder, encoder_identity=ref.identity,
-        depth=depth, offline=offline, corpus=str(corpus.path), corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
-        embeddings=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.document_prefix),
-                                                                  dataset.corpus_fingerprint))),
-        query_vectors=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.query_prefix)))), queries=str(work),
-        query_shards=shard_bounds(texts.len(), scale.query_shard_size), started=started)
+        dataset=dataset.name,
+        lookup_key=key,
+        folder=str(folder),
+        encoder=encoder,
+        encoder_identity=ref.identity,
+        depth=depth,
+        offline=offline,
+        corpus=str(corpus.path),
+        corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
+        embeddings=str(
+            inside(cache_dir, "embeddings", store_key(vectors(encoder.document_prefix), dataset.corpus_fingerprint))
+        ),
+        query_vectors=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.query_prefix)))),
+        queries=str(work),
+        query_shards=shard_bounds(texts.len(), scale.query_shard_size),
+        started=started,
+    )

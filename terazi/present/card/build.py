@@ -20,7 +20,7 @@ from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
-from terazi.errors import DatasetError
+from terazi.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
 from terazi.present.card.folder import RunFolder, read_folder
 from terazi.present.card.method import model_label
@@ -35,13 +35,26 @@ FORMATS = ("markdown", "yaml", "eval-results", "json", "all")
 SUFFIXES = {"markdown": ".md", "yaml": ".yaml", "json": ".json"}
 
 
+def check_format(fmt: str, out: Path | None) -> None:
+    """A format the card can be given in: one of `FORMATS`, and `all` (several files) only with a file to write."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "all" and out is None:
+        raise ConfigError(
+            "--format all writes each part to its own file: give --out FILE (FILE.md, FILE.yaml, "
+            "FILE.json and .eval_results/FILE.yaml)"
+        )
+
+
 def card_files(out: Path, fmt: str) -> dict[str, Path]:
     """format → the file it is written to: `out` itself, or for `all` `out` with each suffix and the
     `.eval_results/<name>.yaml` beside it (the folder a model repository keeps them in)."""
     if fmt != "all":
         return {fmt: out}
-    return {**{key: out.with_suffix(suffix) for key, suffix in SUFFIXES.items()},
-            "eval-results": out.parent / ".eval_results" / f"{out.stem}.yaml"}
+    return {
+        **{key: out.with_suffix(suffix) for key, suffix in SUFFIXES.items()},
+        "eval-results": out.parent / ".eval_results" / f"{out.stem}.yaml",
+    }
 
 
 @dataclass(frozen=True)
@@ -71,9 +84,18 @@ class Card:
 
     def markdown(self) -> str:
         lab = self.labels
-        lines = [f"## {word('title', lab)}", "", " ".join(self.method), "", self.results.markdown(), "",
-                 f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):", "", self.per_dataset.markdown(),
-                 ""]
+        lines = [
+            f"## {word('title', lab)}",
+            "",
+            " ".join(self.method),
+            "",
+            self.results.markdown(),
+            "",
+            f"{word('per_dataset', lab)} ({condition('clean', lab).lower()}):",
+            "",
+            self.per_dataset.markdown(),
+            "",
+        ]
         if self.comparisons.rows:  # a run of one system compares nothing
             lines += [f"{word('pairs', lab)} ({self.comparisons_caption}):", "", self.comparisons.markdown(), ""]
             lines += [f"- {x}" for x in self.significant] + [""]
@@ -91,8 +113,18 @@ class Card:
 
     def eval_results(self) -> list[dict]:
         contract = MetricContract.model_validate(self.contract) if self.contract else None
-        return hub.eval_results(self.datasets, self.cells, self.headline, self.labels, self.source, self.date,
-                                self.confidence, self.resamples, self.seed, contract)
+        return hub.eval_results(
+            self.datasets,
+            self.cells,
+            self.headline,
+            self.labels,
+            self.source,
+            self.date,
+            self.confidence,
+            self.resamples,
+            self.seed,
+            contract,
+        )
 
     def eval_results_yaml(self) -> str:
         """Entries for a `.eval_results/<name>.yaml` file of the model repository."""
@@ -100,8 +132,12 @@ class Card:
 
     def text(self, fmt: str) -> str:
         """The card in one format of `FORMATS` (not `all`)."""
-        return {"markdown": self.markdown, "yaml": self.model_index_yaml, "eval-results": self.eval_results_yaml,
-                "json": lambda: self.to_json() + "\n"}[fmt]()
+        return {
+            "markdown": self.markdown,
+            "yaml": self.model_index_yaml,
+            "eval-results": self.eval_results_yaml,
+            "json": lambda: self.to_json() + "\n",
+        }[fmt]()
 
     def write(self, out: Path, fmt: str) -> Iterator[Path]:
         """Write the card in `fmt` to `out` (with `all`, each part to its own file: `card_files`), yielding each file
@@ -113,14 +149,30 @@ class Card:
 
     def to_json(self) -> str:
         """Everything the card prints, unrounded, with the text tables beside."""
-        body = {"system": self.system, "model_name": self.model_name, "labels": self.labels, "headline": self.headline,
-                "confidence": self.confidence, "method": self.method, **self.numbers,
-                "cells": [asdict(c) for c in self.cells], "hub_datasets": [asdict(d) for d in self.datasets],
-                "tables": {"results": self.results.to_json(), "per_dataset": self.per_dataset.to_json(),
-                           "comparisons": self.comparisons.to_json(), "ranks": self.ranks.to_json()},
-                "comparisons_caption": self.comparisons_caption, "significant": self.significant,
-                "variants": self.variants, "rank_line": self.rank_line, "contract": self.contract,
-                "model_index": self.model_index(), "eval_results": self.eval_results()}
+        body = {
+            "system": self.system,
+            "model_name": self.model_name,
+            "labels": self.labels,
+            "headline": self.headline,
+            "confidence": self.confidence,
+            "method": self.method,
+            **self.numbers,
+            "cells": [asdict(c) for c in self.cells],
+            "hub_datasets": [asdict(d) for d in self.datasets],
+            "tables": {
+                "results": self.results.to_json(),
+                "per_dataset": self.per_dataset.to_json(),
+                "comparisons": self.comparisons.to_json(),
+                "ranks": self.ranks.to_json(),
+            },
+            "comparisons_caption": self.comparisons_caption,
+            "significant": self.significant,
+            "variants": self.variants,
+            "rank_line": self.rank_line,
+            "contract": self.contract,
+            "model_index": self.model_index(),
+            "eval_results": self.eval_results(),
+        }
         return json.dumps(body, ensure_ascii=False, indent=1)
 
 
@@ -154,21 +206,36 @@ def variant_lines(run: RunFolder, system: str, labels: str) -> tuple[list[str], 
     costs = {r["system"]: r for r in run.costs.to_dicts()} if run.costs is not None else {}
     lines = []
     for r in rows:
-        j = Judgement(r["base"], r["variant"], r["label"], r["measure"], int(r["queries"]), r["delta"], r["ci_low"],
-                      r["ci_high"], _cost(costs.get(r["base"])), _cost(costs.get(r["variant"])))
+        j = Judgement(
+            r["base"],
+            r["variant"],
+            r["label"],
+            r["measure"],
+            int(r["queries"]),
+            r["delta"],
+            r["ci_low"],
+            r["ci_high"],
+            _cost(costs.get(r["base"])),
+            _cost(costs.get(r["variant"])),
+        )
         lines.append(variant_sentence(j, labels, run.settings.confidence))
     return lines, rows
 
 
-def build_card(results_dir: str | Path, system: str, labels: Labels | None = None, model_name: str | None = None,
-               names: dict[str, str] | None = None, rivals: list[str] | None = None) -> Card:
+def build_card(
+    results_dir: str | Path,
+    system: str,
+    labels: Labels | None = None,
+    model_name: str | None = None,
+    names: dict[str, str] | None = None,
+    rivals: list[str] | None = None,
+) -> Card:
     """The card of `system` from a results folder (`terazi run` or `terazi analyze`). `labels`: tr or en (default:
     the run's own); `model_name`: the name in `model-index` (default: the system's); `names`: how rows are called
     (system -> display name); `rivals`: the systems the comparison counts and cells list (default: all)."""
     run = read_folder(results_dir)
     if system not in run.order:
-        raise DatasetError(run.path / "leaderboard.csv", None,
-                           f"no system {system!r}; systems: {', '.join(run.order)}")
+        raise DatasetError(run.path / "leaderboard.csv", None, f"no system {system!r}; systems: {', '.join(run.order)}")
     unknown = [r for r in rivals or [] if r not in run.order or r == system]
     if unknown:
         raise DatasetError(run.path / "leaderboard.csv", None, f"rival(s) {unknown} are not other systems of the run")
@@ -183,20 +250,43 @@ def build_card(results_dir: str | Path, system: str, labels: Labels | None = Non
     suffix = f" ({model_label(s.encoder)} top-{s.rerank_depth})" if s.encoder and s.rerank_depth else ""
     ranked = set(run.ranked)
     datasets = [hub.hub_dataset(d, s.benchmark, suffix) for d in run.datasets if d.name in ranked]
-    keep = [c for c in run.board.columns if c in ("system", "group", "mean_task", "ci_low", "ci_high", "borda_votes",
-                                                   "borda_rank") or c in [d.name for d in run.datasets]
-            or c in run.corrupted or c in [f"{x} retention" for x in run.corrupted]]
-    numbers = {"results": run.board.select(keep).to_dicts(), "params": tables.params(run),
-               "comparisons": pairwise_summary(tables.cells_of(run, system)).to_dicts(),
-               "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference")
-               .to_dicts(),
-               "variants": variant_rows, "ranks": ranks.to_dicts()}
+    keep = [
+        c
+        for c in run.board.columns
+        if c in ("system", "group", "mean_task", "ci_low", "ci_high", "borda_votes", "borda_rank")
+        or c in [d.name for d in run.datasets]
+        or c in run.corrupted
+        or c in [f"{x} retention" for x in run.corrupted]
+    ]
+    numbers = {
+        "results": run.board.select(keep).to_dicts(),
+        "params": tables.params(run),
+        "comparisons": pairwise_summary(tables.cells_of(run, system)).to_dicts(),
+        "significant_cells": tables.cells_of(run, system).filter(pl.col("verdict") != "no difference").to_dicts(),
+        "variants": variant_rows,
+        "ranks": ranks.to_dicts(),
+    }
     return Card(
-        system=system, model_name=model_name or system, labels=labels, headline=s.headline, confidence=s.confidence,
-        method=method.sentences(run, labels), results=tables.results(run, system, shown, labels),
-        per_dataset=tables.per_dataset(run, system, shown, labels), comparisons=counts, comparisons_caption=caption,
-        significant=tables.significant(run, system, shown, labels, rivals), variants=variant_text,
+        system=system,
+        model_name=model_name or system,
+        labels=labels,
+        headline=s.headline,
+        confidence=s.confidence,
+        method=method.sentences(run, labels),
+        results=tables.results(run, system, shown, labels),
+        per_dataset=tables.per_dataset(run, system, shown, labels),
+        comparisons=counts,
+        comparisons_caption=caption,
+        significant=tables.significant(run, system, shown, labels, rivals),
+        variants=variant_text,
         ranks=tables.rank_table(ranks, system, shown, labels, s.confidence),
-        rank_line=tables.rank_line(ranks, system, shown, labels, s.confidence), cells=cells(run, system),
-        datasets=datasets, source=f"terazi ({s.benchmark})", date=run.started[:10], resamples=s.resamples, seed=s.seed,
-        contract=run.contract.model_dump() if run.contract else None, numbers=numbers)
+        rank_line=tables.rank_line(ranks, system, shown, labels, s.confidence),
+        cells=cells(run, system),
+        datasets=datasets,
+        source=f"terazi ({s.benchmark})",
+        date=run.started[:10],
+        resamples=s.resamples,
+        seed=s.seed,
+        contract=run.contract.model_dump() if run.contract else None,
+        numbers=numbers,
+    )

@@ -82,14 +82,20 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
     conditions = config.get("conditions") or found
     encoder = (config.get("encoder") or {}).get("model")
     return Settings(
-        benchmark=manifest.benchmark.name, headline=config.get("headline", "nDCG@10"),
-        conditions=["clean", *(c for c in conditions if c != "clean")], seed=int(config.get("seed", 13)),
-        resamples=int(config.get("bootstrap_resamples", 2000)), confidence=float(config.get("confidence", 0.95)),
-        holm=bool(config.get("holm", False)), retention=config.get("retention", "macro"),
-        labels=config.get("labels", "en"), encoder=encoder if manifest.candidates else None,
+        benchmark=manifest.benchmark.name,
+        headline=config.get("headline", "nDCG@10"),
+        conditions=["clean", *(c for c in conditions if c != "clean")],
+        seed=int(config.get("seed", 13)),
+        resamples=int(config.get("bootstrap_resamples", 2000)),
+        confidence=float(config.get("confidence", 0.95)),
+        holm=bool(config.get("holm", False)),
+        retention=config.get("retention", "macro"),
+        labels=config.get("labels", "en"),
+        encoder=encoder if manifest.candidates else None,
         depth=config.get("depth") if manifest.candidates else None,
         rerank_depth=config.get("rerank_depth") if manifest.candidates else None,
-        rerankers=[r["name"] for r in config.get("rerankers", []) if r.get("name") != FIRST_STAGE])
+        rerankers=[r["name"] for r in config.get("rerankers", []) if r.get("name") != FIRST_STAGE],
+    )
 
 
 def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
@@ -110,8 +116,11 @@ def read_folder(path: str | Path) -> RunFolder:
     RunLayout(root).refuse_unfinished()
     for name in REQUIRED:
         if not (root / name).is_file():
-            raise DatasetError(root / name, None, "missing: not a finished terazi results folder (`terazi run` or "
-                                                  "`terazi analyze` writes it)")
+            raise DatasetError(
+                root / name,
+                None,
+                "missing: not a finished terazi results folder (`terazi run` or `terazi analyze` writes it)",
+            )
     try:
         manifest = RunManifest.model_validate(json.loads((root / "manifest.json").read_text(encoding="utf-8")))
     except ValueError as e:
@@ -127,8 +136,16 @@ def read_folder(path: str | Path) -> RunFolder:
         raise DatasetError(root / "per_query.parquet", None, f"no {settings.headline} values (the run's headline)")
     contracts = [c for s in manifest.scores for c in s.contracts if c.measure == settings.headline]
     return RunFolder(
-        path=root, settings=settings, datasets=list(manifest.datasets), candidates=list(manifest.candidates),
-        fingerprint=manifest.benchmark.fingerprint, started=manifest.started, contract=contracts[0] if contracts else None,
-        board=_csv(root / "leaderboard.csv"), per_query=per_query,
+        path=root,
+        settings=settings,
+        datasets=list(manifest.datasets),
+        candidates=list(manifest.candidates),
+        fingerprint=manifest.benchmark.fingerprint,
+        started=manifest.started,
+        contract=contracts[0] if contracts else None,
+        board=_csv(root / "leaderboard.csv"),
+        per_query=per_query,
         comparisons=_csv(root / "comparisons.csv", schema=PAIRS_SCHEMA),
-        costs=_csv(root / "costs.csv", optional=True), variants=_csv(root / "variants.csv", optional=True))
+        costs=_csv(root / "costs.csv", optional=True),
+        variants=_csv(root / "variants.csv", optional=True),
+    )

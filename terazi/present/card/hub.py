@@ -63,9 +63,14 @@ def hub_dataset(d: DatasetManifest, benchmark: str, suffix: str) -> HubDataset:
     source = parse(text[0]) if text[0].startswith("hf:") else None
     revision = text[1].rstrip(")") if len(text) > 1 else (source.revision if source else None)
     hub = source is not None and not source.local
-    return HubDataset(key=d.name, type=source.name if hub else d.name, name=f"{benchmark} {d.name}{suffix}",
-                      split=d.split, revision=(revision if hub and revision else d.fingerprint),
-                      config=source.subset if hub else None)
+    return HubDataset(
+        key=d.name,
+        type=source.name if hub else d.name,
+        name=f"{benchmark} {d.name}{suffix}",
+        split=d.split,
+        revision=(revision if hub and revision else d.fingerprint),
+        config=source.subset if hub else None,
+    )
 
 
 def metric_type(measure: str) -> str:
@@ -93,42 +98,86 @@ def model_index(model: str, datasets: list[HubDataset], cells: list[Cell], measu
         mine = [c for c in cells if c.dataset == ds.key]
         if not mine:
             continue
-        dataset = {"name": ds.name, "type": ds.type, **({"config": ds.config} if ds.config else {}), "split": ds.split,
-                   "revision": ds.revision}
-        results.append({"task": dict(TASK), "dataset": dataset,
-                        "metrics": [{"type": metric_type(measure), "value": rounded(c.value),
-                                     "name": metric_name(measure, c.condition, labels)} for c in mine]})
+        dataset = {
+            "name": ds.name,
+            "type": ds.type,
+            **({"config": ds.config} if ds.config else {}),
+            "split": ds.split,
+            "revision": ds.revision,
+        }
+        results.append(
+            {
+                "task": dict(TASK),
+                "dataset": dataset,
+                "metrics": [
+                    {
+                        "type": metric_type(measure),
+                        "value": rounded(c.value),
+                        "name": metric_name(measure, c.condition, labels),
+                    }
+                    for c in mine
+                ],
+            }
+        )
     return {"model-index": [{"name": model, "results": results}]}
 
 
 def contract_text(c: MetricContract | None) -> str:
     if c is None:
         return "not recorded"
-    return (f"{c.contract}: gain {c.gain}, relevant = grade >= {c.relevance_threshold}, query without a relevant "
-            f"document {c.no_relevant}, missing query {c.missing_query}, unjudged documents {c.unjudged}, "
-            f"ties {c.ties}")
+    return (
+        f"{c.contract}: gain {c.gain}, relevant = grade >= {c.relevance_threshold}, query without a relevant "
+        f"document {c.no_relevant}, missing query {c.missing_query}, unjudged documents {c.unjudged}, "
+        f"ties {c.ties}"
+    )
 
 
-NOTES = {"tr": "{name}; {level} GA [{low}, {high}] (veri setinin {n} sorgusundan {b} bootstrap örneklemi, seed {seed}); "
-               "metrik sözleşmesi: {contract}; {source} ile ölçüldü",
-         "en": "{name}; {level} CI [{low}, {high}] ({b} bootstrap resamples of the dataset's {n} queries, seed {seed}); "
-               "metric contract: {contract}; measured with {source}"}
+NOTES = {
+    "tr": "{name}; {level} GA [{low}, {high}] (veri setinin {n} sorgusundan {b} bootstrap örneklemi, seed {seed}); "
+    "metrik sözleşmesi: {contract}; {source} ile ölçüldü",
+    "en": "{name}; {level} CI [{low}, {high}] ({b} bootstrap resamples of the dataset's {n} queries, seed {seed}); "
+    "metric contract: {contract}; measured with {source}",
+}
 
 
-def eval_results(datasets: list[HubDataset], cells: list[Cell], measure: str, labels: str, source: str, date: str,
-                 confidence: float, resamples: int, seed: int, contract: MetricContract | None) -> list[dict]:
+def eval_results(
+    datasets: list[HubDataset],
+    cells: list[Cell],
+    measure: str,
+    labels: str,
+    source: str,
+    date: str,
+    confidence: float,
+    resamples: int,
+    seed: int,
+    contract: MetricContract | None,
+) -> list[dict]:
     by = {d.key: d for d in datasets}
     out = []
     for c in cells:
         ds = by.get(c.dataset)
         if ds is None:
             continue
-        notes = NOTES[labels].format(name=metric_name(measure, c.condition, labels), level=conf(confidence, labels),
-                                     low=score(c.low), high=score(c.high), n=c.queries, b=resamples, seed=seed,
-                                     contract=contract_text(contract), source=source)
+        notes = NOTES[labels].format(
+            name=metric_name(measure, c.condition, labels),
+            level=conf(confidence, labels),
+            low=score(c.low),
+            high=score(c.high),
+            n=c.queries,
+            b=resamples,
+            seed=seed,
+            contract=contract_text(contract),
+            source=source,
+        )
         # no `source`: the Hub wants a URL with a source's name, and a results folder has none (the name is in notes)
-        out.append({"dataset": {"id": ds.type, "task_id": c.condition, "revision": ds.revision},
-                    "value": rounded(c.value), **({"date": date} if date else {}), "notes": notes})
+        out.append(
+            {
+                "dataset": {"id": ds.type, "task_id": c.condition, "revision": ds.revision},
+                "value": rounded(c.value),
+                **({"date": date} if date else {}),
+                "notes": notes,
+            }
+        )
     return out
 
 

@@ -37,8 +37,13 @@ def sentences(run: RunFolder, labels: str) -> list[str]:
         out.append(word("imported", labels))
     else:
         depth = s.depth or run.candidates[0].depth
-        text = word("frozen", labels, encoder=model_label(s.encoder or run.candidates[0].encoder), depth=depth,
-                    fingerprint=run.fingerprint)
+        text = word(
+            "frozen",
+            labels,
+            encoder=model_label(s.encoder or run.candidates[0].encoder),
+            depth=depth,
+            fingerprint=run.fingerprint,
+        )
         if not _exact(run):
             kinds = ", ".join(sorted({str(c.index.get("type")) for c in run.candidates}))
             text += f" [{kinds}]"
@@ -49,8 +54,12 @@ def sentences(run: RunFolder, labels: str) -> list[str]:
     if len(names) == 1:
         metric = s.headline
     elif outside:
-        notes = [word("out_reason", labels, name=d.name, reason=d.reason) if d.reason else
-                 word("out_plain", labels, name=d.name) for d in outside]
+        notes = [
+            word("out_reason", labels, name=d.name, reason=d.reason)
+            if d.reason
+            else word("out_plain", labels, name=d.name)
+            for d in outside
+        ]
         metric = word("metric", labels, measure=s.headline, ranked=", ".join(run.ranked)) + f" ({'; '.join(notes)})"
     else:
         metric = word("metric_all", labels, measure=s.headline)

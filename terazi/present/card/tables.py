@@ -45,28 +45,42 @@ def results(run: RunFolder, system: str, shown: dict[str, str], labels: str) -> 
     sizes = params(run)
     conds = run.corrupted
     ret = word("retention", labels)
-    cols = [word("group", labels), word("model", labels)] + ([word("params", labels)] if sizes else []) + [
-        condition("clean", labels), *(condition(c, labels) for c in conds),
-        *(f"{ret}: {condition(c, labels)}" for c in conds)]
+    cols = (
+        [word("group", labels), word("model", labels)]
+        + ([word("params", labels)] if sizes else [])
+        + [
+            condition("clean", labels),
+            *(condition(c, labels) for c in conds),
+            *(f"{ret}: {condition(c, labels)}" for c in conds),
+        ]
+    )
     rows = []
     for r in run.board.iter_rows(named=True):
         name = shown[r["system"]] + (f" ({word('this', labels)})" if r["system"] == system else "")
-        rows.append(["–" if r.get("group") is None else str(r["group"]), name]
-                    + ([params_text(sizes.get(r["system"]))] if sizes else [])
-                    + [score(r["mean_task"]), *(score(r[c]) for c in conds)]
-                    + [pct(r.get(f"{c} retention"), labels) for c in conds])
+        rows.append(
+            ["–" if r.get("group") is None else str(r["group"]), name]
+            + ([params_text(sizes.get(r["system"]))] if sizes else [])
+            + [score(r["mean_task"]), *(score(r[c]) for c in conds)]
+            + [pct(r.get(f"{c} retention"), labels) for c in conds]
+        )
     return Table(cols, rows)
 
 
 def out_notes(run: RunFolder, labels: str) -> list[str]:
-    return [word("note_out", labels, name=d.name) + (f" ({d.reason})" if d.reason else "")
-            for d in run.datasets if not d.in_ranking]
+    return [
+        word("note_out", labels, name=d.name) + (f" ({d.reason})" if d.reason else "")
+        for d in run.datasets
+        if not d.in_ranking
+    ]
 
 
 def per_dataset(run: RunFolder, system: str, shown: dict[str, str], labels: str) -> Table:
     cols = [word("model", labels)] + [d.name if d.in_ranking else f"{d.name} *" for d in run.datasets]
-    rows = [[shown[r["system"]] + (f" ({word('this', labels)})" if r["system"] == system else "")]
-            + [score(r.get(d.name)) for d in run.datasets] for r in run.board.iter_rows(named=True)]
+    rows = [
+        [shown[r["system"]] + (f" ({word('this', labels)})" if r["system"] == system else "")]
+        + [score(r.get(d.name)) for d in run.datasets]
+        for r in run.board.iter_rows(named=True)
+    ]
     return Table(cols, rows, out_notes(run, labels))
 
 
@@ -74,20 +88,26 @@ def cells_of(run: RunFolder, system: str) -> pl.DataFrame:
     """Every compared cell from `system`'s side (delta = system − rival), rivals in the leaderboard's order."""
     mine = featured_cells(run.comparisons, system)
     rank = {s: i for i, s in enumerate(run.order)}
-    return mine.with_columns(pl.col("versus").replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
-                             .alias("_o")).sort("_o", maintain_order=True).drop("_o")
+    return (
+        mine.with_columns(pl.col("versus").replace_strict(rank, default=len(rank), return_dtype=pl.Int64).alias("_o"))
+        .sort("_o", maintain_order=True)
+        .drop("_o")
+    )
 
 
-def comparisons(run: RunFolder, system: str, shown: dict[str, str], labels: str,
-                rivals: list[str] | None = None) -> tuple[Table, str]:
+def comparisons(
+    run: RunFolder, system: str, shown: dict[str, str], labels: str, rivals: list[str] | None = None
+) -> tuple[Table, str]:
     """(counts table, its caption `20 hücre = 5 veri seti × 4 koşul`)."""
     cells = cells_of(run, system)
     if rivals is not None:
         cells = cells.filter(pl.col("versus").is_in(rivals))
     counts = pairwise_summary(cells)
     head = shown[system]
-    rows = [[f"{head} vs {shown.get(r['versus'], r['versus'])}", str(r["better"]), str(r["no_difference"]),
-             str(r["worse"])] for r in counts.iter_rows(named=True)]
+    rows = [
+        [f"{head} vs {shown.get(r['versus'], r['versus'])}", str(r["better"]), str(r["no_difference"]), str(r["worse"])]
+        for r in counts.iter_rows(named=True)
+    ]
     first = cells.filter(pl.col("versus") == cells["versus"][0]) if cells.height else cells
     d, c = first["dataset"].n_unique(), first["condition"].n_unique()
     caption = word("cells", labels, n=first.height, d=d, c=c, ds="" if d == 1 else "s", cs="" if c == 1 else "s")
@@ -97,8 +117,9 @@ def comparisons(run: RunFolder, system: str, shown: dict[str, str], labels: str,
     return table, caption
 
 
-def significant(run: RunFolder, system: str, shown: dict[str, str], labels: str,
-                rivals: list[str] | None = None) -> list[str]:
+def significant(
+    run: RunFolder, system: str, shown: dict[str, str], labels: str, rivals: list[str] | None = None
+) -> list[str]:
     """Per rival, the significantly better and worse cells with their deltas, dataset by dataset in the run's
     order and condition by condition: `seroe ile karşılaştırmada anlamlı üstün: msmarco-tr/Mobil (+0.012), …`."""
     cells = cells_of(run, system)
@@ -108,10 +129,14 @@ def significant(run: RunFolder, system: str, shown: dict[str, str], labels: str,
     lines = []
     for (rival,), part in cells.group_by("versus", maintain_order=True):
         for verdict, key in (("better", "against_better"), ("worse", "against_worse")):
-            sig = sorted((r for r in part.iter_rows(named=True) if r["verdict"] == verdict),
-                         key=lambda r: where.get((r["dataset"], r["condition"]), len(where)))
+            sig = sorted(
+                (r for r in part.iter_rows(named=True) if r["verdict"] == verdict),
+                key=lambda r: where.get((r["dataset"], r["condition"]), len(where)),
+            )
             if sig:
-                listed = ", ".join(f"{r['dataset']}/{condition(r['condition'], labels)} ({signed(r['delta'])})" for r in sig)
+                listed = ", ".join(
+                    f"{r['dataset']}/{condition(r['condition'], labels)} ({signed(r['delta'])})" for r in sig
+                )
                 lines.append(word(key, labels, rival=shown.get(rival, rival), cells=listed))
     return lines or [word("no_cell", labels)]
 
@@ -121,20 +146,43 @@ def rank_table(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: 
     order = {s: i for i, s in enumerate(shown)}
     ranks = ranks.sort(pl.col("system").replace_strict(order, default=len(order), return_dtype=pl.Int64))
     rng = word("rank_range", labels, level=conf(confidence, labels))
-    cols = [word("model", labels), word("rank_mean", labels), rng, word("p_rank1", labels), word("rank_borda", labels), rng,
-            word("p_rank1", labels)]
+    cols = [
+        word("model", labels),
+        word("rank_mean", labels),
+        rng,
+        word("p_rank1", labels),
+        word("rank_borda", labels),
+        rng,
+        word("p_rank1", labels),
+    ]
     rows = []
     for r in ranks.iter_rows(named=True):
         name = shown.get(r["system"], r["system"]) + (f" ({word('this', labels)})" if r["system"] == system else "")
-        rows.append([name, str(r["rank_mean"]), span(r["rank_mean_low"], r["rank_mean_high"]),
-                     pct(r["p_rank1_mean"], labels), str(r["rank_borda"]),
-                     span(r["rank_borda_low"], r["rank_borda_high"]), pct(r["p_rank1_borda"], labels)])
+        rows.append(
+            [
+                name,
+                str(r["rank_mean"]),
+                span(r["rank_mean_low"], r["rank_mean_high"]),
+                pct(r["p_rank1_mean"], labels),
+                str(r["rank_borda"]),
+                span(r["rank_borda_low"], r["rank_borda_high"]),
+                pct(r["p_rank1_borda"], labels),
+            ]
+        )
     return Table(cols, rows, [word("rank_rule", labels, level=conf(confidence, labels))])
 
 
 def rank_line(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: str, confidence: float) -> str:
     r = ranks.filter(pl.col("system") == system).row(0, named=True)
-    return word("rank_line", labels, system=shown[system], rank=r["rank_mean"], level=conf(confidence, labels),
-                span=span(r["rank_mean_low"], r["rank_mean_high"]), p1=pct(r["p_rank1_mean"], labels),
-                brank=r["rank_borda"], bspan=span(r["rank_borda_low"], r["rank_borda_high"]),
-                bp1=pct(r["p_rank1_borda"], labels))
+    return word(
+        "rank_line",
+        labels,
+        system=shown[system],
+        rank=r["rank_mean"],
+        level=conf(confidence, labels),
+        span=span(r["rank_mean_low"], r["rank_mean_high"]),
+        p1=pct(r["p_rank1_mean"], labels),
+        brank=r["rank_borda"],
+        bspan=span(r["rank_borda_low"], r["rank_borda_high"]),
+        bp1=pct(r["p_rank1_borda"], labels),
+    )

@@ -44,8 +44,9 @@ def backend_class(kind: str, backend: str = "torch") -> type:
     return getattr(import_module(module), name)
 
 
-def make_scorer(spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool,
-                cache_dir: str = ".terazi-cache") -> Metered:
+def make_scorer(
+    spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool, cache_dir: str = ".terazi-cache"
+) -> Metered:
     """The row's scorer, metered (`cost()`); `cache_dir` holds ONNX exports and int8 copies."""
     ref = resolve(spec.model, spec.revision, offline, cache_dir) if spec.kind in MODEL_KINDS else None
     cls = backend_class(spec.kind, backend_of(spec))
@@ -56,8 +57,9 @@ _scorers: OrderedDict[str, tuple[Metered, threading.Lock]] = OrderedDict()
 _scorers_lock = threading.Lock()
 
 
-def shared_scorer(spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool,
-                  cache_dir: str = ".terazi-cache") -> tuple[Metered, threading.Lock]:
+def shared_scorer(
+    spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool, cache_dir: str = ".terazi-cache"
+) -> tuple[Metered, threading.Lock]:
     """One scorer per (reranker, corpus) in this process, with the lock its users score under: chunk tasks on
     threads or on a worker load a model (or build a BM25 index) once, and never run it from two threads."""
     key = f"{spec.model_dump_json()}|{corpus_fingerprint}"

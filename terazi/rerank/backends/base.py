@@ -57,8 +57,9 @@ def precision_of(requested: str, device: str, llm: bool = False) -> str:
     return "fp16"
 
 
-def auto_batch(free_bytes: int, weight_bytes: int, config: dict, max_length: int, dtype_bytes: int,
-               cap: int = MAX_AUTO_BATCH) -> int:
+def auto_batch(
+    free_bytes: int, weight_bytes: int, config: dict, max_length: int, dtype_bytes: int, cap: int = MAX_AUTO_BATCH
+) -> int:
     """The largest power-of-two batch whose inference activations fit in the free GPU memory.
 
     Per item, the peak of one transformer layer at `max_length` tokens: attention scores and their softmax
@@ -102,8 +103,16 @@ class Backend:
         self._batch: int | None = None if spec.batch_size == "auto" else spec.batch_size
         self._model = None
         self._params: int | None = None
-        self.identity = ":".join([self.kind, ref.identity, self._backend_part(), f"{self.precision}@{device_kind(self.device)}",
-                                  f"len={self.max_length or 'model'}", self._rule()])
+        self.identity = ":".join(
+            [
+                self.kind,
+                ref.identity,
+                self._backend_part(),
+                f"{self.precision}@{device_kind(self.device)}",
+                f"len={self.max_length or 'model'}",
+                self._rule(),
+            ]
+        )
 
     # --- what subclasses describe ---
     def _device(self) -> str:
@@ -160,8 +169,13 @@ class Backend:
 
         free, _ = torch.cuda.mem_get_info(torch.device(self.device))
         params = self.params() or 0
-        batch = auto_batch(free, params * DTYPE_BYTES.get(self.precision, 4), model_config(self.ref), self.max_length,
-                           DTYPE_BYTES.get(self.precision, 4))
+        batch = auto_batch(
+            free,
+            params * DTYPE_BYTES.get(self.precision, 4),
+            model_config(self.ref),
+            self.max_length,
+            DTYPE_BYTES.get(self.precision, 4),
+        )
         log.info("%s: batch size %d from %.1f GiB free GPU memory", self.ref.name, batch, free / 2**30)
         return batch
 
@@ -181,8 +195,13 @@ class Backend:
             return None
 
     def describe(self) -> dict:
-        return {"params": self.params(), "size_bytes": self.size_bytes(), "device": device_kind(self.device),
-                "precision": self.precision, "batch_size": self.batch_size}
+        return {
+            "params": self.params(),
+            "size_bytes": self.size_bytes(),
+            "device": device_kind(self.device),
+            "precision": self.precision,
+            "batch_size": self.batch_size,
+        }
 
     def backing_off(self, run: Callable[[int], np.ndarray]) -> np.ndarray:
         """`run(batch_size)`, halving the batch on CUDA out-of-memory (the smaller size is kept for later calls)."""
@@ -283,7 +302,7 @@ class Metered:
     def score(self, pairs: list[Pair]) -> np.ndarray:
         pairs = self._clipped(pairs)
         first = np.zeros(0) if self._holding else self.warm(pairs)  # held vectors need no model
-        rest = pairs[len(first):]
+        rest = pairs[len(first) :]
         with self._lock:
             start = time.perf_counter()
             out = np.asarray(self.inner.score(rest), dtype=np.float64) if rest else np.zeros(0)
@@ -312,7 +331,12 @@ class Metered:
         describe = getattr(self.inner, "describe", None)
         info = describe() if describe else {"device": "cpu", "batch_size": self.inner.batch_size}
         lat = np.asarray(self.latencies_ms)
-        return ModelCost(**info, items=self.items, seconds=round(self.seconds, 6), cached=cached,
-                         latency_p50_ms=round(float(np.percentile(lat, 50)), 3) if lat.size else None,
-                         latency_p95_ms=round(float(np.percentile(lat, 95)), 3) if lat.size else None,
-                         latency_queries=int(lat.size))
+        return ModelCost(
+            **info,
+            items=self.items,
+            seconds=round(self.seconds, 6),
+            cached=cached,
+            latency_p50_ms=round(float(np.percentile(lat, 50)), 3) if lat.size else None,
+            latency_p95_ms=round(float(np.percentile(lat, 95)), 3) if lat.size else None,
+            latency_queries=int(lat.size),
+        )

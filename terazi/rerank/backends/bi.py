@@ -40,8 +40,9 @@ class BiEncoder(Backend):
     kind = "bi-encoder"
 
     @classmethod
-    def create(cls, spec, *, ref, cache_dir: str, corpus: Corpus | None = None, corpus_fingerprint: str = "",
-               **_) -> BiEncoder:
+    def create(
+        cls, spec, *, ref, cache_dir: str, corpus: Corpus | None = None, corpus_fingerprint: str = "", **_
+    ) -> BiEncoder:
         """A model row's constructor, with the corpus its documents' vectors are numbered by."""
         scorer = cls(spec, ref, cache_dir)
         scorer.corpus, scorer.corpus_fingerprint = corpus, corpus_fingerprint
@@ -64,8 +65,14 @@ class BiEncoder(Backend):
 
     def vector_identity(self) -> str:
         """What decides this scorer's vectors (the first stage's, when it is the same model, length and device)."""
-        return vector_identity(self.ref, self._backend_part(), seq_length(self.ref, self.max_length or None), "",
-                               self.precision, self.device)
+        return vector_identity(
+            self.ref,
+            self._backend_part(),
+            seq_length(self.ref, self.max_length or None),
+            "",
+            self.precision,
+            self.device,
+        )
 
     def _stores(self) -> tuple[VectorStore, VectorStore | None]:
         """(queries' store, documents' store: None without a corpus to number them by)."""

@@ -41,8 +41,9 @@ class BM25Scorer:
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         bm25 = bm25s.BM25(k1=self.k1, b=self.b)
-        bm25.index([analyse(t, self.language) or [""] for batch in self._corpus.batches() for t in batch],
-                   show_progress=False)
+        bm25.index(
+            [analyse(t, self.language) or [""] for batch in self._corpus.batches() for t in batch], show_progress=False
+        )
         s = bm25.scores
         data, indices, indptr = s["data"], s["indices"], s["indptr"]
         ids = self._corpus.ids()

@@ -26,8 +26,13 @@ def body(spec, query: str, docs: list[str]) -> dict:
     """The request for one query and its documents, with the spec's `extra_body` (the server's truncation, …)."""
     if spec.dialect == "tei":
         return {"query": query, "texts": docs, **spec.extra_body}
-    return {**({"model": spec.model} if spec.model else {}), "query": query, "documents": docs, "top_n": len(docs),
-            **spec.extra_body}
+    return {
+        **({"model": spec.model} if spec.model else {}),
+        "query": query,
+        "documents": docs,
+        "top_n": len(docs),
+        **spec.extra_body,
+    }
 
 
 def scores(dialect: str, payload, n: int, where: str) -> np.ndarray:

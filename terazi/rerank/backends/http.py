@@ -35,8 +35,10 @@ def api_key(spec) -> str | None:
         return None
     key = os.environ.get(spec.api_key_env, "").strip()
     if not key:
-        raise ConfigError(f"rerankers.{spec.name}.api_key_env: the environment variable {spec.api_key_env} is not set "
-                          "(it holds the API key; on a Dask or Ray cluster, on every worker too)")
+        raise ConfigError(
+            f"rerankers.{spec.name}.api_key_env: the environment variable {spec.api_key_env} is not set "
+            "(it holds the API key; on a Dask or Ray cluster, on every worker too)"
+        )
     return key
 
 
@@ -50,7 +52,7 @@ def by_query(pairs: list[Pair], size: int) -> list[tuple[str, list[int]]]:
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(pairs):
         groups.setdefault(p.query, []).append(i)
-    return [(q, idx[a:a + size]) for q, idx in groups.items() for a in range(0, len(idx), size)]
+    return [(q, idx[a : a + size]) for q, idx in groups.items() for a in range(0, len(idx), size)]
 
 
 class HttpReranker:
@@ -77,13 +79,23 @@ class HttpReranker:
         if self._client is None:
             self._key = api_key(self.spec)
             self._client = httpx.Client(
-                timeout=self.spec.timeout, headers={"Authorization": f"Bearer {self._key}"} if self._key else {},
-                limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
+                timeout=self.spec.timeout,
+                headers={"Authorization": f"Bearer {self._key}"} if self._key else {},
+                limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            )
         return self._client
 
     def _rerank(self, query: str, docs: list[str]) -> np.ndarray:
-        answer = send(self._connect(), self.spec.url, dialects.body(self.spec, query, docs), retries=self.spec.retries,
-                      slots=self.slots, requests=self.request_log, where=self.where, secret=self._key)
+        answer = send(
+            self._connect(),
+            self.spec.url,
+            dialects.body(self.spec, query, docs),
+            retries=self.spec.retries,
+            slots=self.slots,
+            requests=self.request_log,
+            where=self.where,
+            secret=self._key,
+        )
         return dialects.scores(self.spec.dialect, answer, len(docs), self.where)
 
     def score(self, pairs: list[Pair]) -> np.ndarray:
@@ -93,8 +105,10 @@ class HttpReranker:
         self._connect()
         failed: BaseException | None = None
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="terazi-http") as pool:
-            jobs = {pool.submit(self._rerank, q, [pairs[i].doc for i in idx]): idx
-                    for q, idx in by_query(pairs, self.batch_size)}
+            jobs = {
+                pool.submit(self._rerank, q, [pairs[i].doc for i in idx]): idx
+                for q, idx in by_query(pairs, self.batch_size)
+            }
             for job in as_completed(jobs):
                 if job.cancelled():
                     continue

@@ -31,12 +31,17 @@ MARKER = "\x00terazi-user-turn\x00"
 def prompt_parts(spec, tokenizer=None) -> tuple[str, str]:
     """(text before the user turn, text after it up to the answer), for the spec's chat format."""
     if spec.chat == "chatml":
-        return (f"<|im_start|>system\n{spec.system}<|im_end|>\n<|im_start|>user\n",
-                f"<|im_end|>\n<|im_start|>assistant\n{spec.assistant_prefix}")
+        return (
+            f"<|im_start|>system\n{spec.system}<|im_end|>\n<|im_start|>user\n",
+            f"<|im_end|>\n<|im_start|>assistant\n{spec.assistant_prefix}",
+        )
     if not getattr(tokenizer, "chat_template", None):
         raise ModelError(f"chat: tokenizer, but the tokenizer of {spec.model!r} has no chat template; use chat: chatml")
-    text = tokenizer.apply_chat_template([{"role": "system", "content": spec.system}, {"role": "user", "content": MARKER}],
-                                         tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "system", "content": spec.system}, {"role": "user", "content": MARKER}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     before, found, after = text.partition(MARKER)
     if not found:
         raise ModelError(f"the chat template of {spec.model!r} drops the user turn")
@@ -61,11 +66,20 @@ class LLMReranker(Backend):
 
         s, ref = self.spec, self.ref
         try:
-            tok = AutoTokenizer.from_pretrained(ref.location, revision=ref.revision, local_files_only=ref.local,
-                                                trust_remote_code=s.trust_remote_code, padding_side="left")
-            model = AutoModelForCausalLM.from_pretrained(ref.location, revision=ref.revision, local_files_only=ref.local,
-                                                         trust_remote_code=s.trust_remote_code,
-                                                         dtype=torch_dtype(self.precision))
+            tok = AutoTokenizer.from_pretrained(
+                ref.location,
+                revision=ref.revision,
+                local_files_only=ref.local,
+                trust_remote_code=s.trust_remote_code,
+                padding_side="left",
+            )
+            model = AutoModelForCausalLM.from_pretrained(
+                ref.location,
+                revision=ref.revision,
+                local_files_only=ref.local,
+                trust_remote_code=s.trust_remote_code,
+                dtype=torch_dtype(self.precision),
+            )
         except Exception as e:
             raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {e}") from e
         ids = [tok.convert_tokens_to_ids(t) for t in (s.yes_token, s.no_token)]
@@ -78,15 +92,21 @@ class LLMReranker(Backend):
         self.suffix = tok.encode(after, add_special_tokens=False)
         self.room = self.max_length - len(self.prefix) - len(self.suffix)
         if self.room < 8:
-            raise ModelError(f"{ref.name!r}: the template takes {len(self.prefix) + len(self.suffix)} tokens, "
-                             f"max_length {self.max_length} leaves no room for the query and passage")
+            raise ModelError(
+                f"{ref.name!r}: the template takes {len(self.prefix) + len(self.suffix)} tokens, "
+                f"max_length {self.max_length} leaves no room for the query and passage"
+            )
         self.pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
         return stoppable(model.to(self.device).eval())
 
     def prompts(self, pairs: list[Pair]) -> list[list[int]]:
         """Token ids of each pair's whole prompt: prefix, user turn cut to fit, suffix."""
-        bodies = self.tokenizer([user_turn(self.spec, p.query, p.doc) for p in pairs], add_special_tokens=False,
-                                truncation=True, max_length=self.room)["input_ids"]
+        bodies = self.tokenizer(
+            [user_turn(self.spec, p.query, p.doc) for p in pairs],
+            add_special_tokens=False,
+            truncation=True,
+            max_length=self.room,
+        )["input_ids"]
         return [self.prefix + b + self.suffix for b in bodies]
 
     def _forward(self, seqs: list[list[int]]) -> np.ndarray:
@@ -96,12 +116,17 @@ class LLMReranker(Backend):
         ids = torch.full((len(seqs), width), self.pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for i, s in enumerate(seqs):
-            ids[i, width - len(s):] = torch.tensor(s, dtype=torch.long)
-            mask[i, width - len(s):] = 1
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+            mask[i, width - len(s) :] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.inference_mode():
-            out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), use_cache=False, logits_to_keep=1)
+            out = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                use_cache=False,
+                logits_to_keep=1,
+            )
         last = out.logits[:, -1, :].float()
         return (last[:, self.yes] - last[:, self.no]).cpu().numpy()
 

@@ -77,8 +77,12 @@ def quantize_int8(source: Path, target: Path) -> Path:
     root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process is logged on the root logger
     try:
         log.info("quantising %s to int8", source)
-        return _atomic(target, lambda tmp: quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8,
-                                                            use_external_data_format=large))
+        return _atomic(
+            target,
+            lambda tmp: quantize_dynamic(
+                str(source), str(tmp), weight_type=QuantType.QInt8, use_external_data_format=large
+            ),
+        )
     finally:
         root.setLevel(level)
 
@@ -105,11 +109,18 @@ class _Onnx(Backend):
     def _device(self) -> str:
         """CUDA only when onnxruntime has its CUDA provider (onnxruntime-gpu); otherwise the CPU, as recorded."""
         device = pick_device(self.spec.device)
-        return device if device.startswith("cuda") and "CUDAExecutionProvider" in \
-            self.runtime.get_available_providers() else "cpu"
+        return (
+            device
+            if device.startswith("cuda") and "CUDAExecutionProvider" in self.runtime.get_available_providers()
+            else "cpu"
+        )
 
     def _providers(self) -> list[str]:
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device.startswith("cuda") else ["CPUExecutionProvider"]
+        return (
+            ["CUDAExecutionProvider", "CPUExecutionProvider"]
+            if self.device.startswith("cuda")
+            else ["CPUExecutionProvider"]
+        )
 
     @property
     def _folder(self) -> Path:
@@ -147,7 +158,11 @@ class _Onnx(Backend):
         import torch
 
         model, tok = self._torch_model(), self._tokenizer()
-        sample = tok(["sorgu"], ["belge"], return_tensors="pt") if self.kind == "cross-encoder" else tok(["metin"], return_tensors="pt")
+        sample = (
+            tok(["sorgu"], ["belge"], return_tensors="pt")
+            if self.kind == "cross-encoder"
+            else tok(["metin"], return_tensors="pt")
+        )
         names = [n for n in inspect.signature(model.forward).parameters if n in sample]
         output = self.output
 
@@ -164,15 +179,26 @@ class _Onnx(Backend):
         log.info("exporting %s to ONNX (once) for %s", self.ref.name, self.kind)
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Exportable().eval(), tuple(sample[n] for n in names), str(target), input_names=names,
-                              output_names=[output], opset_version=OPSET, dynamo=False,
-                              dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, output: {0: "batch"}})
+            torch.onnx.export(
+                Exportable().eval(),
+                tuple(sample[n] for n in names),
+                str(target),
+                input_names=names,
+                output_names=[output],
+                opset_version=OPSET,
+                dynamo=False,
+                dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, output: {0: "batch"}},
+            )
 
     def _tokenizer(self):
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(self.transformer_location(), revision=self.ref.revision,
-                                             local_files_only=self.ref.local, trust_remote_code=self.spec.trust_remote_code)
+        return AutoTokenizer.from_pretrained(
+            self.transformer_location(),
+            revision=self.ref.revision,
+            local_files_only=self.ref.local,
+            trust_remote_code=self.spec.trust_remote_code,
+        )
 
     def transformer_location(self) -> str:
         return self.ref.location
@@ -223,8 +249,10 @@ class OnnxCrossEncoder(_Onnx):
     def __init__(self, spec, ref: ModelRef, cache_dir: str):
         self.activation = activation_name(model_config(ref), spec.trust_remote_code)
         if self.activation not in ACTIVATIONS:
-            raise ModelError(f"{ref.name!r}: activation {self.activation} is not available with backend: onnx "
-                             f"({', '.join(ACTIVATIONS)} are)")
+            raise ModelError(
+                f"{ref.name!r}: activation {self.activation} is not available with backend: onnx "
+                f"({', '.join(ACTIVATIONS)} are)"
+            )
         super().__init__(spec, ref, cache_dir)
 
     def _rule(self) -> str:
@@ -234,8 +262,12 @@ class OnnxCrossEncoder(_Onnx):
         from transformers import AutoModelForSequenceClassification
 
         return AutoModelForSequenceClassification.from_pretrained(
-            self.ref.location, revision=self.ref.revision, local_files_only=self.ref.local, attn_implementation="eager",
-            trust_remote_code=self.spec.trust_remote_code).eval()
+            self.ref.location,
+            revision=self.ref.revision,
+            local_files_only=self.ref.local,
+            attn_implementation="eager",
+            trust_remote_code=self.spec.trust_remote_code,
+        ).eval()
 
     def _score(self, pairs: list[Pair]) -> np.ndarray:
         order = np.argsort([len(p.query) + len(p.doc) for p in pairs], kind="stable")
@@ -243,8 +275,14 @@ class OnnxCrossEncoder(_Onnx):
         max_length = self.max_length or self.tokenizer.model_max_length
         for i in range(0, len(pairs), self.batch_size):
             idx = order[i : i + self.batch_size]
-            enc = self.tokenizer([pairs[j].query for j in idx], [pairs[j].doc for j in idx], padding=True,
-                                 truncation="longest_first", max_length=max_length, return_tensors="np")
+            enc = self.tokenizer(
+                [pairs[j].query for j in idx],
+                [pairs[j].doc for j in idx],
+                padding=True,
+                truncation="longest_first",
+                max_length=max_length,
+                return_tensors="np",
+            )
             logits = self._run(enc).astype(np.float64).reshape(len(idx), -1)
             out[idx] = ACTIVATIONS[self.activation](logits)[:, -1]
         return out
@@ -273,8 +311,10 @@ class OnnxBiEncoder(_Onnx, BiEncoder):
                 cfg = model_file(ref, f"{m['path']}/config.json", required=False)
                 found["pooling"] = json.loads(cfg.read_text()) if cfg else found["pooling"]
             elif kind != "Normalize":
-                raise ModelError(f"{ref.name!r}: backend onnx runs Transformer + Pooling (+ Normalize) bi-encoders; "
-                                 f"this one has a {kind} module")
+                raise ModelError(
+                    f"{ref.name!r}: backend onnx runs Transformer + Pooling (+ Normalize) bi-encoders; "
+                    f"this one has a {kind} module"
+                )
         return found
 
     def _rule(self) -> str:
@@ -294,16 +334,25 @@ class OnnxBiEncoder(_Onnx, BiEncoder):
     def _torch_model(self):
         from transformers import AutoModel
 
-        return AutoModel.from_pretrained(self.transformer_location(), revision=self.ref.revision,
-                                         local_files_only=self.ref.local, attn_implementation="eager",
-                                         trust_remote_code=self.spec.trust_remote_code).eval()
+        return AutoModel.from_pretrained(
+            self.transformer_location(),
+            revision=self.ref.revision,
+            local_files_only=self.ref.local,
+            attn_implementation="eager",
+            trust_remote_code=self.spec.trust_remote_code,
+        ).eval()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         max_length = self.max_length or self.tokenizer.model_max_length
         parts = []
         for i in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer(texts[i : i + self.batch_size], padding=True, truncation=True, max_length=max_length,
-                                 return_tensors="np")
+            enc = self.tokenizer(
+                texts[i : i + self.batch_size],
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="np",
+            )
             tokens = self._run(enc).astype(np.float64)
             mask = enc["attention_mask"].astype(np.float64)[:, :, None]
             mode = self._pooling()

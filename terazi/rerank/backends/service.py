@@ -103,8 +103,17 @@ def blot(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def send(client: httpx.Client, url: str, body: dict, *, retries: int, slots: Slots, requests: RequestLog,
-         where: str, secret: str | None):
+def send(
+    client: httpx.Client,
+    url: str,
+    body: dict,
+    *,
+    retries: int,
+    slots: Slots,
+    requests: RequestLog,
+    where: str,
+    secret: str | None,
+):
     """POST `body` to `url` and return the decoded JSON answer, trying again as the module says (each try sent
     again counted in `requests`, each answer's round trip too)."""
     for attempt in itertools.count():
@@ -124,8 +133,10 @@ def send(client: httpx.Client, url: str, body: dict, *, retries: int, slots: Slo
                 try:
                     payload = response.json()
                 except ValueError:
-                    raise ServiceError(f"{where}: malformed answer (not JSON: {server_message(response, secret)!r}); "
-                                       "no score of this request is kept") from None
+                    raise ServiceError(
+                        f"{where}: malformed answer (not JSON: {server_message(response, secret)!r}); "
+                        "no score of this request is kept"
+                    ) from None
                 requests.answered(1000 * took)
                 return payload
             problem = f"{status} {response.reason_phrase}: {server_message(response, secret)}"
@@ -133,11 +144,15 @@ def send(client: httpx.Client, url: str, body: dict, *, retries: int, slots: Slo
                 raise ServiceError(f"{where} answered {problem}")
             asked = retry_after(response)
         if attempt == retries:
-            raise ServiceError(f"{where}: gave up after {attempt + 1} tries (the last: {problem}); the scores already "
-                               "answered are kept, so a run again sends only the rest")
+            raise ServiceError(
+                f"{where}: gave up after {attempt + 1} tries (the last: {problem}); the scores already "
+                "answered are kept, so a run again sends only the rest"
+            )
         if asked is not None and asked > MAX_RETRY_AFTER_S:
-            raise ServiceError(f"{where} answered {problem} and asks to wait {asked:.0f} s (Retry-After), more than "
-                               f"{MAX_RETRY_AFTER_S:.0f} s: run again later; the scores already answered are kept")
+            raise ServiceError(
+                f"{where} answered {problem} and asks to wait {asked:.0f} s (Retry-After), more than "
+                f"{MAX_RETRY_AFTER_S:.0f} s: run again later; the scores already answered are kept"
+            )
         wait = pause(attempt, asked)
         requests.retried()
         log.warning("%s: %s; trying again in %.1f s (retry %d of %d)", where, problem, wait, attempt + 1, retries)

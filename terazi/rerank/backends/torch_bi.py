@@ -16,8 +16,9 @@ class TorchBiEncoder(BiEncoder):
         return "cosine"
 
     def _load(self):
-        model, self._lock = shared_bi_encoder(self.ref, self.device, self.max_length or None,
-                                              self.spec.trust_remote_code, self.precision)
+        model, self._lock = shared_bi_encoder(
+            self.ref, self.device, self.max_length or None, self.spec.trust_remote_code, self.precision
+        )
         return model
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -16,8 +16,9 @@ def activation_name(config: dict, trust_remote_code: bool = False) -> str:
     """The activation sentence-transformers applies to a cross-encoder's logits, read from config.json as it does:
     the saved `activation_fn` (a torch.* path, or any path with remote code allowed), else Sigmoid for one label and
     Identity for several."""
-    path = (config.get("sentence_transformers") or {}).get("activation_fn") \
-        or config.get("sbert_ce_default_activation_function")
+    path = (config.get("sentence_transformers") or {}).get("activation_fn") or config.get(
+        "sbert_ce_default_activation_function"
+    )
     if path and (path.startswith("torch.") or trust_remote_code):
         return path.rsplit(".", 1)[-1] if path.rsplit(".", 1)[-1] in KNOWN else path
     labels = len(config.get("id2label") or {}) or int(config.get("num_labels", 2))

@@ -21,4 +21,13 @@ from terazi.rerank.store.scores import Scores
 from terazi.rerank.store.shared import SharedStore
 from terazi.rerank.store.sqlite import SQLiteStore
 
-__all__ = ["KEY_SCHEMA", "SCORE_SCHEMA", "ModelKey", "ScoreStore", "Scores", "SharedStore", "SQLiteStore", "empty_scores"]
+__all__ = [
+    "KEY_SCHEMA",
+    "SCORE_SCHEMA",
+    "ModelKey",
+    "ScoreStore",
+    "Scores",
+    "SharedStore",
+    "SQLiteStore",
+    "empty_scores",
+]

@@ -90,8 +90,10 @@ class Scores:
                 return
         if self.shared is not None:
             self._pending.setdefault(model, []).append(scores)
-            if (sum(f.height for f in self._pending[model]) >= SHARED_PART_ROWS
-                    or time.monotonic() - self._flushed >= SHARED_PART_SECONDS):
+            if (
+                sum(f.height for f in self._pending[model]) >= SHARED_PART_ROWS
+                or time.monotonic() - self._flushed >= SHARED_PART_SECONDS
+            ):
                 self.flush()
 
     def flush(self) -> None:

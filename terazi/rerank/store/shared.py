@@ -41,13 +41,13 @@ class SharedStore:
         except FileNotFoundError:  # compacted away since it was listed
             return empty_scores()
         except (pl.exceptions.PolarsError, OSError) as e:
-            raise CacheError(f"score store part {self.where}: {path} is unreadable ({e}); delete it (its pairs are "
-                             "scored again)") from None
+            raise CacheError(
+                f"score store part {self.where}: {path} is unreadable ({e}); delete it (its pairs are scored again)"
+            ) from None
 
     def rows(self, model_id: int) -> pl.DataFrame:
         parts = [self._read(p) for p in self._parts(model_id)]
-        return pl.concat(parts).unique(["q", "d"], keep="first", maintain_order=True) if parts else \
-            empty_scores()
+        return pl.concat(parts).unique(["q", "d"], keep="first", maintain_order=True) if parts else empty_scores()
 
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
         if not keys.height:
@@ -70,8 +70,9 @@ class SharedStore:
             return 0
         name = f"{self.root}/models/{model_dir(model.id)}.json"
         if not self.fs.exists(name):
-            self._write_atomic(json.dumps({"id": model.id, "identity": model.identity,
-                                           "max_length": model.max_length}).encode(), name)
+            self._write_atomic(
+                json.dumps({"id": model.id, "identity": model.identity, "max_length": model.max_length}).encode(), name
+            )
         self.put_model_rows(model.id, scores)
         return scores.height
 

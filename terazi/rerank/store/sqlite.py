@@ -46,7 +46,9 @@ CREATE TABLE IF NOT EXISTS pair_scores (
     model INTEGER NOT NULL, q INTEGER NOT NULL, d INTEGER NOT NULL, score REAL NOT NULL,
     PRIMARY KEY (model, q, d)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS leases (id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, expires REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+    id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, expires REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS claims (
     model INTEGER NOT NULL, q INTEGER NOT NULL, d INTEGER NOT NULL, lease TEXT NOT NULL,
     PRIMARY KEY (model, q, d)
@@ -65,8 +67,10 @@ def is_damage(e: sqlite3.Error) -> bool:
 
 
 def damaged(path: Path, e: BaseException) -> CacheError:
-    return CacheError(f"score cache {path} is damaged ({e}): run `terazi cache repair --cache {path.parent}` (it keeps "
-                      "the damaged file, salvages every readable score and rebuilds the cache)")
+    return CacheError(
+        f"score cache {path} is damaged ({e}): run `terazi cache repair --cache {path.parent}` (it keeps "
+        "the damaged file, salvages every readable score and rebuilds the cache)"
+    )
 
 
 class SQLiteStore:
@@ -149,9 +153,11 @@ class SQLiteStore:
         parts = []
         with self._guard():
             for i in range(0, len(qs), 500):
-                part = qs[i: i + 500]
-                cur = con.execute(f"SELECT q, d, score FROM pair_scores WHERE model=? AND q IN ({','.join('?' * len(part))})",
-                                  (model.id, *part))
+                part = qs[i : i + 500]
+                cur = con.execute(
+                    f"SELECT q, d, score FROM pair_scores WHERE model=? AND q IN ({','.join('?' * len(part))})",
+                    (model.id, *part),
+                )
                 parts.append(np.fromiter(cur, dtype=ROW))
         rows = np.concatenate(parts)
         found = pl.DataFrame({"q": rows["q"], "d": rows["d"], "score": rows["score"]}, schema=SCORE_SCHEMA)
@@ -168,8 +174,11 @@ class SQLiteStore:
             return con.total_changes - before
 
     def count(self, model: ModelKey | None = None) -> int:
-        sql, args = (("SELECT COUNT(*) FROM pair_scores", ()) if model is None
-                     else ("SELECT COUNT(*) FROM pair_scores WHERE model=?", (model.id,)))
+        sql, args = (
+            ("SELECT COUNT(*) FROM pair_scores", ())
+            if model is None
+            else ("SELECT COUNT(*) FROM pair_scores WHERE model=?", (model.id,))
+        )
         with self._guard():
             return self._conn().execute(sql, args).fetchone()[0]
 
@@ -177,7 +186,9 @@ class SQLiteStore:
         """(id, identity, max_length, rows) of every model in the cache."""
         with self._guard():
             ids = dict(self._conn().execute("SELECT model, COUNT(*) FROM pair_scores GROUP BY model").fetchall())
-            named = {i: (ident, n) for i, ident, n in self._conn().execute("SELECT id, identity, max_length FROM models")}
+            named = {
+                i: (ident, n) for i, ident, n in self._conn().execute("SELECT id, identity, max_length FROM models")
+            }
         return [(i, *named.get(i, ("(unknown)", 0)), rows) for i, rows in ids.items()]
 
     def rows(self, model_id: int) -> pl.DataFrame:
@@ -193,8 +204,10 @@ class SQLiteStore:
             if identity is not None:
                 con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?)", (model_id, identity, max_length))
                 before = con.total_changes
-            con.executemany("INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)",
-                            ((model_id, q, d, s) for q, d, s in scores.select("q", "d", "score").iter_rows()))
+            con.executemany(
+                "INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)",
+                ((model_id, q, d, s) for q, d, s in scores.select("q", "d", "score").iter_rows()),
+            )
             return con.total_changes - before
 
     # leases ------------------------------------------------------------------------------------------
@@ -202,8 +215,11 @@ class SQLiteStore:
         """Claim the unscored pairs among `keys` that no live lease holds; returns the pairs now ours."""
         now = time.time()
         with self._write() as con:
-            dead = [i for i, host, pid, expires in con.execute("SELECT id, host, pid, expires FROM leases")
-                    if i != lease and (expires < now or (host == HOST and not psutil.pid_exists(pid)))]
+            dead = [
+                i
+                for i, host, pid, expires in con.execute("SELECT id, host, pid, expires FROM leases")
+                if i != lease and (expires < now or (host == HOST and not psutil.pid_exists(pid)))
+            ]
             for i in dead:
                 con.execute("DELETE FROM claims WHERE lease=?", (i,))
                 con.execute("DELETE FROM leases WHERE id=?", (i,))
@@ -212,8 +228,11 @@ class SQLiteStore:
             con.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?)", (lease, HOST, os.getpid(), now + ttl))
             m = model.id
             con.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)", _rows(m, keys, lease))
-            cur = con.execute("SELECT c.q, c.d FROM claims c WHERE c.lease=? AND c.model=? AND NOT EXISTS "
-                              "(SELECT 1 FROM pair_scores s WHERE s.model=c.model AND s.q=c.q AND s.d=c.d)", (lease, m))
+            cur = con.execute(
+                "SELECT c.q, c.d FROM claims c WHERE c.lease=? AND c.model=? AND NOT EXISTS "
+                "(SELECT 1 FROM pair_scores s WHERE s.model=c.model AND s.q=c.q AND s.d=c.d)",
+                (lease, m),
+            )
             rows = np.fromiter(cur, dtype=np.dtype([("q", "i8"), ("d", "i8")]))
         own = pl.DataFrame({"q": rows["q"], "d": rows["d"]}, schema=KEY_SCHEMA)
         return keys.join(own, on=["q", "d"], how="semi", maintain_order="left")
@@ -258,8 +277,10 @@ def _migrate_v1(con: sqlite3.Connection) -> None:
         ids = [ModelKey(m, ml).id for m, ml, *_ in batch]
         q = fingerprint.hex_keys(r[2] for r in batch)
         d = fingerprint.doc_keys((r[3] for r in batch), fingerprint.hex_keys(r[4] for r in batch))
-        con.executemany("INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)",
-                        zip(ids, q.tolist(), d.tolist(), (r[5] for r in batch)))
+        con.executemany(
+            "INSERT OR IGNORE INTO pair_scores VALUES (?, ?, ?, ?)",
+            zip(ids, q.tolist(), d.tolist(), (r[5] for r in batch)),
+        )
         n += len(batch)
     con.execute("DROP TABLE scores")
     log.info("score cache: %d rows carried over from the first layout", n)
@@ -271,7 +292,7 @@ def _scan(con: sqlite3.Connection, model: int, down: bool) -> tuple[list[tuple[i
     op, order, sign = ("<=", "DESC", -1) if down else (">=", "ASC", 1)
     sql = f"SELECT q, d, score FROM pair_scores WHERE model=? AND q{op}? ORDER BY q {order}, d {order}"
     rows: list[tuple[int, int, float]] = []
-    at, lost = (2 ** 63 - 1) if down else -(2 ** 63), 0
+    at, lost = (2**63 - 1) if down else -(2**63), 0
     while True:
         last = None
         try:
@@ -326,7 +347,9 @@ def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFr
     for m in ids:
         got, bad = _read_model(con, m)
         lost += bad
-        rows[m] = pl.DataFrame({"q": got["q"], "d": got["d"], "score": got["score"]}, schema=SCORE_SCHEMA).unique(["q", "d"])
+        rows[m] = pl.DataFrame({"q": got["q"], "d": got["d"], "score": got["score"]}, schema=SCORE_SCHEMA).unique(
+            ["q", "d"]
+        )
     con.close()
     return names, rows, lost
 
