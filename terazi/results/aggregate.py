@@ -249,9 +249,8 @@ def write_per_query(
 ) -> pl.DataFrame:
     """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
     scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
-    all that the statistics read. The parts are read a part, or the rows one file's tables need, at a time: the
-    table of every system's values is never held (a part holds one system on one dataset, so its cells' means are
-    the whole table's)."""
+    all that the statistics read. A part (one system on one dataset: its cells are the whole table's), or the rows
+    a file needs, is read at a time: the table of every system's values is never held."""
     parts = [pl.scan_parquet(s.path) for s in score_sets]
 
     def write(root: Path) -> dict:
@@ -259,17 +258,11 @@ def write_per_query(
         return {}
 
     memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
-    pl.concat(
-        [cell_means(part.select("system", "dataset", "condition", "measure", "value").collect()) for part in parts]
-    ).write_csv(RunLayout(run_dir).scores_csv)
-    write_mteb_results(
-        pl.concat([part.filter(pl.col("condition") == CLEAN) for part in parts]).collect(),
-        datasets,
-        config.headline,
-        identity,
-        run_dir,
-    )
-    return pl.concat([part.filter(pl.col("measure") == config.headline) for part in parts]).collect()
+    cells = [cell_means(p.select("system", "dataset", "condition", "measure", "value").collect()) for p in parts]
+    pl.concat(cells).write_csv(RunLayout(run_dir).scores_csv)
+    clean = pl.concat([p.filter(pl.col("condition") == CLEAN) for p in parts]).collect()
+    write_mteb_results(clean, datasets, config.headline, identity, run_dir)
+    return pl.concat([p.filter(pl.col("measure") == config.headline) for p in parts]).collect()
 
 
 def leaderboard_rows(
