@@ -18,6 +18,7 @@ every byte with the recorded hash. Reuse also marks the object used (its meta fi
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -190,14 +191,35 @@ def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, mak
     returns a JSON-able meta, which is returned every time after. Concurrent runs making the same output keep the
     first one stored. Without a cache folder (a stage called on its own), `make(out_dir)` writes them in place."""
     if cache_dir is None:
+        give_back()
         return make(Path(out_dir))
     obj = inside(cache_dir, FOLDER, stage_key)
     record = _sound(obj)
     if record is None:
+        give_back()
         record = _store(obj, make)
     for name in record["files"]:
         link(obj / name, Path(out_dir) / name)
     return record["meta"]
+
+
+def give_back() -> None:
+    """The C heap's free pages handed back to the system before a stage makes its outputs. glibc keeps what earlier
+    stages freed (the encoder's, the search's, numpy's buffers) mapped in its arenas, more the larger the benchmark,
+    and a stage whose tables polars makes (its own allocator) cannot reuse it: the process's peak was those leftovers
+    plus the stage's own tables (benchmarks/bench_scale_up.py). Nothing to do where the C library is not glibc."""
+    if (trim := _malloc_trim()) is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes  # here, not at import: most commands never make a stage's outputs
+
+    try:
+        return ctypes.CDLL(None).malloc_trim  # the process's own symbols: glibc's where it is the C library
+    except (OSError, AttributeError, TypeError):  # macOS, musl, Windows
+        return None
 
 
 def _store(obj: Path, make: Callable[[Path], dict]) -> dict:

@@ -3,14 +3,14 @@ every statistic and every leaderboard is computed from. `terazi run` and `terazi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
 
 from terazi import memo
-from terazi.data.blocks import blockwise
+from terazi.data.blocks import BLOCK_ROWS, blockwise, write_blocks
 from terazi.data.loading import open_dataset, read_variants
 from terazi.metrics.contracts import Policies, metric_contracts
 from terazi.metrics.engine import Evaluation, evaluate
@@ -34,9 +34,50 @@ def per_query_values(
 ) -> pl.DataFrame:
     """(condition, query_id, measure, value, changed) of every (condition, sample) ranking, samples of one query
     averaged; `changed` holds (condition, query_id, changed). `ranked` is one table or blocks of whole variants in
-    order (`terazi.data.blocks`). A query's values are its own, so each block is evaluated against its queries'
-    judgments alone, then each ranking's judged queries it lacks as `evaluate` counts them; the rows come in the
-    order one `evaluate` of each whole ranking gives. `terazi run` and `terazi analyze` both compute here."""
+    order (`terazi.data.blocks`). All the rows of `query_values`."""
+    return query_values(qrels, ranked, changed, measures, policies, order).rows()
+
+
+@dataclass(frozen=True)
+class Values:
+    """Per-query values kept as numbers: row i is condition `conditions[c]`, query `query_ids[at]`, measure
+    `measures[m]`, in `table` (c, at, m, value, changed); the names are put in a slice of rows at a time (`rows`), so
+    that a table with every condition × measure × query is never held with its strings (a few bytes a value instead
+    of the five names' hundred)."""
+
+    table: pl.DataFrame
+    conditions: list[str]
+    query_ids: pl.Series
+    measures: list[str]
+
+    def rows(self, start: int = 0, length: int | None = None) -> pl.DataFrame:
+        """(condition, query_id, measure, value, changed) of rows `start` to `start + length` (all from `start`)."""
+        part = self.table.slice(start, length)
+        return part.select(
+            pl.col("c").replace_strict(dict(enumerate(self.conditions)), return_dtype=pl.Utf8).alias("condition"),
+            self.query_ids.gather(part["at"]).alias("query_id"),
+            pl.col("m").replace_strict(dict(enumerate(self.measures)), return_dtype=pl.Utf8).alias("measure"),
+            "value",
+            "changed",
+        )
+
+    def slices(self, rows: int = BLOCK_ROWS) -> Iterator[pl.DataFrame]:
+        """`rows` in order, `rows` rows at a time."""
+        for start in range(0, self.table.height, rows):
+            yield self.rows(start, rows)
+
+
+def query_values(
+    qrels,
+    ranked: pl.DataFrame | Iterable[pl.DataFrame],
+    changed: pl.DataFrame,
+    measures: list[str],
+    policies: Policies = Policies(),
+    order: str = "rank",
+) -> Values:
+    """`per_query_values` as numbers (`Values`). A query's values are its own, so each block is evaluated against its
+    queries' judgments alone, then each ranking's judged queries it lacks as `evaluate` counts them; the rows come in
+    the order one `evaluate` of each whole ranking gives. `terazi run` and `terazi analyze` both compute here."""
     judgments = qrels_frame(qrels)
     judged = judgments.select(pl.col("query_id").unique(maintain_order=True)).with_row_index("at")  # evaluate's order
     rankings: dict[tuple[str, int], int] = {}  # (condition, sample) → its place, in order of appearance
@@ -55,26 +96,24 @@ def per_query_values(
         if lacking.height:
             mine = judgments.join(lacking, on="query_id", how="semi", maintain_order="left")
             values += _values(g, measures, evaluate(mine, NO_ROWS, measures, policies, order=order), judged)
-    # numbers until the end: ranking g, measure m, query at (the judgments' order); a condition is c, its first place
+    # ranking g, measure m, query at (the judgments' order); a condition is c, its first place
     conditions = list(dict.fromkeys(c for c, _ in rankings))
     of_ranking = {g: conditions.index(c) for (c, _), g in rankings.items()}
+    flags = (
+        changed.join(pl.DataFrame({"condition": conditions}).with_row_index("c"), on="condition")
+        .join(judged, on="query_id")
+        .select("c", "at", "changed")
+    )
     table = (
         pl.concat(values)
         .sort("g", "m", "at", maintain_order=True)
         .select(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"), "at", "m", "value")
         .group_by("c", "at", "m", maintain_order=True)
         .agg(pl.col("value").mean())
-    )
-    return (
-        table.select(
-            pl.col("c").replace_strict(dict(enumerate(conditions)), return_dtype=pl.Utf8).alias("condition"),
-            judged["query_id"].gather(table["at"]).alias("query_id"),
-            pl.col("m").replace_strict(dict(enumerate(measures)), return_dtype=pl.Utf8).alias("measure"),
-            "value",
-        )
-        .join(changed, on=["condition", "query_id"], how="left", maintain_order="left")
+        .join(flags, on=["c", "at"], how="left", maintain_order="left")
         .with_columns(pl.col("changed").fill_null(False))
     )
+    return Values(table, conditions, judged["query_id"], measures)
 
 
 NO_ROWS = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64})
@@ -98,11 +137,11 @@ def _values(g: int, measures: list[str], ev: Evaluation, judged: pl.DataFrame) -
 
 def ranking_values(
     qrels, ranking: str | Path, changed: pl.DataFrame, measures: list[str], policies: Policies | None = None
-) -> pl.DataFrame:
-    """`per_query_values` of a ranking file (`policies`: the default ones when None), read a block of whole variants
-    at a time (whole when it is not in (condition, sample, query_id, rank) order)."""
+) -> Values:
+    """`query_values` of a ranking file (`policies`: the default ones when None), read a block of whole variants at
+    a time (whole when it is not in (condition, sample, query_id, rank) order)."""
     return blockwise(
-        ranking, COLUMNS, lambda blocks: per_query_values(qrels, blocks, changed, measures, policies or Policies())
+        ranking, COLUMNS, lambda blocks: query_values(qrels, blocks, changed, measures, policies or Policies())
     )
 
 
@@ -126,18 +165,13 @@ def score_system(
     def write(root: Path) -> dict:
         changed = changed_flags(read_variants(variant_sets, ["condition", "query_id", "changed"]))
         values = ranking_values(open_dataset(dataset).qrels, ranking.path, changed, measures, policies)
-        per_query = values.select(
-            pl.lit(dataset.name).alias("dataset"),
-            pl.lit(ranking.system).alias("system"),
-            "condition",
-            "query_id",
-            "measure",
-            "value",
-            "changed",
-        )
+
+        def named(rows: pl.DataFrame) -> pl.DataFrame:
+            return rows.select(pl.lit(dataset.name).alias("dataset"), pl.lit(ranking.system).alias("system"), pl.all())
+
         path = RunLayout(root).per_query_part(dataset.name, ranking.system)
         path.parent.mkdir(parents=True, exist_ok=True)
-        per_query.write_parquet(path)
+        write_blocks(path, map(named, values.slices()), lambda: named(values.rows()))  # never the whole table
         return {}
 
     key = memo.key(

@@ -257,17 +257,20 @@ def write_per_query(
 ) -> pl.DataFrame:
     """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
     scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
-    all that the statistics read (so that the whole table is not held while they run)."""
-    per_query = pl.concat([pl.read_parquet(s.path) for s in score_sets])
+    all that the statistics read. A part (one system on one dataset: its cells are the whole table's), or the rows
+    a file needs, is read at a time: the table of every system's values is never held."""
+    parts = [pl.scan_parquet(s.path) for s in score_sets]
 
     def write(root: Path) -> dict:
-        per_query.write_parquet(RunLayout(root).per_query)
+        pl.concat(parts).sink_parquet(RunLayout(root).per_query)
         return {}
 
     memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
-    cell_means(per_query).write_csv(RunLayout(run_dir).scores_csv)
-    write_mteb_results(per_query, datasets, config.headline, identity, run_dir)
-    return per_query.filter(pl.col("measure") == config.headline)
+    cells = [cell_means(p.select("system", "dataset", "condition", "measure", "value").collect()) for p in parts]
+    pl.concat(cells).write_csv(RunLayout(run_dir).scores_csv)
+    clean = pl.concat([p.filter(pl.col("condition") == CLEAN) for p in parts]).collect()
+    write_mteb_results(clean, datasets, config.headline, identity, run_dir)
+    return pl.concat([p.filter(pl.col("measure") == config.headline) for p in parts]).collect()
 
 
 def leaderboard_rows(
@@ -346,7 +349,7 @@ def first_stage_recall(
         mine = variants.filter(pl.col("dataset") == d.name)
 
         def make(d: DatasetManifest = d, mine: pl.DataFrame = mine) -> pl.DataFrame:
-            values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"])
+            values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"]).rows()
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
         key = memo.key(
