@@ -257,20 +257,23 @@ def write_per_query(
 ) -> pl.DataFrame:
     """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
     scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
-    all that the statistics read. A part (one system on one dataset: its cells are the whole table's), or the rows
-    a file needs, is read at a time: the table of every system's values is never held."""
-    parts = [pl.scan_parquet(s.path) for s in score_sets]
+    all that the statistics read. One part (one system on one dataset: its cells are the whole table's) is held at a
+    time: the table of every system's values never is."""
 
     def write(root: Path) -> dict:
-        pl.concat(parts).sink_parquet(RunLayout(root).per_query)
+        pl.concat([pl.scan_parquet(s.path) for s in score_sets]).sink_parquet(RunLayout(root).per_query)
         return {}
 
     memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
-    cells = [cell_means(p.select("system", "dataset", "condition", "measure", "value").collect()) for p in parts]
+    cells, clean, headline = [], [], []
+    for s in score_sets:
+        part = pl.read_parquet(s.path)
+        cells.append(cell_means(part))
+        clean.append(part.filter(pl.col("condition") == CLEAN))
+        headline.append(part.filter(pl.col("measure") == config.headline))
     pl.concat(cells).write_csv(RunLayout(run_dir).scores_csv)
-    clean = pl.concat([p.filter(pl.col("condition") == CLEAN) for p in parts]).collect()
-    write_mteb_results(clean, datasets, config.headline, identity, run_dir)
-    return pl.concat([p.filter(pl.col("measure") == config.headline) for p in parts]).collect()
+    write_mteb_results(pl.concat(clean), datasets, config.headline, identity, run_dir)
+    return pl.concat(headline)
 
 
 def leaderboard_rows(
