@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,17 +70,16 @@ def build(batches: Iterable[list[str]], language: str, k1: float, b: float, spil
     with tempfile.TemporaryDirectory(dir=spill, prefix="bm25-") as tmp:
         for i, texts in enumerate(batches):
             check()  # a stop ends the index within one block
-            tokens = [analyse(t, language) or [""] for t in texts]
-            ids = np.fromiter(
-                (vocab.setdefault(w, len(vocab)) for doc in tokens for w in doc),
-                dtype=np.int64,
-                count=sum(len(d) for d in tokens),
-            )
-            n = np.array([len(d) for d in tokens], dtype=np.int64)
-            doc = np.repeat(np.arange(len(tokens), dtype=np.int64), n)
+            ids, n = array("q"), array("q")
+            for text in texts:  # a document's tokens at a time: no block of Python strings is ever held
+                tokens = analyse(text, language) or [""]
+                ids.extend(vocab.setdefault(w, len(vocab)) for w in tokens)
+                n.append(len(tokens))
+            ids, n = np.frombuffer(ids, dtype=np.int64), np.frombuffer(n, dtype=np.int64)
+            doc = np.repeat(np.arange(len(n), dtype=np.int64), n)
             pair, tf = np.unique(doc * len(vocab) + ids, return_counts=True)  # each document's distinct tokens
             voc = (pair % len(vocab)).astype(np.int32)
-            per_doc = np.bincount(pair // len(vocab), minlength=len(tokens))
+            per_doc = np.bincount(pair // len(vocab), minlength=len(n))
             df = np.pad(df, (0, len(vocab) - len(df))) + np.bincount(voc, minlength=len(vocab))
             lengths.append(n)
             parts.append(Path(tmp) / f"{i}.npz")
