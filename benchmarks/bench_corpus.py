@@ -1,6 +1,7 @@
 """The corpus axis: XQuAD-tr's questions against a corpus grown to N passages, terazi cold beside the floor.
 
-    .venv/bin/python benchmarks/bench_corpus.py [--passages 50000 200000] [--work FOLDER] [--no-floor] [--no-save]
+    .venv/bin/python benchmarks/bench_corpus.py [--passages 50000 200000] [--work FOLDER] [--side terazi|floor]
+        [--variants RESULTS] [--max-length 128] [--keep] [--no-save]
 
 XQuAD-tr's 1,190 questions against its 240 passages and distractor passages made of its own sentences (seeded:
 3 to 7 sentences drawn from the whole set, so every distractor reads like a passage and shares its words), up to N
@@ -150,14 +151,16 @@ def report(rows: dict[int, dict]) -> list[str]:
 
     lines = []
     for n, r in sorted(rows.items()):
-        t, f = r["terazi"], r.get("floor")
-        line = f"{n:>9,} passages: terazi {t['wall']:.0f} s (CPU {t['cpu']:.0f} s), peak {mb(t['peak'])} MiB"
-        if f:
-            line += (
-                f"; floor {f['wall']:.0f} s (CPU {f['cpu']:.0f} s), peak {mb(f['peak'])} MiB; ratio wall"
-                f" {t['wall'] / f['wall']:.2f}×, CPU {t['cpu'] / f['cpu']:.2f}×, peak {t['peak'] / f['peak']:.2f}×"
-            )
-        lines.append(line)
+        cells = [
+            f"{side} {r[side]['wall']:.0f} s (CPU {r[side]['cpu']:.0f} s), peak {mb(r[side]['peak'])} MiB"
+            for side in ("terazi", "floor")
+            if side in r
+        ]
+        if len(cells) == 2:
+            t, f = r["terazi"], r["floor"]
+            ratio = {k: t[k] / f[k] for k in ("wall", "cpu", "peak")}
+            cells.append(f"ratio wall {ratio['wall']:.2f}×, CPU {ratio['cpu']:.2f}×, peak {ratio['peak']:.2f}×")
+        lines.append(f"{n:>9,} passages: " + "; ".join(cells))
         for side in ("terazi", "floor"):
             if side in r:
                 lines.append(
@@ -176,7 +179,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--passages", type=int, nargs="+", default=[50_000, 200_000])
     ap.add_argument("--work", type=Path, help="where the data, caches and results go (default: a new temporary folder)")
-    ap.add_argument("--no-floor", action="store_true", help="terazi only (e.g. the 1M run)")
+    ap.add_argument("--side", choices=["both", "terazi", "floor"], default="both", help="run one side only")
+    ap.add_argument("--variants", type=Path, help="the floor's query variants: an earlier run's results folder")
     ap.add_argument("--max-length", type=int, default=128, help="the tiny encoder's tokens per text (default 128)")
     ap.add_argument("--keep", action="store_true", help="keep each run's results folder (to compare runs)")
     ap.add_argument("--no-save", action="store_true", help="print only; do not write benchmarks/results/")
@@ -205,13 +209,14 @@ def main() -> None:
     try:
         for n in args.passages:
             data = grown(work, n)
-            run = work / f"n{n}"
-            subprocess.run(["rm", "-rf", str(run)], check=True)  # cold: a fresh cache and results folder
-            rows[n] = {"terazi": with_cpu(spawn_run, "--run", config(data, run, encoder), env)}
-            print(f"{n:,}: terazi {rows[n]['terazi']['wall']:.0f} s", flush=True)
-            if not args.no_floor:
-                variants = sorted(str(p) for p in (run / "results").glob(f"**/variants/{data.name}/*.parquet"))
-                job = {"data": str(data), "encoder": encoder, "variants": variants}
+            run, rows[n] = work / f"n{n}", {}
+            if args.side != "floor":
+                subprocess.run(["rm", "-rf", str(run)], check=True)  # cold: a fresh cache and results folder
+                rows[n]["terazi"] = with_cpu(spawn_run, "--run", config(data, run, encoder), env)
+                print(f"{n:,}: terazi {rows[n]['terazi']['wall']:.0f} s", flush=True)
+            if args.side != "terazi":
+                found = (args.variants or run / "results").glob("**/variants/*/*.parquet")
+                job = {"data": str(data), "encoder": encoder, "variants": sorted(str(p) for p in found)}
                 rows[n]["floor"] = with_cpu(spawn, "--floor", job, env)
                 print(f"{n:,}: floor {rows[n]['floor']['wall']:.0f} s", flush=True)
             if not args.keep:
