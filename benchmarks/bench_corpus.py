@@ -203,8 +203,9 @@ def main() -> None:
     print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; work {work}", flush=True)
     encoder = bi_encoder(work / f"tiny-encoder-{args.max_length}", max_length=args.max_length)
     server = SubprocessASGIServer()
-    server.start(timeout=180)
-    env["PREFECT_API_URL"] = os.environ["PREFECT_API_URL"] = server.api_url
+    if args.side != "floor":  # the floor has no flow
+        server.start(timeout=180)
+        env["PREFECT_API_URL"] = os.environ["PREFECT_API_URL"] = server.api_url
     rows: dict[int, dict] = {}
     try:
         for n in args.passages:
@@ -222,7 +223,8 @@ def main() -> None:
             if not args.keep:
                 subprocess.run(["rm", "-rf", str(run / "cache")], check=True)
     finally:
-        server.stop()
+        if args.side != "floor":
+            server.stop()
     lines = report(rows)
     print("\n" + "\n".join(lines))
     if not args.no_save:
