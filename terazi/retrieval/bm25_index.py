@@ -60,11 +60,19 @@ class BM25Index:
         return np.where(found, self.data[at], np.float32(0))
 
 
+class _Vocabulary(dict):
+    """token → id, a new token numbered as it is first looked up (`in` asks without adding)."""
+
+    def __missing__(self, token: str) -> int:
+        self[token] = len(self)
+        return self[token]
+
+
 def build(batches: Iterable[list[str]], language: str, k1: float, b: float, spill: Path | None = None) -> BM25Index:
     """The index of every text of `batches` (the corpus in order, a block at a time), `analyse`d in `language`; a
     document without tokens counts as one empty token, as bm25s counts it. Postings wait between the passes in a
     temporary folder under `spill` (the system's default when None)."""
-    vocab: dict[str, int] = {}
+    vocab = _Vocabulary()
     df = np.zeros(0, dtype=np.int64)
     lengths, parts = [], []
     with tempfile.TemporaryDirectory(dir=spill, prefix="bm25-") as tmp:
@@ -73,7 +81,7 @@ def build(batches: Iterable[list[str]], language: str, k1: float, b: float, spil
             ids, n = array("q"), array("q")
             for text in texts:  # a document's tokens at a time: no block of Python strings is ever held
                 tokens = analyse(text, language) or [""]
-                ids.extend(vocab.setdefault(w, len(vocab)) for w in tokens)
+                ids.extend(map(vocab.__getitem__, tokens))
                 n.append(len(tokens))
             ids, n = np.frombuffer(ids, dtype=np.int64), np.frombuffer(n, dtype=np.int64)
             doc = np.repeat(np.arange(len(n), dtype=np.int64), n)
