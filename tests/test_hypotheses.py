@@ -95,3 +95,19 @@ def test_equivalence_agrees_with_statsmodels_where_it_is_decisive():
     assert not ci.significant and ci.judged(margin) == NOT_EQUIVALENT  # the noisy last case: too wide to tell
     same = paired_difference({"d": np.full(40, 0.5)}, {"d": np.full(40, 0.5)}, n_resamples=200)
     assert same.judged(0.01) == EQUIVALENT
+
+
+def test_settings_are_declared_once_and_the_older_holm_still_reads():
+    from terazi.schemas import AnalyzeConfig, EvalConfig, Statistics
+
+    for model in (EvalConfig, AnalyzeConfig):
+        assert all(model.model_fields[k].default == f.default for k, f in Statistics.model_fields.items())
+    assert Statistics().seed == 13 and Statistics().correction == "bh" and Statistics().verdict == "interval"
+    older = Statistics.model_validate({"holm": True, "confidence": 0.9})
+    assert (older.correction, older.correction_scope, older.verdict) == ("holm", "pair", "interval")
+    assert "Holm across each pair's cells" in older.contract() and "Holm-adjusted bootstrap" in older.contract()
+    with pytest.raises(ValueError, match="holm: true means"):
+        Statistics.model_validate({"holm": True, "correction": "bh"})
+    line = Statistics().contract()
+    assert "paired randomization test" in line and "Benjamini–Hochberg across every comparison" in line
+    assert "decided by the bootstrap interval" in line and "δ = 0.01" in line

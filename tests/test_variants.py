@@ -64,6 +64,34 @@ def test_difference_and_interval_on_a_seeded_subset():
     assert whole.queries == 600
 
 
+def test_equivalence_at_the_pairs_margin():
+    """No true difference: equivalent within a margin wider than the interval, not shown equivalent within a
+    narrower one (a pair's own margin overrides the run's); the run's verdict: p asks the randomization test."""
+    pq, settings = per_query(shift=0.0), Statistics(bootstrap_resamples=500, equivalence_margin=0.01)
+    args = (pq, "base", "variant", "nDCG@10", ["a", "b"], None)
+    assert judge(*args, settings).verdict == "equivalent within δ"
+    narrow = judge(*args, settings, margin=0.0005)
+    assert narrow.verdict == "not shown equivalent" and narrow.margin == 0.0005
+    shifted = judge(
+        per_query(shift=0.01),
+        "base",
+        "variant",
+        "nDCG@10",
+        ["a", "b"],
+        None,
+        settings.model_copy(update={"verdict": "p"}),
+    )
+    assert shifted.verdict == "better"
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": "x"}],
+            "rerankers": [{"name": "r", "kind": "bm25"}, {"name": "r2", "kind": "bm25"}],
+            "variants": [{"base": "r", "variant": "r2", "equivalence_margin": 0.05}],
+        }
+    )
+    assert config.variants[0].equivalence_margin == 0.05 and config.equivalence_margin == 0.01
+
+
 def test_the_cards_sentence():
     j = Judgement(
         "kalbur",
