@@ -111,3 +111,26 @@ def test_settings_are_declared_once_and_the_older_holm_still_reads():
     line = Statistics().contract()
     assert "paired randomization test" in line and "Benjamini–Hochberg across every comparison" in line
     assert "decided by the bootstrap interval" in line and "δ = 0.01" in line
+
+
+def test_datasets_mde_is_the_top_two_systems_and_the_median_pair():
+    import polars as pl
+
+    from terazi.analysis.intervals import detectable_differences, uninformative_cells
+
+    rng = np.random.default_rng(6)
+    values = {s: rng.uniform(0, 1, 40) for s in ("a", "b", "c")}
+    pq = pl.DataFrame(
+        [("d", s, "clean", f"q{i:02d}", float(v)) for s, vs in values.items() for i, v in enumerate(vs)],
+        schema=["dataset", "system", "condition", "query_id", "value"],
+        orient="row",
+    )
+    row = detectable_differences(pq, ["d"], ["b", "a", "c"], 0.05).row(0, named=True)
+    effect = power.TTestPower().solve_power(nobs=40, alpha=0.05, power=0.8, alternative="two-sided")
+    sds = [np.std(values[x] - values[y], ddof=1) for x, y in (("b", "a"), ("b", "c"), ("a", "c"))]
+    assert abs(row["mde"] - effect * sds[0]) <= 1e-6 and abs(row["mde_median"] - effect * np.median(sds)) <= 1e-6
+    cells = pl.DataFrame(
+        {"dataset": ["d"] * 2, "verdict": ["no difference"] * 2, "ci_low": [-0.01, -1.0], "ci_high": [0.01, 1.0]}
+    )
+    flagged = uninformative_cells(cells, pl.DataFrame({"dataset": ["d"], "mde": [row["mde"]]})).row(0, named=True)
+    assert (flagged["cells"], flagged["of"]) == (1, 2)  # the narrow interval, not the wide one
