@@ -174,28 +174,38 @@ def effect_size(differences: np.ndarray) -> float | None:
     return float(d.mean()) / sd if sd > 0 else None
 
 
-def detectable_effect(n: int, alpha: float, power: float = 0.8) -> float | None:
+@dataclass(frozen=True)
+class Detectable:
+    effect: float | None
+
+
+@by_content(Detectable)
+def detectable_effect(n: int, alpha: float, power: float = 0.8) -> Detectable:
     """The standardised effect (mean / sd of the differences) that a two-sided paired t-test at level `alpha` on `n`
-    queries detects with probability `power`; None below 2 queries."""
+    queries detects with probability `power` (None below 2 queries): the power equation solved by bisection. A
+    keyword `known` (`by_content`): a warm run finds it there instead of loading scipy again."""
     if n < 2:
-        return None
-    from scipy import optimize, special, stats  # a dependency of sentence-transformers; loaded only here
+        return Detectable(None)
+    from scipy import special  # a dependency of sentence-transformers; loaded only where power is asked
 
     df, root = n - 1, np.sqrt(n)
-    upper, lower = stats.t.isf(alpha / 2, df), stats.t.ppf(alpha / 2, df)
+    upper = special.stdtrit(df, 1 - alpha / 2)
 
     def shortfall(d: float) -> float:  # the power at effect d (both tails), less the wanted power
-        return 1 - special.nctdtr(df, d * root, upper) + special.nctdtr(df, d * root, lower) - power
+        return 1 - special.nctdtr(df, d * root, upper) + special.nctdtr(df, d * root, -upper) - power
 
-    high = 2 * (stats.norm.isf(alpha / 2) + stats.norm.ppf(power)) / root  # twice the normal approximation
+    low, high = 0.0, 2 * (special.ndtri(1 - alpha / 2) + special.ndtri(power)) / root  # twice the normal approximation
     while shortfall(high) < 0:
-        high *= 2
-    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-14, rtol=1e-14))
+        low, high = high, 2 * high
+    while high - low > 1e-13 * high:
+        mid = (low + high) / 2
+        low, high = (mid, high) if shortfall(mid) < 0 else (low, mid)
+    return Detectable(float((low + high) / 2))
 
 
 def minimum_detectable(differences: np.ndarray, alpha: float, power: float = 0.8) -> float | None:
     """The smallest mean difference (in the measure's units) the queries of `differences` detect with `power` at
     two-sided level `alpha`: `detectable_effect` times the differences' standard deviation."""
     d = np.asarray(differences, dtype=np.float64)
-    effect = detectable_effect(d.size, alpha, power)
+    effect = detectable_effect(d.size, alpha, power).effect
     return None if effect is None else effect * float(d.std(ddof=1))

@@ -164,7 +164,13 @@ def pairwise(
 
 
 def detectable_differences(
-    pq: pl.DataFrame, datasets: list[str], order: list[str], alpha: float, power: float = 0.8
+    pq: pl.DataFrame,
+    datasets: list[str],
+    order: list[str],
+    alpha: float,
+    power: float = 0.8,
+    *,
+    known: Known | None = None,
 ) -> pl.DataFrame:
     """Per dataset, the minimum detectable effect of a two-sided paired t-test at level `alpha` with `power`, in the
     headline's units, from the clean paired differences: of the top two systems of `order` (`mde`), and the median
@@ -174,7 +180,7 @@ def detectable_differences(
     for d in datasets:
         values = {s: cells[(s, CLEAN)][d][1] for s in order if d in cells.get((s, CLEAN), {})}
         systems = list(values)
-        effect = detectable_effect(len(values[systems[0]]), alpha, power) if systems else None
+        effect = detectable_effect(len(values[systems[0]]), alpha, power, known=known).effect if systems else None
         sds = [float(np.std(values[a] - values[b], ddof=1)) for a, b in combinations(systems, 2)]
         if effect is None or not sds:
             rows.append((d, None, None))

@@ -147,7 +147,9 @@ def aggregate(
         schema={"dataset": pl.Utf8, "queries": pl.Int64, "no_relevant": pl.Int64},
         orient="row",
     )
-    detectable = sizes.join(detectable_differences(headline, names, order, config.alpha), on="dataset", how="left")
+    detectable = sizes.join(
+        detectable_differences(headline, names, order, config.alpha, known=known), on="dataset", how="left"
+    )
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     deco = None
