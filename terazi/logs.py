@@ -14,6 +14,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from terazi.outside import blotting
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -65,9 +67,12 @@ def send_to_prefect() -> None:
     if any(isinstance(h, APILogHandler) for h in log.handlers):
         return
     logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForRefusals())
-    handler = APILogHandler()
+    handler = blotting(APILogHandler())
     handler.addFilter(_InsideARun())
     log.addHandler(handler)
+    for name in ("prefect.flow_runs", "prefect.task_runs"):  # Prefect's own lines of a run: failures, tracebacks
+        for other in logging.getLogger(name).handlers:
+            blotting(other)
     if log.level == logging.NOTSET or log.level > logging.INFO:
         log.setLevel(logging.INFO)
 
@@ -80,7 +85,7 @@ def to_terminal(console: Console, verbose: bool = False) -> None:
 
     from terazi.progress import HideProgressLines
 
-    handler = RichHandler(console=console, show_path=False, show_time=False, markup=False)
+    handler = blotting(RichHandler(console=console, show_path=False, show_time=False, markup=False))
     if sys.stderr.isatty():
         handler.addFilter(HideProgressLines())
     log = logging.getLogger("terazi")
