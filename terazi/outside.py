@@ -7,7 +7,7 @@ line, a results folder's marker or Prefect's database without passing `shown`: e
 blotted (as sent, and URL-encoded as a `Location` carries it), control characters (a terminal's escape sequences)
 and line breaks made spaces, the length bounded. The secrets are the API keys read for the run (`hold`, where a key
 is read) and the hub tokens of the environment. As a last net, `Blotted` blots the same secrets from every record
-the terminal's and Prefect's log handlers write, tracebacks included.
+the terminal's and Prefect's log handlers write, tracebacks included, and from the records of the HTTP libraries.
 """
 
 from __future__ import annotations
@@ -26,10 +26,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _READ = 1 << 16  # outside text read at most: what follows is cut anyway, and blotting a huge body costs
 
 
+# loggers of the libraries that talk to servers and log what they answer (httpx: the status line; httpcore, at DEBUG:
+# the headers): their records are blotted where they are made, whoever listens to them
+LIBRARY_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "huggingface_hub")
+
+
 def hold(secret: str | None) -> None:
-    """Blot `secret` from all outside text this process shows from now on."""
+    """Blot `secret` from all outside text this process shows from now on, the libraries' log records included."""
     if secret and len(secret) >= SHORTEST:
         _HELD.add(secret)
+        for name in LIBRARY_LOGGERS:
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, Blotted) for f in logger.filters):
+                logger.addFilter(Blotted())
 
 
 def secrets() -> list[str]:

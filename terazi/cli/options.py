@@ -78,5 +78,6 @@ Results = Annotated[
 Exclude = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude"))]
 ExcludeBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude_by"))]
 Force = Annotated[
-    bool, typer.Option("--force", help="replace an existing output that terazi did not write (or that was edited since)")
+    bool,
+    typer.Option("--force", help="replace an existing output that terazi did not write (or that was since edited)"),
 ]
