@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, get_args
 
-_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-_WHOLE = re.compile(r"[+-]?\d+")
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # digits 0-9 only (\d alone takes ١٢ too)
+_WHOLE = re.compile(r"[+-]?\d+", re.ASCII)
 MOST_WHOLE = 2**53
 
 
