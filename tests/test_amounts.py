@@ -75,3 +75,17 @@ def test_the_reading_itself():
     for bad in ("inf", "nan", "1e400", "-1", "0x10", "", "1e300T"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+def test_the_config_refuses_what_the_flag_refuses():
+    """The flag's range is the field's: the same value in a config is refused by the field's own constraint."""
+    from pydantic import ValidationError
+
+    from terazi.schemas import EvalConfig
+    from terazi.schemas.leakage import LeakageOptions
+
+    for field, value in [("seed", -1), ("depth", 0), ("confidence", float("nan")), ("bootstrap_resamples", 10**30)]:
+        with pytest.raises(ValidationError, match=field):
+            EvalConfig.model_validate({"datasets": [{"path": "d"}], field: value})
+    with pytest.raises(ValidationError, match="near_threshold"):
+        LeakageOptions(near_threshold=float("inf"))
