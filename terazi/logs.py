@@ -103,16 +103,16 @@ class _OnlyWarningsOutsidePrefect(logging.Filter):
 
 
 def quiet_console(verbose: bool) -> None:
-    """Hide Prefect's console lines from a command's terminal unless `verbose` (call after importing prefect)."""
-    if verbose:
-        return
+    """Hide Prefect's console lines from a command's terminal unless `verbose` (call after importing prefect); the
+    lines shown are blotted (`terazi.outside`)."""
     import prefect.main  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger;
 
     # a bare `import prefect` is lazy and does not, so the handler filtered here was replaced by the flow's import)
     from prefect.logging.handlers import PrefectConsoleHandler
 
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, PrefectConsoleHandler) and not any(
-            isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters
-        ):
+        if not isinstance(handler, PrefectConsoleHandler):
+            continue
+        blotting(handler)
+        if not verbose and not any(isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters):
             handler.addFilter(_OnlyWarningsOutsidePrefect())

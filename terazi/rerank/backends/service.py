@@ -127,7 +127,7 @@ def send(
                 took = time.perf_counter() - start
         except httpx.TimeoutException:
             problem = f"no answer within {client.timeout.read:g} s"
-        except httpx.TransportError as e:  # refused, reset or dropped connection, a broken answer
+        except httpx.RequestError as e:  # refused, reset or dropped connection, a broken or undecodable answer
             problem = f"connection failed ({type(e).__name__}: {shown(e)})"
         else:
             status = response.status_code
