@@ -18,7 +18,9 @@ class Statistics(StrictModel):
     """The bootstrap, the randomization test, the correction across comparisons, what decides a verdict, and the
     equivalence margin. Their fields sit flat in a config file (`confidence: 0.99`, `correction: holm`)."""
 
-    seed: int = Field(13, description="seed of the bootstrap and the randomization test (in a run, of the corruptions)")
+    seed: int = Field(
+        13, ge=0, description="seed of the bootstrap and the randomization test (in a run, of the corruptions)"
+    )
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals; α = 1 − confidence")
     holm: bool = Field(
