@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from terazi.analysis.hypotheses import adjust, adjust_families, effect_size, minimum_detectable, randomization
+from terazi.analysis.hypotheses import adjust, adjust_families, detectable_effect, effect_size, randomization
 from terazi.analysis.stats import EQUIVALENT, NOT_EQUIVALENT, paired_difference
 
 stats = pytest.importorskip("scipy.stats")
@@ -73,8 +73,8 @@ def test_minimum_detectable_effect_equals_statsmodels():
     for n, alpha in ((10, 0.05), (58, 0.05), (1024, 0.01)):
         d = rng.normal(0.01, 0.2, n)
         want = power.TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8, alternative="two-sided") * d.std(ddof=1)
-        assert abs(minimum_detectable(d, alpha) - want) <= 1e-6, n
-    assert minimum_detectable(np.ones(1), 0.05) is None
+        assert abs(detectable_effect(n, alpha).effect * d.std(ddof=1) - want) <= 1e-6, n
+    assert detectable_effect(1, 0.05).effect is None
     assert effect_size(np.array([0.1, 0.3])) == pytest.approx(0.2 / np.std([0.1, 0.3], ddof=1))
     assert effect_size(np.zeros(5)) is None
 

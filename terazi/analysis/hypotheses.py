@@ -11,8 +11,8 @@ Benjamini–Hochberg adjustment across many comparisons, the effect size and the
 - **Adjustment**: Holm's step-down (controls the family-wise error) and Benjamini–Hochberg's step-up (controls the
   false discovery rate), as statsmodels' `multipletests` computes them.
 - **Minimum detectable effect**: the smallest true mean difference a two-sided paired t-test at level α detects with
-  the given power, from the number of queries and the differences' standard deviation (statsmodels' `TTestPower`
-  solved for the effect size, times the standard deviation).
+  the given power: the standardised effect for the number of queries (statsmodels' `TTestPower` solved for the
+  effect size) times the differences' standard deviation.
 """
 
 from __future__ import annotations
@@ -201,11 +201,3 @@ def detectable_effect(n: int, alpha: float, power: float = 0.8) -> Detectable:
         mid = (low + high) / 2
         low, high = (mid, high) if shortfall(mid) < 0 else (low, mid)
     return Detectable(float((low + high) / 2))
-
-
-def minimum_detectable(differences: np.ndarray, alpha: float, power: float = 0.8) -> float | None:
-    """The smallest mean difference (in the measure's units) the queries of `differences` detect with `power` at
-    two-sided level `alpha`: `detectable_effect` times the differences' standard deviation."""
-    d = np.asarray(differences, dtype=np.float64)
-    effect = detectable_effect(d.size, alpha, power).effect
-    return None if effect is None else effect * float(d.std(ddof=1))

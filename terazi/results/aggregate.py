@@ -142,12 +142,8 @@ def aggregate(
     if (dropped := dropped_line(datasets)) is not None:
         contract["left out of every ranking"] = dropped
     pairs = in_order(pairwise(headline, names, config.conditions, config, known=known), order)
-    sizes = pl.DataFrame(
-        [(d.name, d.n_queries, d.n_queries_without_relevant) for d in datasets],
-        schema={"dataset": pl.Utf8, "queries": pl.Int64, "no_relevant": pl.Int64},
-        orient="row",
-    )
-    detectable = sizes.join(
+    sizes = [(d.name, d.n_queries, d.n_queries_without_relevant) for d in datasets]
+    detectable = pl.DataFrame(sizes, ["dataset", "queries", "no_relevant"], orient="row").join(
         detectable_differences(headline, names, order, config.alpha, known=known), on="dataset", how="left"
     )
     costs = system_costs(candidates, reranks)
