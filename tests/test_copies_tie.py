@@ -28,7 +28,7 @@ def corpus(tmp_path_factory):
     and its copy sorts first by id is chance."""
     rng = np.random.default_rng(45)
     words = ["".join(rng.choice(list("abcçdefgğhıijklmnoöprsştuüvyz"), rng.integers(3, 9))) for _ in range(800)]
-    distinct = [" ".join(rng.choice(words, rng.integers(12, 30))) for _ in range(PASSAGES - COPIES)]
+    distinct = [" ".join(rng.choice(words, rng.integers(6, 14))) for _ in range(PASSAGES - COPIES)]
     texts = distinct + [distinct[i] for i in rng.choice(len(distinct), COPIES, replace=False)]
     place = rng.permutation(PASSAGES)
     ids = [str(i) for i in rng.choice(10 * PASSAGES, PASSAGES, replace=False)]
@@ -76,7 +76,9 @@ def test_copies_tie_in_every_first_stage_and_the_bi_encoder_reranker(corpus, tin
     ds, vs, cache, group = corpus
     seen = {}
     for index in ("flat", "hnsw", "ivf"):
-        cs = first_stage(ds, [vs], EncoderSpec(model=tiny_bi_encoder, index=index), DEPTH, cache, scale=SCALE)
+        cs = first_stage(
+            ds, [vs], EncoderSpec(model=tiny_bi_encoder, index=index, batch_size=128), DEPTH, cache, scale=SCALE
+        )
         cand = pl.read_parquet(cs.path)
         assert cand["query_id"].n_unique() == QUERIES and cand.group_by("query_id").len()["len"].max() == DEPTH
         seen[index] = check_ties(cand, group)
@@ -89,7 +91,7 @@ def test_copies_tie_in_every_first_stage_and_the_bi_encoder_reranker(corpus, tin
     held, _ = check_ties(bm25, group)
     assert held > 100
 
-    spec = BiEncoderSpec(name="bi", kind="bi-encoder", model=tiny_bi_encoder, max_length=32, batch_size=16)
+    spec = BiEncoderSpec(name="bi", kind="bi-encoder", model=tiny_bi_encoder)  # the first stage's vectors
     result = rank_row(ds, flat, [vs], spec, DEPTH, cache, str(tmp_path / "out"), SCALE)  # 7 chunks of pairs
     held, _ = check_ties(pl.read_parquet(result.path), group, at_cut=False)
     assert held > 100
