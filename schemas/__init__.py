@@ -39,6 +39,7 @@ from terazi.schemas.rerankers import (
     RRFSpec,
 )
 from terazi.schemas.scale import Limits, ScaleSpec
+from terazi.schemas.statistics import Statistics
 
 __all__ = [
     "AnalyzeConfig",
@@ -80,6 +81,7 @@ __all__ = [
     "RetrievalPlan",
     "RunManifest",
     "ScaleSpec",
+    "Statistics",
     "ScoreSet",
     "SharedPairs",
     "VariantPair",

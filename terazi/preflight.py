@@ -70,6 +70,7 @@ def within_limits(
     the limit's `terazi serve --max-…` option): the config's own numbers, and with `datasets` the work estimates."""
     asked = [
         ("resamples", "bootstrap_resamples", config.bootstrap_resamples),
+        ("resamples", "randomization_resamples", config.randomization_resamples),
         ("samples", "corruption.samples", config.corruption.samples),
         ("workers", "task_runner_workers", config.task_runner_workers),
         ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or [])),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
-from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells
+from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells, uninformative_cells
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.decontaminated import decontaminated_table
 from terazi.present.depths import depth_tables
@@ -21,7 +21,14 @@ from terazi.present.setup_tables import (
     system_kinds,
     systems_table,
 )
-from terazi.present.tables import leaderboard, per_dataset, ranks_table, robustness, variants_table
+from terazi.present.tables import (
+    detectable_table,
+    leaderboard,
+    per_dataset,
+    ranks_table,
+    robustness,
+    variants_table,
+)
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult
 from terazi.schemas.tables import CLEAN
 
@@ -135,6 +142,9 @@ def display_tables(
         }
         if judgements
         else None,
+        "detectable": detectable_table(
+            agg.detectable, uninformative_cells(agg.pairs, agg.detectable), datasets, config.alpha
+        ).to_json(),
     }
     if agg.depths is not None:  # only with `rerank_depths`: a run without it shows the same tables
         tables["depths"] = depth_tables(agg.depths, agg.ceiling, config.headline, labels, confidence)
