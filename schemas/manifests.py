@@ -87,6 +87,25 @@ class RequestCost(_Manifest):
     p95_ms: float | None = Field(None, description="95th percentile of the same")
 
 
+class ListwiseCost(_Manifest):
+    """What a listwise row's ranking rests on (`kind: listwise`): its windows' answers, each classified as RankLLM's
+    `analysis/response_analysis.py` does, their tokens, and the requests this run sent for them."""
+
+    windows: int = Field(0, description="distinct windows the ranking used (stored answers included)")
+    requests: int = Field(0, description="windows asked of the model in this run (the rest were stored)")
+    prompt_tokens: int = Field(0, description="prompt tokens of the windows' answers, as the model counted them")
+    completion_tokens: int = Field(0, description="answer tokens of the same")
+    ok: int = Field(0, description="answers that are a whole permutation in the template's format")
+    wrong_format: int = Field(0, description="answers not in the format (the window keeps its order if no number)")
+    repetition: int = Field(0, description="answers naming a passage twice or more numbers than passages")
+    missing_documents: int = Field(0, description="answers leaving passages out (appended in their order)")
+
+    @property
+    def unusable(self) -> float:
+        """The share of answers not `ok`."""
+        return 1 - self.ok / self.windows if self.windows else 0.0
+
+
 class ModelCost(_Manifest):
     """What a row costs to run: the model's size, and its warm speed measured inside the scoring calls (model loaded
     and warmed up first, score-cache reads and writes outside the timer)."""
@@ -108,13 +127,16 @@ class ModelCost(_Manifest):
         False, description="nothing was scored in this run: the figures are those of the runs that scored the pairs"
     )
     requests: RequestCost | None = Field(None, description="a reranker served over HTTP: its requests")
+    listwise: ListwiseCost | None = Field(None, description="a listwise reranker: its windows and their answers")
 
     @model_serializer(mode="wrap")
     def _requests_only_when_served(self, handler):
-        """A row that runs in-process is written as before the field existed."""
+        """A row that is neither served nor listwise is written as before those fields existed."""
         body = handler(self)
-        if isinstance(body, dict) and self.requests is None:
-            body.pop("requests", None)
+        if isinstance(body, dict):
+            for name in ("requests", "listwise"):
+                if getattr(self, name) is None:
+                    body.pop(name, None)
         return body
 
     @property
@@ -214,6 +236,9 @@ class RerankPlan(_Manifest):
     started: float
     output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
+    listwise: ListwiseCost | None = Field(
+        None, description="a listwise row whose ranking is stored: the answers it rests on, as that run counted them"
+    )
     in_store: bool = Field(
         True,
         description="the scores go through the score store; False for a scorer cheaper to "

@@ -1,0 +1,147 @@
+"""Listwise reranking's pure core against RankLLM's behaviour (castorini/rank_llm), with scripted answerers: the
+window arithmetic, the prompt, the answer's parse and outcome, and each window paid for once through the score store.
+
+The expected values are RankLLM's on the same inputs (its `_count_windows` tests, `receive_permutation`,
+`response_analysis`), worked out by hand here; they were also checked against RankLLM's own functions."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from ftfy import fix_text
+
+from terazi.errors import ConfigError
+from terazi.rerank.listwise import core
+from terazi.rerank.listwise.answerers import Answer
+from terazi.rerank.listwise.prompts import load
+from terazi.rerank.listwise.stage import Windows, rerank_lists
+from terazi.rerank.store import Scores
+from terazi.schemas import ListwiseSpec
+
+ZEPHYR = load("rank_zephyr")
+
+
+@pytest.mark.parametrize(
+    "n, window, stride, expected",
+    [
+        (10, 4, 2, [(6, 10), (4, 8), (2, 6), (0, 4)]),  # the issue's worked example
+        (20, 10, 5, [(10, 20), (5, 15), (0, 10)]),  # the done-when run: 3 windows a query
+        (25, 20, 10, [(5, 25), (0, 15)]),  # RankLLM's test_count_windows: the last one cut short
+        (8, 20, 10, [(0, 8)]),
+        (40, 20, 10, [(20, 40), (10, 30), (0, 20)]),
+        (7, 4, 2, [(3, 7), (1, 5), (0, 3)]),  # stops once a window starts at the top (no [0, 1) after it)
+        (0, 4, 2, []),
+    ],
+)
+def test_windows_go_from_the_bottom_up_as_rankllm_slides_them(n, window, stride, expected):
+    assert core.windows(n, window, stride) == expected
+
+
+@pytest.mark.parametrize(
+    "answer, n, order, outcome",
+    [
+        ("[2] > [3] > [1]", 3, [1, 2, 0], "ok"),
+        ("[2] > [2] > [1]", 3, [1, 0, 2], "repetition"),  # the first mention wins, the missing one appended
+        ("[1] > [2] > [3] > [1]", 3, [0, 1, 2], "repetition"),
+        ("[5] > [1]", 3, [0, 1, 2], "missing_documents"),  # out of range dropped
+        ("[3] > [9] > [1]", 3, [2, 0, 1], "missing_documents"),  # three named, but not 1..3
+        ("<think>[1] > [2] > [3]</think>\n[3] > [1] > [2]", 3, [2, 0, 1], "ok"),  # only what follows </think>
+        ("<think>[3] > [1]", 3, [2, 0, 1], "wrong_format"),  # an unclosed thought is read as the answer
+        ("I think 2 then 1", 3, [1, 0, 2], "wrong_format"),  # digits are read, the format is not met
+        ("no idea", 3, [0, 1, 2], "wrong_format"),  # nothing usable: the window keeps its order
+        ("", 2, [0, 1], "wrong_format"),
+        (None, 2, [0, 1], "wrong_format"),  # a server that answered no text
+        ("[²] > [①]", 2, [1, 0], "wrong_format"),  # look-alike digits read as digits, but not the format
+        ("[10] > [1]", 10, [9, 0, *range(1, 9)], "missing_documents"),
+    ],
+)
+def test_an_answer_is_read_and_classified_as_rankllm_reads_it(answer, n, order, outcome):
+    assert core.order(answer, n) == order
+    assert core.outcome(answer, n, ZEPHYR.valid, ZEPHYR.extract) == outcome
+
+
+def test_final_scores_strictly_decrease_down_the_final_order():
+    scores = core.final_scores([2, 0, 3, 1])
+    assert scores.tolist() == [3.0, 1.0, 4.0, 2.0]
+    assert (np.diff(scores[[2, 0, 3, 1]]) < 0).all()
+
+
+def test_a_passage_is_cut_repaired_and_unbracketed_and_the_prompt_is_rankzephyrs():
+    long = "Kayseri [3] mantısı " + "kelime " * 400
+    shown = core.passage("  " + long, 300, fix_text)
+    assert shown.startswith("Kayseri (3) mantısı") and len(shown.split()) == 300
+    assert core.passage("cafÃ© ﬁne", 300, fix_text) == "café fine"  # ftfy, as RankLLM repairs text
+    system, user = ZEPHYR.messages(core.unbracket("mantı [1] nedir?"), ["a", "b"])
+    assert system == {
+        "role": "system",
+        "content": "You are RankLLM, an intelligent assistant that can rank passages based on their relevancy to the "
+        "query",
+    }
+    assert user["content"].startswith(
+        "I will provide you with 2 passages, each indicated by a numerical identifier []. Rank the passages based on "
+        "their relevance to the search query: mantı (1) nedir?.\n[1] a\n[2] b\nSearch Query: mantı (1) nedir?.\n"
+    )
+
+
+def test_rank_gpt_asks_one_turn_per_passage():
+    msgs = load("rank_gpt").messages("q", ["a", "b"])
+    assert [m["role"] for m in msgs] == ["system", *["user", "assistant"] * 3, "user"]
+    assert msgs[3]["content"] == "[1] a" and msgs[4]["content"] == "Received passage [1]."
+    assert msgs[-1]["content"].startswith("Search Query: q.\nRank the 2 passages above")
+
+
+def test_a_template_file_of_ones_own_is_data_not_code(tmp_path):
+    good = tmp_path / "mine.yaml"
+    good.write_text(
+        "method: singleturn_listwise\nbody: \"<{rank}> {candidate}\\n\"\nsuffix: 'Q: {query} ({num})'\n"
+        "output_validation_regex: 'r\"^<\\d+>( > <\\d+>)*$\"'\noutput_extraction_regex: '<(\\d+)>'\n"
+    )
+    mine = load(str(good))
+    assert mine.messages("q", ["a"]) == [{"role": "user", "content": "<1> a\nQ: q (1)"}]
+    assert mine.hash != ZEPHYR.hash and core.outcome("<1>", 1, mine.valid, mine.extract) == "ok"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text().replace("{candidate}", "{candidate.__class__}"))
+    with pytest.raises(ConfigError, match="section body: {candidate.__class__} is not filled in"):
+        load(str(bad))
+
+
+class Scripted:
+    """Answers each window by a hidden relevance of its passages (the higher, the earlier), counting what it is asked;
+    `faulty` passages make it answer with a repeat."""
+
+    concurrency = 2
+
+    def __init__(self, relevance: dict[str, float]):
+        self.relevance, self.asked, self.lock = relevance, 0, threading.Lock()
+
+    def ask(self, messages, n):
+        text = messages[-1]["content"]
+        ids = [line.split("] ", 1)[1] for line in text.splitlines() if line.startswith("[")][:n]
+        best = sorted(range(n), key=lambda i: -self.relevance[ids[i]])
+        with self.lock:
+            self.asked += 1
+        return Answer(" > ".join(f"[{i + 1}]" for i in best), 100, 4 * n)
+
+
+def test_sliding_windows_over_ten_passages_bring_the_best_to_the_top_and_are_paid_for_once(tmp_path):
+    spec = ListwiseSpec(name="lw", kind="listwise", model="m", url="http://127.0.0.1:9/v1", window=4, stride=2)
+    ids = [f"d{i}" for i in range(10)]
+    relevance = {d: r for d, r in zip(ids, [0, 3, 1, 9, 2, 8, 4, 7, 5, 6])}
+    texts = {d: d for d in ids}  # each passage's text is its id, so the scripted answerer can read it back
+    answerer, windows = Scripted(relevance), Windows(Scores(tmp_path), "scripted")
+    walk = rerank_lists([("q", ids)], texts, answerer, windows, spec)
+    # RankLLM's windows [6,10) [4,8) [2,6) [0,4), each reordered by relevance in turn (worked by hand): a stride of
+    # 2 carries only each window's best two up, so d7 (relevance 7) stays below d1 and d0, where the last window
+    # could not see it
+    assert [ids[i] for i in walk.orders[0]] == ["d3", "d5", "d1", "d0", "d7", "d2", "d9", "d4", "d8", "d6"]
+    assert answerer.asked == 4 and walk.answers.ok == 4 and walk.answers.windows == 4 and walk.fresh == [True]
+    assert walk.answers.prompt_tokens == 400 and walk.answers.completion_tokens == 64
+    again = Scripted(relevance)
+    rerun = rerank_lists([("q", ids), ("q", ids)], texts, again, Windows(Scores(tmp_path), "scripted"), spec)
+    assert again.asked == 0 and rerun.answers.requests == 0 and rerun.orders == [walk.orders[0]] * 2
+    assert rerun.answers.ok == 4  # the stored answers' outcomes come back with them
+    other = Scripted(relevance)  # another depth: only the windows whose passages differ are asked for
+    rerank_lists([("q", ids[:8])], texts, other, Windows(Scores(tmp_path), "scripted"), spec)
+    assert 0 < other.asked < 3
