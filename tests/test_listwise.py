@@ -7,8 +7,10 @@ The expected values are RankLLM's on the same inputs (its `_count_windows` tests
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from ftfy import fix_text
 
@@ -18,7 +20,7 @@ from terazi.rerank.listwise.answerers import Answer
 from terazi.rerank.listwise.prompts import load
 from terazi.rerank.listwise.stage import Windows, rerank_lists
 from terazi.rerank.store import Scores
-from terazi.schemas import ListwiseSpec
+from terazi.schemas import EvalConfig, ListwiseSpec
 
 ZEPHYR = load("rank_zephyr")
 
@@ -145,3 +147,86 @@ def test_sliding_windows_over_ten_passages_bring_the_best_to_the_top_and_are_pai
     other = Scripted(relevance)  # another depth: only the windows whose passages differ are asked for
     rerank_lists([("q", ids[:8])], texts, other, Windows(Scores(tmp_path), "scripted"), spec)
     assert 0 < other.asked < 3
+
+
+# ---------------------------------------------------------------- a listwise row in the flow, in process
+
+
+def listwise_config(work: Path, rows: list[dict], run: str, dataset: Path) -> EvalConfig:
+    """The tiny dataset's clean queries, 10 candidates each: windows of 4 by 2, four a query."""
+    return EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(dataset), "name": "tiny"}],
+            "rerankers": rows,
+            "conditions": ["clean"],
+            "depth": 10,
+            "rerank_depth": 10,
+            "out_dir": str(work / "results"),
+            "cache_dir": str(work / "cache"),
+            "run_name": run,
+            "offline": True,
+        }
+    )
+
+
+WINDOWS = 4 * 4  # 4 clean queries, 4 windows each
+ROW = {"kind": "listwise", "prompt": "rank_zephyr", "window": 4, "stride": 2}
+
+
+def listwise_cost(manifest, system: str):
+    return next(r for r in manifest.reranks if r.system == system).cost.listwise
+
+
+def heads(manifest, system: str) -> pl.DataFrame:
+    """Each query's reranked head: its documents in order and its scores."""
+    ranking = pl.read_parquet(Path(manifest.run_dir) / "rankings" / "tiny" / f"{system}.parquet")
+    return (
+        ranking.filter(pl.col("rank") <= 10)
+        .sort("query_id", "rank")
+        .group_by("query_id", maintain_order=True)
+        .agg("doc_id", "score")
+    )
+
+
+@pytest.fixture(scope="module")
+def local_run(prefect_server, tiny_chat_lm, tmp_path_factory):
+    from terazi.flows.evaluate import evaluate
+    from tests.conftest import make_tiny
+
+    work = tmp_path_factory.mktemp("listwise")
+    dataset = make_tiny(work / "tiny")
+    rows = [{"name": "lw-local", "model": tiny_chat_lm, **ROW}]
+    return work, dataset, rows, evaluate(listwise_config(work, rows, "r1", dataset))
+
+
+def test_an_in_process_row_ranks_each_list_strictly_and_counts_its_answers_in_every_output(local_run):
+    work, dataset, rows, manifest = local_run
+    answers = listwise_cost(manifest, "lw-local")
+    assert answers.windows == answers.requests == WINDOWS
+    assert answers.ok + answers.wrong_format + answers.repetition + answers.missing_documents == WINDOWS
+    assert answers.prompt_tokens > 0 and answers.completion_tokens > 0
+    for scores in heads(manifest, "lw-local")["score"].to_list():
+        assert len(scores) == 10 and all(a > b for a, b in zip(scores, scores[1:]))  # strictly decreasing
+    costs = pl.read_csv(Path(manifest.run_dir) / "costs.csv").filter(pl.col("system") == "lw-local").row(0, named=True)
+    assert (costs["windows"], costs["windows_requests"], costs["ok"]) == (WINDOWS, WINDOWS, answers.ok)
+    report = (Path(manifest.run_dir) / "report.html").read_text(encoding="utf-8")
+    board = (Path(manifest.run_dir) / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"{WINDOWS} windows ({WINDOWS} asked)" in report
+    if answers.unusable > 0.5:  # a random model rarely answers a permutation: the leaderboard says so
+        assert f"lw-local: {WINDOWS - answers.ok} of {WINDOWS} window answers" in board
+
+
+def test_a_warm_rerun_asks_for_nothing_and_ranks_the_same(local_run):
+    from terazi.flows.evaluate import evaluate
+
+    work, dataset, rows, first = local_run
+    again = evaluate(listwise_config(work, rows, "r2", dataset))
+    answers = listwise_cost(again, "lw-local")
+    assert (
+        answers.requests == 0
+        and answers.windows == WINDOWS
+        and answers == listwise_cost(first, "lw-local").model_copy(update={"requests": 0})
+    )
+    assert heads(again, "lw-local").equals(heads(first, "lw-local"))
+    board = [pl.read_csv(Path(m.run_dir) / "leaderboard.csv") for m in (first, again)]
+    assert board[0].equals(board[1])

@@ -33,7 +33,7 @@ from ftfy import fix_text
 from terazi import fingerprint, memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
-from terazi.models.costs import CostStore, combine
+from terazi.models.costs import CostStore, add_listwise, combine
 from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.paths import inside
 from terazi.progress import progress
@@ -412,9 +412,7 @@ def answers_of(plan: RerankPlan, chunks: list[ChunkResult]) -> ListwiseCost:
     """The answers the ranking rests on, over its chunks (or as the run that stored the ranking counted them)."""
     if plan.stored and plan.listwise is not None:
         return plan.listwise
-    parts = [c.cost.listwise for c in chunks if c.cost and c.cost.listwise]
-    fields = ListwiseCost.model_fields
-    return ListwiseCost(**{f: sum(getattr(p, f) for p in parts) for f in fields})
+    return add_listwise([c.cost.listwise for c in chunks if c.cost]) or ListwiseCost()
 
 
 def finish(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
