@@ -6,9 +6,15 @@ The expected values are RankLLM's on the same inputs (its `_count_windows` tests
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import polars as pl
 import pytest
@@ -107,6 +113,31 @@ def test_a_template_file_of_ones_own_is_data_not_code(tmp_path):
     bad.write_text(good.read_text().replace("{candidate}", "{candidate.__class__}"))
     with pytest.raises(ConfigError, match="section body: {candidate.__class__} is not filled in"):
         load(str(bad))
+
+
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ({"window": 4, "stride": 5}, "stride 5 skips passages: at most window 4"),
+        ({"api_key_env": "K"}, "api_key_env only apply to a row served"),
+        ({"url": "http://h:1/v1", "device": "cuda"}, "device only apply to a row in process"),
+        ({"url": "http://user:pw@h:1/v1"}, "no credentials in the address"),
+        ({"prompt": "my.yaml"}, "the absolute path of a template file"),
+    ],
+)
+def test_a_listwise_row_refuses_what_cannot_apply(fields, problem):
+    with pytest.raises(ValueError, match=problem):
+        ListwiseSpec(name="lw", kind="listwise", model="m", **fields)
+
+
+def test_the_deployment_form_shows_the_rows_fields():
+    from prefect.utilities.callables import parameter_schema
+
+    from terazi.flows.evaluate import evaluate
+
+    fields = parameter_schema(evaluate).model_dump()["definitions"]["ListwiseSpec"]["properties"]
+    assert {"url", "model", "prompt", "window", "stride", "passage_words", "api_key_env"} <= set(fields)
+    assert fields["window"]["default"] == 20 and fields["stride"]["default"] == 10
 
 
 class Scripted:
@@ -230,3 +261,154 @@ def test_a_warm_rerun_asks_for_nothing_and_ranks_the_same(local_run):
     assert heads(again, "lw-local").equals(heads(first, "lw-local"))
     board = [pl.read_csv(Path(m.run_dir) / "leaderboard.csv") for m in (first, again)]
     assert board[0].equals(board[1])
+
+
+# ---------------------------------------------------------------- against a real chat server
+
+KEY_ENV, KEY = "TERAZI_TEST_CHAT_KEY", "sk-listwise-test-0123456789abcdef"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ChatServer:
+    """`transformers serve` on a free local port serving `model` (offline), its access log in `log`."""
+
+    def __init__(self, executable: str, model: str, log: Path):
+        from tests.rerank_server import free_port
+
+        self.port, self.model, self.log_path = free_port(), model, log
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
+        self.log = log.open("wb")
+        self.proc = subprocess.Popen(
+            [executable, "serve", model, "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.5)
+        self.stop()
+        pytest.fail(f"transformers serve did not start: {log.read_text(errors='replace')[-2000:]}")
+
+    def posts(self) -> int:
+        """Chat completions the server answered, read from its own access log."""
+        return self.log_path.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1" 200')
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def chat_server(tiny_chat_lm, tmp_path_factory):
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "chat-server"), "--ready"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"no chat server to test against yet: {done.stderr.strip() or 'scripts/chat-server failed'}")
+    server = ChatServer(done.stdout.strip(), tiny_chat_lm, tmp_path_factory.mktemp("chat-server") / "access.log")
+    os.environ[KEY_ENV] = KEY
+    yield server
+    server.stop()
+    os.environ.pop(KEY_ENV, None)
+
+
+@pytest.mark.slow
+def test_the_same_model_served_and_in_process_ranks_alike_and_each_window_is_asked_once(local_run, chat_server, caplog):
+    from terazi.flows.evaluate import evaluate
+
+    work, dataset, rows, _ = local_run
+    served = {"name": "lw-served", "url": chat_server.url, "model": chat_server.model, "api_key_env": KEY_ENV, **ROW}
+    before = chat_server.posts()
+    first = evaluate(listwise_config(work, [*rows, served], "s1", dataset))
+    assert chat_server.posts() - before == WINDOWS  # the server's own count
+    answers = listwise_cost(first, "lw-served")
+    assert answers.requests == answers.windows == WINDOWS
+    assert answers.ok + answers.wrong_format + answers.repetition + answers.missing_documents == WINDOWS
+    a, b = heads(first, "lw-local"), heads(first, "lw-served")
+    agree = (a["doc_id"] == b["doc_id"]).sum()
+    assert agree >= 0.9 * a.height, f"served and in-process orders agree on {agree} of {a.height} queries"
+    assert answers.prompt_tokens == listwise_cost(first, "lw-local").prompt_tokens  # one tokenizer, one template
+    for scores in b["score"].to_list():
+        assert all(x > y for x, y in zip(scores, scores[1:]))
+    again = evaluate(listwise_config(work, [*rows, served], "s2", dataset))
+    assert chat_server.posts() - before == WINDOWS  # a warm rerun asks for nothing
+    assert listwise_cost(again, "lw-served").requests == 0
+    boards = [pl.read_csv(Path(m.run_dir) / "leaderboard.csv") for m in (first, again)]
+    assert boards[0].equals(boards[1])
+    for path in work.rglob("*"):  # no key in any file the runs wrote (results, cache, logs) nor in a log line
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in caplog.text and KEY not in chat_server.log_path.read_text(errors="replace")
+
+
+KILLED = """
+import os, sys
+sys.path.insert(0, {root!r})
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ[{key_env!r}] = {key!r}
+from pathlib import Path
+from terazi.schemas import ListwiseSpec
+from tests.stages import rerank_row
+from tests.test_rerank import inputs
+from tests.test_listwise import clean_inputs
+ds, cands, variants = clean_inputs(Path({data!r}))
+rerank_row(ds, cands, variants, ListwiseSpec(**{spec!r}), Path({tmp!r}), rerank_depth=10, cache=Path({cache!r}))
+"""
+
+
+def clean_inputs(dataset: Path):
+    """The tiny dataset's clean queries, each with every document as a candidate (`tests.test_rerank.inputs`)."""
+    from tests.test_rerank import inputs
+
+    ds, cands, variants, _ = inputs(dataset)
+    return ds, *(f.filter(pl.col("condition") == "clean") for f in (cands, variants))
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_without_asking_for_the_windows_it_stored(chat_server, tmp_path, tiny_dataset):
+    """A run killed (SIGKILL) after a few answers; the next asks only for the windows not stored."""
+    from terazi.rerank.listwise.answerers import ServedAnswerer
+    from terazi.rerank.listwise.stage import OUTCOME, window_model
+    from terazi.rerank.store import Scores
+    from tests.stages import rerank_row
+
+    spec = {"name": "lw", "url": chat_server.url, "model": chat_server.model, "api_key_env": KEY_ENV, **ROW}
+    spec["concurrency"] = 1
+    cache = tmp_path / "cache"
+    code = KILLED.format(
+        root=str(ROOT),
+        key_env=KEY_ENV,
+        key=KEY,
+        data=str(tiny_dataset),
+        spec=spec,
+        tmp=str(tmp_path / "a"),
+        cache=str(cache),
+    )
+    before = chat_server.posts()
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while chat_server.posts() - before < 3 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    killed_posts = chat_server.posts() - before
+    assert 3 <= killed_posts < WINDOWS, child.stderr.read().decode(errors="replace")[-2000:]
+    identity = ServedAnswerer(ListwiseSpec(**spec), str(cache)).identity
+    stored = Scores(cache).local.rows(window_model(identity).id).filter(pl.col("d") == OUTCOME).height
+    assert killed_posts - 1 <= stored <= killed_posts  # at most the one request in flight was lost
+    result, _ = rerank_row(
+        *clean_inputs(tiny_dataset), ListwiseSpec(**spec), tmp_path / "b", rerank_depth=10, cache=cache
+    )
+    assert result.cost.listwise.windows == WINDOWS and result.cost.listwise.requests == WINDOWS - stored
+    assert chat_server.posts() - before == killed_posts + WINDOWS - stored
