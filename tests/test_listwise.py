@@ -130,14 +130,25 @@ def test_a_listwise_row_refuses_what_cannot_apply(fields, problem):
         ListwiseSpec(name="lw", kind="listwise", model="m", **fields)
 
 
-def test_the_deployment_form_shows_the_rows_fields():
-    from prefect.utilities.callables import parameter_schema
+def test_a_served_deployment_asks_only_its_own_chat_servers_and_reads_only_its_own_templates(
+    tmp_path, tiny_dataset, monkeypatch
+):
+    from terazi.errors import PolicyError
+    from terazi.policy import ServicePolicy
 
-    from terazi.flows.evaluate import evaluate
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine.yaml"
 
-    fields = parameter_schema(evaluate).model_dump()["definitions"]["ListwiseSpec"]["properties"]
-    assert {"url", "model", "prompt", "window", "stride", "passage_words", "api_key_env"} <= set(fields)
-    assert fields["window"]["default"] == 20 and fields["stride"]["default"] == 10
+    def config(**row) -> EvalConfig:
+        row = {"name": "lw", "kind": "listwise", "model": "m", "url": "http://gpu:8000/v1", "api_key_env": "K", **row}
+        return EvalConfig.model_validate({"datasets": [{"path": str(tiny_dataset)}], "rerankers": [row]})
+
+    policy = ServicePolicy.for_service(config(prompt=str(mine)))
+    assert policy.apply(config(prompt="rank_gpt")) and policy.apply(config(prompt=str(mine)))
+    with pytest.raises(PolicyError, match=r"^rerankers\.lw: http://evil:1/v1 with key variable K is not"):
+        policy.apply(config(url="http://evil:1/v1"))
+    with pytest.raises(PolicyError, match=r"^rerankers\.lw\.prompt '/etc/passwd': not a template file of the"):
+        policy.apply(config(prompt="/etc/passwd"))
 
 
 class Scripted:
