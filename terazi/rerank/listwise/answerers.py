@@ -35,6 +35,7 @@ from terazi.rerank.listwise.prompts import load
 from terazi.shutdown import stoppable
 
 STABLE_MODEL_FIELDS = ("id", "root", "parent", "max_model_len")  # what `/v1/models` says that a restart keeps
+NO_MODELS_ROUTE = (404, 405, 501)  # a server without `/v1/models`: it says nothing of what it serves
 
 
 class Answer(NamedTuple):
@@ -100,7 +101,8 @@ class ServedAnswerer:
 
     def serves(self) -> str:
         """The stable fields of the server's `/v1/models` entry for the row's model (`-` when the server does not
-        say: no such route, or the model not listed)."""
+        say: no such route, or the model not listed); any other failure is a `ServiceError` (the task is tried
+        again), never a different identity."""
         url = f"{self.base}/models"
         try:
             response = self._connect().get(url)
@@ -108,10 +110,12 @@ class ServedAnswerer:
             raise ServiceError(
                 f"{self.where}: cannot ask what it serves ({type(e).__name__}: {blot(str(e), self._key)})"
             ) from None
-        if response.status_code in (401, 403):
-            raise ServiceError(f"{self.where} answered {response.status_code}: {server_message(response, self._key)}")
-        if response.status_code != 200:
+        if response.status_code in NO_MODELS_ROUTE:
             return "-"
+        if response.status_code != 200:  # not "-": a passing fault must not file the answers under another identity
+            raise ServiceError(
+                f"{self.where} answered {response.status_code} to GET /models: {server_message(response, self._key)}"
+            )
         try:
             entries = response.json().get("data") or []
         except (ValueError, AttributeError):
