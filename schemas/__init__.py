@@ -7,6 +7,7 @@ from terazi.schemas.corruption import CorruptionSpec, MobileSpec
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import BUNDLED_ENCODER, CONDITIONS, FIRST_STAGE
 from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
+from terazi.schemas.listwise import ListwiseCost, ListwiseSpec
 from terazi.schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
@@ -14,7 +15,6 @@ from terazi.schemas.manifests import (
     DatasetManifest,
     DepthSet,
     LeaderboardRow,
-    ListwiseCost,
     MetricContract,
     MetricRecord,
     ModelCost,
@@ -35,7 +35,6 @@ from terazi.schemas.rerankers import (
     BM25Spec,
     CrossEncoderSpec,
     HttpRerankerSpec,
-    ListwiseSpec,
     LLMRerankerSpec,
     RerankerSpec,
     RRFSpec,

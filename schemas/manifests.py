@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from terazi.schemas.first_stages import EncoderSpec
+from terazi.schemas.listwise import ListwiseCost
 from terazi.schemas.rerankers import RerankerSpec
 
 
@@ -85,25 +86,6 @@ class RequestCost(_Manifest):
     )
     p50_ms: float | None = Field(None, description="median time from sending a request to its answer")
     p95_ms: float | None = Field(None, description="95th percentile of the same")
-
-
-class ListwiseCost(_Manifest):
-    """What a listwise row's ranking rests on (`kind: listwise`): its windows' answers, each classified as RankLLM's
-    `analysis/response_analysis.py` does, their tokens, and the requests this run sent for them."""
-
-    windows: int = Field(0, description="distinct windows the ranking used (stored answers included)")
-    requests: int = Field(0, description="windows asked of the model in this run (the rest were stored)")
-    prompt_tokens: int = Field(0, description="prompt tokens of the windows' answers, as the model counted them")
-    completion_tokens: int = Field(0, description="answer tokens of the same")
-    ok: int = Field(0, description="answers that are a whole permutation in the template's format")
-    wrong_format: int = Field(0, description="answers not in the format (the window keeps its order if no number)")
-    repetition: int = Field(0, description="answers naming a passage twice or more numbers than passages")
-    missing_documents: int = Field(0, description="answers leaving passages out (appended in their order)")
-
-    @property
-    def unusable(self) -> float:
-        """The share of answers not `ok`."""
-        return 1 - self.ok / self.windows if self.windows else 0.0
 
 
 class ModelCost(_Manifest):

@@ -7,28 +7,16 @@ import os
 import string
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from terazi.errors import FieldsError
 from terazi.paths import slugify
-from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
+from terazi.schemas.fields import FIRST_STAGE, SlugName
+from terazi.schemas.listwise import ListwiseSpec
+from terazi.schemas.rows import _ModelReranker, _Reranker, endpoint_url
 
-
-class _Reranker(StrictModel):
-    name: SlugName = Field(description="row label in the leaderboard (also a file name)")
-
-    @field_validator("name")
-    @classmethod
-    def _not_first_stage(cls, v: str) -> str:
-        if v == FIRST_STAGE:
-            raise ValueError(f"{FIRST_STAGE!r} is the name of the first-stage row")
-        return v
-
-
-Precision = Literal["auto", "fp32", "fp16", "bf16"]
-BatchSize = Annotated[int, Field(ge=1)] | Literal["auto"]
 QWEN3_SYSTEM = (
     "Judge whether the Document meets the requirements based on the Query and the Instruct provided. "
     'Note that the answer can only be "yes" or "no".'
@@ -36,29 +24,6 @@ QWEN3_SYSTEM = (
 QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
 QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
-
-
-class _ModelReranker(_Reranker):
-    model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
-    revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field(
-        "auto",
-        description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
-        "reranker), on CUDA the largest batch the free GPU memory holds "
-        "(at most 512)",
-    )
-    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
-    precision: Precision = Field(
-        "auto",
-        description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
-        "(an LLM reranker: bf16 where the GPU supports it); part of the "
-        "score identity",
-    )
-    trust_remote_code: bool = Field(
-        False,
-        description="run the model's own code from its repository; a served "
-        "deployment refuses it unless its server allows it",
-    )
 
 
 class _EncoderReranker(_ModelReranker):
@@ -165,7 +130,6 @@ class BM25Spec(_Reranker):
     b: float = Field(0.75, ge=0, le=1, description="length normalisation")
 
 
-SECRET_PARAMS = ("key", "token", "secret", "password", "auth", "signature", "sig")
 DIALECT_FIELDS = {"cohere": ("model", "query", "documents", "top_n"), "tei": ("query", "texts")}
 
 
@@ -241,136 +205,13 @@ class HttpRerankerSpec(_Reranker):
     @field_validator("url")
     @classmethod
     def _endpoint(cls, v: str) -> str:
-        parts = urlsplit(v)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url {v!r} is not an http:// or https:// address")
-        if parts.username or parts.password:
-            raise ValueError(
-                "url: no credentials in the address (it is written to the manifest); name the variable "
-                "holding the key in api_key_env"
-            )
-        if any(s in k.lower() for k, _ in parse_qsl(parts.query) for s in SECRET_PARAMS):
-            raise ValueError(
-                "url: no key or token in the query string (it is written to the manifest); name the "
-                "variable holding the key in api_key_env"
-            )
-        return v
+        return endpoint_url(v)
 
     @model_validator(mode="after")
     def _own_fields(self):
         taken = [k for k in self.extra_body if k in DIALECT_FIELDS[self.dialect]]
         if taken:
             raise ValueError(f"extra_body: {', '.join(taken)} are set by terazi in the {self.dialect} dialect")
-        return self
-
-
-LISTWISE_PROMPTS = ("rank_gpt", "rank_zephyr")
-SERVED_ONLY = ("api_key_env", "concurrency", "timeout", "retries", "extra_body")
-IN_PROCESS_ONLY = ("device", "precision", "trust_remote_code")
-
-
-class ListwiseSpec(_ModelReranker):
-    """A listwise LLM reranker run as RankLLM runs it: windows of passages from the bottom of the candidates up, each
-    answered with a permutation (`[3] > [1] > [2]`) by a chat model behind an OpenAI-compatible server (`url`) or in
-    process (no `url`); each window's answer is stored, so a window is paid for once."""
-
-    kind: Literal["listwise"] = Field(description="listwise")
-    model: str = Field(
-        min_length=1,
-        max_length=300,
-        description="with url: the model name the server expects; without: a Hugging Face id or absolute local "
-        "folder of a causal LM with a chat template",
-    )
-    revision: str | None = Field(
-        None,
-        min_length=1,
-        max_length=200,
-        description="without url: the hub revision to pin; with url: what the endpoint serves, in your words "
-        "(change it when the server's model changes, so old and new answers are never mixed)",
-    )
-    url: str | None = Field(
-        None,
-        min_length=8,
-        max_length=2000,
-        description="the server's OpenAI-compatible base address, e.g. http://gpu-box:8000/v1 (/chat/completions "
-        "and /models are under it); none: the model runs in process with transformers",
-    )
-    prompt: str = Field(
-        "rank_zephyr",
-        min_length=1,
-        max_length=1000,
-        description="rank_zephyr (RankZephyr's single turn) or rank_gpt (RankGPT's turn per passage), RankLLM's "
-        "wording; or the absolute path of a template file in RankLLM's YAML form; its hash is part of the identity",
-    )
-    window: int = Field(20, ge=2, le=100, description="passages per window (RankLLM's default 20)")
-    stride: int = Field(10, ge=1, le=100, description="how far each window moves up the list (RankLLM's default 10)")
-    passage_words: int = Field(
-        300, ge=1, le=10_000, description="words of each passage the prompt shows (RankLLM's 300)"
-    )
-    max_tokens: int | None = Field(
-        None,
-        ge=1,
-        le=32_768,
-        description="most tokens an answer may take; default: the characters of the window's permutation "
-        "`[1] > … > [n]` (a reasoning model needs more)",
-    )
-    batch_size: Literal[1] = Field(1, description="windows per model call: one (an answer is the model's on its own)")
-    api_key_env: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-        description="with url: name of the environment variable holding the API key, sent as "
-        "`Authorization: Bearer …`; none: no key",
-    )
-    concurrency: int = Field(
-        4, ge=1, le=64, description="with url: requests in flight to the server at most, over every run on the cache"
-    )
-    timeout: float = Field(120.0, gt=0, le=600, description="with url: seconds a request may take before a retry")
-    retries: int = Field(
-        5, ge=0, le=20, description="with url: tries after the first for a 429 or 5xx, time-out or cut"
-    )
-    extra_body: dict[str, str | int | float | bool] = Field(
-        default_factory=dict,
-        description="with url: fields added to every request as they are (e.g. {seed: 0}); part of the identity",
-    )
-
-    @property
-    def max_length(self) -> None:
-        """A listwise row cuts passages by words (`passage_words`), not tokens."""
-        return None
-
-    @property
-    def served(self) -> bool:
-        return self.url is not None
-
-    @property
-    def backend(self) -> str:
-        """The backend column of the backend table: served or in process."""
-        return "served" if self.url else "torch"
-
-    @field_validator("url")
-    @classmethod
-    def _endpoint(cls, v: str | None) -> str | None:
-        return None if v is None else HttpRerankerSpec._endpoint(v)
-
-    @field_validator("prompt")
-    @classmethod
-    def _prompt(cls, v: str) -> str:
-        if v not in LISTWISE_PROMPTS and not Path(v).is_absolute():
-            raise ValueError(f"prompt: {' or '.join(LISTWISE_PROMPTS)}, or the absolute path of a template file")
-        return v
-
-    @model_validator(mode="after")
-    def _where_it_runs(self):
-        if self.stride > self.window:
-            raise FieldsError(
-                ("stride", "window"), f"stride {self.stride} skips passages: at most window {self.window}"
-            )
-        defaults = type(self).model_fields
-        odd = IN_PROCESS_ONLY if self.url else SERVED_ONLY
-        used = [f for f in odd if getattr(self, f) != defaults[f].get_default(call_default_factory=True)]
-        if used:
-            where = "in process (no url)" if self.url else "served (with url)"
-            raise FieldsError((*used, "url"), f"{' and '.join(used)} only apply to a row {where}")
         return self
 
 

@@ -34,7 +34,7 @@ from terazi.configs import DEMO_DIR
 from terazi.errors import PolicyError
 from terazi.paths import within
 from terazi.schemas import BUNDLED_ENCODER, EvalConfig, Limits
-from terazi.schemas.rerankers import LISTWISE_PROMPTS as BUILT_IN
+from terazi.schemas.listwise import LISTWISE_PROMPTS as BUILT_IN
 from terazi.schemas.rerankers import served
 from terazi.schemas.sources import parse as parse_source
 

@@ -11,7 +11,7 @@ servers' or two templates' answers are never mixed.
 A served row follows the `kind: http` row's rules (`terazi.rerank.backends.service`): at most `concurrency`
 requests in flight per endpoint over every process sharing the cache folder, 429/5xx/time-outs tried again with
 backoff, any other 4xx refused at once, the API key read from `api_key_env` when the first request is sent and
-blotted from every message; it is in no identity, manifest or log line.
+blotted from whatever the server says (`terazi.outside`); it is in no identity, manifest or log line.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from terazi.errors import ServiceError
 from terazi.models.costs import RequestLog
 from terazi.models.loading import torch_dtype
 from terazi.models.refs import ModelError
+from terazi.outside import shown
 from terazi.paths import inside
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.backends.http import api_key
-from terazi.rerank.backends.service import Slots, blot, send, server_message
+from terazi.rerank.backends.service import Slots, send, status_line
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.prompts import load
 from terazi.shutdown import stoppable
@@ -75,15 +76,14 @@ class ServedAnswerer:
         self.slots = Slots(inside(cache_dir, "http", fingerprint.of_text(self.base)), spec.concurrency)
         self.where = f"{spec.name} ({self.base})"
         self._client: httpx.Client | None = None
-        self._key: str | None = None
         self._identity: str | None = None
 
     def _connect(self) -> httpx.Client:
         if self._client is None:
-            self._key = api_key(self.spec)
+            key = api_key(self.spec)  # held for blotting from whatever the server says (terazi.outside)
             self._client = httpx.Client(
                 timeout=self.spec.timeout,
-                headers={"Authorization": f"Bearer {self._key}"} if self._key else {},
+                headers={"Authorization": f"Bearer {key}"} if key else {},
                 limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
             )
         return self._client
@@ -107,15 +107,11 @@ class ServedAnswerer:
         try:
             response = self._connect().get(url)
         except httpx.HTTPError as e:
-            raise ServiceError(
-                f"{self.where}: cannot ask what it serves ({type(e).__name__}: {blot(str(e), self._key)})"
-            ) from None
+            raise ServiceError(f"{self.where}: cannot ask what it serves ({type(e).__name__}: {shown(e)})") from None
         if response.status_code in NO_MODELS_ROUTE:
             return "-"
         if response.status_code != 200:  # not "-": a passing fault must not file the answers under another identity
-            raise ServiceError(
-                f"{self.where} answered {response.status_code} to GET /models: {server_message(response, self._key)}"
-            )
+            raise ServiceError(f"{self.where} answered {status_line(response)} to GET /models")
         try:
             entries = response.json().get("data") or []
         except (ValueError, AttributeError):
@@ -141,7 +137,6 @@ class ServedAnswerer:
             slots=self.slots,
             requests=self.request_log,
             where=self.where,
-            secret=self._key,
         )
         try:
             message = payload["choices"][0]["message"]
