@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import httpx
 import numpy as np
@@ -244,3 +245,31 @@ def test_sliding_windows_over_ten_passages_bring_the_best_to_the_top_and_are_pai
     other = Scripted(relevance)  # another depth: only the windows whose passages differ are asked for
     rerank_lists([("q", ids[:8])], texts, other, Windows(Scores(tmp_path), "scripted"), spec)
     assert 0 < other.asked < 3
+
+
+def test_two_runs_on_one_cache_never_ask_for_the_same_window_at_once(tmp_path):
+    """Two runs (threads here, each with its own store connection and lease) rerank the same lists together: each
+    window is asked once in all, the other run waits for it."""
+    spec = ListwiseSpec(name="lw", kind="listwise", model="m", url="http://127.0.0.1:9/v1", window=4, stride=2)
+    ids = [f"d{i}" for i in range(10)]
+    relevance = {d: r for d, r in zip(ids, [0, 3, 1, 9, 2, 8, 4, 7, 5, 6])}
+
+    class Slow(Scripted):
+        def ask(self, messages, n):
+            time.sleep(0.05)
+            return super().ask(messages, n)
+
+    answerer = Slow(relevance)
+    walks = []
+
+    def run():
+        windows = Windows(Scores(tmp_path), "scripted")
+        walks.append(rerank_lists([("q", ids)], {d: d for d in ids}, answerer, windows, spec, poll=0.01))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answerer.asked == 4 and sum(w.answers.requests for w in walks) == 4
+    assert walks[0].orders == walks[1].orders
