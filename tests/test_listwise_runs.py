@@ -69,6 +69,8 @@ def local_run(prefect_server, tiny_chat_lm, tmp_path_factory):
 
 
 def test_an_in_process_row_ranks_each_list_strictly_and_counts_its_answers_in_every_output(local_run):
+    from tests.conftest import artifacts_of
+
     work, dataset, rows, manifest = local_run
     answers = listwise_cost(manifest, "lw-local")
     assert answers.windows == answers.requests == WINDOWS
@@ -81,6 +83,8 @@ def test_an_in_process_row_ranks_each_list_strictly_and_counts_its_answers_in_ev
     report = (Path(manifest.run_dir) / "report.html").read_text(encoding="utf-8")
     board = (Path(manifest.run_dir) / "leaderboard.md").read_text(encoding="utf-8")
     assert f"{WINDOWS} windows ({WINDOWS} asked)" in report
+    costs_artifact = next(a for k, a in artifacts_of(manifest.flow_run_id).items() if k.endswith("-costs"))
+    assert f"{WINDOWS} windows ({WINDOWS} asked)" in str(costs_artifact.data)  # Prefect's artifact shows them too
     if answers.unusable > 0.5:  # a random model rarely answers a permutation: the leaderboard says so
         assert f"lw-local: {WINDOWS - answers.ok} of {WINDOWS} window answers" in board
 
