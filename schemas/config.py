@@ -27,7 +27,7 @@ from terazi.schemas.fields import (
 )
 from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
 from terazi.schemas.measures import parse_measure
-from terazi.schemas.rerankers import MODEL_KINDS, RerankerSpec, default_rerankers
+from terazi.schemas.rerankers import RerankerSpec, default_rerankers, loads_model
 from terazi.schemas.scale import ScaleSpec
 from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
@@ -324,9 +324,7 @@ class EvalConfig(Statistics, Evaluated):
             if f.encoder
         ]
         out += [
-            (f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
-            for r in self.rerankers
-            if r.kind in MODEL_KINDS
+            (f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code) for r in self.rerankers if loads_model(r)
         ]
         return out
 

@@ -20,6 +20,7 @@ from terazi.present.setup_tables import (
     out_of_ranking_notes,
     system_kinds,
     systems_table,
+    unusable_notes,
 )
 from terazi.present.tables import (
     detectable_table,
@@ -74,7 +75,7 @@ def display_tables(
         *out_of_ranking_notes(datasets),
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
-    legend += [COST_NOTE] if shown else []
+    legend += [COST_NOTE, *unusable_notes(shown, order)] if shown else []
     confidence = config.confidence
     board_t = leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=confidence)
     board_t.notes = legend
