@@ -9,7 +9,8 @@ import time
 import pytest
 
 from terazi import cache_usage
-from terazi.cache_usage import GRACE_SECONDS, entries, parse_age, parse_size, prunable, usage
+from terazi.amounts import parse_age, parse_size
+from terazi.cache_usage import GRACE_SECONDS, entries, prunable, usage
 
 
 def entry(path, size: int, days_ago: float, now: float, marker=None):

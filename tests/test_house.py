@@ -23,7 +23,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = ("schemas", "tasks", "flows", "deployments")  # top-level folders installed as terazi.<name>
-LEAVES = ("errors", "paths", "fingerprint", "codehash", "logs", "progress", "shutdown", "turkish", "version")
+LEAVES = (
+    "errors",
+    "paths",
+    "fingerprint",
+    "codehash",
+    "logs",
+    "progress",
+    "shutdown",
+    "turkish",
+    "version",
+    "amounts",
+    "outside",
+)
 # the one way imports run: a room may import rooms of a lower rank (and, within the core, other core rooms)
 RANK = {"leaf": 0, "schemas": 1, "core": 2, "tasks": 3, "flows": 4, "deployments": 5, "api": 6, "cli": 6, "face": 7}
 MAX_FLOORS, MAX_LINES = 10, 400

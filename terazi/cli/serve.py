@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from terazi import shutdown
+from terazi.amounts import Range
 from terazi.cli.common import err
-from terazi.cli.options import Verbose, sets
+from terazi.cli.options import Verbose, amount, sets
 from terazi.cli.places import declares
 from terazi.configs import given
 from terazi.paths import Place
@@ -33,7 +34,7 @@ def serve(
     config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=CONFIG)] = None,
     cron: Annotated[str, typer.Option(help="nightly schedule (cron)")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="time zone of the schedule")] = "Europe/Istanbul",
-    limit: Annotated[int | None, typer.Option(min=1, help="most flow runs at once")] = None,
+    limit: Annotated[int | None, amount(Range(whole=True, ge=1), help="most flow runs at once")] = None,
     allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code", help=REMOTE_CODE)] = False,
     allow_model: Annotated[list[str] | None, typer.Option(help=MODELS)] = None,
     data_root: Annotated[list[str] | None, typer.Option(help=DATA_ROOTS)] = None,

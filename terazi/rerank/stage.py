@@ -38,12 +38,12 @@ from terazi.rerank.keys import (
     store_keys,
     variant_keys,
 )
+from terazi.rerank.listwise import stage as listwise
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
 from terazi.schemas import (
     FIRST_STAGE,
-    MODEL_KINDS,
     CandidateSet,
     ChunkResult,
     DatasetManifest,
@@ -54,6 +54,7 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
+from terazi.schemas.rerankers import loads_model
 from terazi.ties import tied_conditions
 
 log = logging.getLogger("terazi.rerank")
@@ -88,7 +89,7 @@ def first_stage_ranking(
 
 
 def _prepare(spec: RerankerSpec, offline: bool) -> None:
-    if spec.kind in MODEL_KINDS:
+    if loads_model(spec):
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
 
 
@@ -107,7 +108,10 @@ def plan_rerank(
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
     at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
     (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
-    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
+    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`). A listwise row reranks whole
+    lists, not pairs (`terazi.rerank.listwise.stage`): no depth sweep, its order at one depth is not at another."""
+    if spec.kind == "listwise":
+        return listwise.plan(dataset, candidates, variant_sets, spec, rerank_depth, cache_dir, scale, offline, ties)
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
@@ -207,6 +211,8 @@ def plan_rerank(
 
 def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
     """Score one chunk of the work list (pairs stored meanwhile, e.g. before a retry, are skipped)."""
+    if plan.spec.kind == "listwise":
+        return listwise.score_chunk(plan, chunk)
     start = time.perf_counter()
     a, z = plan.chunks[chunk]
     _prepare(plan.spec, plan.offline)
@@ -247,6 +253,8 @@ def _chunk_scores(plan: RerankPlan, chunk: int) -> Path:
 def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
     """The system's rankings from the plan's pairs and their scores (or linked from the stored outputs when the
     plan found them there); the plan's work files are removed."""
+    if plan.spec.kind == "listwise":
+        return listwise.finish(plan, chunks, out_dir)
     work = Path(plan.work)
 
     def write(root: Path) -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 from terazi import fingerprint
 from terazi.models.loading import torch_dtype
 from terazi.models.refs import ModelError
+from terazi.outside import shown
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair
 from terazi.shutdown import stoppable
@@ -81,7 +82,7 @@ class LLMReranker(Backend):
                 dtype=torch_dtype(self.precision),
             )
         except Exception as e:
-            raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {e}") from e
+            raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {shown(e)}") from e
         ids = [tok.convert_tokens_to_ids(t) for t in (s.yes_token, s.no_token)]
         if any(i is None or i == tok.unk_token_id for i in ids):
             raise ModelError(f"{ref.name!r}: the tokenizer has no single token {s.yes_token!r} or {s.no_token!r}")
