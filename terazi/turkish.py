@@ -52,9 +52,10 @@ def analyse(text: str, language: str = "turkish") -> list[str]:
     """Tokens for lexical matching: Turkish lowercasing, word characters, Snowball stems.
 
     Folding to ASCII after stemming makes "sehir" and "şehir" meet, which is what a search box
-    has to do for people typing without Turkish characters.
+    has to do for people typing without Turkish characters. The stems are folded together, joined by
+    spaces (a stem holds none, and nothing composes with a space): one call per text, not per token.
     """
     lowered = tr_lower(text) if language == "turkish" else text.lower()
     words = _TOKEN.findall(lowered)
     stems = _stemmer(language).stemWords(words)
-    return [to_ascii(s) for s in stems]
+    return to_ascii(" ".join(stems)).split(" ") if stems else []

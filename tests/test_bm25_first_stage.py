@@ -57,6 +57,27 @@ def test_bm25_reranker_keeps_the_bm25_first_stage_order(tmp_path, tiny_dataset):
     assert (same["rank"] == same["rank_rerank"]).all()  # no ties: the same order
 
 
+def test_the_index_built_block_by_block_is_bm25s_own(tiny_dataset):
+    """Two documents a block, an empty document and repeated tokens: every token's column (its rows and float32
+    scores) is the one `bm25s.BM25.index` builds over all the tokens at once, bit for bit."""
+    from terazi.retrieval.bm25_index import build
+
+    beir = load_beir(tiny_dataset)
+    texts = [*(d.full_text for d in beir.docs.values()), "", "çay çay çay demlik", "..."]
+    ours = build((texts[i : i + 2] for i in range(0, len(texts), 2)), "turkish", 1.2, 0.6)
+    ref = bm25s.BM25(k1=1.2, b=0.6)
+    ref.index([analyse(t) or [""] for t in texts], show_progress=False)
+    s = ref.scores
+    occurring = {t for t, i in ref.vocab_dict.items() if s["indptr"][i + 1] > s["indptr"][i]}
+    assert ours.n_docs == len(texts) and set(ours.vocab) == occurring and "" in occurring
+    for token, mine in ours.vocab.items():
+        theirs = ref.vocab_dict[token]
+        a, z = ours.indptr[mine], ours.indptr[mine + 1]
+        b, y = s["indptr"][theirs], s["indptr"][theirs + 1]
+        assert np.array_equal(ours.indices[a:z], s["indices"][b:y]), token
+        assert np.array_equal(ours.data[a:z], s["data"][b:y]), token
+
+
 @pytest.mark.slow
 def test_a_run_with_a_bm25_first_stage(prefect_server, tmp_path, tiny_dataset):
     """`first_stages: [{kind: bm25}]` through the flow: the frozen set is BM25's own on the run's variants, and the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import csv
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +17,8 @@ from terazi import fingerprint
 from terazi.data.trec import read_qrels
 from terazi.errors import DatasetError, describe, utf8_line_error
 from terazi.schemas.records import Document, Query
+
+ID_BLOCK = 65536  # corpus ids gathered into a column this many at a time
 
 
 @dataclass(frozen=True)
@@ -89,15 +92,10 @@ class Dataset:
         return [q for q in self.queries if q in self.qrels]
 
 
-def _read_jsonl(
-    path: Path, model: type[BaseModel], what: str, keep: bool = True, hasher: fingerprint.Records | None = None
-) -> dict:
-    """id → record (or, with keep=False, id → line number: the records are checked, not kept). A `hasher` gets
-    every corpus record's (id, title, text) in file order."""
+def _records(path: Path, model: type[BaseModel], what: str) -> Iterator[tuple[int, BaseModel]]:
+    """(line number, validated record) of each non-blank line."""
     if not path.is_file():
         raise DatasetError(path, None, f"missing {what} file")
-    out: dict = {}
-    first_line: dict[str, int] = {} if keep else out
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
             if n == 1 and raw.startswith(codecs.BOM_UTF8):
@@ -115,18 +113,43 @@ def _read_jsonl(
             if not isinstance(obj, dict):
                 raise DatasetError(path, n, "expected a JSON object")
             try:
-                rec = model.model_validate(obj)
+                yield n, model.model_validate(obj)
             except ValidationError as e:
                 raise DatasetError(path, n, describe(e)) from None
-            if rec.id in out:
-                raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
-            out[rec.id] = rec if keep else n
-            first_line[rec.id] = n
-            if hasher is not None:
-                hasher.add([rec.id, rec.title, rec.text])
+
+
+def _read_jsonl(path: Path, model: type[BaseModel], what: str) -> dict:
+    """id → record."""
+    out: dict = {}
+    first_line: dict[str, int] = {}
+    for n, rec in _records(path, model, what):
+        if rec.id in out:
+            raise DatasetError(path, n, f"duplicate id {rec.id!r} (first on line {first_line[rec.id]})")
+        out[rec.id], first_line[rec.id] = rec, n
     if not out:
         raise DatasetError(path, None, f"no {what} records")
     return out
+
+
+def _corpus_ids(path: Path, hasher: fingerprint.Records) -> pl.Series:
+    """The corpus's ids in file order, each record checked and its (id, title, text) hashed in file order: held as
+    one column (a few bytes an id), not as Python strings, a block of lines at a time. A repeated id names its first
+    two lines (the file read again to find them)."""
+    blocks, block = [], []
+    for _, rec in _records(path, Document, "corpus"):
+        block.append(rec.id)
+        hasher.add([rec.id, rec.title, rec.text])
+        if len(block) == ID_BLOCK:
+            blocks.append(pl.Series("doc_id", block, dtype=pl.Utf8))
+            block = []
+    ids = pl.concat([*blocks, pl.Series("doc_id", block, dtype=pl.Utf8)])
+    if not ids.len():
+        raise DatasetError(path, None, "no corpus records")
+    if not (first := ids.is_first_distinct()).all():
+        again = ids[int(first.arg_min())]
+        lines = [n for n, rec in _records(path, Document, "corpus") if rec.id == again]
+        raise DatasetError(path, lines[1], f"duplicate id {again!r} (first on line {lines[0]})")
+    return ids
 
 
 def _check_ids(path: Path, qrels: pl.DataFrame, doc_ids: pl.Series, queries: dict) -> dict[str, dict[str, int]]:
@@ -152,9 +175,7 @@ def load_beir(root: str | Path, split: str = "test", name: str | None = None) ->
         raise DatasetError(root, None, "dataset folder not found")
     corpus_p, queries_p, qrels_p = root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
     corpus_hash = fingerprint.Records().section()
-    doc_ids = pl.Series(
-        "doc_id", list(_read_jsonl(corpus_p, Document, "corpus", keep=False, hasher=corpus_hash)), dtype=pl.Utf8
-    )
+    doc_ids = _corpus_ids(corpus_p, corpus_hash)
     queries = _read_jsonl(queries_p, Query, "queries")
     qrels = _check_ids(qrels_p, read_qrels(qrels_p, keep_lines=True), doc_ids, queries)
     return Dataset(name or root.name, root, split, doc_ids, queries, qrels, (corpus_p, queries_p, qrels_p), corpus_hash)

@@ -8,6 +8,7 @@ corpus statistics of BM25), and the score store is keyed on it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -41,6 +42,8 @@ class PairScorer(Protocol):
 
 class Corpus(Protocol):
     """Where scorers and the reranking stage read documents (`terazi.data.corpus.CorpusTable`)."""
+
+    path: Path
 
     def ids(self): ...
 

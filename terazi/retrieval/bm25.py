@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from importlib.metadata import version
 
 import numpy as np
 import polars as pl
@@ -16,6 +17,7 @@ import polars as pl
 from terazi import codehash, fingerprint
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.paths import inside
+from terazi.retrieval.bm25_index import build
 from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT
@@ -50,8 +52,6 @@ def bm25_candidates(
     b: float = 0.75,
 ) -> CandidateSet:
     """The frozen BM25 candidates of every variant (condition, sample, query_id, text) of one dataset."""
-    import bm25s
-
     start = time.perf_counter()
     variants = variants.sort(VARIANT)
     identity = bm25_identity(language, k1, b, dataset.corpus_fingerprint)
@@ -71,9 +71,7 @@ def bm25_candidates(
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)
         return cs
     corpus = dataset_corpus(dataset, cache_dir)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-    bm25 = bm25s.BM25(k1=k1, b=b)
-    bm25.index([analyse(t, language) or [""] for batch in corpus.batches() for t in batch], show_progress=False)
+    index = build(corpus.batches(), language, k1, b, spill=corpus.path.parent)
     ids = corpus.ids().cast(pl.Utf8)
     tie_order = id_order(ids)  # document id descending first
     ds = open_dataset(dataset)
@@ -82,7 +80,7 @@ def bm25_candidates(
     texts = variants["text"].unique(maintain_order=True)
     parts = []
     for i, text in enumerate(texts.to_list()):
-        scores = bm25.get_scores_from_ids(bm25.get_tokens_ids(analyse(text, language))).astype(np.float64)
+        scores = index.scores(index.token_ids(analyse(text, language))).astype(np.float64)
         rows = top_documents(scores, tie_order, deeper)
         parts.append(
             pl.DataFrame(
@@ -110,7 +108,7 @@ def bm25_candidates(
         "dataset_fingerprint": dataset.fingerprint,
         "encoder": "bm25",
         "encoder_identity": identity,
-        "index": {"type": "bm25s", "version": bm25s.__version__},
+        "index": {"type": "bm25s", "version": version("bm25s")},
         "depth": depth,
         "faiss_version": "none",
         "queries_encoded": 0,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
 
 import numpy as np
+import polars as pl
 
 from terazi.rerank.pairs import Corpus, Pair
+from terazi.retrieval.bm25_index import BM25Index, build
 from terazi.shutdown import check
 from terazi.turkish import analyse
 
@@ -15,10 +16,10 @@ from terazi.turkish import analyse
 class BM25Scorer:
     """BM25 (bm25s) over Turkish-lowercased, Snowball-stemmed, ASCII-folded tokens of the whole corpus.
 
-    The index (corpus statistics) covers the whole corpus; a pair is scored from its document's entries only, so the
-    cost grows with the pairs, not with queries × corpus. The index's entries are one sorted array of keys
-    (token × documents + row), so every (pair, query token) of a block is looked up at once (`np.searchsorted`), and
-    the sums are the ones `bm25s.BM25.get_scores` forms (float32, in query-token order): the scores are the same."""
+    The index (corpus statistics) covers the whole corpus, built a block of documents at a time into bm25s's compact
+    arrays (`terazi.retrieval.bm25_index`); a pair is scored from its document's entries only, so the cost grows with
+    the pairs, not with queries × corpus: every (pair, query token) of a block is looked up at once, and the sums are
+    the ones `bm25s.BM25.get_scores` forms (float32, in query-token order): the scores are the same."""
 
     batch_size = 4096
     # Scoring a pair (a few array lookups) costs less than claiming, writing and reading it in the score store, so
@@ -35,28 +36,15 @@ class BM25Scorer:
         self.identity = f"bm25:{language}:k1={k1}:b={b}:corpus={corpus_fingerprint}"
         self._bm25 = None
 
-    def _index(self):
+    def _index(self) -> BM25Index:
         """Built on first use, so a fully cached run skips it."""
-        import bm25s
-
-        logging.getLogger("bm25s").setLevel(logging.WARNING)
-        bm25 = bm25s.BM25(k1=self.k1, b=self.b)
-        bm25.index(
-            [analyse(t, self.language) or [""] for batch in self._corpus.batches() for t in batch], show_progress=False
-        )
-        s = bm25.scores
-        data, indices, indptr = s["data"], s["indices"], s["indptr"]
-        ids = self._corpus.ids()
-        self._docs = len(ids)
-        keys = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr)) * self._docs + indices
-        order = np.argsort(keys, kind="stable")
-        self._keys, self._values = keys[order], data[order]
-        self._row = dict(zip(ids.to_list(), range(len(ids))))
+        index = build(self._corpus.batches(), self.language, self.k1, self.b, spill=self._corpus.path.parent)
+        self._ids = self._corpus.ids().cast(pl.Utf8).to_frame("doc_id").with_row_index("row")
         self._tokens = lru_cache(maxsize=200_000)(self._token_ids)
-        return bm25
+        return index
 
     def _token_ids(self, query: str) -> np.ndarray:
-        return np.asarray(self._bm25.get_tokens_ids(analyse(query, self.language)), dtype=np.int64)
+        return self._bm25.token_ids(analyse(query, self.language))
 
     def score(self, pairs: list[Pair]) -> np.ndarray:
         if self._bm25 is None:
@@ -65,7 +53,8 @@ class BM25Scorer:
             return np.zeros(0, dtype=np.float64)
         number: dict[str, int] = {}
         which = np.fromiter((number.setdefault(p.query, len(number)) for p in pairs), dtype=np.int64, count=len(pairs))
-        rows = np.fromiter((self._row[p.doc_id] for p in pairs), dtype=np.int64, count=len(pairs))
+        wanted = pl.DataFrame({"doc_id": [p.doc_id for p in pairs]}, schema={"doc_id": pl.Utf8})
+        rows = wanted.join(self._ids, on="doc_id", how="left", maintain_order="left")["row"].to_numpy().astype(np.int64)
         tokens = []
         for q in number:
             check()  # a stop ends the stage within one query's analysis
@@ -74,14 +63,9 @@ class BM25Scorer:
         table = np.full((len(tokens), max(width, 1)), -1, dtype=np.int64)  # each query's tokens, -1 after its last
         for i, t in enumerate(tokens):
             table[i, : len(t)] = t
-        acc = np.zeros(len(pairs), dtype=self._values.dtype)
+        acc = np.zeros(len(pairs), dtype=np.float32)
         for j in range(width):  # token by token, as get_scores adds them
             t = table[which, j]
             live = np.flatnonzero(t >= 0)
-            keys = t[live] * self._docs + rows[live]
-            pos = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-            acc[live] += np.where(self._keys[pos] == keys, self._values[pos], 0)
-        extra = self._bm25.nonoccurrence_array
-        if extra is not None:  # BM25L/BM25+: what each query token adds where it does not occur
-            acc += np.array([extra[t].sum() if len(t) else 0 for t in tokens], dtype=acc.dtype)[which]
+            acc[live] += self._bm25.lookup(t[live], rows[live])
         return acc.astype(np.float64)
