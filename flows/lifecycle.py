@@ -20,7 +20,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
 from terazi import shutdown
-from terazi.analysis.known import Known, kept
 from terazi.flows.runtime import current_flow_run_id
 from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
@@ -28,6 +27,7 @@ from terazi.present.card import build_card
 from terazi.results import folder
 from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
+from terazi.store.bootstraps import BootstrapStore, opened
 from terazi.version import __version__
 
 
@@ -90,14 +90,14 @@ def results_folder(
             if full:
                 raise full from e
             raise
-    with kept(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
+    with opened(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
         publish(run.path, artifact_prefix, known)
 
 
-def publish(run_dir: Path, prefix: str, known: Known | None = None) -> None:
+def publish(run_dir: Path, prefix: str, known: BootstrapStore | None = None) -> None:
     """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
     the model card of the featured system (`terazi card`), in the run's labels (its intervals found in `known` when
-    computed before, terazi.analysis.known)."""
+    computed before, terazi.store.bootstraps)."""
     items = artifacts(run_dir)
     layout = RunLayout(run_dir)
     if layout.is_complete():  # the card reads the manifest

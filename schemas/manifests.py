@@ -212,7 +212,7 @@ class RerankPlan(_Manifest):
     unique: int
     cached: int
     started: float
-    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
+    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.store.derived)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
     in_store: bool = Field(
         True,

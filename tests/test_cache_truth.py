@@ -1,6 +1,6 @@
-"""A stored result is the result today's code computes (terazi.memo, terazi.codehash): a code change recomputes exactly
-the outputs that code makes, a results folder written in place never reaches the next run, a folder with an
-unreadable file never says it is complete, and pruning makes a warm run recompute only what was pruned."""
+"""A stored result is the result today's code computes (terazi.store.derived, terazi.store.codehash): a code change
+recomputes exactly the outputs that code makes, a results folder written in place never reaches the next run, a folder
+with an unreadable file never says it is complete, and pruning makes a warm run recompute only what was pruned."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi import cache_folder, codehash
 from terazi.schemas import EvalConfig
+from terazi.store import codehash
+from terazi.upkeep import health
 from tests.conftest import make_tiny
 
 
@@ -126,7 +127,7 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
 
     assert CliRunner().invoke(app, ["cache", "check", "--cache", str(cache)]).exit_code == 2
     monkeypatch.setattr(logging.getLogger("terazi"), "propagate", True)  # the command kept its lines off the root
-    problems = {p.problem for p in cache_folder.check(cache)}
+    problems = {p.problem for p in health.check(cache)}
     assert {
         f"runs/{trec.relative_to(a / 'runs')} was changed after it was stored",
         "per_query.parquet was changed after it was stored",

@@ -69,7 +69,7 @@ def named_paths(text: str) -> set[str]:
 
 
 def module_file(parts: list[str]) -> Path | None:
-    """The file of a dotted module name: `terazi.memo`, `terazi.flows` or `flows.lifecycle`, and inside terazi
+    """The file of a dotted module name: `terazi.store.derived`, `terazi.flows` or `flows.lifecycle`, and inside terazi
     `rerank.stage`."""
     if parts[0] == "terazi":
         parts = parts[1:]

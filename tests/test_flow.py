@@ -106,7 +106,7 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert not m1.candidates[0].reused and ce.pairs_scored > 0
 
     # second run: frozen candidates and score cache are reused, nothing is encoded or scored, and every interval of
-    # the statistics and the card is found in the cache folder (terazi.analysis.known), none drawn again
+    # the statistics and the card is found in the cache folder (terazi.store.bootstraps), none drawn again
     from terazi.analysis import stats
 
     drawn, draws = [], stats.draws

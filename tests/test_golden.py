@@ -115,7 +115,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
     # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
     # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before.
-    # A frozen set's lookup key holds the code that made it (terazi.codehash): it moves with each commit
+    # A frozen set's lookup key holds the code that made it (terazi.store.codehash): it moves with each commit
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
     keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
     clean = Paths(

@@ -175,7 +175,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     """Per-shard top-k merged equals FAISS over the whole corpus (a corpus with exact duplicates included)."""
     import faiss
 
-    from terazi.models.vectors import save_atomic
+    from terazi.models.vectors import save_array
     from terazi.retrieval.dense import exact_search, shard_bounds, shard_path, shards
     from terazi.ties import id_order
 
@@ -185,7 +185,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     queries = emb[rng.integers(0, 1000, 50)] + 0.01 * rng.normal(size=(50, 16)).astype(np.float32)
     bounds = shard_bounds(len(emb), 300)
     for a, z in bounds:
-        save_atomic(shard_path(tmp_path, a, z), emb[a:z])
+        save_array(shard_path(tmp_path, a, z), emb[a:z])
     index = faiss.IndexFlatIP(16)
     index.add(emb)
     want_s, want_i = index.search(queries, 20)
@@ -197,7 +197,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
 
 def test_approximate_index_records_its_recall(tmp_path):
-    from terazi.models.vectors import save_atomic
+    from terazi.models.vectors import save_array
     from terazi.retrieval.dense import (
         build_index,
         exact_search,
@@ -214,7 +214,7 @@ def test_approximate_index_records_its_recall(tmp_path):
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     bounds = shard_bounds(len(emb), 12_000)
     for a, z in bounds:
-        save_atomic(shard_path(tmp_path, a, z), emb[a:z])
+        save_array(shard_path(tmp_path, a, z), emb[a:z])
     index, params = build_index(lambda: shards(tmp_path, bounds), len(emb), 8, "ivf", nprobe=8)
     assert params == {"type": "IndexIVFFlat", "nlist": int(4 * np.sqrt(30_000)), "nprobe": 8}  # 4·√n lists
     order = id_order(pl.Series([str(i) for i in range(len(emb))]))
@@ -300,7 +300,9 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(
         a, b = ([r for r in m["reranks"] if r["system"] == system][0] for m in manifests)
         # 4 queries × 8 candidates, clean and upper, plus the isolated setting's pairs the two do not share
         assert a["pairs_unique"] == b["pairs_unique"] >= 64
-        if system == "bm25":  # each run scores all, unless the other's ranking was stored by then (terazi.memo)
+        if (
+            system == "bm25"
+        ):  # each run scores all, unless the other's ranking was stored by then (terazi.store.derived)
             assert {a["pairs_scored"], b["pairs_scored"]} <= {0, a["pairs_unique"]}
             assert max(a["pairs_scored"], b["pairs_scored"]) == a["pairs_unique"]
         else:

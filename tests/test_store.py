@@ -220,7 +220,7 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
     repaired = runner.invoke(app, ["cache", "repair", "--cache", str(a)])
     assert repaired.exit_code == 0 and "salvaged" in repaired.output
     assert runner.invoke(app, ["cache", "check", "--cache", str(a)]).exit_code == 0
-    assert list((a / "quarantine").glob("scores.sqlite.*"))
+    assert list((a / "quarantine").glob("scores-scores.sqlite-*/scores.sqlite"))
 
 
 def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):

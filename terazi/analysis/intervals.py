@@ -12,7 +12,6 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from terazi.analysis.known import Known
 from terazi.analysis.stats import (
     Aggregation,
     Interval,
@@ -24,6 +23,7 @@ from terazi.analysis.stats import (
     significance_groups,
 )
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
+from terazi.store.bootstraps import BootstrapStore
 
 Cells = dict[tuple[str, str], dict[str, tuple[pl.Series, np.ndarray]]]
 Subset = dict[str, pl.Series]
@@ -61,10 +61,16 @@ def _aligned(
 
 
 def system_intervals(
-    pq: pl.DataFrame, datasets: list[str], resamples: int, seed: int, confidence: float, *, known: Known | None = None
+    pq: pl.DataFrame,
+    datasets: list[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    *,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first (`known`: where
-    intervals computed before are found, terazi.analysis.known; as in every function here)."""
+    intervals computed before are found, terazi.store.bootstraps; as in every function here)."""
     systems = pq["system"].unique(maintain_order=True).to_list()
     cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
     cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence, known=known) for s in systems}
@@ -109,7 +115,7 @@ def pairwise(
     confidence: float,
     holm: bool,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: better / no difference / worse.
 
@@ -211,7 +217,7 @@ def retention_intervals(
     confidence: float,
     aggregation: Aggregation = "macro",
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
     interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.

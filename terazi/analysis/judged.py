@@ -14,9 +14,9 @@ import numpy as np
 import polars as pl
 
 from terazi.analysis import stats
-from terazi.analysis.known import Known
 from terazi.schemas import EvalConfig, ModelCost
 from terazi.schemas.tables import CLEAN
+from terazi.store.bootstraps import BootstrapStore
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,11 @@ def judge(
     label: str | None = None,
     costs: dict[str, ModelCost | None] | None = None,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
-    condition, query_id, measure, value); `known`: where intervals computed before are found (terazi.analysis.known)."""
+    condition, query_id, measure, value); `known`: where intervals computed before are found
+    (terazi.store.bootstraps)."""
     clean = per_query.filter(
         (pl.col("condition") == CLEAN) & (pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)
     )
@@ -114,7 +115,7 @@ def judge(
 
 
 def judge_variants(
-    per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict, known: Known | None = None
+    per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict, known: BootstrapStore | None = None
 ) -> list[Judgement]:
     """Every variant the run's configuration names (`variants`), judged against its base (`judge`)."""
     return [

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -27,8 +26,9 @@ from filelock import FileLock
 
 from terazi import fingerprint
 from terazi.models.refs import ModelRef, local_folder, weights_info
-from terazi.paths import inside
 from terazi.schemas import ModelCost, RequestCost
+from terazi.store.files import write_atomic
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.costs")
 
@@ -37,7 +37,7 @@ class CostStore:
     """Per score identity: pairs scored and seconds, summed over the runs that scored them; the latest latency."""
 
     def __init__(self, cache_dir: str | Path):
-        self.root = inside(cache_dir, "costs")
+        self.root = CacheLayout(cache_dir).part("costs")
 
     def _path(self, identity: str) -> Path:
         return self.root / f"{fingerprint.of_text(identity)}.json"
@@ -75,9 +75,8 @@ class CostStore:
                 }
             )
         path = self._path(identity)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        record = json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1)
+        write_atomic(path, lambda p: p.write_text(record, encoding="utf-8"))
         return cost
 
 

@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi import memo
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import inside, link
+from terazi.paths import link
 from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
@@ -54,6 +53,8 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
+from terazi.store import derived
+from terazi.store.layout import CacheLayout
 from terazi.ties import tied_conditions
 
 log = logging.getLogger("terazi.rerank")
@@ -65,8 +66,8 @@ def first_stage_ranking(
     """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
     under some query set (its row would score only the tie order of the document ids). Whether they do is kept with
     the stored outputs under the candidates' fingerprint: a warm run does not read the candidates for it."""
-    key = memo.key("tied", candidates.fingerprint, maker="terazi.ties")
-    tied = json.loads(memo.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
+    key = derived.key("tied", candidates.fingerprint, maker="terazi.ties")
+    tied = json.loads(derived.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
     if tied:
         log.warning(
             "first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
@@ -106,14 +107,14 @@ def plan_rerank(
 ) -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
     at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
-    (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
-    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
+    (terazi.store.derived). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too
+    (`keys.rescored`); `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
-    output = memo.key(
+    output = derived.key(
         "ranking",
         dataset.name,
         spec.name,
@@ -148,7 +149,7 @@ def plan_rerank(
         started=started,
         output=output,
     )
-    if (meta := memo.stored(cache_dir, output)) is not None:
+    if (meta := derived.stored(cache_dir, output)) is not None:
         log.info(
             "%s on %s: the ranking of these candidates and variants is stored (%d pairs, all scored before)",
             spec.name,
@@ -178,7 +179,7 @@ def plan_rerank(
         else empty_scores()
     )
     known = run_ids(found, var, docs)
-    work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
+    work = CacheLayout(cache_dir).part("work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
     pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
@@ -260,7 +261,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
         write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth, plan.ties)
         return {"needed": plan.needed, "unique": plan.unique}
 
-    memo.reuse(plan.cache_dir, plan.output, out_dir, write)
+    derived.reuse(plan.cache_dir, plan.output, out_dir, write)
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
     scored = sum(c.scored for c in chunks)
     cost = costs.settle(
@@ -334,7 +335,7 @@ def fuse_systems(
     ties: str = "trec",
 ) -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
-    rankings were fused before (terazi.memo)."""
+    rankings were fused before (terazi.store.derived)."""
     by_name = {p.system: p for p in parts}
 
     def write(root: Path) -> dict:
@@ -343,7 +344,7 @@ def fuse_systems(
         write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k, ties)
         return {}
 
-    key = memo.key(
+    key = derived.key(
         "fusion",
         dataset.name,
         spec.name,
@@ -353,7 +354,7 @@ def fuse_systems(
         ties,
         maker=__name__,
     )
-    memo.reuse(cache_dir, key, out_dir, write)
+    derived.reuse(cache_dir, key, out_dir, write)
     return RerankResult(
         system=spec.name,
         dataset=dataset.name,

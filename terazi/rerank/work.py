@@ -22,6 +22,7 @@ from terazi.data.blocks import BLOCK_ROWS, write_blocks
 from terazi.rerank.keys import model_key
 from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
+from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0
@@ -156,7 +157,6 @@ def score_unstored(
             values[a:z] = scorer.score([Pair(t, d, "") for t, d in zip(texts[a:z], doc_ids[a:z])])
             if on_progress:
                 on_progress(z, rows.height)
-    tmp = out.with_name(f".{out.name}.tmp")
-    rows.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)).write_parquet(tmp)
-    tmp.replace(out)
+    scores = rows.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64))
+    write_atomic(out, scores.write_parquet)
     return rows.height

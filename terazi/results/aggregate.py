@@ -15,7 +15,6 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import memo
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
@@ -28,7 +27,6 @@ from terazi.analysis.intervals import (
     system_intervals,
 )
 from terazi.analysis.judged import Judgement, judge_variants
-from terazi.analysis.known import Known, kept
 from terazi.analysis.leaderboard import board_of_scores, describe
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
@@ -59,6 +57,8 @@ from terazi.schemas import (
 )
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, isolated
+from terazi.store import derived
+from terazi.store.bootstraps import BootstrapStore, opened
 
 log = logging.getLogger("terazi.aggregate")
 
@@ -75,13 +75,13 @@ def aggregate(
     depths: list[DepthSet] | None = None,
     cache_dir: str | None = None,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline), from the headline
     measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
     (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
-    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo); `known`: where
-    intervals computed before are found (terazi.analysis.known), passed to every statistic."""
+    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.store.derived);
+    `known`: where intervals computed before are found (terazi.store.bootstraps), passed to every statistic."""
     conditions = pl.DataFrame(
         [
             {
@@ -193,11 +193,11 @@ def build_leaderboard(
 ) -> list[LeaderboardRow]:
     """Every file of the results folder but the runs and the manifest: the numbers (csv, parquet), every table as
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
-    is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
+    is linked from the cache's stored outputs when its parts are the same as before (terazi.store.derived)."""
     layout, reranks = RunLayout(run_dir), reranks or []
     headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
-    with kept(cache_dir) as known:  # every interval of values seen before is found, not drawn again
+    with opened(cache_dir) as known:  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(
             datasets,
             variant_sets,
@@ -255,16 +255,18 @@ def write_per_query(
     run_dir: str,
     cache_dir: str | None,
 ) -> pl.DataFrame:
-    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
-    scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
-    all that the statistics read. One part (one system on one dataset: its cells are the whole table's) is held at a
-    time: the table of every system's values never is."""
+    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before,
+    terazi.store.derived), scores.csv and the MTEB result files, from every system's per-query values; returns the
+    headline measure's rows, all that the statistics read. One part (one system on one dataset: its cells are the whole
+    table's) is held at a time: the table of every system's values never is."""
 
     def write(root: Path) -> dict:
         pl.concat([pl.scan_parquet(s.path) for s in score_sets]).sink_parquet(RunLayout(root).per_query)
         return {}
 
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
+    derived.reuse(
+        cache_dir, derived.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write
+    )
     cells, clean, headline = [], [], []
     for s in score_sets:
         part = pl.read_parquet(s.path)
@@ -355,7 +357,7 @@ def first_stage_recall(
             values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"]).rows()
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
-        key = memo.key(
+        key = derived.key(
             "first-stage-recall",
             d.name,
             d.fingerprint,
@@ -364,7 +366,7 @@ def first_stage_recall(
             sorted(Path(v.path) for v in variant_sets if v.dataset == d.name),
             maker=__name__,
         )
-        frames.append(memo.table(cache_dir, key, make))
+        frames.append(derived.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
 
 

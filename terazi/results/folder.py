@@ -26,6 +26,7 @@ from terazi.paths import disjoint, inside, local_path, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.layout import RunLayout
+from terazi.store.files import write_atomic
 
 MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST
 
@@ -145,9 +146,7 @@ def finish(run: Path, manifest_json: str) -> None:
     cannot be read is refused (`IncompleteRunError`): it stays marked, never complete."""
     if problem := unreadable(run):
         raise IncompleteRunError(f"results folder {run}: {problem}; the folder is left marked incomplete")
-    tmp = run / (MANIFEST + ".tmp")
-    tmp.write_text(manifest_json)
-    tmp.replace(run / MANIFEST)
+    write_atomic(run / MANIFEST, lambda p: p.write_text(manifest_json))
     (run / MARKER).unlink(missing_ok=True)
 
 

@@ -23,10 +23,10 @@ import numpy as np
 from terazi import fingerprint
 from terazi.errors import ConfigError
 from terazi.models.costs import RequestLog
-from terazi.paths import inside
 from terazi.rerank.backends import dialects
 from terazi.rerank.backends.service import Slots, send
 from terazi.rerank.pairs import Pair, PartlyScored
+from terazi.store.layout import CacheLayout
 
 
 def api_key(spec) -> str | None:
@@ -70,7 +70,7 @@ class HttpReranker:
         self.batch_size, self.concurrency = spec.batch_size, spec.concurrency
         self.device = f"remote:{spec.url}"  # Metered's turns: one scoring call per endpoint at a time in a process
         self.request_log = RequestLog()
-        self.slots = Slots(inside(cache_dir, "http", fingerprint.of_text(spec.url)), spec.concurrency)
+        self.slots = Slots(CacheLayout(cache_dir).part("http", fingerprint.of_text(spec.url)), spec.concurrency)
         self.where = f"{spec.name} ({spec.url})"
         self._client: httpx.Client | None = None
         self._key: str | None = None

@@ -1,4 +1,4 @@
-"""Bootstrap results found again by the content of their inputs (terazi.analysis.known): the same numbers as drawing
+"""Bootstrap results found again by the content of their inputs (terazi.store.bootstraps): the same numbers as drawing
 them, no draw at all for values seen before, a draw for anything that changed, and a damaged file never in the way."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.analysis import depths, intervals, known, stats
+from terazi.analysis import depths, intervals, stats
 from terazi.analysis.judged import judge
-from terazi.cache_folder import check, repair
+from terazi.store import bootstraps
+from terazi.store.layout import PARTS
+from terazi.upkeep.health import check, repair
 
 
 @pytest.fixture
@@ -20,12 +22,15 @@ def counted(monkeypatch) -> list:
     return calls
 
 
+FILE = PARTS["intervals"].name
+
+
 def values(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {"tr": rng.random(300), "en": rng.random(120)}
 
 
-def statistics(a: dict, b: dict, store: known.Known | None = None) -> list:
+def statistics(a: dict, b: dict, store: bootstraps.BootstrapStore | None = None) -> list:
     return [
         stats.interval(a, 500, 3, 0.9, known=store),
         stats.paired_difference(a, b, 500, 3, 0.9, known=store),
@@ -38,22 +43,27 @@ def test_found_again_equal_to_drawn_and_only_what_changed_is_drawn(tmp_path, cou
     a, b = values(1), values(2)
     drawn = statistics(a, b)  # no store: computed, as everywhere but the results stage
     assert len(counted) == 4
-    with known.kept(tmp_path) as store:
-        assert isinstance(store, known.Known)
+    with bootstraps.opened(tmp_path) as store:
+        assert isinstance(store, bootstraps.BootstrapStore)
         assert statistics(a, b, store) == drawn  # the first run over this cache computes and keeps them
-    assert len(counted) == 8 and (tmp_path / known.FILE).is_file()
-    with known.kept(tmp_path) as store:  # the next run: all found, nothing drawn
+    assert len(counted) == 8 and (tmp_path / FILE).is_file()
+    with bootstraps.opened(tmp_path) as store:  # the next run: all found, nothing drawn
         assert statistics({k: v.copy() for k, v in a.items()}, b, store) == drawn
         assert len(counted) == 8
         assert statistics(a, b) == drawn and len(counted) == 12  # not given the store: nothing ambient, all drawn
         changed = {**a, "en": a["en"] + 1e-9}  # one value of one dataset moved
         again = statistics(changed, b, store)
     assert len(counted) == 16 and again[0].estimate != drawn[0].estimate
-    with known.kept(tmp_path) as store:  # other parameters are other results; numpy scalars are the numbers they equal
+    with bootstraps.opened(
+        tmp_path
+    ) as store:  # other parameters are other results; numpy scalars are the numbers they equal
         assert stats.interval(a, 500, 4, 0.9, known=store) != drawn[0] and len(counted) == 17
         numpy_args = (np.int64(500), np.int64(3), np.float64(0.9))
         assert stats.interval(a, *numpy_args, known=store) == drawn[0] and len(counted) == 17
-    with known.kept(None) as store, known.kept(tmp_path / "missing") as other:  # no cache folder: no store
+    with (
+        bootstraps.opened(None) as store,
+        bootstraps.opened(tmp_path / "missing") as other,
+    ):  # no cache folder: no store
         assert store is None and other is None
 
 
@@ -73,7 +83,7 @@ def per_query(seed: int) -> pl.DataFrame:
     )
 
 
-def run_statistics(pq: pl.DataFrame, store: known.Known | None) -> list:
+def run_statistics(pq: pl.DataFrame, store: bootstraps.BootstrapStore | None) -> list:
     """What the results stage computes from the per-query table (terazi.results.aggregate), the store passed down;
     a depth sweep of system a at depths 2 and 4, the first stage's ceiling beside it."""
     datasets, args = ["en", "tr"], (400, 5, 0.9)
@@ -104,26 +114,27 @@ def test_the_results_stage_statistics_take_the_store_and_a_warm_run_draws_nothin
     drawn = run_statistics(pq, None)
     cold = len(counted)
     assert cold > 10
-    with known.kept(tmp_path) as store:
+    with bootstraps.opened(tmp_path) as store:
         assert same(run_statistics(pq, store), drawn)  # the same result found again within a run is drawn once
     first = len(counted)
     assert cold < first < 2 * cold
-    with known.kept(tmp_path) as store:  # the warm run: every interval, ratio and difference found
+    with bootstraps.opened(tmp_path) as store:  # the warm run: every interval, ratio and difference found
         assert same(run_statistics(pq.clone(), store), drawn)
     assert len(counted) == first
 
 
 def test_a_damaged_file_is_set_aside_and_reported(tmp_path, counted):
     a, b = values(1), values(2)
-    (tmp_path / known.FILE).write_bytes(b"not a database" * 100)
+    (tmp_path / FILE).write_bytes(b"not a database" * 100)
     assert [f.problem.split(" ")[0] for f in check(tmp_path)] == ["unreadable"]
-    with known.kept(tmp_path) as store:
+    with bootstraps.opened(tmp_path) as store:
         assert store is None
         drawn = statistics(a, b, store)  # computed as if there were no file
-    assert len(counted) == 4 and (tmp_path / f"{known.FILE}.damaged").is_file()
-    (tmp_path / known.FILE).write_bytes(b"not a database" * 100)
-    assert any("deleted" in line for line in repair(tmp_path)) and not (tmp_path / known.FILE).exists()
-    with known.kept(tmp_path) as store:
+    [aside] = (tmp_path / "quarantine").glob("intervals-*")  # in a folder of its own, with its record
+    assert len(counted) == 4 and (aside / "intervals.sqlite").is_file() and (aside / "set-aside.json").is_file()
+    (tmp_path / FILE).write_bytes(b"not a database" * 100)
+    assert any("set aside" in line for line in repair(tmp_path)) and not (tmp_path / FILE).exists()
+    with bootstraps.opened(tmp_path) as store:
         assert statistics(a, b, store) == drawn
     assert check(tmp_path) == []
 
@@ -132,17 +143,17 @@ def test_a_file_another_run_holds_is_waited_for_then_left_alone(tmp_path, counte
     import sqlite3
 
     a, b = values(1), values(2)
-    with known.kept(tmp_path) as store:
+    with bootstraps.opened(tmp_path) as store:
         drawn = statistics(a, b, store)
-    monkeypatch.setattr(known, "TIMEOUT", 0.05)
-    other = sqlite3.connect(tmp_path / known.FILE, isolation_level=None)
+    monkeypatch.setattr(bootstraps, "TIMEOUT", 0.05)
+    other = sqlite3.connect(tmp_path / FILE, isolation_level=None)
     other.execute("BEGIN EXCLUSIVE")  # another run writing its intervals, for longer than this one waits
     try:
-        with known.kept(tmp_path) as store:
+        with bootstraps.opened(tmp_path) as store:
             assert store is None and statistics(a, b, store) == drawn  # computed, as without the file
     finally:
         other.execute("ROLLBACK")
         other.close()
-    assert len(counted) == 8 and not (tmp_path / f"{known.FILE}.damaged").exists()
-    with known.kept(tmp_path) as store:  # the file was left as it was: everything found again
+    assert len(counted) == 8 and not (tmp_path / "quarantine").exists()
+    with bootstraps.opened(tmp_path) as store:  # the file was left as it was: everything found again
         assert statistics(a, b, store) == drawn and len(counted) == 8

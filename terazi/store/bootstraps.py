@@ -3,18 +3,19 @@
 A warm rerun's statistics are the same bootstraps over the same per-query values as the run before, and drawing the
 resamples and averaging them again was most of what a warm run still computed. So an
 interval (`stats.interval`, and through it every paired difference) and a retention ratio (`stats.ratio_interval`) are
-kept in the cache folder's `intervals.sqlite` under the SHA-256 of what decides them: the function, its parameters,
-each dataset's name and values (in sorted order, as the function reads them) and the code of the function's
-module (`terazi.codehash`: its source and imports, and numpy's version for its generator and quantiles). A run that
+kept in the cache folder's `intervals.sqlite` under the key of what decides them (`derived.key`, the key every
+stored thing has): the function, its parameters, each dataset's name and values (in sorted order, as the function
+reads them) and the code of the function's module (its source and imports, and numpy's version for its generator
+and quantiles). A run that
 changes one reranker computes the intervals that involve its values and finds every other one; nothing is ever looked
 up by name, so a result can only be found again for the very same numbers.
 
-The store is an argument, never ambient: `kept(cache_dir)` opens it for a block (None without a usable cache folder),
+The store is an argument, never ambient: `opened(cache_dir)` opens it for a block (None without a usable cache folder),
 and each statistic of a run, and of the model card the run publishes, takes it as its `known=` keyword and hands it
 down to `stats.interval` and `stats.ratio_interval`. Called without it (a test, `terazi compare`, `terazi card`), a
 statistic computes everything: what a function returns depends on what it is given, never on where it is called from.
-The file is derived: damaged or unwritable, it is set aside and everything is computed as before; `terazi cache check`
-reports it and `repair` deletes it.
+The file is derived: damaged, it is set aside into `quarantine/` and everything is computed as before; unwritable,
+everything is computed; `terazi cache check` reports it and `repair` sets it aside.
 """
 
 from __future__ import annotations
@@ -33,28 +34,29 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from terazi import codehash
 from terazi.paths import mark_used
+from terazi.store.derived import key as derived_key
+from terazi.store.files import set_aside
+from terazi.store.layout import CacheLayout
 
-FILE = "intervals.sqlite"
 TIMEOUT = 10.0  # seconds to wait for another run's writes
-log = logging.getLogger("terazi.known")
+log = logging.getLogger("terazi.store.bootstraps")
 T = TypeVar("T")
 
 
-class Known:
+class BootstrapStore:
     """One cache folder's results, open for a `kept` block: looked up one by one, the new ones written together when
     the block ends."""
 
     def __init__(self, path: Path):
         self.new: dict[str, list] = {}
         self.db = sqlite3.connect(path, timeout=TIMEOUT, isolation_level=None, check_same_thread=False)
-        self.db.execute("CREATE TABLE IF NOT EXISTS known (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def get(self, key: str) -> list | None:
         if key in self.new:
             return self.new[key]
-        row = self.db.execute("SELECT value FROM known WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def close(self) -> None:
@@ -62,7 +64,7 @@ class Known:
             if self.new:
                 with self.db:
                     self.db.executemany(
-                        "INSERT OR IGNORE INTO known VALUES (?, ?)", [(k, json.dumps(v)) for k, v in self.new.items()]
+                        "INSERT OR IGNORE INTO results VALUES (?, ?)", [(k, json.dumps(v)) for k, v in self.new.items()]
                     )
         finally:
             self.db.close()
@@ -74,7 +76,7 @@ def check(path: Path) -> str | None:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             ok = db.execute("PRAGMA quick_check").fetchone()[0]
-            db.execute("SELECT count(*) FROM known").fetchone()
+            db.execute("SELECT count(*) FROM results").fetchone()
         finally:
             db.close()
     except sqlite3.Error as e:
@@ -83,25 +85,22 @@ def check(path: Path) -> str | None:
 
 
 @contextmanager
-def kept(cache_dir: str | Path | None) -> Iterator[Known | None]:
+def opened(cache_dir: str | Path | None) -> Iterator[BootstrapStore | None]:
     """`cache_dir`'s intervals file, open for the block (to be passed as `known=`; its new results are written when
     the block ends), or None (compute everything) without a cache folder or when the file cannot be opened."""
     if cache_dir is None or not Path(cache_dir).is_dir():
         yield None
         return
-    path = Path(cache_dir) / FILE
+    layout = CacheLayout(cache_dir)
+    path = layout.intervals
     try:
-        store = Known(path)
+        store = BootstrapStore(path)
     except sqlite3.OperationalError as e:  # held by another run past TIMEOUT, or a read-only folder: not damaged
         log.warning("%s: %s; computing every interval", path, e)
         yield None
         return
     except sqlite3.DatabaseError as e:  # damaged: set aside (it is derived), this run computes everything
-        log.warning("%s: %s; computing every interval (the file is set aside)", path, e)
-        try:
-            path.replace(path.with_name(f"{FILE}.damaged"))
-        except OSError:
-            pass
+        set_aside(path, f"{e}; computing every interval", layout.quarantine, "intervals", ("-wal", "-shm"))
         yield None
         return
     try:
@@ -126,7 +125,8 @@ def _digest(h: hashlib._Hash, value: Any) -> None:
 
 
 def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """A function returning `kind` (a dataclass of numbers), given a keyword-only `known` (a `Known` or None): its
+    """A function returning `kind` (a dataclass of numbers), given a keyword-only `known` (a `BootstrapStore` or
+    None): its
     result is looked up there by the content of its other arguments first, and a new one kept there. The function
     itself never sees `known`, nor does the key: the same arguments are the same result with or without a store."""
 
@@ -134,16 +134,16 @@ def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
-        def call(*args, known: Known | None = None, **kwargs) -> T:
+        def call(*args, known: BootstrapStore | None = None, **kwargs) -> T:
             if known is None:
                 return fn(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            h = hashlib.sha256(f"{fn.__qualname__}\0{codehash.of_module(fn.__module__)}\0".encode())
+            h = hashlib.sha256()
             for name, value in bound.arguments.items():
                 h.update(name.encode() + b"=")
                 _digest(h, value)
-            key = h.hexdigest()
+            key = derived_key(fn.__qualname__, h.hexdigest(), maker=fn.__module__)
             try:
                 hit = known.get(key)
             except sqlite3.Error:
@@ -154,7 +154,9 @@ def by_content(kind: type[T]) -> Callable[[Callable[..., T]], Callable[..., T]]:
             known.new[key] = list(dataclasses.astuple(result))
             return result
 
-        keyword = inspect.Parameter("known", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Known | None")
+        keyword = inspect.Parameter(
+            "known", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="BootstrapStore | None"
+        )
         call.__signature__ = signature.replace(parameters=[*signature.parameters.values(), keyword])
         return call
 

@@ -1,7 +1,8 @@
-"""Stage outputs kept once in the cache folder under the hash of what makes them, hard-linked into each results folder.
+"""Derived things kept once in the cache folder under the hash of what makes them (`key`, the one key builder every
+stage uses): stage outputs, hard-linked into each results folder, and single values (a table, a text).
 
 The daily loop reruns the same datasets, candidates and rows with one thing changed. A stage whose inputs did not
-change (its input files' bytes, its parameters, and the code that makes it: `terazi.codehash`) finds its output
+change (its input files' bytes, its parameters, and the code that makes it: `terazi.store.codehash`) finds its output
 files under `outputs/<key>/` in the cache folder and links them into the results folder: nothing is computed and no
 byte is written again. The files are the same inodes (a copy where the file system has no hard links), so a results
 folder costs its new files only; every reader (trec_eval, ranx, polars, `terazi score`, `terazi analyze`) sees
@@ -9,7 +10,7 @@ ordinary files. Objects are read-only and never rewritten: a writer in the resul
 it does not write into it.
 
 A shared inode can still be written in place by whoever may (root ignores the read-only mode: an `>>` onto a run file
-of an old results folder). So each object records, when stored, every file's stat stamp (size, mtime, inode) and
+of an old results folder). So each object records, when stored, every file's stat stamp (`files.stat_stamp`) and
 SHA-256: before an object is linked or reported stored its stamps are compared (a stat per file), and one that no
 longer matches is set aside under `quarantine/` and made again, said in one log line; `terazi cache check` compares
 every byte with the recorded hash. Reuse also marks the object used (its meta file's mtime), which is what
@@ -21,43 +22,36 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import shutil
 import time
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from terazi import codehash, fingerprint, stamps
-from terazi.paths import inside, link, mark_used
+from terazi import fingerprint
+from terazi.paths import link, mark_used
+from terazi.store import codehash, file_hashes
+from terazi.store.files import remove, set_aside, stat_stamp, write_atomic
+from terazi.store.layout import OUTPUT_RECORD as META
+from terazi.store.layout import CacheLayout
 
-FOLDER = "outputs"
-META = ".meta.json"
-log = logging.getLogger("terazi.memo")
+log = logging.getLogger("terazi.store.derived")
 
 
 def key(stage: str, *parts: Any, maker: str) -> str:
-    """The key of a stage's output: its name, every input (JSON-able values; Paths by content) and the code of
-    `maker`, the module that makes it (pass `__name__`). The parts must name everything the output's content and its
+    """The key of a derived thing: its name, every input (JSON-able values; Paths by content) and the code of
+    `maker`, the module that makes it (pass `__name__`). The parts must name everything the thing's content and its
     paths in the results folder (dataset, system) depend on."""
     return f"{stage}-{fingerprint.of_json([stage, codehash.of_module(maker), *[_part(p) for p in parts]])}"
 
 
 def _part(value: Any) -> Any:
     if isinstance(value, Path):
-        return stamps.file_digest(value)  # hashed once per process while its stamp is unchanged
+        return file_hashes.file_digest(value)  # hashed once per process while its stamp is unchanged
     if isinstance(value, (list, tuple)):
         return [_part(v) for v in value]
     return value
-
-
-def _stamp(path: Path) -> list[int]:
-    st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
 def changed(obj: Path, record: dict) -> str | None:
@@ -67,13 +61,13 @@ def changed(obj: Path, record: dict) -> str | None:
     moved = False
     for name, entry in record["files"].items():
         try:
-            if _stamp(obj / name) == entry[0]:
+            if stat_stamp(obj / name) == entry[0]:
                 continue
             if fingerprint.of_file(obj / name) != entry[1]:
                 return name
         except OSError:
             return name
-        entry[0], moved = _stamp(obj / name), True
+        entry[0], moved = stat_stamp(obj / name), True
     if moved:
         _write_record(obj / META, record)
     return None
@@ -96,24 +90,16 @@ def damaged(obj: Path) -> str | None:
     return None
 
 
-def set_aside(obj: Path, why: str) -> None:
-    """Move a stored object to `<cache>/quarantine/` (or drop it, where that fails): the next use makes it again."""
-    target = obj.parent.parent / "quarantine" / f"outputs-{obj.name}-{datetime.now(UTC):%Y%m%d-%H%M%S%f}"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        obj.rename(target)
-    except OSError:
-        shutil.rmtree(obj, ignore_errors=True)
-    log.warning("stored output %s: %s; set aside in quarantine/, making it again", obj.name, why)
+def _set_aside(obj: Path, why: str) -> None:
+    """Move a stored object into the cache's `quarantine/`: the next use makes it again."""
+    set_aside(obj, why, CacheLayout(obj.parent.parent).quarantine, "outputs")
 
 
 def _write_record(path: Path, record: dict) -> None:
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
     try:
-        tmp.write_text(json.dumps(record))
-        tmp.replace(path)
+        write_atomic(path, lambda p: p.write_text(json.dumps(record)))
     except OSError:  # a read-only cache: the stamps are checked by hash again next time
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def _sound(obj: Path) -> dict | None:
@@ -124,10 +110,10 @@ def _sound(obj: Path) -> dict | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        set_aside(obj, "its record (.meta.json) is unreadable")
+        _set_aside(obj, "its record (.meta.json) is unreadable")
         return None
     if (name := changed(obj, record)) is not None:
-        set_aside(obj, f"{name} was changed after it was stored")
+        _set_aside(obj, f"{name} was changed after it was stored")
         return None
     mark_used(obj / META)  # `terazi cache prune` removes what no recent run used
     return record
@@ -137,7 +123,7 @@ def stored(cache_dir: str | Path | None, stage_key: str) -> dict | None:
     """The meta of a stored output whose files are as stored, or None (none, or set aside as changed)."""
     if cache_dir is None:
         return None
-    record = _sound(inside(cache_dir, FOLDER, stage_key))
+    record = _sound(CacheLayout(cache_dir).part("outputs", stage_key))
     return None if record is None else record["meta"]
 
 
@@ -152,7 +138,7 @@ def _one_file(
     each time without a cache. Read back, never linked, so nothing outside the cache can write into it."""
     if cache_dir is None:
         return make()
-    path = inside(cache_dir, FOLDER, name)
+    path = CacheLayout(cache_dir).part("outputs", name)
     if path.is_file():
         try:
             value = read(path)
@@ -161,10 +147,7 @@ def _one_file(
         except Exception as e:  # noqa: BLE001 - damaged (any reader's error): made again, as its key says
             log.warning("stored output %s is unreadable (%s); making it again", path.name, e)
     value = make()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    write(value, tmp)
-    tmp.replace(path)
+    write_atomic(path, lambda p: write(value, p))
     return value
 
 
@@ -193,7 +176,7 @@ def reuse(cache_dir: str | Path | None, stage_key: str, out_dir: str | Path, mak
     if cache_dir is None:
         give_back()
         return make(Path(out_dir))
-    obj = inside(cache_dir, FOLDER, stage_key)
+    obj = CacheLayout(cache_dir).part("outputs", stage_key)
     record = _sound(obj)
     if record is None:
         give_back()
@@ -224,24 +207,22 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 def _store(obj: Path, make: Callable[[Path], dict]) -> dict:
     """Make an object aside, record its files' stamps and hashes, and move it into place (unless another run stored
-    it meanwhile: then that one is used)."""
-    tmp = obj.with_name(f".{obj.name}.{uuid.uuid4().hex}")
-    tmp.mkdir(parents=True)
-    try:
+    it meanwhile: then that one is used, or, when it was changed since, set aside and replaced by this one)."""
+
+    def made(tmp: Path) -> dict:
         meta = make(tmp)
         files = {}
         for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
             f.chmod(0o444)
-            files[str(f.relative_to(tmp))] = [_stamp(f), fingerprint.of_file(f)]
+            files[str(f.relative_to(tmp))] = [stat_stamp(f), fingerprint.of_file(f)]
         record = {"meta": meta, "files": files, "stored": time.time()}
         (tmp / META).write_text(json.dumps(record))
-        shutil.rmtree(obj, ignore_errors=True)  # a stored output without its record is incomplete
-        try:
-            tmp.rename(obj)  # a rename keeps every file's inode and mtime: the stamps stay true
-        except OSError:  # another run stored it meanwhile
-            if (other := _sound(obj)) is not None:
-                return other
-            tmp.rename(obj)  # that one was changed and is set aside now
         return record
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    if obj.is_dir() and not (obj / META).is_file():
+        remove(obj)  # a stored output without its record is incomplete
+    for _ in range(2):
+        record = write_atomic(obj, made, folder=True, keep_theirs=True)
+        if (stored := _sound(obj)) is not None:
+            return stored  # ours, or the same one another run stored first
+    return record

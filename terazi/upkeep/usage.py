@@ -1,14 +1,14 @@
-"""What the cache folder weighs, part by part, and pruning what no recent run used.
+"""What the cache folder weighs, part by part (`terazi cache du`), and pruning what no recent run used (`prune`).
 
 The cache only grows by itself: every new model, corpus, candidate set and code version adds entries. An *entry* is
 the unit a run uses whole: a stored output (`outputs/<key>/`, or one file for a kept table or plot), a frozen
 candidate set, a vector store, a corpus table, an ONNX export, the intervals file, a quarantined item, a stopped
-run's plan. A run marks each entry it uses (its mtime, `terazi.paths.mark_used`), so an entry's age is the time since
-a run last needed it. Pruning removes entries older than a given age, or the least recently used until the folder
-fits a size budget; a warm run afterwards makes again exactly what was removed (vectors are encoded again, outputs
-computed again: no pair is scored, the score store is never pruned). Entries used in the last `GRACE_SECONDS` are
-never removed (a run's plan under `work/`: none younger than a day), so a prune beside a running run cannot take
-what it is using.
+run's plan (the parts `terazi.store.layout.PARTS` marks prunable). A run marks each entry it uses (its mtime,
+`terazi.paths.mark_used`), so an entry's age is the time since a run last needed it. Pruning removes entries older than
+a given age, or the least recently used until the folder fits a size budget; a warm run afterwards makes again exactly
+what was removed (vectors are encoded again, outputs computed again: no pair is scored, the score store is never
+pruned). Entries used in the last `GRACE_SECONDS` are never removed (a run's plan under `work/`: none younger than a
+day), so a prune beside a running run cannot take what it is using.
 
 Sizes are the blocks a file holds on disk. Outputs are hard-linked into results folders: removing such a file from
 the cache frees nothing while a results folder still links it, so `freed` counts only files with no other link.
@@ -22,26 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from terazi.analysis import known
-from terazi.memo import FOLDER as OUTPUTS
-from terazi.memo import META
 from terazi.present.table import Table
-from terazi.rerank.store.scores import CACHE_FILE
-from terazi.retrieval.frozen import MANIFEST as FROZEN_MANIFEST
+from terazi.store.layout import PARTS, CacheLayout
 
 GRACE_SECONDS = 600
 WORK_GRACE_SECONDS = 24 * 3600  # a plan is removed by its run when it ends: one this old belongs to a stopped run
-KEPT = (CACHE_FILE, "scores", "costs")  # what a run paid for: never pruned
-# part name -> the entries it holds, each with the file whose mtime says when a run last used it
-PARTS = {
-    "outputs": (OUTPUTS, lambda e: e / META if e.is_dir() else e),
-    "candidates": ("candidates", lambda e: e / FROZEN_MANIFEST),
-    "embeddings": ("embeddings", lambda e: e),
-    "corpus": ("corpus", lambda e: e),
-    "onnx": ("onnx", lambda e: e),
-    "quarantine": ("quarantine", lambda e: e),
-    "work": ("work", lambda e: e),
-}
 
 
 @dataclass
@@ -75,16 +60,13 @@ def _used(path: Path) -> float:
 
 def entries(cache: Path) -> list[Entry]:
     """Every prunable entry of the cache folder (temporary items being written by a run are not entries)."""
-    out = []
-    for part, (folder, marker) in PARTS.items():
-        for e in sorted((cache / folder).glob("*")):
-            if e.name.startswith("."):
-                continue
-            out.append(Entry(part, e, _used(marker(e)), *_sizes(e)))
-    intervals = cache / known.FILE
-    if intervals.is_file():
-        out.append(Entry("intervals", intervals, _used(intervals), *_sizes(intervals)))
-    return out
+    layout = CacheLayout(cache)
+    return [
+        Entry(part, e, _used(layout.used_marker(part, e)), *_sizes(e))
+        for part in PARTS
+        if PARTS[part].prunable
+        for e in layout.entries(part)
+    ]
 
 
 def usage(cache: Path) -> list[tuple[str, int, int, int]]:
@@ -95,9 +77,9 @@ def usage(cache: Path) -> list[tuple[str, int, int, int]]:
         row[0] += 1
         row[1] += e.size
         row[2] += e.freed
-    for name in KEPT:
-        if (cache / name).exists():
-            size, _ = _sizes(cache / name)
+    for name, part in PARTS.items():
+        if part.paid_for and (path := CacheLayout(cache).part(name)).exists():
+            size, _ = _sizes(path)
             row = rows.setdefault("scores (kept)", [0, 0, 0])
             row[0] += 1
             row[1] += size

@@ -1,5 +1,5 @@
-"""Stored outputs (terazi.memo): a warm rerun links what an earlier run with the same inputs made, a changed input
-makes anew, and a stage called without a cache folder writes in place."""
+"""Stored outputs (terazi.store.derived): a warm rerun links what an earlier run with the same inputs made, a changed
+input makes anew, and a stage called without a cache folder writes in place."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 
 import polars as pl
 
-from terazi import codehash, memo
 from terazi.schemas import BM25Spec
+from terazi.store import codehash, derived
 from tests.stages import rerank_row
 from tests.test_rerank import inputs
 
@@ -17,7 +17,7 @@ def test_a_warm_rank_row_links_the_stored_ranking(tmp_path, tiny_dataset):
     ds, cands, variants, _ = inputs(tiny_dataset)
     spec = BM25Spec(name="bm25", kind="bm25")
     first, ranked = rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=5)
-    stored = list((tmp_path / "cache" / memo.FOLDER).glob("ranking-*/rankings/tiny/bm25.parquet"))
+    stored = list((tmp_path / "cache" / "outputs").glob("ranking-*/rankings/tiny/bm25.parquet"))
     assert first.pairs_scored == first.pairs_unique > 0 and len(stored) == 1
     assert os.path.samefile(first.path, stored[0])  # the results file is the cache's, not a copy
 
@@ -34,7 +34,7 @@ def test_a_warm_rank_row_links_the_stored_ranking(tmp_path, tiny_dataset):
 
     deeper, ranked_deeper = rerank_row(ds, cands, variants, spec, tmp_path, rerank_depth=8)
     assert deeper.pairs_needed > first.pairs_needed and not os.path.samefile(deeper.path, stored[0])
-    assert len(list((tmp_path / "cache" / memo.FOLDER).glob("ranking-*"))) == 2
+    assert len(list((tmp_path / "cache" / "outputs").glob("ranking-*"))) == 2
     heads = [r.filter(pl.col("rank") <= 5).height for r in (ranked, ranked_deeper)]
     assert heads[0] == heads[1] and not ranked_deeper.equals(ranked)  # deeper reranking: another order
 
@@ -48,13 +48,13 @@ def test_reuse_makes_once_per_key_and_in_place_without_a_cache(tmp_path):
         (root / "runs" / "a.trec").write_text(f"q 0 d 1 1.0 s{len(made)}\n")
         return {"files": 1}
 
-    key = memo.key("test", "x", 1, maker=__name__)
-    assert key == memo.key("test", "x", 1, maker=__name__) != memo.key("test", "x", 2, maker=__name__)
+    key = derived.key("test", "x", 1, maker=__name__)
+    assert key == derived.key("test", "x", 1, maker=__name__) != derived.key("test", "x", 2, maker=__name__)
     for run in ("one", "two"):
-        assert memo.reuse(tmp_path / "cache", key, tmp_path / run, make) == {"files": 1}
+        assert derived.reuse(tmp_path / "cache", key, tmp_path / run, make) == {"files": 1}
     one, two = (tmp_path / run / "runs" / "a.trec" for run in ("one", "two"))
     assert len(made) == 1 and os.path.samefile(one, two)
-    assert memo.reuse(None, key, tmp_path / "three", make) == {"files": 1} and made[-1] == tmp_path / "three"
+    assert derived.reuse(None, key, tmp_path / "three", make) == {"files": 1} and made[-1] == tmp_path / "three"
     assert (tmp_path / "three" / "runs" / "a.trec").read_text() == "q 0 d 1 1.0 s2\n"
 
 

@@ -1,9 +1,9 @@
-"""The code in a stored output's key (terazi.codehash): a module's import closure within terazi, followed through
+"""The code in a stored output's key (terazi.store.codehash): a module's import closure within terazi, followed through
 lazy and multi-line imports, and the versions of the libraries that write the bytes."""
 
 from __future__ import annotations
 
-from terazi import codehash
+from terazi.store import codehash
 
 
 def names(module: str) -> set[str]:
@@ -16,7 +16,7 @@ def test_each_stage_is_keyed_by_the_code_it_runs_and_nothing_else():
     )
     assert {"terazi.metrics.engine", "terazi.metrics.contracts", "terazi.schemas.tables"} <= per_query
     assert "terazi.rerank.ranking" not in per_query and "terazi.metrics.engine" not in ranking
-    assert {"terazi.rerank.ranking", "terazi.rerank.work", "terazi.memo"} <= ranking
+    assert {"terazi.rerank.ranking", "terazi.rerank.work", "terazi.store.derived"} <= ranking
     assert {"terazi.data.runfolder", "terazi.data.trec"} <= export
     assert not any(n.startswith(("terazi.flows", "terazi.cli", "terazi.api")) for n in per_query | ranking | export)
 
@@ -25,7 +25,7 @@ def test_lazy_parenthesised_and_aliased_imports_are_followed(tmp_path):
     source = tmp_path / "m.py"
     source.write_text(
         "import os\nfrom terazi.metrics import (\n    engine,\n    contracts as c,  # why\n)\n\n"
-        "def f():\n    import terazi.rerank.ranking as r\n    from terazi.memo import key, reuse\n"
+        "def f():\n    import terazi.rerank.ranking as r\n    from terazi.store.derived import key, reuse\n"
         "    return r\n# from terazi.cli import nothing (a comment is not an import)\n"
     )
     found = set(codehash._imports("m", source))
@@ -34,11 +34,11 @@ def test_lazy_parenthesised_and_aliased_imports_are_followed(tmp_path):
         "terazi.metrics.engine",
         "terazi.metrics.contracts",
         "terazi.rerank.ranking",
-        "terazi.memo",
-        "terazi.memo.key",
+        "terazi.store.derived",
+        "terazi.store.derived.key",
     } <= found
     assert not any("cli" in n for n in found)
-    assert codehash._path("terazi.memo.key") is None and codehash._path("terazi.memo") is not None
+    assert codehash._path("terazi.store.derived.key") is None and codehash._path("terazi.store.derived") is not None
 
 
 def test_the_hash_moves_with_a_file_of_the_closure_or_a_library_and_not_otherwise(monkeypatch):

@@ -1,22 +1,16 @@
-"""The cache folder as a whole: check it, repair it, merge score caches into it.
+"""The cache folder as a whole: check it (`terazi cache check`), repair it (`repair`), merge score caches into it.
 
-What lives there: `scores.sqlite` (the score cache), `candidates/<key>/` (frozen candidate sets), `embeddings/<key>/`
-(vector stores, `terazi.models.vectors`: corpus embedding shards `rows-*.npy`, parts of query and reranker vectors
-`part-*.npy`), `corpus/<fingerprint>.parquet` (corpus tables), `costs/<identity hash>.json` (measured cost per score
-identity, `terazi.models.costs`), `onnx/<key>/` (ONNX exports and int8 copies), `http/<endpoint hash>/` (the lock files
-that bound a rerank API's requests in flight, `terazi.rerank.backends.service`), `outputs/<key>/` (stage outputs linked
-into results folders, each with the stamps and hashes of its files, `terazi.memo`), `work/` (a running run's plans;
-removed when it finishes), `quarantine/` (what repair set aside), `stamps.json` (hashes of model folders and frozen
-files by their stat stamps, `terazi.stamps`; check and repair hash every byte instead) and `intervals.sqlite` (bootstrap
-results by the content of their inputs, `terazi.analysis.known`). Everything but the score cache, the candidate sets and
-the cost figures is derived and is simply rebuilt; `terazi.cache_usage` weighs the parts and prunes what no recent run
-used.
+Its parts are named in `terazi.store.layout` (`CacheLayout`, `PARTS`); this module reads each part the way its
+writer wrote it, every byte (the file-hash book is never trusted here): the score store (SQLite's integrity check;
+repaired by salvaging every readable score), frozen candidate sets (their manifests' hashes; TREC files written
+again from the parquet), vector stores (`rows-*.npy` shards of the right size, `part-*.npy` with one vector per
+key), corpus tables, stored outputs (their recorded hashes) and the intervals file. What is damaged and derived is
+set aside into `quarantine/` or deleted, and made again by the next run that needs it.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,14 +19,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from terazi import memo
-from terazi.analysis import known
 from terazi.errors import CacheError
 from terazi.present.table import Table
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
-from terazi.rerank.store.scores import CACHE_FILE, cache_file
-from terazi.retrieval.frozen import MANIFEST, load_frozen, quarantine_folder
+from terazi.retrieval.frozen import load_frozen
+from terazi.store import bootstraps, derived
+from terazi.store.files import remove, set_aside
+from terazi.store.layout import CANDIDATES_MANIFEST as MANIFEST
+from terazi.store.layout import CacheLayout
 
 STALE_WORK_SECONDS = 24 * 3600
 SHARD = re.compile(r"rows-(\d+)-(\d+)\.npy$")
@@ -51,13 +46,14 @@ def findings_table(findings: list[Finding]) -> Table:
 
 
 def _candidate_sets(cache: Path) -> list[Path]:
-    return sorted(p for p in (cache / "candidates").glob("*") if p.is_dir() and not p.name.startswith("."))
+    return [p for p in CacheLayout(cache).entries("candidates") if p.is_dir()]
 
 
 def check(cache: Path) -> list[Finding]:
     """Everything damaged in the cache folder, with what `repair` would do about it."""
     out: list[Finding] = []
-    db = cache / CACHE_FILE
+    layout = CacheLayout(cache)
+    db = layout.scores
     if db.exists():
         try:
             store = SQLiteStore(db)
@@ -76,12 +72,12 @@ def check(cache: Path) -> list[Finding]:
                 out.append(Finding(str(folder), what, "set it aside; the next run computes it again"))
         except CacheError as e:
             out.append(Finding(str(folder), str(e).split(": ", 1)[-1], "write the TREC files again from the parquet"))
-    for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
+    for shard in sorted(layout.embeddings.glob("*/rows-*.npy")):
         if not _shard_ok(shard):
             out.append(
                 Finding(str(shard), "unreadable or of the wrong size", "delete it; the next run encodes it again")
             )
-    for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
+    for part in sorted(layout.embeddings.glob("*/part-*.npy")):
         if not _part_ok(part):
             out.append(
                 Finding(
@@ -90,16 +86,16 @@ def check(cache: Path) -> list[Finding]:
                     "delete it (and its keys); the next run encodes its texts again",
                 )
             )
-    for table in sorted((cache / "corpus").glob("*.parquet")):
+    for table in sorted(layout.corpus.glob("*.parquet")):
         try:
             pq.read_metadata(table)
         except Exception:  # noqa: BLE001 - any read failure means damaged
             out.append(Finding(str(table), "unreadable", "delete it; the next run rebuilds it from the dataset"))
     for obj, problem in _outputs(cache):
         out.append(Finding(str(obj), problem, "set it aside in quarantine/; the next run makes it again"))
-    intervals = cache / known.FILE
-    if intervals.exists() and (problem := known.check(intervals)):
-        out.append(Finding(str(intervals), problem, "delete it; the next run computes its intervals again"))
+    intervals = layout.intervals
+    if intervals.exists() and (problem := bootstraps.check(intervals)):
+        out.append(Finding(str(intervals), problem, "set it aside; the next run computes its intervals again"))
     return out
 
 
@@ -136,18 +132,19 @@ def _part_ok(path: Path) -> bool:
 
 
 def _outputs(cache: Path) -> list[tuple[Path, str]]:
-    """Stored outputs (terazi.memo) whose bytes are not the ones recorded when they were stored, every byte read."""
+    """Stored outputs (terazi.store.derived) whose bytes are not the ones recorded when stored, every byte read."""
     return [
         (obj, problem)
-        for obj in sorted((cache / memo.FOLDER).glob("*"))
-        if obj.is_dir() and not obj.name.startswith(".") and (problem := memo.damaged(obj))
+        for obj in CacheLayout(cache).entries("outputs")
+        if obj.is_dir() and (problem := derived.damaged(obj))
     ]
 
 
 def repair(cache: Path) -> list[str]:
     """Repair what `check` finds; returns one line per action."""
     done = []
-    db = cache / CACHE_FILE
+    layout = CacheLayout(cache)
+    db = layout.scores
     if db.exists():
         try:
             store = SQLiteStore(db)
@@ -165,43 +162,40 @@ def repair(cache: Path) -> list[str]:
     for folder in _candidate_sets(cache):
         try:
             if load_frozen(folder, rebuild=False, trust_stamps=False) is None:
-                quarantine_folder(folder)
+                set_aside(folder, "a damaged candidate set", layout.quarantine, "candidates")
                 done.append(f"{folder}: set aside in quarantine/; the next run computes it again")
         except CacheError:
             load_frozen(folder, rebuild=True, trust_stamps=False)
             done.append(f"{folder}: TREC files written again from candidates.parquet")
-    for shard in sorted((cache / "embeddings").glob("*/rows-*.npy")):
+    for shard in sorted(layout.embeddings.glob("*/rows-*.npy")):
         if not _shard_ok(shard):
             shard.unlink()
             done.append(f"{shard}: deleted; the next run encodes it again")
-    for part in sorted((cache / "embeddings").glob("*/part-*.npy")):
+    for part in sorted(layout.embeddings.glob("*/part-*.npy")):
         if not _part_ok(part):
             part.unlink()
             _keys_of(part).unlink(missing_ok=True)
             done.append(f"{part}: deleted; the next run encodes its texts again")
-    for table in sorted((cache / "corpus").glob("*.parquet")):
+    for table in sorted(layout.corpus.glob("*.parquet")):
         try:
             pq.read_metadata(table)
         except Exception:  # noqa: BLE001
             table.unlink()
             done.append(f"{table}: deleted; the next run rebuilds it")
     for obj, problem in _outputs(cache):
-        memo.set_aside(obj, problem)
+        set_aside(obj, problem, layout.quarantine, "outputs")
         done.append(f"{obj}: {problem}; set aside in quarantine/, the next run makes it again")
-    for tmp in sorted((cache / memo.FOLDER).glob(".*")):
+    for tmp in sorted(layout.outputs.glob(".*")):
         if time.time() - tmp.stat().st_mtime > STALE_WORK_SECONDS:
-            if tmp.is_dir():
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                tmp.unlink(missing_ok=True)
+            remove(tmp)
             done.append(f"{tmp}: left half-written by a stopped run; removed")
-    intervals = cache / known.FILE
-    if intervals.exists() and known.check(intervals):
-        intervals.unlink()
-        done.append(f"{intervals}: deleted; the next run computes its intervals again")
-    for work in sorted((cache / "work").glob("*")):
+    intervals = layout.intervals
+    if intervals.exists() and (problem := bootstraps.check(intervals)):
+        set_aside(intervals, problem, layout.quarantine, "intervals", ("-wal", "-shm"))
+        done.append(f"{intervals}: set aside in quarantine/; the next run computes its intervals again")
+    for work in layout.entries("work"):
         if time.time() - work.stat().st_mtime > STALE_WORK_SECONDS:
-            shutil.rmtree(work, ignore_errors=True)
+            remove(work)
             done.append(f"{work}: left by a stopped run; removed")
     return done
 
@@ -212,9 +206,9 @@ def open_source(source: str):
     if "://" not in source:
         if path.is_file():
             return SQLiteStore(path)
-        if (path / CACHE_FILE).is_file():
-            return SQLiteStore(path / CACHE_FILE)
-        if not (path / "scores").is_dir():
+        if (layout := CacheLayout(path)).scores.is_file():
+            return SQLiteStore(layout.scores)
+        if not layout.shared_scores.is_dir():
             raise CacheError(f"{source}: neither a cache folder, a scores.sqlite file nor a score store")
     return SharedStore(source)
 
@@ -242,7 +236,7 @@ def merge(target: SQLiteStore | SharedStore, source: SQLiteStore | SharedStore) 
 def merge_all(sources: list[str], cache: Path, into: str | None = None) -> Iterator[str]:
     """Merge every score cache of `sources` (`open_source`) into the shared store `into`, or else into the cache
     folder's score store: a line for each, saying how many scores of how many models it brought."""
-    target = SharedStore(into) if into else SQLiteStore(cache_file(cache))
+    target = SharedStore(into) if into else SQLiteStore(CacheLayout(cache).scores)
     for source in sources:
         got = merge(target, open_source(source))
         yield f"{source} → {into or target.where}: {got['rows']} scores of {got['models']} model(s) merged"

@@ -67,7 +67,7 @@ def closure(name: str) -> dict[str, Path]:
 def _path(module: str) -> Path | None:
     parent = module.rpartition(".")[0]
     if parent and parent != ROOT and (p := _path(parent)) is not None and p.name != "__init__.py":
-        return None  # `from terazi.memo import key`: key is an attribute of a plain module
+        return None  # `from terazi.store.derived import key`: key is an attribute of a plain module
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):

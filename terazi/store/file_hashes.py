@@ -1,4 +1,4 @@
-"""Hashes of big inputs remembered across runs by their files' stat stamps, in the cache folder (`stamps.json`).
+"""Hashes of big inputs remembered across runs by their files' stat stamps, in the cache folder (`file-hashes.json`).
 
 A warm run reads a model folder (a cross-encoder: 0.5-2 GB) and a frozen candidate set's files (TREC runs: hundreds
 of MB) only to hash them: the model's hash is its identity, which keys every cache, and a frozen file is checked
@@ -21,19 +21,13 @@ import json
 import os
 import threading
 import time
-import uuid
 from pathlib import Path
 
 from terazi import fingerprint
+from terazi.store.files import stat_stamp, write_atomic
+from terazi.store.layout import CacheLayout
 
-BOOK = "stamps.json"
 _lock = threading.Lock()
-
-
-def stamp(path: Path) -> list[int]:
-    st = os.stat(path)
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-
 
 SETTLED_NS = 2_000_000_000  # a file written in the last 2 s may be written again within its mtime's tick: not recorded
 
@@ -67,14 +61,14 @@ def file_digest(path: str | Path, book: Path | None = None) -> str:
     """SHA-256 of one file's bytes (`fingerprint.of_file`), through the book (without one, remembered for this
     process only: a ranking that is scored and exported is hashed once)."""
     path = Path(path).resolve()
-    return by_stamp(f"file:{path}", [stamp(path)], book, lambda: fingerprint.of_file(path))
+    return by_stamp(f"file:{path}", [stat_stamp(path)], book, lambda: fingerprint.of_file(path))
 
 
 def folder_digest(folder: Path, files: list[Path], book: Path | None, compute) -> str:
     """`compute()` of a folder's `files` (their names and bytes), through the book: remembered while no file was
     added, removed or written."""
     folder = Path(folder).resolve()
-    stamps = [[str(p.relative_to(folder)), *stamp(p)] for p in files]
+    stamps = [[str(p.relative_to(folder)), *stat_stamp(p)] for p in files]
     return by_stamp(f"folder:{folder}", stamps, book, compute)
 
 
@@ -83,7 +77,7 @@ def book_in(cache_dir: str | Path | None) -> Path | None:
     if cache_dir is None:
         return None
     folder = Path(cache_dir)
-    return folder / BOOK if folder.is_dir() and os.access(folder, os.W_OK) else None
+    return CacheLayout(folder).file_hashes if folder.is_dir() and os.access(folder, os.W_OK) else None
 
 
 _parsed: dict[Path, tuple[list[int], dict]] = {}  # the book as last read, by its own stamp: parsed once per change
@@ -91,7 +85,7 @@ _parsed: dict[Path, tuple[list[int], dict]] = {}  # the book as last read, by it
 
 def _read(book: Path) -> dict:
     try:
-        mark = stamp(book)
+        mark = stat_stamp(book)
         if (seen := _parsed.get(book)) and seen[0] == mark:
             return dict(seen[1])
         entries = json.loads(book.read_text(encoding="utf-8"))
@@ -105,9 +99,7 @@ def _read(book: Path) -> dict:
 
 def _write(book: Path, entries: dict) -> None:
     alive = {k: v for k, v in entries.items() if os.path.exists(k.split(":", 1)[1])}
-    tmp = book.with_name(f".{book.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        tmp.write_text(json.dumps(alive, separators=(",", ":")), encoding="utf-8")
-        tmp.replace(book)
+        write_atomic(book, lambda p: p.write_text(json.dumps(alive, separators=(",", ":")), encoding="utf-8"))
     except OSError:  # a full or read-only disk: the hash is still right, only not remembered
-        tmp.unlink(missing_ok=True)
+        pass

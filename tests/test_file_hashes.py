@@ -1,5 +1,6 @@
-"""Hashes remembered by stat stamp (terazi.stamps): the same identity as hashing every byte, read from the cache
-folder's book while nothing changed, computed again when a file changes, and never trusted by `terazi cache check`."""
+"""Hashes remembered by stat stamp (terazi.store.file_hashes): the same identity as hashing every byte, read from the
+cache folder's book while nothing changed, computed again when a file changes, and never trusted by `terazi cache
+check`."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import stamps
-from terazi.cache_folder import check
 from terazi.models import refs
 from terazi.retrieval.frozen import load_frozen, set_files, store_candidates
+from terazi.store import file_hashes
+from terazi.store.files import stat_stamp
+from terazi.store.layout import PARTS
+from terazi.upkeep.health import check
 
 
 def settled(path: Path) -> None:
@@ -43,7 +46,7 @@ def by_hand(folder: Path) -> str:
 
 def identity(folder: Path, cache: Path) -> str:
     refs._folder_hash.cache_clear()  # a new process, as the next run is
-    stamps._seen.clear()
+    file_hashes._seen.clear()
     return refs.resolve(str(folder), cache_dir=cache).identity
 
 
@@ -87,12 +90,12 @@ def test_a_model_folder_hash_is_remembered_until_a_file_changes(tmp_path):
     folder, cache = model_folder(tmp_path), tmp_path / "cache"
     cache.mkdir()
     assert identity(folder, cache) == f"model#{by_hand(folder)}"  # the same identity: no cache keyed by it is lost
-    book = json.loads((cache / stamps.BOOK).read_text())
+    book = json.loads((cache / PARTS["file_hashes"].name).read_text())
     [(key, (recorded, digest))] = book.items()
     assert key == f"folder:{folder.resolve()}" and digest == by_hand(folder)
 
     book[key][1] = "remembered!"  # the book is what a warm run reads while the files' stamps are unchanged
-    (cache / stamps.BOOK).write_text(json.dumps(book))
+    (cache / PARTS["file_hashes"].name).write_text(json.dumps(book))
     assert identity(folder, cache) == "model#remembered!"
 
     weights = folder / "sub" / "weights.bin"  # same size, other bytes: a write moves its stamp
@@ -109,7 +112,7 @@ def test_a_file_written_just_now_is_hashed_but_not_recorded(tmp_path):
     cache.mkdir()
     (folder / "config.json").write_bytes(b'{"a": 2}')  # within its mtime's tick it could change again unseen
     assert identity(folder, cache) == f"model#{by_hand(folder)}"
-    assert not (cache / stamps.BOOK).exists()
+    assert not (cache / PARTS["file_hashes"].name).exists()
     assert identity(folder, tmp_path / "no-such-cache") == f"model#{by_hand(folder)}"  # no cache folder: hashed
 
 
@@ -118,14 +121,14 @@ def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_
     folder = frozen_set(cache)
     files = set_files(folder)
     assert load_frozen(folder) is not None
-    book = json.loads((cache / stamps.BOOK).read_text())
+    book = json.loads((cache / PARTS["file_hashes"].name).read_text())
     assert {k.split(":", 1)[1] for k in book} == {str((folder / n).resolve()) for n in files}
 
     run = (folder / "runs" / "clean.trec").resolve()
     run.write_text(run.read_text().replace("d1", "d9"))  # damaged in place, and the book told it still has its hash
     settled(run)
-    book[f"file:{run}"] = [[stamps.stamp(run)], files["runs/clean.trec"]]
-    (cache / stamps.BOOK).write_text(json.dumps(book))
+    book[f"file:{run}"] = [[stat_stamp(run)], files["runs/clean.trec"]]
+    (cache / PARTS["file_hashes"].name).write_text(json.dumps(book))
     assert load_frozen(folder) is not None and "d9" in run.read_text()  # a run takes the book's word: not rebuilt
     [finding] = check(cache)  # check hashes every byte
     assert finding.path == str(folder) and "clean.trec" in finding.problem
@@ -144,7 +147,7 @@ def test_links_to_a_frozen_file_cost_no_hash_but_a_write_does(tmp_path, monkeypa
     monkeypatch.setattr(fingerprint, "of_file", lambda p: hashed.append(Path(p).name) or real(p))
 
     def next_run():  # a new process: only the book remembers
-        stamps._seen.clear()
+        file_hashes._seen.clear()
         hashed.clear()
         return load_frozen(folder)
 
