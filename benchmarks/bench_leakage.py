@@ -9,7 +9,7 @@ every third one in NFD; 2% of the training queries repeat a benchmark query (hal
 changed). Each method runs in a fresh process, timed from reading the files to its answer (for terazi: loading
 and validating the BEIR folder with `load_beir`, then `terazi.contamination.check`), its peak RSS read from
 /proc/self/status. The plain-Python method is the same n-gram check written with Python sets of word tuples
-(normalised by `terazi.turkish` and a regular expression), in three passes: training n-grams into a set, benchmark
+(normalised by `terazi.base.turkish` and a regular expression), in three passes: training n-grams into a set, benchmark
 texts looked up in it (collecting the n-grams met), training texts looked up in those; plus exact repeats by a set
 of normalised queries (no near repeats: it has no counterpart to rapidfuzz's banded search). With
 --plain-fraction below 1 it runs on that share of both sides and its time is extrapolated (its work is linear in
@@ -49,8 +49,8 @@ def _vocab(rng: random.Random, size: int) -> tuple[list[str], list[float]]:
 
 def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_train_queries: int) -> dict:
     """Write the benchmark (BEIR) and training (JSON lines) files; return what was planted."""
+    from terazi.base.turkish import tr_upper
     from terazi.data.beir import write_beir
-    from terazi.turkish import tr_upper
 
     rng = random.Random(25)
     words, cumulative = _vocab(rng, 30_000)
@@ -135,7 +135,7 @@ _SPLIT = re.compile(r"[^\w]+|_+")
 
 
 def _plain_tokens(text: str) -> list[str]:
-    from terazi.turkish import tr_lower
+    from terazi.base.turkish import tr_lower
 
     return [t for t in _SPLIT.split(_APOS.sub("", tr_lower(text))) if t]
 

@@ -51,7 +51,7 @@ def beir_halves(folder: Path, out: Path) -> tuple[Path, Path]:
 def copies(folder: Path, out: Path) -> dict[str, Path]:
     """Training files of XQuAD-tr's own paragraphs (`text`) and questions (`query`) in one file, as three kinds of
     tools would have copied them."""
-    from terazi.turkish import to_ascii
+    from terazi.base.turkish import to_ascii
 
     texts = [
         (field, json.loads(line)["text"])

@@ -19,9 +19,9 @@ from pathlib import Path
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
-from terazi import shutdown
+from terazi.base import shutdown
+from terazi.base.paths import disk_full
 from terazi.flows.runtime import current_flow_run_id
-from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
 from terazi.present.card import build_card
 from terazi.results import folder

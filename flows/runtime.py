@@ -11,8 +11,8 @@ from typing import TypeVar
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from terazi.errors import TeraziError
-from terazi.policy import served_deployment
+from terazi.base.errors import TeraziError
+from terazi.config.policy import served_deployment
 from terazi.results import folder as results
 from terazi.schemas import EvalConfig
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from terazi.errors import FieldsError, MetricError
-from terazi.paths import unique
+from terazi.base.errors import FieldsError, MetricError
+from terazi.base.paths import unique
 from terazi.schemas.corruption import CorruptionSpec
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import (
@@ -325,7 +325,7 @@ class EvalConfig(StrictModel):
         return out
 
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(what the run writes, the folders it reads) for `terazi.paths.disjoint`: outputs never overlap inputs.
+        """(what the run writes, the folders it reads) for `terazi.base.paths.disjoint`: outputs never overlap inputs.
         Without a run name the results folder is a new time-stamped one under out_dir."""
         outputs = [
             ("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>"))),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from terazi.paths import SLUG, SLUG_HELP, is_slug
+from terazi.base.paths import SLUG, SLUG_HELP, is_slug
 from terazi.schemas.tables import CLEAN
 
 BUNDLED_ENCODER = "bundled:all-MiniLM-L6-v2"

@@ -20,7 +20,7 @@ report, `terazi compare`, the nightly, the card) reads.
     runs/ qrels/ changed/ datasets.yaml         the results as a runs folder (terazi.data.runfolder)
     mteb/results/<system>/<revision>/<dataset>.json   the clean results as MTEB result files (terazi.results.as_mteb)
 
-Every path is inside the folder (`terazi.paths.inside`): names come from configs and forms.
+Every path is inside the folder (`terazi.base.paths.inside`): names come from configs and forms.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import os
 import socket
 from pathlib import Path
 
-from terazi.errors import IncompleteRunError
-from terazi.paths import inside
+from terazi.base.errors import IncompleteRunError
+from terazi.base.paths import inside
 
 
 def _alive(marker: dict) -> bool:

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from terazi.errors import ConfigError, describe
-from terazi.paths import unique
+from terazi.base.errors import ConfigError, describe
+from terazi.base.paths import unique
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import StrictModel
 from terazi.schemas.sources import parse as parse_source
@@ -174,8 +174,8 @@ class LeakageConfig(StrictModel):
         return self
 
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(what the check writes, what it reads) for `terazi.paths.disjoint`: outputs never overlap inputs. The cache
-        is written only when a named dataset is copied into it."""
+        """(what the check writes, what it reads) for `terazi.base.paths.disjoint`: outputs never overlap inputs. The
+        cache is written only when a named dataset is copied into it."""
         named = any(parse_source(d.path) for d in self.datasets)
         outputs = [("leakage output folder", self.out)] + ([("cache folder", self.cache_dir)] if named else [])
         inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]

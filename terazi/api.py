@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _setup() -> None:
     """Prefect's defaults (no telemetry, a patient start-up) unless the caller set them."""
-    from terazi.logs import prefect_defaults
+    from terazi.base.logs import prefect_defaults
 
     prefect_defaults()
 
@@ -37,12 +37,12 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
 
     config_file = Path(config) if isinstance(config, (str, Path)) else None
     if config_file:
-        from terazi.configs import read_config_file
+        from terazi.config.files import read_config_file
 
         config = read_config_file(config_file)
     if not isinstance(config, EvalConfig):
         config = EvalConfig.model_validate(config)
-    from terazi.preflight import preflight
+    from terazi.config.preflight import preflight
     from terazi.results.folder import check_outputs
 
     check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written

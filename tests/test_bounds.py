@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from terazi.base.errors import LimitError
+from terazi.config.policy import NO_LIMITS, ServicePolicy, limits_in_force
+from terazi.config.preflight import preflight, within_limits
 from terazi.data.loading import load_dataset
-from terazi.errors import LimitError
-from terazi.policy import NO_LIMITS, ServicePolicy, limits_in_force
-from terazi.preflight import preflight, within_limits
 from terazi.schemas import EvalConfig, Limits
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -145,7 +145,7 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
 
 
 def test_a_folder_with_an_unreadable_file_is_never_marked_complete(cold, monkeypatch):
-    from terazi.errors import IncompleteRunError
+    from terazi.base.errors import IncompleteRunError
     from terazi.results import aggregate
 
     config, _, root = cold

@@ -259,8 +259,8 @@ def test_bad_exclusion_folders_are_one_line_each_before_any_results(checked, tmp
 def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_path):
     """`terazi run --exclude`: the lists are read in the preflight (a check of another corpus is refused there) and
     the clean-subset headline is the score of the filtered run files the run exports."""
-    from terazi.errors import DatasetError
-    from terazi.preflight import preflight
+    from terazi.base.errors import DatasetError
+    from terazi.config.preflight import preflight
     from terazi.schemas import EvalConfig
     from tests.conftest import TINY_QUERIES, make_tiny
 
@@ -319,8 +319,8 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
 
 
 def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(tmp_path, tiny_dataset):
-    from terazi.errors import PolicyError
-    from terazi.policy import ServicePolicy
+    from terazi.base.errors import PolicyError
+    from terazi.config.policy import ServicePolicy
     from terazi.schemas import EvalConfig
 
     res = CliRunner().invoke(

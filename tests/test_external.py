@@ -8,9 +8,9 @@ import shutil
 import polars as pl
 import pytest
 
+from terazi.base.errors import DatasetError
 from terazi.corrupt.variants import corrupt_queries
 from terazi.data.loading import load_dataset, open_dataset
-from terazi.errors import DatasetError
 from terazi.retrieval.external import import_candidates
 from terazi.schemas import EvalConfig
 

@@ -137,7 +137,7 @@ def test_frozen_files_are_checked_through_the_book_but_cache_check_hashes_every_
 def test_links_to_a_frozen_file_cost_no_hash_but_a_write_does(tmp_path, monkeypatch):
     """Every results folder links (and a rerun or a cleanup unlinks) the frozen files of its run, which moves their
     ctime: with ctime in the stamp, every warm run hashed the frozen TREC files again. A write is still seen."""
-    from terazi import fingerprint
+    from terazi.base import fingerprint
     from terazi.retrieval.frozen import publish_candidates
 
     cache = tmp_path / "cache"

@@ -150,8 +150,8 @@ def test_kendall_tau_equals_scipy():
 
 
 def test_runs_of_several_first_stages_named_or_refused(tmp_path):
+    from terazi.base.errors import DatasetError
     from terazi.data import runfolder
-    from terazi.errors import DatasetError
 
     (tmp_path / "qrels").mkdir()
     (tmp_path / "qrels" / "d.tsv").write_text("q1 0 a 1\n")

@@ -274,7 +274,7 @@ def test_a_folder_being_written_is_never_shown_as_a_result(held, finished: Path)
 
 def test_the_api_refuses_a_stopped_folder(interrupted: Path, finished: Path):
     import terazi
-    from terazi.errors import TeraziError
+    from terazi.base.errors import TeraziError
 
     for call in (lambda: terazi.compare(finished, interrupted), lambda: terazi.card(interrupted, "bm25")):
         with pytest.raises(TeraziError, match="not a complete result: its run stopped"):

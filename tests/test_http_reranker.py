@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
 from terazi.rerank.backends import make_scorer
 from terazi.rerank.pairs import Pair, PartlyScored
 from terazi.rerank.store import ModelKey, Scores

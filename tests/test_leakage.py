@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 from rapidfuzz import fuzz
 
+from terazi.base.turkish import to_ascii, tr_upper
 from terazi.contamination import LeakageOptions, TrainSource, check
 from terazi.contamination.normalize import tokens
 from terazi.contamination.repeats import RepeatFinder
-from terazi.turkish import to_ascii, tr_upper
 from tests.leakage_inputs import (
     FILLER,
     OTHER,

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from terazi.base.errors import ConfigError, DatasetError
+from terazi.base.turkish import to_ascii, tr_upper
 from terazi.contamination import LeakageOptions, TrainSource, check, write
 from terazi.data.beir import load_beir, write_beir
-from terazi.errors import ConfigError, DatasetError
-from terazi.turkish import to_ascii, tr_upper
 from tests.conftest import XQUAD_TR
 from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, python_ngrams, reference_tokens, window
 

@@ -205,8 +205,8 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
 
 
 def test_mteb_predictions_files_are_read_or_refused_by_file(tmp_path):
+    from terazi.base.errors import DatasetError
     from terazi.data.mteb_predictions import predictions_file, read_predictions
-    from terazi.errors import DatasetError
 
     meta = {"mteb_model_meta": {"model_name": "m", "revision": "r"}}
     path = tmp_path / "T_predictions.json"

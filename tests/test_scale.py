@@ -175,9 +175,9 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     """Per-shard top-k merged equals FAISS over the whole corpus (a corpus with exact duplicates included)."""
     import faiss
 
+    from terazi.base.ties import id_order
     from terazi.models.vectors import save_array
     from terazi.retrieval.dense import exact_search, shard_bounds, shard_path, shards
-    from terazi.ties import id_order
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(1000, 16)).astype(np.float32)
@@ -197,6 +197,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
 
 def test_approximate_index_records_its_recall(tmp_path):
+    from terazi.base.ties import id_order
     from terazi.models.vectors import save_array
     from terazi.retrieval.dense import (
         build_index,
@@ -207,7 +208,6 @@ def test_approximate_index_records_its_recall(tmp_path):
         shard_path,
         shards,
     )
-    from terazi.ties import id_order
 
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(30_000, 8)).astype(np.float32)
@@ -312,8 +312,8 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(
 
 def test_a_served_run_may_use_only_the_servers_score_store(tmp_path, tiny_dataset):
     """A shared score store is a place workers write to: from the deployment form, only the server's own."""
-    from terazi.errors import PolicyError
-    from terazi.policy import ServicePolicy
+    from terazi.base.errors import PolicyError
+    from terazi.config.policy import ServicePolicy
 
     raw = {
         "datasets": [{"path": str(tiny_dataset)}],

@@ -84,7 +84,7 @@ def test_a_signal_landing_in_a_callback_prints_no_traceback(monkeypatch, capsys)
     other exception a callback raises is still printed."""
     import weakref
 
-    from terazi import shutdown
+    from terazi.base import shutdown
 
     class Thing:
         pass
@@ -113,7 +113,7 @@ def test_a_stop_that_surfaces_as_another_error_is_recorded_as_the_stop(tmp_path)
     """A signal can land where Prefect turns it into an error of its own (seen under load: "ValueError: Task run is
     not set" as a SIGTERMed run's reason); the folder still says which signal stopped it. The next run's own error is
     recorded as it is."""
-    from terazi import shutdown
+    from terazi.base import shutdown
     from terazi.flows.lifecycle import results_folder
 
     def reason(name: str, error: Exception, signum: int | None) -> str:

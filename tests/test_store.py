@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi import fingerprint
-from terazi.errors import CacheError
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
 from terazi.rerank.keys import variant_keys
 from terazi.rerank.store import ModelKey, Scores, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store

@@ -16,8 +16,8 @@ from pathlib import Path
 import polars as pl
 
 from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
-from terazi.errors import DatasetError, TeraziError
-from terazi.readback import finite_parquet, read_csv
+from terazi.base.errors import DatasetError, TeraziError
+from terazi.base.readback import finite_parquet, read_csv
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
 

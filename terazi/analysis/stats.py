@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from terazi.shutdown import check
+from terazi.base.shutdown import check
 from terazi.store.bootstraps import BootstrapStore, by_content
 
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err, print_leaderboard
 from terazi.cli.options import Exclude, ExcludeBy, Results, Verbose, about, sets
 from terazi.cli.places import declares
-from terazi.configs import given
-from terazi.paths import Place
+from terazi.config.files import given
 from terazi.schemas import AnalyzeConfig
 
 

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, fail
 from terazi.cli.options import Verbose
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair, weigh, prune and merge terazi's cache folder.")
 Cache = Annotated[Path, typer.Option("--cache", help="the cache folder (a run's --cache / cache_dir)")]

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 import typer
 
+from terazi.base.paths import Found, Place
 from terazi.cli.common import console
 from terazi.cli.options import Verbose
 from terazi.cli.places import declares
-from terazi.configs import key_values
-from terazi.paths import Found, Place
+from terazi.config.files import key_values
 
 
 def more_places(kwargs: dict) -> tuple[Found, Found]:

@@ -14,8 +14,8 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from terazi.errors import TeraziError
-from terazi.logs import prefect_defaults, to_terminal
+from terazi.base.errors import TeraziError
+from terazi.base.logs import prefect_defaults, to_terminal
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
@@ -52,7 +52,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """A known failure as (one line, exit code); None for a bug (which keeps its traceback)."""
-    from terazi.paths import disk_full, is_disk_full
+    from terazi.base.paths import disk_full, is_disk_full
 
     if isinstance(exc, TeraziError):
         return str(exc), 2
@@ -65,7 +65,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
     from pydantic import ValidationError
 
     if isinstance(exc, ValidationError):
-        from terazi.errors import describe
+        from terazi.base.errors import describe
 
         return "invalid configuration:\n  " + describe(exc, sep="\n  "), 2
     return None

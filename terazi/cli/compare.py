@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, fail
 from terazi.cli.options import Verbose
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 
 @declares(reads=(Place("before", "results folder"), Place("after", "results folder")))

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err
 from terazi.cli.options import Verbose
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 
 @declares(reads=(Place("source", "SQuAD file"),), writes=(Place("target", "dataset folder"),))

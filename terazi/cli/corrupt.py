@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.options import Verbose, about, sets
 from terazi.cli.places import declares
-from terazi.configs import key_values
-from terazi.paths import Place
+from terazi.config.files import key_values
 from terazi.schemas import CONDITIONS, CorruptionSpec
 
 SOURCE = 'queries JSONL ({"_id": …, "text": …}); stdin when absent'

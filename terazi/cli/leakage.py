@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, err
 from terazi.cli.options import ConfigFile, Datasets, Split, Verbose, about, sets
 from terazi.cli.places import dataset_path, declares, training_path
-from terazi.configs import given, read_config_file, with_datasets
-from terazi.paths import Place
+from terazi.config.files import given, read_config_file, with_datasets
 from terazi.schemas.leakage import LeakageConfig, LeakageOptions, TrainSource, read_near_threshold
 
 

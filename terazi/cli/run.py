@@ -8,20 +8,20 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err, print_leaderboard
 from terazi.cli.options import ConfigFile, Datasets, Exclude, ExcludeBy, Results, Split, Verbose, sets
 from terazi.cli.places import dataset_path, declares
-from terazi.configs import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
-from terazi.paths import Place
+from terazi.config.files import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
 from terazi.schemas import CorruptionSpec, EncoderSpec, EvalConfig
 from terazi.schemas.rerankers import SPELLINGS, parse_reranker
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
-    from terazi import shutdown
+    from terazi.base import shutdown
     from terazi.cli.prefect_api import check_api, run_flow
-    from terazi.preflight import preflight
+    from terazi.config.preflight import preflight
     from terazi.present.terminal import work_lines
     from terazi.results.folder import check_outputs
 
@@ -86,7 +86,7 @@ def run(
     """Evaluate from a config file and/or flags (flags override the file)."""
     fields = given(EvalConfig, locals(), encoder="encoder.model", samples="corruption.samples", cache="cache_dir")
     if no_limits:
-        from terazi.policy import NO_LIMITS
+        from terazi.config.policy import NO_LIMITS
 
         os.environ[NO_LIMITS] = "1"
     raw = laid_over(read_config_file(config) if config else {}, fields | results_folder(out))

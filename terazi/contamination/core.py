@@ -18,6 +18,7 @@ from functools import partial
 import numpy as np
 import polars as pl
 
+from terazi.base.errors import ConfigError
 from terazi.contamination.examples import Examples, TextsOf
 from terazi.contamination.match import HeldIndex, Hits, Scan
 from terazi.contamination.ngrams import text_ngrams
@@ -27,7 +28,6 @@ from terazi.contamination.result import DatasetLeakage, LeakageResult, Repeat, S
 from terazi.contamination.sides import BenchmarkSide, TrainingSide
 from terazi.contamination.sources import Chunk, Reader
 from terazi.data.beir import Dataset
-from terazi.errors import ConfigError
 from terazi.schemas.leakage import LeakageOptions, TrainSource
 
 log = logging.getLogger("terazi.contamination")

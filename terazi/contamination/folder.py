@@ -2,7 +2,7 @@
 loaded, a named one through its BEIR copy in the cache as an evaluation loads it; every training source opened; the
 output folder neither an input nor inside one), then the check, its output folder and the small manifest.
 
-Outputs never overlap inputs (`LeakageConfig.folders`, checked by `terazi.paths.disjoint` as every command checks
+Outputs never overlap inputs (`LeakageConfig.folders`, checked by `terazi.base.paths.disjoint` as every command checks
 its folders): the output folder (and the cache, when a named dataset is copied into it) may not be, hold or lie inside
 a dataset's folder or a training file or folder, so nothing the check writes can land on an input.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import time
 
+from terazi.base.paths import disjoint, writable_folder
 from terazi.contamination.core import check
 from terazi.contamination.report import folders, write
 from terazi.contamination.sources import Reader
 from terazi.data.loading import load_dataset, open_dataset
-from terazi.paths import disjoint, writable_folder
 from terazi.schemas import DatasetManifest
 from terazi.schemas.leakage import DatasetCounts, LeakageConfig, LeakageManifest
 from terazi.schemas.sources import parse as parse_source

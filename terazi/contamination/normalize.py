@@ -7,7 +7,7 @@ The rules, in order (the same for benchmark and training texts, so that a copy m
 2. casefolding in which dotted and dotless i are one letter: İ, I, ı and i all → i, then ordinary lowercasing. A
    copy in CAPITALS matches however it was cased: Turkish casing (`gecesi` → `GECESİ`) and every other tool's
    (`gecesi` → `GECESI`, which Turkish lowercasing would read as `gecesı`) alike;
-3. with `fold_ascii`, Turkish letters to their base letters, as `terazi.turkish.to_ascii`: ç ğ ö ş ü â î û →
+3. with `fold_ascii`, Turkish letters to their base letters, as `terazi.base.turkish.to_ascii`: ç ğ ö ş ü â î û →
    c g o s u a i u (a copy typed on a keyboard without Turkish letters matches);
 4. apostrophes dropped without a trace, so a suffix stays on its word whichever apostrophe was typed, or none
    (İstanbul'da, İstanbul’da and Istanbulda give one token);

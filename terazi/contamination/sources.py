@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi.errors import DatasetError, utf8_line_error
+from terazi.base.errors import DatasetError, utf8_line_error
 from terazi.schemas.leakage import LOCAL_HF, TrainSource
 
 _KINDS = {

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.base.shutdown import check
 from terazi.corrupt.conditions import changed, condition_params, corrupt, edit_rate, samples_for
 from terazi.data.loading import open_dataset
 from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
-from terazi.shutdown import check
 from terazi.store import derived
 
 log = logging.getLogger("terazi.corrupt")

@@ -2,7 +2,7 @@
 (encoding shards) or looked up by id (reranking), so that no stage holds the whole corpus as Python objects.
 
 Columns: `doc_id`, `text` (title and text as the models see them), `key` (the document's 64-bit key: its
-id and a hash of its text, see `terazi.fingerprint.doc_keys`) and `chars` (length of `text`). The table
+id and a hash of its text, see `terazi.base.fingerprint.doc_keys`) and `chars` (length of `text`). The table
 is named by the corpus fingerprint, so a changed corpus gets a new one; it can always be rebuilt from
 the dataset, so a damaged one is rebuilt, never trusted.
 """
@@ -20,9 +20,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from terazi import fingerprint
-from terazi.errors import CacheError
-from terazi.paths import mark_used
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
+from terazi.base.paths import mark_used
 from terazi.schemas.records import Document
 from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from terazi.errors import ConfigError, DatasetError, utf8_error
+from terazi.base.errors import ConfigError, DatasetError, utf8_error
 from terazi.schemas.layout import LeakageLayout
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
-from terazi.errors import DatasetError
+from terazi.base import fingerprint
+from terazi.base.errors import DatasetError
 from terazi.schemas.sources import Source
 from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.models.refs import ModelRef, local_folder, weights_info
 from terazi.schemas import ModelCost, RequestCost
 from terazi.store.files import write_atomic

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import threading
 
+from terazi.base.shutdown import stoppable
 from terazi.models.refs import ModelError, ModelRef, model_file, pick_device
-from terazi.shutdown import stoppable
 
 SHARED_ENCODERS = 2
 _encoders: dict[tuple, tuple] = {}

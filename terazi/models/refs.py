@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from terazi.errors import TeraziError
+from terazi.base.errors import TeraziError
 from terazi.schemas import BUNDLED_ENCODER
 from terazi.store import file_hashes
 

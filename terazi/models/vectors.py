@@ -7,7 +7,7 @@ documents, the corpus. So a bi-encoder reranker with the first stage's model, le
 vector the first stage made, and encodes nothing. Its files are parts, each written once under a temporary name and
 renamed, never changed: `rows-<a>-<b>.npy`, a first-stage corpus shard, whose keys are the corpus rows a…b-1, and
 `part-<id>.npy` whose keys are in `keys-<id>.npy` (written first). Keys are corpus rows in a document store and text
-keys (`terazi.fingerprint.text_keys`) in a query store. Vectors are unit-length float32.
+keys (`terazi.base.fingerprint.text_keys`) in a query store. Vectors are unit-length float32.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import mark_used
 from terazi.models.refs import ModelRef
-from terazi.paths import mark_used
 from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.vectors")

@@ -10,8 +10,8 @@ import polars as pl
 
 from terazi.analysis import comparison
 from terazi.analysis.identity import changed_parts
+from terazi.base.readback import read_csv
 from terazi.present.labels import level
-from terazi.readback import read_csv
 from terazi.schemas import EvalConfig, RunManifest
 from terazi.schemas.layout import RunLayout
 

@@ -19,7 +19,7 @@ import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
-from terazi.fingerprint import of_rows
+from terazi.base.fingerprint import of_rows
 from terazi.present.labels import condition_label, level, word
 from terazi.present.setup_tables import COST_NOTE, COST_POINTER, conditions_table
 from terazi.present.table import Table

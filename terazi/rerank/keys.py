@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.rerank.pairs import PairScorer
 from terazi.rerank.store.keys import ModelKey
 from terazi.schemas.tables import CLEAN, VARIANT

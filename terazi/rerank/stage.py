@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from terazi.base.paths import link
+from terazi.base.progress import progress
+from terazi.base.ties import tied_conditions
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import link
-from terazi.progress import progress
 from terazi.rerank import costs
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.keys import (
@@ -55,7 +56,6 @@ from terazi.schemas import (
 from terazi.schemas.layout import RunLayout
 from terazi.store import derived
 from terazi.store.layout import CacheLayout
-from terazi.ties import tied_conditions
 
 log = logging.getLogger("terazi.rerank")
 
@@ -66,7 +66,7 @@ def first_stage_ranking(
     """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
     under some query set (its row would score only the tie order of the document ids). Whether they do is kept with
     the stored outputs under the candidates' fingerprint: a warm run does not read the candidates for it."""
-    key = derived.key("tied", candidates.fingerprint, maker="terazi.ties")
+    key = derived.key("tied", candidates.fingerprint, maker="terazi.base.ties")
     tied = json.loads(derived.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
     if tied:
         log.warning(

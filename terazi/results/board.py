@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from terazi.analysis.leaderboard import board_of_scores, describe, read_long_table
+from terazi.base.readback import read_csv
 from terazi.data.mteb_results import read_mteb_results
-from terazi.readback import read_csv
 from terazi.schemas.layout import RunLayout
 
 

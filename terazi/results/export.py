@@ -9,13 +9,13 @@ from pathlib import Path
 import polars as pl
 import yaml
 
+from terazi.base.shutdown import check
 from terazi.data import runfolder
 from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING, SETTING_MARK, is_configured
-from terazi.shutdown import check
 from terazi.store import derived
 
 log = logging.getLogger("terazi.export")

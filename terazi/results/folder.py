@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from terazi.errors import IncompleteRunError, OutputPathError
-from terazi.paths import disjoint, inside, local_path, writable_folder
+from terazi.base.errors import IncompleteRunError, OutputPathError
+from terazi.base.paths import disjoint, inside, local_path, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.layout import RunLayout

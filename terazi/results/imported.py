@@ -11,11 +11,12 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import ConfigError, DatasetError
+from terazi.base.ties import tie_order
 from terazi.data import runfolder
 from terazi.data.exclusions import read_exclusions
 from terazi.data.trec import read_qrels, read_run
-from terazi.errors import ConfigError, DatasetError
 from terazi.metrics.contracts import metric_contracts
 from terazi.metrics.per_query import per_query_values
 from terazi.results.folder import check_outputs
@@ -30,7 +31,6 @@ from terazi.schemas import (
 )
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING
-from terazi.ties import tie_order
 
 log = logging.getLogger("terazi.import")
 

@@ -1,5 +1,5 @@
 """BM25 over the whole corpus as a first stage: bm25s over the same Turkish analyser as the BM25 reranker
-(terazi.turkish.analyse: Turkish casing, Snowball stems, ASCII folding), every distinct query text searched once,
+(terazi.base.turkish.analyse: Turkish casing, Snowball stems, ASCII folding), every distinct query text searched once,
 each variant keeping its `depth` best documents, ranked as trec_eval ranks (score, then document id, descending),
 less the documents its dataset leaves out (`Dataset.dropped`). Frozen like every first stage: the candidates
 parquet, TREC copies and a `CandidateSet` under a lookup key of everything that decides them (dataset, BM25
@@ -13,13 +13,13 @@ import time
 import numpy as np
 import polars as pl
 
+from terazi.base.ties import id_order
+from terazi.base.turkish import analyse
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
 from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, lookup_key, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT
 from terazi.store.layout import CacheLayout
-from terazi.ties import id_order
-from terazi.turkish import analyse
 
 log = logging.getLogger("terazi.retrieve")
 

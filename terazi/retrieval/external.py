@@ -18,11 +18,12 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import DatasetError
+from terazi.base.ties import tie_order
 from terazi.data.beir import Dataset
 from terazi.data.mteb_predictions import predictions_file, read_predictions
 from terazi.data.trec import read_run
-from terazi.errors import DatasetError
 from terazi.retrieval.frozen import (
     MANIFEST,
     RULE,
@@ -36,7 +37,6 @@ from terazi.retrieval.frozen import (
 from terazi.schemas import CandidateSet, DatasetManifest
 from terazi.schemas.tables import CLEAN
 from terazi.store.layout import CacheLayout
-from terazi.ties import tie_order
 
 INDEX = {"type": "external TREC runs"}
 

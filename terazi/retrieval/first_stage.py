@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.progress import progress
+from terazi.base.ties import id_order
 from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import open_dataset, read_variants
@@ -31,7 +33,6 @@ from terazi.models.costs import CostStore, TimedEncoder, combine
 from terazi.models.loading import shared_bi_encoder
 from terazi.models.refs import ModelRef, prepare_environment, resolve
 from terazi.models.vectors import VectorStore, save_array
-from terazi.progress import progress
 from terazi.retrieval.dense import (
     build_index,
     choose_index,
@@ -65,7 +66,6 @@ from terazi.schemas import (
 )
 from terazi.schemas.tables import CLEAN, VARIANT
 from terazi.store.files import write_atomic
-from terazi.ties import id_order
 
 log = logging.getLogger("terazi.retrieve")
 

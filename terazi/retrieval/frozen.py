@@ -19,13 +19,13 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError, ConfigError
+from terazi.base.paths import inside, link, mark_used
 from terazi.data.blocks import blockwise, write_blocks
 from terazi.data.trec_writer import write_run
-from terazi.errors import CacheError, ConfigError
 from terazi.metrics.ceiling import UNCHANGED
 from terazi.metrics.per_query import per_query_values
-from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet, DatasetManifest
 from terazi.schemas.tables import RANKING, VARIANT
 from terazi.store import derived, file_hashes

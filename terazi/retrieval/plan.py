@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.base.errors import ConfigError
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.errors import ConfigError
 from terazi.models.loading import seq_length
 from terazi.models.refs import pick_device, prepare_environment, resolve
 from terazi.models.vectors import store_key, vector_identity

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from terazi.paths import mark_used
+from terazi.base.paths import mark_used
 from terazi.store.derived import key as derived_key
 from terazi.store.files import set_aside
 from terazi.store.layout import CacheLayout

@@ -29,8 +29,8 @@ from typing import Any
 
 import polars as pl
 
-from terazi import fingerprint
-from terazi.paths import link, mark_used
+from terazi.base import fingerprint
+from terazi.base.paths import link, mark_used
 from terazi.store import codehash, file_hashes
 from terazi.store.files import remove, set_aside, stat_stamp, write_atomic
 from terazi.store.layout import OUTPUT_RECORD as META

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.store.files import stat_stamp, write_atomic
 from terazi.store.layout import CacheLayout
 

@@ -3,7 +3,7 @@
 What a run keeps between runs lives under one folder (`--cache-dir`); each part has one name here, and every module
 that reads or writes the cache, and `terazi cache check`, `repair`, `du` and `prune`, goes through `CacheLayout`.
 `PARTS` says, for each part, whether it is derived (made again when removed) or paid for (never pruned), and which
-file of an entry a run touches when it uses it (`terazi.paths.mark_used`), which is what pruning reads.
+file of an entry a run touches when it uses it (`terazi.base.paths.mark_used`), which is what pruning reads.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from terazi.paths import inside
+from terazi.base.paths import inside
 
 OUTPUT_RECORD = ".meta.json"  # a stored output's record: its meta, its files' stamps and hashes
 CANDIDATES_MANIFEST = "manifest.json"  # a frozen candidate set's manifest, written last

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from terazi.errors import CacheError
+from terazi.base.errors import CacheError
 from terazi.present.table import Table
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store

@@ -4,9 +4,9 @@ The cache only grows by itself: every new model, corpus, candidate set and code 
 the unit a run uses whole: a stored output (`outputs/<key>/`, or one file for a kept table or plot), a frozen
 candidate set, a vector store, a corpus table, an ONNX export, the intervals file, a quarantined item, a stopped
 run's plan (the parts `terazi.store.layout.PARTS` marks prunable). A run marks each entry it uses (its mtime,
-`terazi.paths.mark_used`), so an entry's age is the time since a run last needed it. Pruning removes entries older than
-a given age, or the least recently used until the folder fits a size budget; a warm run afterwards makes again exactly
-what was removed (vectors are encoded again, outputs computed again: no pair is scored, the score store is never
+`terazi.base.paths.mark_used`), so an entry's age is the time since a run last needed it. Pruning removes entries older
+than a given age, or the least recently used until the folder fits a size budget; a warm run afterwards makes again
+exactly what was removed (vectors are encoded again, outputs computed again: no pair is scored, the score store is never
 pruned). Entries used in the last `GRACE_SECONDS` are never removed (a run's plan under `work/`: none younger than a
 day), so a prune beside a running run cannot take what it is using.
 

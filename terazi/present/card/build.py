@@ -20,7 +20,7 @@ from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
-from terazi.errors import ConfigError, DatasetError
+from terazi.base.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
 from terazi.present.card.folder import RunFolder, read_folder
 from terazi.present.card.method import model_label

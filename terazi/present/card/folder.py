@@ -15,8 +15,8 @@ import polars as pl
 from pydantic import ValidationError
 
 from terazi.analysis.intervals import PAIRS_SCHEMA
-from terazi.errors import DatasetError, describe
-from terazi.readback import finite_parquet, read_csv
+from terazi.base.errors import DatasetError, describe
+from terazi.base.readback import finite_parquet, read_csv
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.schemas.layout import RunLayout
 
@@ -99,8 +99,8 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
 
 
 def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
-    """A table of the folder, its numbers checked (terazi.readback); `schema` types a table that may have no rows (a
-    run of one system compares none)."""
+    """A table of the folder, its numbers checked (terazi.base.readback); `schema` types a table that may have no rows
+    (a run of one system compares none)."""
     if not path.is_file():
         if optional:
             return None

@@ -7,9 +7,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from terazi.base.shutdown import check
+from terazi.base.turkish import analyse
 from terazi.rerank.pairs import Corpus, Pair
-from terazi.shutdown import check
-from terazi.turkish import analyse
 
 
 class BM25Scorer:

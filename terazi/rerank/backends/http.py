@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import httpx
 import numpy as np
 
-from terazi import fingerprint
-from terazi.errors import ConfigError
+from terazi.base import fingerprint
+from terazi.base.errors import ConfigError
 from terazi.models.costs import RequestLog
 from terazi.rerank.backends import dialects
 from terazi.rerank.backends.service import Slots, send

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import mark_used
+from terazi.base.shutdown import check
 from terazi.models.refs import (
     ModelError,
     ModelRef,
@@ -29,12 +31,10 @@ from terazi.models.refs import (
     pick_device,
     weights_info,
 )
-from terazi.paths import mark_used
 from terazi.rerank.backends.base import CPU_BATCH, Backend
 from terazi.rerank.backends.bi import BiEncoder
 from terazi.rerank.backends.torch_cross import activation_name
 from terazi.rerank.pairs import Pair
-from terazi.shutdown import check
 from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 from filelock import FileLock, Timeout
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
 from terazi.models.costs import RequestLog
 
 log = logging.getLogger("terazi.backends")

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 
 KEY_SCHEMA = {"q": pl.Int64, "d": pl.Int64}
 SCORE_SCHEMA = {"q": pl.Int64, "d": pl.Int64, "score": pl.Float64}

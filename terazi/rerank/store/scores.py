@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import OutputPathError
+from terazi.base.errors import OutputPathError
 from terazi.rerank.store.keys import ModelKey, empty_scores
 from terazi.rerank.store.shared import SharedStore
 from terazi.rerank.store.sqlite import SQLiteStore, damaged

@@ -15,7 +15,7 @@ import uuid
 
 import polars as pl
 
-from terazi.errors import CacheError
+from terazi.base.errors import CacheError
 from terazi.rerank.store.keys import SCORE_SCHEMA, ModelKey, empty_scores
 
 

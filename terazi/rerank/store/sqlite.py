@@ -32,8 +32,8 @@ import numpy as np
 import polars as pl
 import psutil
 
-from terazi import fingerprint
-from terazi.errors import CacheError
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
 from terazi.rerank.store.keys import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
 from terazi.store.files import set_aside
 from terazi.store.layout import CacheLayout

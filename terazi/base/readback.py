@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import DatasetError
+from terazi.base.errors import DatasetError
 
 # the text (and true/false) columns of every table of a results folder (schemas/layout.py); every other is a number
 TEXT = frozenset(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from terazi.errors import DiskFullError, OutputPathError
+from terazi.base.errors import DiskFullError, OutputPathError
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 SLUG_HELP = "letters, digits, '.', '_' and '-', starting with a letter or digit (at most 100 characters)"

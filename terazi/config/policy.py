@@ -28,9 +28,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from terazi.configs import DEMO_DIR
-from terazi.errors import PolicyError
-from terazi.paths import within
+from terazi.base.errors import PolicyError
+from terazi.base.paths import within
+from terazi.config.files import DEMO_DIR
 from terazi.schemas import BUNDLED_ENCODER, EvalConfig, Limits
 from terazi.schemas.sources import parse as parse_source
 
@@ -84,7 +84,7 @@ class ServicePolicy(BaseModel):
         )
 
     def places(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(what served runs write, the folders they may read) for `terazi.paths.disjoint`."""
+        """(what served runs write, the folders they may read) for `terazi.base.paths.disjoint`."""
         return (
             [("results root", self.results_root), ("cache root", self.cache_root)],
             [("data root", r) for r in self.data_roots if Path(r).is_absolute()],

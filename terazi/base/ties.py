@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 
 TIES = {
     "trec": "score descending, then document id descending (trec_eval, pytrec_eval, BEIR, MTEB)",

@@ -1,7 +1,7 @@
 """Progress of long work (encoding, scoring): a bar on a terminal, a log line every 30 s elsewhere.
 
 Log lines go to the `terazi` logger, so they reach the Prefect run's logs in served runs and on
-Dask workers. Every tick also checks whether a stop was requested (terazi.shutdown).
+Dask workers. Every tick also checks whether a stop was requested (terazi.base.shutdown).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from terazi import shutdown
+from terazi.base import shutdown
 
 log = logging.getLogger("terazi.progress")
 LOG_EVERY_S = 30.0

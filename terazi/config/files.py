@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from terazi.errors import ConfigError, DatasetError, check_utf8
+from terazi.base.errors import ConfigError, DatasetError, check_utf8
 
-DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_DIR = Path(__file__).parents[1] / "demo"
 
 
 def read_config_file(path: Path) -> dict:

@@ -78,7 +78,7 @@ def to_terminal(console: Console, verbose: bool = False) -> None:
     first one's handler."""
     from rich.logging import RichHandler
 
-    from terazi.progress import HideProgressLines
+    from terazi.base.progress import HideProgressLines
 
     handler = RichHandler(console=console, show_path=False, show_time=False, markup=False)
     if sys.stderr.isatty():

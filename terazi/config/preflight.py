@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from terazi.base.errors import DatasetError, LimitError
+from terazi.base.paths import writable_folder
+from terazi.config.policy import limits_in_force
 from terazi.corrupt.conditions import samples_for
 from terazi.data.exclusions import read_exclusions
 from terazi.data.loading import load_dataset
-from terazi.errors import DatasetError, LimitError
 from terazi.models.refs import ModelError, resolve
-from terazi.paths import writable_folder
-from terazi.policy import limits_in_force
 from terazi.rerank.backends.http import api_key
 from terazi.rerank.store.scores import check_opens
 from terazi.schemas import DatasetManifest, EvalConfig, Limits
