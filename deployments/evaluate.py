@@ -16,7 +16,7 @@ from prefect.schedules import Cron
 
 from terazi.base import shutdown
 from terazi.base.paths import within
-from terazi.config.files import demo_config, read_config_file
+from terazi.config.config_files import demo_config, read_config_file
 from terazi.config.policy import ServicePolicy, absolute, absolute_dataset
 from terazi.flows.evaluate import evaluate
 from terazi.flows.nightly import nightly

@@ -22,7 +22,7 @@ from terazi.config.policy import enforce_if_served
 from terazi.flows.lifecycle import results_folder
 from terazi.flows.runners import Submit, model_runner
 from terazi.flows.runtime import artifact_prefix, crash_stale_runs, refusals_as_failed, run_kind
-from terazi.results.folder import check_outputs
+from terazi.results.run_folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
     BenchmarkIdentity,

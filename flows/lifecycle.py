@@ -24,7 +24,7 @@ from terazi.base.paths import disk_full
 from terazi.flows.runtime import current_flow_run_id
 from terazi.present.artifacts import Artifact, artifacts
 from terazi.present.card import build_card
-from terazi.results import folder
+from terazi.results import run_folder
 from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
 from terazi.store.bootstraps import BootstrapStore, opened
@@ -62,14 +62,14 @@ def results_folder(
 ) -> Iterator[OpenRun]:
     """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
     `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
-    with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
+    with run_folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
         run = OpenRun(path, kind)
         try:
             with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
                 yield run
             if run.manifest is None:
                 raise RuntimeError("the run ended without its manifest")
-            folder.finish(run.path, run.manifest.model_dump_json(indent=2))
+            run_folder.finish(run.path, run.manifest.model_dump_json(indent=2))
         except BaseException as e:
             full = disk_full(
                 e,
@@ -86,7 +86,7 @@ def results_folder(
                 reason = f"stopped by signal {signum}"
             else:  # the stop surfaced as whatever the signal interrupted (seen: Prefect's "Task run is not set")
                 reason = f"stopped by signal {signum} ({error})"
-            folder.mark_stopped(run.path, reason)
+            run_folder.mark_stopped(run.path, reason)
             if full:
                 raise full from e
             raise

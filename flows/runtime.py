@@ -13,7 +13,7 @@ from prefect.states import Failed
 
 from terazi.base.errors import TeraziError
 from terazi.config.policy import served_deployment
-from terazi.results import folder as results
+from terazi.results import run_folder as results
 from terazi.schemas import EvalConfig
 
 log = logging.getLogger("terazi.flow")

@@ -156,9 +156,9 @@ class RunLayout:
         return self.file("variants.csv")
 
     @property
-    def decontaminated_csv(self) -> Path:
-        """Only with `exclude`: every headline without the queries a leakage check lists, beside the full one."""
-        return self.file("decontaminated.csv")
+    def leak_free_csv(self) -> Path:
+        """Only with `leakage`: every headline without the queries a leakage check lists, beside the full one."""
+        return self.file("leak_free.csv")
 
     @property
     def depths_csv(self) -> Path:
@@ -246,7 +246,7 @@ class RunLayout:
 
 
 class LeakageLayout:
-    """The output folder of `terazi leakage` (terazi.contamination.report writes it; an evaluation's `exclude` reads
+    """The output folder of `terazi leakage` (terazi.leakage.output writes it; an evaluation's `leakage` reads
     it):
 
     summary.json report.md report.html train_hits.txt

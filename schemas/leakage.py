@@ -1,5 +1,5 @@
 """The leakage check's contracts: a training source, how to check, the flow's config (`terazi-leakage`) and the small
-manifest it returns. The check itself is terazi.contamination; these live here so that a config (the flow's parameter,
+manifest it returns. The check itself is terazi.leakage; these live here so that a config (the flow's parameter,
 a YAML file) can hold them without the contracts importing the core."""
 
 from __future__ import annotations

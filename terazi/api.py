@@ -37,13 +37,13 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
 
     config_file = Path(config) if isinstance(config, (str, Path)) else None
     if config_file:
-        from terazi.config.files import read_config_file
+        from terazi.config.config_files import read_config_file
 
         config = read_config_file(config_file)
     if not isinstance(config, EvalConfig):
         config = EvalConfig.model_validate(config)
     from terazi.config.preflight import preflight
-    from terazi.results.folder import check_outputs
+    from terazi.results.run_folder import check_outputs
 
     check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
     preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
@@ -128,8 +128,8 @@ def leakage(
     _setup()
     import polars as pl
 
-    from terazi.contamination.folder import check_inputs
     from terazi.flows.leakage import leakage as leakage_flow
+    from terazi.leakage.check import check_inputs
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 
     config = LeakageConfig(

@@ -19,7 +19,7 @@ import yaml
 
 from terazi.base.errors import DatasetError, IncompleteRunError
 from terazi.present.card import build_card
-from terazi.results import folder as results
+from terazi.results import run_folder as results
 from tests.card_cases import CONDITIONS, DATASETS, KALBUR_MOBILE, NAMES, kalbur_run, md_rows, restored
 
 # The card's tables, as printed

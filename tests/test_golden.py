@@ -28,7 +28,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     from prefect.settings import PREFECT_API_URL
 
     import terazi
-    from terazi.config.files import DEMO_DIR, demo_config
+    from terazi.config.config_files import DEMO_DIR, demo_config
     from terazi.models.refs import resolve
     from tests.conftest import make_tiny
 

@@ -82,8 +82,8 @@ def _config_inside_results(tmp: Path, ds: Path) -> list[str]:
     return ["run", "--config", str(tmp / "x" / "eval.yaml"), "--out", str(tmp / "x"), "--cache", str(tmp / "c"), *RUN]
 
 
-def _exclude_is_results(tmp: Path, ds: Path) -> list[str]:
-    return [*_run(tmp, ds, "{tmp}/x", "{tmp}/c"), "--exclude", str(tmp / "x")]
+def _leakage_is_results(tmp: Path, ds: Path) -> list[str]:
+    return [*_run(tmp, ds, "{tmp}/x", "{tmp}/c"), "--leakage", str(tmp / "x")]
 
 
 def _first_stage_runs_inside_cache(tmp: Path, ds: Path) -> list[str]:
@@ -129,7 +129,7 @@ OVERLAPS = {
         lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{ds}/.cache"),
         r"cache folder \S+/test/\.cache lies inside the dataset folder \S+/test",
     ),
-    "exclude folder is the results folder": (_exclude_is_results, r"results folder \S+/x is the exclude folder \S+/x"),
+    "leakage folder is the results folder": (_leakage_is_results, r"results folder \S+/x is the leakage folder \S+/x"),
     "config file inside the results folder": (
         _config_inside_results,
         r"results folder \S+/x holds the config file \S+/x/eval\.yaml",

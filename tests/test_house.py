@@ -188,6 +188,15 @@ def test_the_root_holds_at_most_four_modules_and_every_other_folder_is_a_room():
     assert named - folders - {p.stem for p in (ROOT / "terazi").glob("*.py")} == set()  # LAYERS names real folders
 
 
+def test_one_name_per_idea():
+    """A module's file name says one thing: at most 4 names stand for two modules (a command and the stage it runs,
+    say), and the leakage check is called leakage, never by its old names."""
+    names = Counter(p.name for p in (ROOT / "terazi").rglob("*.py") if p.name != "__init__.py")
+    assert len([n for n, k in names.items() if k > 1]) <= 4, sorted(n for n, k in names.items() if k > 1)
+    old = [m for m in modules() if any(w in m for w in ("contamination", "decontaminated", "exclusions"))]
+    assert old == []
+
+
 def test_no_module_is_over_400_lines():
     files = [*modules().values(), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tests").glob("*.py")]
     long = {

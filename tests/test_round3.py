@@ -212,7 +212,7 @@ def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_ref
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from terazi.contamination import TrainSource, check
+    from terazi.leakage import TrainSource, check
     from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, window
 
     bench = bench_dataset(tmp_path)
@@ -250,7 +250,7 @@ def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypa
             "datasets": [{"path": str(tiny_dataset), "first_stage_runs": "runs"}],
             "out_dir": "results",
             "cache_dir": "cache",
-            "exclude": "leak",
+            "leakage": "leak",
         }
     )
     for roots in ({}, {"results_root": str(tmp_path / "R")}, {"cache_root": "/srv/cache", "results_root": "R2"}):

@@ -127,12 +127,12 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(
     """On the thread runner: a chunk raises after its first block; Prefect retries it; nothing is scored twice."""
     import terazi.tasks.rerank as rerank_tasks
     from terazi.flows.evaluate import evaluate as run_evaluation
-    from terazi.rerank import costs
+    from terazi.rerank import metering
     from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 
     data, threads = thread_run
     monkeypatch.setattr(rerank_tasks.rerank_chunk_task, "retry_delay_seconds", [0, 0])
-    monkeypatch.setattr(costs, "LATENCY_QUERIES", 0)  # the model sees the run's pairs only (no latency probe)
+    monkeypatch.setattr(metering, "LATENCY_QUERIES", 0)  # the model sees the run's pairs only (no latency probe)
     real, seen, failed = TorchCrossEncoder.score, [], []
 
     def flaky(scorer, pairs):

@@ -323,7 +323,7 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
     import terazi.tasks.results as aggregate
     from terazi.flows.nightly import nightly
-    from terazi.results import folder as results
+    from terazi.results import run_folder as results
     from terazi.schemas.layout import RunLayout
 
     cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))

@@ -47,10 +47,10 @@ def compare(
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":
-        from terazi.present.comparison import comparison_markdown
+        from terazi.present.comparison_text import comparison_markdown
 
         print(comparison_markdown(cmp, everything))
     else:
-        from terazi.present.comparison import comparison_rich
+        from terazi.present.comparison_text import comparison_rich
 
         console.print(comparison_rich(cmp, everything))

@@ -12,7 +12,7 @@ import typer
 from terazi.base.paths import Place
 from terazi.cli.options import Verbose, about, sets
 from terazi.cli.places import declares
-from terazi.config.files import key_values
+from terazi.config.config_files import key_values
 from terazi.schemas import CONDITIONS, CorruptionSpec
 
 SOURCE = 'queries JSONL ({"_id": …, "text": …}); stdin when absent'

@@ -43,5 +43,5 @@ ConfigFile = Annotated[
 Results = Annotated[
     str | None, typer.Option("--out", "-o", help="results folder, written into directly (no time-stamped sub-folder)")
 ]
-Exclude = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude"))]
-ExcludeBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude_by"))]
+Leakage = Annotated[str | None, typer.Option(help=about(EvalConfig, "leakage"))]
+LeakageBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "leakage_by"))]

@@ -10,9 +10,9 @@ import typer
 
 from terazi.base.paths import Place
 from terazi.cli.common import err, print_leaderboard
-from terazi.cli.options import ConfigFile, Datasets, Exclude, ExcludeBy, Results, Split, Verbose, sets
+from terazi.cli.options import ConfigFile, Datasets, Leakage, LeakageBy, Results, Split, Verbose, sets
 from terazi.cli.places import dataset_path, declares
-from terazi.config.files import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
+from terazi.config.config_files import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
 from terazi.schemas import CorruptionSpec, EncoderSpec, EvalConfig
 from terazi.schemas.rerankers import SPELLINGS, parse_reranker
 
@@ -23,7 +23,7 @@ def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
     from terazi.cli.prefect_api import check_api, run_flow
     from terazi.config.preflight import preflight
     from terazi.present.terminal import work_lines
-    from terazi.results.folder import check_outputs
+    from terazi.results.run_folder import check_outputs
 
     config = EvalConfig.model_validate(raw)
     check_api()
@@ -58,7 +58,7 @@ UNLIMITED = (
     reads=(
         Place("config", "config file"),
         Place("dataset", "dataset folder", dataset_path),
-        Place("exclude", "exclude folder"),
+        Place("leakage", "leakage folder"),
     ),
     writes=(Place("out", "results folder"), Place("cache", "cache folder")),
 )
@@ -78,8 +78,8 @@ def run(
     out: Results = None,
     cache: Annotated[str | None, sets(EvalConfig, "cache_dir")] = None,
     offline: Annotated[bool | None, sets(EvalConfig, "offline")] = None,
-    exclude: Exclude = None,
-    exclude_by: ExcludeBy = None,
+    leakage: Leakage = None,
+    leakage_by: LeakageBy = None,
     no_limits: Annotated[bool, typer.Option("--no-limits", help=UNLIMITED)] = False,
     verbose: Verbose = False,
 ) -> None:

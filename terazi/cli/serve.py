@@ -13,7 +13,7 @@ from terazi.base.paths import Place
 from terazi.cli.common import err
 from terazi.cli.options import Verbose, sets
 from terazi.cli.places import declares
-from terazi.config.files import given
+from terazi.config.config_files import given
 from terazi.schemas.scale import Limits
 
 CONFIG = "benchmark config for both deployments' defaults (default: the demo)"

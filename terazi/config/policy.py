@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from terazi.base.errors import PolicyError
 from terazi.base.paths import within
-from terazi.config.files import DEMO_DIR
+from terazi.config.config_files import DEMO_DIR
 from terazi.schemas import BUNDLED_ENCODER, EvalConfig, Limits
 from terazi.schemas.sources import parse as parse_source
 
@@ -158,9 +158,9 @@ class ServicePolicy(BaseModel):
                     )
                 update["first_stage_runs"] = str(runs)
             datasets.append(d.model_copy(update=update))
-        exclude = config.exclude and str(absolute(config.exclude, here))
-        if exclude and not (self._in_data_roots(Path(exclude)) or within(Path(exclude), Path(self.results_root))):
-            raise PolicyError(f"exclude {config.exclude!r}: outside the service's data roots and results root")
+        leakage = config.leakage and str(absolute(config.leakage, here))
+        if leakage and not (self._in_data_roots(Path(leakage)) or within(Path(leakage), Path(self.results_root))):
+            raise PolicyError(f"leakage {config.leakage!r}: outside the service's data roots and results root")
         out, cache = absolute(config.out_dir, here), absolute(config.cache_dir, here)
         if not within(out, Path(self.results_root)):
             raise PolicyError(
@@ -183,7 +183,7 @@ class ServicePolicy(BaseModel):
                     "rerank API of the served benchmark; the service policy allows only those"
                 )
         return config.model_copy(
-            update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache), "exclude": exclude or None}
+            update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache), "leakage": leakage or None}
         )
 
     def _in_data_roots(self, path: Path) -> bool:
@@ -203,10 +203,10 @@ class ServicePolicy(BaseModel):
 
 
 def read_folders(config: EvalConfig) -> list[str]:
-    """The folders besides datasets a config reads (first-stage runs, the exclude folder): the served benchmark's own
-    are data roots (an exclude folder inside the results root needs none), so its defaults pass its own policy."""
+    """The folders besides datasets a config reads (first-stage runs, the leakage folder): the served benchmark's own
+    are data roots (an leakage folder inside the results root needs none), so its defaults pass its own policy."""
     runs = [d.first_stage_runs for d in config.datasets if d.first_stage_runs]
-    return runs + ([config.exclude] if config.exclude else [])
+    return runs + ([config.leakage] if config.leakage else [])
 
 
 def endpoint(spec) -> str:

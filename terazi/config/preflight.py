@@ -19,7 +19,7 @@ from terazi.base.errors import DatasetError, LimitError
 from terazi.base.paths import writable_folder
 from terazi.config.policy import limits_in_force
 from terazi.corrupt.conditions import samples_for
-from terazi.data.exclusions import read_exclusions
+from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.loading import load_dataset
 from terazi.models.refs import ModelError, resolve
 from terazi.rerank.backends.http import api_key
@@ -32,7 +32,7 @@ log = logging.getLogger("terazi.preflight")
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:
     """Check the limits, models, then load every dataset (read once per process and reused; a named dataset is
     copied into the cache folder first), then the work estimates, the score cache and the results folder. Its
-    callers check the folders first (`terazi.results.folder.check_outputs`), before anything is written."""
+    callers check the folders first (`terazi.results.run_folder.check_outputs`), before anything is written."""
     limits, allow_more = limits_in_force()
     if limits:
         within_limits(config, limits, allow_more)
@@ -51,10 +51,10 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
     datasets = [load_dataset(spec, config.cache_dir, announce) for spec in config.datasets]
     if limits:
         within_limits(config, limits, allow_more, datasets)
-    if config.exclude:  # the leakage check's lists, read now: a bad folder fails before any heavy stage
-        read_exclusions(
-            config.exclude,
-            config.exclude_by,
+    if config.leakage:  # the leakage check's lists, read now: a bad folder fails before any heavy stage
+        read_leaked_queries(
+            config.leakage,
+            config.leakage_by,
             [d.name for d in datasets],
             {d.name: d.corpus_fingerprint for d in datasets},
         )

@@ -1,7 +1,7 @@
 """What a row costs, measured where it runs and remembered across runs.
 
 A reranker's speed is taken inside its scoring calls (`terazi.rerank.backends.base.Metered`, folded per row by
-`terazi.rerank.costs`): the model is loaded and warmed up first, and score-cache reads and writes happen outside the
+`terazi.rerank.metering`): the model is loaded and warmed up first, and score-cache reads and writes happen outside the
 timer, so a slow disk or a slow model load changes nothing. The figures are stored in the cache folder beside the
 scores (`costs/<identity hash>.json`, `CostStore`): a later run whose pairs all come from the cache reports "cached"
 with the figures of the runs that scored them.

@@ -273,8 +273,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>",
         T(tables["per_dataset"]).html("per-dataset"),
         *(
-            ["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
-            if tables.get("decontaminated")
+            ["<h2>Without the queries found in training data</h2>", T(tables["leak_free"]).html("leak_free")]
+            if tables.get("leak_free")
             else []
         ),
         "<h2>Where the loss comes from</h2>",

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from terazi.base.ties import tie_order
 from terazi.data.blocks import BLOCK_ROWS, NEW_VARIANT, aligned_blocks, condition_offsets, sorted_blocks, write_blocks
-from terazi.rerank.keys import rescored
+from terazi.rerank.pair_keys import rescored
 from terazi.schemas.tables import CLEAN, RANKING, VARIANT
 
 

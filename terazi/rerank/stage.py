@@ -26,9 +26,9 @@ from terazi.base.ties import tied_conditions
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.rerank import costs
+from terazi.rerank import metering
 from terazi.rerank.backends import make_scorer, shared_scorer
-from terazi.rerank.keys import (
+from terazi.rerank.pair_keys import (
     block_size,
     document_keys,
     model_key,
@@ -219,7 +219,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
             f"{scorer.identity}); start the run again"
         )
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
-    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/costs.py)
+    meter = metering.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/metering.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
         if plan.in_store:
             scores = Scores.for_worker(plan.cache_dir, plan.score_store)
@@ -228,7 +228,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
             scored = score_unstored(rows, scorer, plan.block, _chunk_scores(plan, chunk), lock, on_progress)
     if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
         with lock:
-            costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
+            metering.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
     return ChunkResult(
         system=plan.system,
         dataset=plan.dataset,
@@ -264,7 +264,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
     derived.reuse(plan.cache_dir, plan.output, out_dir, write)
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
     scored = sum(c.scored for c in chunks)
-    cost = costs.settle(
+    cost = metering.settle(
         plan.identity,
         [c.cost for c in chunks if c.cost],
         scored,

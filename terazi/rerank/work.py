@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from terazi.data.blocks import BLOCK_ROWS, write_blocks
-from terazi.rerank.keys import model_key
+from terazi.rerank.pair_keys import model_key
 from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
 from terazi.store.files import write_atomic

@@ -1,7 +1,7 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
 leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html (and,
-with `exclude`, decontaminated.csv; with `rerank_depths`, depths.csv and ceiling.csv).
+with `leakage`, leak_free.csv; with `rerank_depths`, depths.csv and ceiling.csv).
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -16,7 +16,6 @@ from pathlib import Path
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
-from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
 from terazi.analysis.intervals import (
     AGGREGATION_LABELS,
@@ -28,20 +27,21 @@ from terazi.analysis.intervals import (
 )
 from terazi.analysis.judged import Judgement, judge_variants
 from terazi.analysis.leaderboard import board_of_scores, describe
+from terazi.analysis.leak_free import leak_free
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
-from terazi.data.exclusions import read_exclusions
+from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.loading import open_dataset, variant_texts
 from terazi.metrics.per_query import changed_flags, ranking_values
 from terazi.present import report
-from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
 from terazi.present.labels import level
+from terazi.present.leakage import leak_free_line
 from terazi.present.markdown import leaderboard_markdown
 from terazi.present.notes import dropped_line
 from terazi.present.setup_tables import system_kinds
 from terazi.results.as_mteb import write_mteb_results
-from terazi.results.costs import costs_frame, system_costs
+from terazi.results.cost_table import costs_frame, system_costs
 from terazi.schemas import (
     FIRST_STAGE,
     BenchmarkIdentity,
@@ -145,12 +145,12 @@ def aggregate(
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     deco = None
-    if config.exclude:  # every headline also without the queries a leakage check found in training data
-        excluded = read_exclusions(
-            config.exclude, config.exclude_by, names, {d.name: d.corpus_fingerprint for d in datasets}
+    if config.leakage:  # every headline also without the queries a leakage check found in training data
+        excluded = read_leaked_queries(
+            config.leakage, config.leakage_by, names, {d.name: d.corpus_fingerprint for d in datasets}
         )
-        deco = decontaminated(headline, names, ranked, excluded, order, *stats_args)
-        contract["excluded"] = exclusion_line(deco, config.exclude, config.exclude_by)
+        deco = leak_free(headline, names, ranked, excluded, order, *stats_args)
+        contract["excluded"] = leak_free_line(deco, config.leakage, config.leakage_by)
     sweep, ceiling = None, None
     if any(x.system != FIRST_STAGE for x in depths or []):  # a sweep needs a reranker (rerankers: [] has none)
         parts = {
@@ -172,7 +172,7 @@ def aggregate(
         ranks=ranks,
         costs=costs,
         judgements=judge_variants(per_query, ranked, config, costs, known),
-        decontaminated=deco,
+        leak_free=deco,
         depths=sweep,
         ceiling=ceiling,
     )
@@ -222,8 +222,8 @@ def build_leaderboard(
         costs_frame(agg.costs, system_kinds(config), agg.order).write_csv(layout.costs_csv)
     if agg.judgements:
         variants_frame(agg.judgements).write_csv(layout.variants_csv)
-    if agg.decontaminated is not None:
-        agg.decontaminated.write_csv(layout.decontaminated_csv)
+    if agg.leak_free is not None:
+        agg.leak_free.write_csv(layout.leak_free_csv)
     if agg.depths is not None:
         agg.depths.write_csv(layout.depths_csv)
         agg.ceiling.write_csv(layout.ceiling_csv)

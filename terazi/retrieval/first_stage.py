@@ -30,7 +30,7 @@ from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import open_dataset, read_variants
 from terazi.models.costs import CostStore, TimedEncoder, combine
-from terazi.models.loading import shared_bi_encoder
+from terazi.models.encoders import shared_bi_encoder
 from terazi.models.refs import ModelRef, prepare_environment, resolve
 from terazi.models.vectors import VectorStore, save_array
 from terazi.retrieval.dense import (

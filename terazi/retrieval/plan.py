@@ -19,7 +19,7 @@ import polars as pl
 
 from terazi.base.errors import ConfigError
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.models.loading import seq_length
+from terazi.models.encoders import seq_length
 from terazi.models.refs import pick_device, prepare_environment, resolve
 from terazi.models.vectors import store_key, vector_identity
 from terazi.retrieval.dense import shard_bounds

@@ -1,6 +1,6 @@
 """`build_card(results_dir, system)`: the evaluation section of a model card for one system of a results folder.
 
-The card is built from the folder's full-precision files (terazi.present.card.folder) in the Kalbur card's layout:
+The card is built from the folder's full-precision files (terazi.present.card.inputs) in the Kalbur card's layout:
 method sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
 sentence where the system has a judged variant, rank intervals; plus the Hugging Face metadata
 (terazi.present.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
@@ -22,7 +22,7 @@ from terazi.analysis.judged import Judgement
 from terazi.analysis.ranks import rank_intervals
 from terazi.base.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
-from terazi.present.card.folder import RunFolder, read_folder
+from terazi.present.card.inputs import RunFolder, read_folder
 from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, word
 from terazi.present.notes import variant_sentence

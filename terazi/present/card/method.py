@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terazi.present.card.folder import RunFolder
+from terazi.present.card.inputs import RunFolder
 from terazi.present.card.words import condition, conf, word
 
 _LOCAL = ("/", ".", "~")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.intervals import featured_cells, pairwise_summary
-from terazi.present.card.folder import RunFolder
+from terazi.present.card.inputs import RunFolder
 from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, conf, pct, score, signed, span, word
 from terazi.present.labels import params_text

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from terazi.base import fingerprint
-from terazi.models.loading import seq_length
+from terazi.models.encoders import seq_length
 from terazi.models.vectors import VectorStore, store_key, vector_identity
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Corpus, Pair

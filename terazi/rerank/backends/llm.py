@@ -20,7 +20,7 @@ import numpy as np
 
 from terazi.base import fingerprint
 from terazi.base.shutdown import stoppable
-from terazi.models.loading import torch_dtype
+from terazi.models.encoders import torch_dtype
 from terazi.models.refs import ModelError
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair

@@ -1,7 +1,7 @@
-"""Scores without the queries a leakage check found in training data (`exclude`): the headline on the kept queries
+"""Scores without the queries a leakage check found in training data (`leakage`): the headline on the kept queries
 equals scoring the filtered qrels and runs directly (terazi.score and pytrec_eval, to 1e-12); the difference's
 interval comes from the leaderboard's own paired bootstrap (the full means of its draws give the leaderboard's
-interval exactly); bad exclusion folders are one line each, before any results folder exists."""
+interval exactly); bad leakage folders are one line each, before any results folder exists."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 import terazi
 from terazi.cli import app
-from terazi.contamination import TrainSource, check, write
 from terazi.data.beir import load_beir, write_beir
+from terazi.leakage import TrainSource, check, write
 from tests.leakage_inputs import jsonl
 
 SEED, RESAMPLES, HEADLINE = 5, 1000, "nDCG@10"
@@ -107,9 +107,9 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
             str(RESAMPLES),
             "--seed",
             str(SEED),
-            "--exclude",
+            "--leakage",
             str(checked / "leak"),
-            "--exclude-by",
+            "--leakage-by",
             by,
         ],
     )
@@ -121,7 +121,7 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
         assert ids and relevant and not relevant <= ids  # both lists matter
         excluded[d] = ids | relevant if by == "relevant" else ids
     assert len(excluded["alpha"]) == (12 if by == "relevant" else 8)
-    deco = pl.read_csv(out / "decontaminated.csv")
+    deco = pl.read_csv(out / "leak_free.csv")
     board = pl.read_csv(out / "leaderboard.csv")
     for system in ("a", "b"):
         rows = {r["dataset"]: r for r in deco.filter(pl.col("system") == system).iter_rows(named=True)}
@@ -129,24 +129,24 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
         for d in ("alpha", "beta"):
             ours, ref = _filtered_score(checked, d, system, excluded[d])
             assert abs(ours - ref) < 1e-12
-            assert abs(rows[d]["decontaminated"] - ours) < 1e-12 and rows[d]["excluded"] == len(excluded[d])
+            assert abs(rows[d]["leak_free"] - ours) < 1e-12 and rows[d]["excluded"] == len(excluded[d])
             assert abs(rows[d]["full"] - board.filter(pl.col("system") == system)[d][0]) < 1e-12
             kept[d] = ours
         overall = rows[None]
-        assert abs(overall["decontaminated"] - np.mean(list(kept.values()))) < 1e-12
+        assert abs(overall["leak_free"] - np.mean(list(kept.values()))) < 1e-12
         assert abs(overall["full"] - board.filter(pl.col("system") == system)["mean_task"][0]) < 1e-12
-        assert abs(overall["delta"] - (overall["decontaminated"] - overall["full"])) < 1e-12
+        assert abs(overall["delta"] - (overall["leak_free"] - overall["full"])) < 1e-12
         assert overall["queries"] == 65 and overall["excluded"] == len(excluded["alpha"]) + len(excluded["beta"])
     config = json.loads((out / "manifest.json").read_text())["config"]
-    assert config["exclude"] == str(checked / "leak") and config["exclude_by"] == by
+    assert config["leakage"] == str(checked / "leak") and config["leakage_by"] == by
     tables = json.loads((out / "tables.json").read_text())
-    notes = " ".join(tables["decontaminated"]["notes"])
+    notes = " ".join(tables["leak_free"]["notes"])
     n = len(excluded["alpha"]) + len(excluded["beta"])
     assert f"{n} of 65 queries of the ranked datasets left out" in notes
     assert ("relevant_hit.txt" in notes) == (by == "relevant")
     md = (out / "leaderboard.md").read_text()
     assert "## Without the queries found in training data" in md and "- excluded: " in md
-    assert "id='decontaminated'" in (out / "report.html").read_text().replace('"', "'")
+    assert "id='leak_free'" in (out / "report.html").read_text().replace('"', "'")
 
 
 def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples(prefect_server, checked, tmp_path):
@@ -162,7 +162,7 @@ def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples
             str(RESAMPLES),
             "--seed",
             str(SEED),
-            "--exclude",
+            "--leakage",
             str(checked / "leak"),
             "--confidence",
             "0.9",
@@ -172,7 +172,7 @@ def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples
     pq = pl.read_parquet(out / "per_query.parquet").filter(
         (pl.col("condition") == "clean") & (pl.col("measure") == HEADLINE)
     )
-    board, deco = pl.read_csv(out / "leaderboard.csv"), pl.read_csv(out / "decontaminated.csv")
+    board, deco = pl.read_csv(out / "leaderboard.csv"), pl.read_csv(out / "leak_free.csv")
     excluded = {d: set((checked / "leak" / d / "queries.txt").read_text().split()) for d in ("alpha", "beta")}
     for system in ("a", "b"):
         # the documented scheme written out: one generator, datasets sorted, queries sorted by id, one chunk of
@@ -199,17 +199,17 @@ def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples
         assert overall["delta_low"][0] < overall["delta"][0] < overall["delta_high"][0]
 
 
-def test_without_exclude_no_file_is_added(prefect_server, checked, tmp_path):
+def test_without_leakage_no_file_is_added(prefect_server, checked, tmp_path):
     out = tmp_path / "plain"
     res = CliRunner().invoke(app, ["analyze", str(checked / "runs"), "--out", str(out), "--resamples", "200"])
     assert res.exit_code == 0, res.output
-    assert not (out / "decontaminated.csv").exists()
-    assert "decontaminated" not in json.loads((out / "tables.json").read_text())
-    assert "exclude" not in json.loads((out / "manifest.json").read_text())["config"]
+    assert not (out / "leak_free.csv").exists()
+    assert "leak_free" not in json.loads((out / "tables.json").read_text())
+    assert "leakage" not in json.loads((out / "manifest.json").read_text())["config"]
 
 
 def test_a_dataset_with_every_query_excluded_has_no_clean_score():
-    from terazi.analysis.decontaminated import decontaminated
+    from terazi.analysis.leak_free import leak_free
 
     pq = pl.DataFrame(
         {
@@ -220,14 +220,14 @@ def test_a_dataset_with_every_query_excluded_has_no_clean_score():
             "value": [1.0, 0.0, 0.5, 0.25],
         }
     )
-    out = decontaminated(pq, ["x", "y"], ["x", "y"], {"x": {"1", "2"}, "y": {"2"}}, ["s"], 200, 0, 0.95)
+    out = leak_free(pq, ["x", "y"], ["x", "y"], {"x": {"1", "2"}, "y": {"2"}}, ["s"], 200, 0, 0.95)
     rows = {r["dataset"]: r for r in out.iter_rows(named=True)}
-    assert rows[None]["decontaminated"] is None and rows["x"]["decontaminated"] is None
-    assert rows["y"]["decontaminated"] == 0.5 and rows["y"]["full"] == 0.375 and rows["y"]["excluded"] == 1
+    assert rows[None]["leak_free"] is None and rows["x"]["leak_free"] is None
+    assert rows["y"]["leak_free"] == 0.5 and rows["y"]["full"] == 0.375 and rows["y"]["excluded"] == 1
     assert rows[None]["full"] == pytest.approx((0.5 + 0.375) / 2)
 
 
-def test_bad_exclusion_folders_are_one_line_each_before_any_results(checked, tmp_path):
+def test_bad_leakage_folders_are_one_line_each_before_any_results(checked, tmp_path):
     (tmp_path / "empty").mkdir()
     other = tmp_path / "other"
     shutil.copytree(checked / "leak", other)
@@ -242,22 +242,22 @@ def test_bad_exclusion_folders_are_one_line_each_before_any_results(checked, tmp
     (binary / "beta" / "queries.txt").write_bytes(b"beta-q00\n\xff\n")
     cases = {
         str(tmp_path / "nope"): "is not a folder",
-        str(tmp_path / "empty"): "summary.json: not found: exclude names the output folder of `terazi leakage",
+        str(tmp_path / "empty"): "summary.json: not found: leakage names the output folder of `terazi leakage",
         str(other): "has no dataset 'beta' (it checked: alpha)",
         str(cut): "alpha/queries.txt: not found",
         str(binary): "beta/queries.txt, line 2: not valid UTF-8 (byte 0xff",
     }
     for folder, expected in cases.items():
         res = CliRunner().invoke(
-            app, ["analyze", str(checked / "runs"), "--out", str(tmp_path / "o"), "--exclude", folder]
+            app, ["analyze", str(checked / "runs"), "--out", str(tmp_path / "o"), "--leakage", folder]
         )
         lines = [x for x in res.output.splitlines() if x.strip()]
         assert res.exit_code == 2 and len(lines) == 1 and expected in lines[0].replace("\n", ""), res.output
         assert not (tmp_path / "o").exists()
 
 
-def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_path):
-    """`terazi run --exclude`: the lists are read in the preflight (a check of another corpus is refused there) and
+def test_a_run_leaves_out_what_the_check_of_its_dataset_found(prefect_server, tmp_path, caplog):
+    """`terazi run --leakage`: the lists are read in the preflight (a check of another corpus is refused there) and
     the clean-subset headline is the score of the filtered run files the run exports."""
     from terazi.base.errors import DatasetError
     from terazi.config.preflight import preflight
@@ -288,10 +288,12 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
             "cache_dir": str(tmp_path / "cache"),
             "run_name": "r",
             "offline": True,
-            "exclude": str(tmp_path / "leak"),
+            "exclude": str(tmp_path / "leak"),  # the old spelling: read as `leakage`, with a deprecation line
             "exclude_by": "relevant",
         }
     )
+    assert config.leakage == str(tmp_path / "leak") and config.leakage_by == "relevant"
+    assert "`exclude` is deprecated, read as `leakage`" in caplog.text
     other = write_beir(
         tmp_path / "other", [{"_id": "d1", "text": "başka"}], [{"_id": "q1", "text": "x"}], [("q1", "d1", 1)]
     )
@@ -300,12 +302,12 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
         tmp_path / "leak-other",
     )
     with pytest.raises(DatasetError, match="checked with another corpus"):
-        preflight(config.model_copy(update={"exclude": str(tmp_path / "leak-other")}), announce=False)
+        preflight(config.model_copy(update={"leakage": str(tmp_path / "leak-other")}), announce=False)
 
     from terazi.flows.evaluate import evaluate
 
     run = evaluate(config).run_dir
-    deco = pl.read_csv(f"{run}/decontaminated.csv")
+    deco = pl.read_csv(f"{run}/leak_free.csv")
     assert deco.filter(pl.col("dataset") == "tiny")["excluded"].to_list() == [2, 2]  # q1 and q3, each system
     for system in ("first-stage", "bm25"):
         lines = open(f"{run}/runs/tiny/clean/{system}.trec").read().splitlines()
@@ -315,10 +317,10 @@ def test_a_run_excludes_what_the_check_of_its_dataset_found(prefect_server, tmp_
         (tmp_path / "kept.qrels").write_text("\n".join(qrels) + "\n")
         value = terazi.score(tmp_path / "kept.qrels", tmp_path / "kept.trec", [HEADLINE]).aggregate[HEADLINE]
         row = deco.filter((pl.col("system") == system) & (pl.col("dataset") == "tiny"))
-        assert abs(row["decontaminated"][0] - value) < 1e-12
+        assert abs(row["leak_free"][0] - value) < 1e-12
 
 
-def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(tmp_path, tiny_dataset):
+def test_the_leakage_folder_is_checked_before_prefect_and_by_a_served_policy(tmp_path, tiny_dataset):
     from terazi.base.errors import PolicyError
     from terazi.config.policy import ServicePolicy
     from terazi.schemas import EvalConfig
@@ -336,7 +338,7 @@ def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(t
             "--cache",
             str(tmp_path / "cache"),
             "--offline",
-            "--exclude",
+            "--leakage",
             str(tmp_path / "nope"),
         ],
     )
@@ -353,8 +355,8 @@ def test_the_exclusion_folder_is_checked_before_prefect_and_by_a_served_policy(t
             "cache_dir": str(tmp_path / "cache"),
         }
     )
-    assert policy.apply(config).exclude is None
+    assert policy.apply(config).leakage is None
     inside = tmp_path / "out" / "leak"
-    assert policy.apply(config.model_copy(update={"exclude": str(inside)})).exclude == str(inside)
-    with pytest.raises(PolicyError, match="exclude '/etc': outside the service's data roots and results root"):
-        policy.apply(config.model_copy(update={"exclude": "/etc"}))
+    assert policy.apply(config.model_copy(update={"leakage": str(inside)})).leakage == str(inside)
+    with pytest.raises(PolicyError, match="leakage '/etc': outside the service's data roots and results root"):
+        policy.apply(config.model_copy(update={"leakage": "/etc"}))

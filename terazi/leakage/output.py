@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from terazi.base.paths import slugify, unique, writable_folder
-from terazi.contamination.result import DatasetLeakage, LeakageResult
+from terazi.leakage.result import DatasetLeakage, LeakageResult
 from terazi.schemas.layout import LeakageLayout
 
 SUMMARY_REPEATS = 100  # repeats listed in summary.json and the pages; repeats.tsv has them all

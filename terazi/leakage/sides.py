@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import polars as pl
 
-from terazi.contamination.sources import Chunk, Reader, nonblank_lines
 from terazi.data.beir import Dataset
+from terazi.leakage.training_sources import Chunk, Reader, nonblank_lines
 
 
 def _passage(raw: bytes) -> str:

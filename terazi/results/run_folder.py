@@ -41,7 +41,7 @@ def check_outputs(config: EvalConfig | AnalyzeConfig, files: list[tuple[str, str
 
 
 def run_inputs(run: Path) -> list[tuple[str, str]]:
-    """The folders the run of a results folder read (its datasets, first-stage runs, exclude folder, runs folder), as
+    """The folders the run of a results folder read (its datasets, first-stage runs, leakage folder, runs folder), as
     its manifest names them: whatever is made from the folder (a card) is never written onto them. An unreadable
     manifest gives none (reading the folder refuses it next)."""
     try:
@@ -50,7 +50,7 @@ def run_inputs(run: Path) -> list[tuple[str, str]]:
         found = [("dataset folder", d["path"]) for d in body.get("datasets") or []]
         found += [("dataset folder", DatasetSpec(path=str(d["path"])).folder) for d in config.get("datasets") or []]
         found += [("first-stage runs folder", d.get("first_stage_runs")) for d in config.get("datasets") or []]
-        found += [("exclude folder", config.get("exclude")), ("runs folder", config.get("folder"))]
+        found += [("leakage folder", config.get("leakage")), ("runs folder", config.get("folder"))]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return []
     return [(what, p) for what, value in found if isinstance(value, str) and (p := local_path(value))]

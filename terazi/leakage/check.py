@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 
 from terazi.base.paths import disjoint, writable_folder
-from terazi.contamination.core import check
-from terazi.contamination.report import folders, write
-from terazi.contamination.sources import Reader
 from terazi.data.loading import load_dataset, open_dataset
+from terazi.leakage.core import check
+from terazi.leakage.output import folders, write
+from terazi.leakage.training_sources import Reader
 from terazi.schemas import DatasetManifest
 from terazi.schemas.leakage import DatasetCounts, LeakageConfig, LeakageManifest
 from terazi.schemas.sources import parse as parse_source

@@ -1,8 +1,8 @@
-"""The queries an evaluation's `exclude` leaves out: read from a leakage check's output folder (`terazi leakage --out`,
+"""The queries an evaluation's `leakage` leaves out: read from a leakage check's output folder (`terazi leakage --out`,
 named by terazi.schemas.layout LeakageLayout).
 
 Each dataset of the run is found in the folder's summary.json by its name; its `queries.txt` lists the contaminated
-queries (n-gram hits and repeats) and, with `exclude_by: relevant`, `relevant_hit.txt` adds the judged queries whose
+queries (n-gram hits and repeats) and, with `leakage_by: relevant`, `relevant_hit.txt` adds the judged queries whose
 relevant passage is hit. Where the run read the dataset itself (a corpus fingerprint), the check must have read the
 same corpus. Every problem is one line naming the folder or file: a run fails here, in its preflight, not after its
 reranking.
@@ -32,9 +32,9 @@ def _ids(path: Path) -> frozenset[str]:
 def _summary(layout: LeakageLayout) -> list[dict]:
     path = layout.summary_json
     if not layout.root.is_dir():
-        raise ConfigError(f"exclude: {layout.root} is not a folder; give the output folder of `terazi leakage --out`")
+        raise ConfigError(f"leakage: {layout.root} is not a folder; give the output folder of `terazi leakage --out`")
     if not path.is_file():
-        raise DatasetError(path, None, "not found: exclude names the output folder of `terazi leakage --out`")
+        raise DatasetError(path, None, "not found: leakage names the output folder of `terazi leakage --out`")
     try:
         body = json.loads(path.read_bytes().decode("utf-8"))
         datasets = body["datasets"]
@@ -47,7 +47,7 @@ def _summary(layout: LeakageLayout) -> list[dict]:
     return datasets
 
 
-def read_exclusions(
+def read_leaked_queries(
     folder: str, by: str, names: Sequence[str], corpora: Mapping[str, str] | None = None
 ) -> dict[str, frozenset[str]]:
     """Dataset name → the query ids to leave out (`by`: queries | relevant), for each of `names`; `corpora`: the
@@ -59,7 +59,7 @@ def read_exclusions(
         d = checked.get(name)
         if d is None:
             raise ConfigError(
-                f"exclude: the leakage check in {layout.root} has no dataset {name!r} (it checked: "
+                f"leakage: the leakage check in {layout.root} has no dataset {name!r} (it checked: "
                 f"{', '.join(checked) or 'none'}); check it under the same name"
             )
         want, have = (corpora or {}).get(name, ""), d.get("corpus_fingerprint", "")

@@ -38,7 +38,7 @@ def _share(n: int, of: int) -> float:
 class DatasetLeakage(BaseModel):
     name: str
     path: str
-    corpus_fingerprint: str = Field("", description="the corpus checked (an evaluation's `exclude` compares it)")
+    corpus_fingerprint: str = Field("", description="the corpus checked (an evaluation's `leakage` compares it)")
     queries: int
     passages: int
     queries_long_enough: int = Field(description="queries of at least n words: the others can only be repeats")

@@ -1,7 +1,7 @@
 """Was the benchmark in the training data? Shared word n-grams and repeated queries, both ways.
 
     from terazi.data.beir import load_beir
-    from terazi.contamination import LeakageOptions, TrainSource, check, write
+    from terazi.leakage import LeakageOptions, TrainSource, check, write
 
     result = check([load_beir("data/xquad-tr")], [TrainSource(path="train/", fields=("text", "query"))],
                    LeakageOptions(ngram=8, fold_ascii=True))
@@ -11,9 +11,9 @@
 (summary.json, id lists, report.md, report.html). See docs/leakage.md.
 """
 
-from terazi.contamination.core import check
-from terazi.contamination.report import write
-from terazi.contamination.result import DatasetLeakage, LeakageResult
+from terazi.leakage.core import check
+from terazi.leakage.output import write
+from terazi.leakage.result import DatasetLeakage, LeakageResult
 from terazi.schemas.leakage import LeakageOptions, TrainSource
 
 __all__ = ["DatasetLeakage", "LeakageOptions", "LeakageResult", "TrainSource", "check", "write"]

@@ -1,7 +1,7 @@
 """The leakage check: benchmark datasets × training sources → `LeakageResult`.
 
 Every benchmark query and passage is compared with every training text for a shared n-gram (default 8 words, the Kalbur
-card's rule; lm-evaluation-harness uses 13) after normalisation (`terazi.contamination.normalize`). The side whose files
+card's rule; lm-evaluation-harness uses 13) after normalisation (`terazi.leakage.normalize`). The side whose files
 are smaller is hashed into memory first (`match.HeldIndex`: about 50 bytes per n-gram, and as much again while it is
 sorted); the other is streamed past it in batches. Both directions come out of the one pass: the training records to
 drop and the benchmark items that are contaminated. Benchmark queries are also looked up among the training sources'
@@ -19,18 +19,18 @@ import numpy as np
 import polars as pl
 
 from terazi.base.errors import ConfigError
-from terazi.contamination.examples import Examples, TextsOf
-from terazi.contamination.match import HeldIndex, Hits, Scan
-from terazi.contamination.ngrams import text_ngrams
-from terazi.contamination.normalize import joined, tokens
-from terazi.contamination.repeats import RepeatFinder
-from terazi.contamination.result import DatasetLeakage, LeakageResult, Repeat, SourceLeakage
-from terazi.contamination.sides import BenchmarkSide, TrainingSide
-from terazi.contamination.sources import Chunk, Reader
 from terazi.data.beir import Dataset
+from terazi.leakage.examples import Examples, TextsOf
+from terazi.leakage.match import HeldIndex, Hits, Scan
+from terazi.leakage.ngrams import text_ngrams
+from terazi.leakage.normalize import joined, tokens
+from terazi.leakage.repeats import RepeatFinder
+from terazi.leakage.result import DatasetLeakage, LeakageResult, Repeat, SourceLeakage
+from terazi.leakage.sides import BenchmarkSide, TrainingSide
+from terazi.leakage.training_sources import Chunk, Reader
 from terazi.schemas.leakage import LeakageOptions, TrainSource
 
-log = logging.getLogger("terazi.contamination")
+log = logging.getLogger("terazi.leakage")
 
 
 def check(

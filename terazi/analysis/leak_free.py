@@ -29,7 +29,7 @@ SCHEMA = {
     "queries": pl.Int64,
     "excluded": pl.Int64,
     "full": pl.Float64,
-    "decontaminated": pl.Float64,
+    "leak_free": pl.Float64,
     "delta": pl.Float64,
     "delta_low": pl.Float64,
     "delta_high": pl.Float64,
@@ -76,7 +76,7 @@ def _row(
     return system, dataset, n, n - kept_n, full, clean, clean - full, low, high
 
 
-def decontaminated(
+def leak_free(
     pq: pl.DataFrame,
     names: list[str],
     ranked: list[str],
@@ -86,7 +86,7 @@ def decontaminated(
     seed: int,
     confidence: float,
 ) -> pl.DataFrame:
-    """decontaminated.csv: per system (in `order`), a row over the ranked datasets (dataset null: Mean (Task)) and
+    """leak_free.csv: per system (in `order`), a row over the ranked datasets (dataset null: Mean (Task)) and
     one per dataset of `names`; `pq`: the per-query values of the headline measure; `excluded`: dataset → the
     query ids to leave out."""
     rows = (

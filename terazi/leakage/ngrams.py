@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from terazi.contamination.normalize import tokens
+from terazi.leakage.normalize import tokens
 
 _SEED = 0x7E8A21
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection mod 2^64

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 from rapidfuzz import fuzz, process
 
-from terazi.contamination.normalize import joined
+from terazi.leakage.normalize import joined
 
 _BLOCK = 256  # benchmark queries per rapidfuzz call: a block × its length band of training queries in float32
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.data.loading import dataset_corpus, read_variants
-from terazi.rerank.keys import rescored, variant_keys
+from terazi.rerank.pair_keys import rescored, variant_keys
 from terazi.schemas import CandidateSet, DatasetManifest, EvalConfig, SharedPairs, VariantSet
 from terazi.schemas.tables import VARIANT
 

@@ -14,11 +14,11 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from terazi.contamination.match import Hits, group_of
-from terazi.contamination.ngrams import text_ngrams
-from terazi.contamination.normalize import tokens
-from terazi.contamination.result import Example
-from terazi.contamination.sides import BenchmarkSide, TrainingSide
+from terazi.leakage.match import Hits, group_of
+from terazi.leakage.ngrams import text_ngrams
+from terazi.leakage.normalize import tokens
+from terazi.leakage.result import Example
+from terazi.leakage.sides import BenchmarkSide, TrainingSide
 from terazi.schemas.leakage import LeakageOptions
 
 _WIDTH = 12  # words shown on each side of the shared ones
