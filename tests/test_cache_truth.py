@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from terazi.schemas import EvalConfig
 from terazi.store import codehash
 from terazi.upkeep import health
-from tests.conftest import make_tiny
+from tests.conftest import make_tiny, three_rerankers, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -26,22 +26,9 @@ def cold(prefect_server, tmp_path_factory, tiny_cross_encoder):
     from terazi.flows.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("truth")
+    rerankers = three_rerankers(tiny_cross_encoder, fused="tiny-ce")
     config = EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(make_tiny(root / "tiny")), "name": "tiny"}],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]},
-            ],
-            "conditions": ["clean", "upper"],
-            "depth": 10,
-            "rerank_depth": 5,
-            "out_dir": str(root / "results"),
-            "cache_dir": str(root / "cache"),
-            "run_name": "cold",
-            "offline": True,
-        }
+        tiny_config(root, make_tiny(root / "tiny"), rerankers=rerankers, run_name="cold")
     )
     manifest = evaluate(config)
     assert any(r.pairs_scored for r in manifest.reranks)

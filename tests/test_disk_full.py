@@ -13,6 +13,7 @@ import pytest
 
 from terazi.base.errors import DiskFullError
 from terazi.base.paths import disk_full
+from tests.conftest import TERAZI
 from tests.test_stop_stages import data  # noqa: F401 - the module fixture: 12 passages, first stage from TREC runs
 
 
@@ -124,7 +125,6 @@ def test_a_real_full_disk_is_named_as_a_user_meets_it(prefect_server, tmp_path, 
     mount; skipped elsewhere): one line naming that folder, whichever library's write filled the disk first."""
     import os
     import subprocess
-    import sys
 
     from prefect.settings import PREFECT_API_URL
 
@@ -137,9 +137,7 @@ def test_a_real_full_disk_is_named_as_a_user_meets_it(prefect_server, tmp_path, 
         cache = disk / "cache" if full == "cache" else tmp_path / "cache"
         proc = subprocess.run(
             [
-                sys.executable,
-                "-m",
-                "terazi.cli",
+                *TERAZI,
                 "run",
                 "--dataset",
                 str(data / "ds"),

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
+from benchmarks.tiny import cross_encoder
 from tests.golden_checks import GOLDEN, Paths, check, check_results, cli
 
 
@@ -38,7 +38,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     terazi.evaluate(demo)
 
     tiny = make_tiny(root / "tiny")
-    ce = _tiny_cross_encoder(root / "models" / "tiny-ce", minilm_path)
+    ce = cross_encoder(root / "models" / "tiny-ce")
     terazi.evaluate(
         {
             "benchmark": "golden-tiny",
@@ -130,27 +130,6 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         golden=GOLDEN,
     )
     return out, clean, env
-
-
-def _tiny_cross_encoder(folder: Path, tokenizer_from: str) -> str:
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(tokenizer_from)
-    BertForSequenceClassification(
-        BertConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=128,
-            max_position_embeddings=512,
-            num_labels=1,
-        )
-    ).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ import terazi
 from terazi.cli import app
 from terazi.data.beir import load_beir, write_beir
 from terazi.leakage import TrainSource, check, write
+from tests.conftest import tiny_config
 from tests.leakage_inputs import jsonl
 
 SEED, RESAMPLES, HEADLINE = 5, 1000, "nDCG@10"
@@ -93,26 +94,17 @@ def _filtered_score(root, dataset: str, system: str, excluded: set[str]) -> tupl
     return ours, float(np.mean([v["ndcg_cut_10"] for v in ref.values()]))
 
 
+def analyze_leak_free(checked, out, *more: str):
+    """`terazi analyze` of the checked runs with the leakage check's lists, the tests' resamples and seed."""
+    runs, leak = str(checked / "runs"), str(checked / "leak")
+    flags = ["--resamples", str(RESAMPLES), "--seed", str(SEED), "--leakage", leak, *more]
+    return CliRunner().invoke(app, ["analyze", runs, "--out", str(out), *flags])
+
+
 @pytest.mark.parametrize("by", ["queries", "relevant"])
 def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_server, checked, tmp_path, by):
     out = tmp_path / "analysed"
-    res = CliRunner().invoke(
-        app,
-        [
-            "analyze",
-            str(checked / "runs"),
-            "--out",
-            str(out),
-            "--resamples",
-            str(RESAMPLES),
-            "--seed",
-            str(SEED),
-            "--leakage",
-            str(checked / "leak"),
-            "--leakage-by",
-            by,
-        ],
-    )
+    res = analyze_leak_free(checked, out, "--leakage-by", by)
     assert res.exit_code == 0, res.output
     excluded = {}
     for d in ("alpha", "beta"):
@@ -151,23 +143,7 @@ def test_the_clean_subset_headline_is_the_score_of_the_filtered_files(prefect_se
 
 def test_the_interval_of_the_difference_is_drawn_with_the_leaderboards_resamples(prefect_server, checked, tmp_path):
     out = tmp_path / "analysed"
-    res = CliRunner().invoke(
-        app,
-        [
-            "analyze",
-            str(checked / "runs"),
-            "--out",
-            str(out),
-            "--resamples",
-            str(RESAMPLES),
-            "--seed",
-            str(SEED),
-            "--leakage",
-            str(checked / "leak"),
-            "--confidence",
-            "0.9",
-        ],
-    )
+    res = analyze_leak_free(checked, out, "--confidence", "0.9")
     assert res.exit_code == 0, res.output
     pq = pl.read_parquet(out / "per_query.parquet").filter(
         (pl.col("condition") == "clean") & (pl.col("measure") == HEADLINE)
@@ -276,21 +252,9 @@ def test_a_run_leaves_out_what_the_check_of_its_dataset_found(prefect_server, tm
         check([load_beir(data, name="tiny")], [TrainSource(path=str(train), fields=("text", "query"))]),
         tmp_path / "leak",
     )
+    old_spelling = {"exclude": str(tmp_path / "leak"), "exclude_by": "relevant"}  # read as `leakage`, `leakage_by`
     config = EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(data), "name": "tiny"}],
-            "rerankers": [{"name": "bm25", "kind": "bm25"}],
-            "conditions": ["clean", "upper"],
-            "depth": 10,
-            "rerank_depth": 5,
-            "bootstrap_resamples": 300,
-            "out_dir": str(tmp_path / "results"),
-            "cache_dir": str(tmp_path / "cache"),
-            "run_name": "r",
-            "offline": True,
-            "exclude": str(tmp_path / "leak"),  # the old spelling: read as `leakage`, with a deprecation line
-            "exclude_by": "relevant",
-        }
+        tiny_config(tmp_path, data, bootstrap_resamples=300, run_name="r", **old_spelling)
     )
     assert config.leakage == str(tmp_path / "leak") and config.leakage_by == "relevant"
     assert "`exclude` is deprecated, read as `leakage`" in caplog.text

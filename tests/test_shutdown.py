@@ -27,27 +27,19 @@ def gone(pid: int) -> bool:
         return True
 
 
+def slow_run(ds, run, cache) -> list[str]:
+    """`terazi run` in a process of its own, long enough (20 samples of each variant) to be stopped halfway."""
+    command = ["run", "--dataset", str(ds), "--out", str(run), "--cache", str(cache), "--offline", "--samples", "20"]
+    return [sys.executable, "-m", "terazi.cli", *command]
+
+
 def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
     ds = make_tiny(tmp_path / "tiny")
     run = tmp_path / "results" / "run"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # a temporary server of its own
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "terazi.cli",
-            "run",
-            "--dataset",
-            str(ds),
-            "--out",
-            str(run),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--offline",
-            "--samples",
-            "20",
-        ],
+        slow_run(ds, run, tmp_path / "cache"),
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -144,21 +136,7 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path
     run = tmp_path / "results" / "killed"
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "terazi.cli",
-            "run",
-            "--dataset",
-            str(ds),
-            "--out",
-            str(run),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--offline",
-            "--samples",
-            "20",
-        ],
+        slow_run(ds, run, tmp_path / "cache"),
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -22,6 +22,7 @@ from terazi.base.errors import CacheError
 from terazi.rerank.pair_keys import variant_keys
 from terazi.rerank.store import ModelKey, Scores, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
+from tests.conftest import TINY_FLAGS
 
 ROOT = str(Path(__file__).resolve().parents[1])
 MODEL = ModelKey("cross-encoder:tiny#abc", 64)
@@ -284,12 +285,7 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
         str(tiny_dataset),
         "--cache",
         str(cache),
-        "--condition",
-        "upper",
-        "--depth",
-        "10",
-        "--rerank-depth",
-        "5",
+        *TINY_FLAGS,
         "--offline",
     ]
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "r1")])

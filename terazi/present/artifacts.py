@@ -59,7 +59,7 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
         deco = Table.from_json(tables["leak_free"])
         out.append(
             Artifact(
-                "leak_free",
+                "leak-free",
                 "headline without the queries found in training data. " + " ".join(deco.notes),
                 deco.dicts(),
             )
