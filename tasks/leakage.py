@@ -1,11 +1,11 @@
 """The leakage check as tasks: its inputs checked (datasets loaded, sources opened, the output folder), then the check
-and its output folder (terazi.leakage.check)."""
+and its output folder (terazi.leakage.checked)."""
 
 from __future__ import annotations
 
 from prefect import task
 
-from terazi.leakage.check import check_folder, check_inputs
+from terazi.leakage.checked import check_folder, check_inputs
 from terazi.tasks import transient
 
 leakage_inputs_task = task(

@@ -30,10 +30,9 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     """Run an evaluation (an EvalConfig, its fields as a dict, or a YAML/JSON/TOML config file) as the Prefect flow
     `terazi-evaluate`; returns the run's manifest and its leaderboard as a polars DataFrame."""
     _setup()
-    import polars as pl
 
     from terazi.schemas import EvalConfig
-    from terazi.schemas.layout import RunLayout
+    from terazi.schemas.results_folder import ResultsFolder
 
     config_file = Path(config) if isinstance(config, (str, Path)) else None
     if config_file:
@@ -55,7 +54,7 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
         manifest = evaluate_flow(config)
     finally:
         CALLER.reset(token)
-    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+    return manifest, ResultsFolder(manifest.run_dir).board
 
 
 def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:
@@ -80,15 +79,14 @@ def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunMa
     """Analyse a folder of TREC runs (qrels/, runs/, optional changed/ and datasets.yaml) into `out`, as
     `terazi analyze` does; `settings` are AnalyzeConfig fields (metrics, headline, conditions, seed, …)."""
     _setup()
-    import polars as pl
 
     from terazi.flows.analyze import analyze as analyze_flow
     from terazi.schemas import AnalyzeConfig
-    from terazi.schemas.layout import RunLayout
+    from terazi.schemas.results_folder import ResultsFolder
 
     out = Path(out)
     manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
-    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+    return manifest, ResultsFolder(manifest.run_dir).board
 
 
 def compare(
@@ -129,7 +127,7 @@ def leakage(
     import polars as pl
 
     from terazi.flows.leakage import leakage as leakage_flow
-    from terazi.leakage.check import check_inputs
+    from terazi.leakage.checked import check_inputs
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 
     config = LeakageConfig(

@@ -134,7 +134,7 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
 
 def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):
     from terazi.base.errors import OutputPathError
-    from terazi.leakage.check import check_inputs
+    from terazi.leakage.checked import check_inputs
     from terazi.schemas.leakage import LeakageConfig
 
     folder = tmp_path / "train"

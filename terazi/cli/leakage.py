@@ -54,7 +54,7 @@ def leakage(
         raw, train, field, query_field, options, **given(LeakageConfig, {"out": out, "cache_dir": cache})
     )
     from terazi.cli.prefect_api import check_api, run_flow
-    from terazi.leakage.check import check_inputs
+    from terazi.leakage.checked import check_inputs
     from terazi.present.leakage import read_summary, shares_table
 
     # a bad dataset, source or output folder fails here, in one line, before Prefect

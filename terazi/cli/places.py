@@ -7,7 +7,7 @@ and `--verbose` are set, every output is checked against every input and every o
 (`terazi.base.paths.disjoint`), and any failure is one `error:` line; a full disk names the declared output whose disk
 it is. Places that only the call's values tell (the files `terazi card --format all` writes, the folders a results
 folder's run read) come from the declaration's `more`; a config file's folders are checked once it is read
-(`terazi.results.run_folder.check_outputs`, `terazi.leakage.check.check_inputs`). `tests/test_places.py` proves that
+(`terazi.results.run_folder.check_outputs`, `terazi.leakage.checked.check_inputs`). `tests/test_places.py` proves that
 no command can write onto an input.
 """
 

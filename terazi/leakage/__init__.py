@@ -1,7 +1,8 @@
 """Was the benchmark in the training data? Shared word n-grams and repeated queries, both ways.
 
     from terazi.data.beir import load_beir
-    from terazi.leakage import LeakageOptions, TrainSource, check, write
+    from terazi.leakage import LeakageOptions, TrainSource, write
+    from terazi.leakage import check
 
     result = check([load_beir("data/xquad-tr")], [TrainSource(path="train/", fields=("text", "query"))],
                    LeakageOptions(ngram=8, fold_ascii=True))

@@ -22,6 +22,7 @@ from typing import Any
 
 from terazi.base.paths import slugify, unique, writable_folder
 from terazi.leakage.result import DatasetLeakage, LeakageResult
+from terazi.present.labels import percent
 from terazi.schemas.layout import LeakageLayout
 
 SUMMARY_REPEATS = 100  # repeats listed in summary.json and the pages; repeats.tsv has them all
@@ -96,10 +97,6 @@ def write(result: LeakageResult, out: str | Path) -> Path:
     return root
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _rows(result: LeakageResult) -> list[list[str]]:
     head = [
         "dataset",
@@ -119,12 +116,12 @@ def _rows(result: LeakageResult) -> list[list[str]]:
             [
                 d.name,
                 f"{d.queries:,}",
-                f"{len(d.query_hits):,} ({_pct(s['queries'])})",
+                f"{len(d.query_hits):,} ({percent(s['queries'])})",
                 f"{exact:,} / {len(d.repeats) - exact:,}",
-                f"{len(d.contaminated_queries):,} ({_pct(s['queries_contaminated'])})",
+                f"{len(d.contaminated_queries):,} ({percent(s['queries_contaminated'])})",
                 f"{d.passages:,}",
-                f"{len(d.passage_hits):,} ({_pct(s['passages'])})",
-                f"{len(d.relevant_hit_queries):,} of {d.judged_queries:,} ({_pct(s['relevant_hit'])})",
+                f"{len(d.passage_hits):,} ({percent(s['passages'])})",
+                f"{len(d.relevant_hit_queries):,} of {d.judged_queries:,} ({percent(s['relevant_hit'])})",
             ]
         )
     return out

@@ -1,4 +1,5 @@
-"""A finished results folder (`terazi run` or `terazi analyze`), read once into typed parts for the card.
+"""A finished results folder (`terazi run` or `terazi analyze`), read once (`schemas.results_folder.ResultsFolder`,
+the one reader) into typed parts for the card.
 
 Everything the card prints comes from these files at full precision: manifest.json (what the run did),
 leaderboard.csv (order, groups, means, retention), per_query.parquet (the per-cell intervals and the rank
@@ -7,20 +8,15 @@ intervals), comparisons.csv (the paired cells), and, where the run wrote them, c
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from pydantic import ValidationError
 
 from terazi.analysis.intervals import PAIRS_SCHEMA
-from terazi.base.errors import DatasetError, describe
-from terazi.base.readback import finite_parquet, read_csv
+from terazi.base.errors import DatasetError
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
-from terazi.schemas.layout import RunLayout
-
-REQUIRED = ("manifest.json", "leaderboard.csv", "per_query.parquet", "comparisons.csv")
+from terazi.schemas.results_folder import ResultsFolder
 
 
 @dataclass(frozen=True)
@@ -98,54 +94,29 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
     )
 
 
-def _csv(path: Path, optional: bool = False, schema: dict | None = None) -> pl.DataFrame | None:
-    """A table of the folder, its numbers checked (terazi.base.readback); `schema` types a table that may have no rows
-    (a run of one system compares none)."""
-    if not path.is_file():
-        if optional:
-            return None
-        raise DatasetError(path, None, "missing: not a finished terazi results folder")
-    return read_csv(path, schema)
-
-
 def read_folder(path: str | Path) -> RunFolder:
-    """The results folder at `path`; a missing, unfinished or malformed part is one error naming the file."""
-    root = Path(path).expanduser()
-    if not root.is_dir():
-        raise DatasetError(root, None, "no such results folder")
-    RunLayout(root).refuse_unfinished()
-    for name in REQUIRED:
-        if not (root / name).is_file():
-            raise DatasetError(
-                root / name,
-                None,
-                "missing: not a finished terazi results folder (`terazi run` or `terazi analyze` writes it)",
-            )
-    try:
-        manifest = RunManifest.model_validate(json.loads((root / "manifest.json").read_text(encoding="utf-8")))
-    except ValueError as e:
-        problem = describe(e) if isinstance(e, ValidationError) else f"not JSON ({e})"
-        raise DatasetError(root / "manifest.json", None, problem) from None
+    """The results folder at `path`, read once into the card's typed parts (`ResultsFolder`: a missing, unfinished or
+    malformed part is one error naming the file)."""
+    folder = ResultsFolder(path)
+    layout = folder.layout
+    folder.require(layout.manifest, layout.leaderboard_csv, layout.per_query, layout.comparisons_csv)
+    manifest = folder.manifest
     settings = _settings(manifest.config, manifest)
-    try:  # only the headline's rows are read
-        finite_parquet(root / "per_query.parquet")
-        per_query = pl.scan_parquet(root / "per_query.parquet").filter(pl.col("measure") == settings.headline).collect()
-    except (OSError, pl.exceptions.PolarsError) as e:
-        raise DatasetError(root / "per_query.parquet", None, f"cannot read it ({str(e).splitlines()[0]})") from None
+    per_query = folder.per_query(settings.headline)  # only the headline's rows are read
     if per_query.height == 0:
-        raise DatasetError(root / "per_query.parquet", None, f"no {settings.headline} values (the run's headline)")
+        raise DatasetError(layout.per_query, None, f"no {settings.headline} values (the run's headline)")
     contracts = [c for s in manifest.scores for c in s.contracts if c.measure == settings.headline]
     return RunFolder(
-        path=root,
+        path=folder.path,
         settings=settings,
         datasets=list(manifest.datasets),
         candidates=list(manifest.candidates),
         fingerprint=manifest.benchmark.fingerprint,
         started=manifest.started,
         contract=contracts[0] if contracts else None,
-        board=_csv(root / "leaderboard.csv"),
+        board=folder.board,
         per_query=per_query,
-        comparisons=_csv(root / "comparisons.csv", schema=PAIRS_SCHEMA),
-        costs=_csv(root / "costs.csv", optional=True),
-        variants=_csv(root / "variants.csv", optional=True),
+        comparisons=folder.table(layout.comparisons_csv, schema=PAIRS_SCHEMA),
+        costs=folder.table(layout.costs_csv, optional=True),
+        variants=folder.table(layout.variants_csv, optional=True),
     )
