@@ -31,7 +31,6 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     `terazi-evaluate`; returns the run's manifest and its leaderboard as a polars DataFrame."""
     _setup()
 
-    from terazi.schemas import EvalConfig
     from terazi.schemas.results_folder import ResultsFolder
 
     config_file = Path(config) if isinstance(config, (str, Path)) else None
@@ -39,13 +38,7 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
         from terazi.config.config_files import read_config_file
 
         config = read_config_file(config_file)
-    if not isinstance(config, EvalConfig):
-        config = EvalConfig.model_validate(config)
-    from terazi.config.preflight import preflight
-    from terazi.results.run_folder import check_outputs
-
-    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-    preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
+    config = checked(config, config_file)
     from terazi.flows.evaluate import evaluate as evaluate_flow
     from terazi.flows.runtime import CALLER
 
@@ -55,6 +48,25 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     finally:
         CALLER.reset(token)
     return manifest, ResultsFolder(manifest.run_dir).board
+
+
+def checked(
+    config: EvalConfig | Mapping[str, Any], config_file: Path | None = None, announce: bool = True, ready=None
+) -> EvalConfig:
+    """An evaluation's config checked as far as it can be before Prefect starts, as every entry point checks it
+    (`terazi.evaluate`, `terazi run`, `terazi demo`): validated; then `ready()` (the CLI: is the Prefect API there);
+    its outputs apart from its inputs and the config file, before anything is written; then the preflight (datasets,
+    models, folders: a bad one is one line)."""
+    from terazi.config.preflight import preflight
+    from terazi.results.run_folder import check_outputs
+    from terazi.schemas import EvalConfig
+
+    config = config if isinstance(config, EvalConfig) else EvalConfig.model_validate(config)
+    if ready is not None:
+        ready()
+    check_outputs(config, [("config file", str(config_file))] if config_file else [])
+    preflight(config, announce=announce)
+    return config
 
 
 def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:

@@ -36,7 +36,8 @@ LAYERS = (
     ("tasks",),
     ("flows",),
     ("deployments",),
-    ("api", "cli"),
+    ("api",),
+    ("cli",),
     ("terazi",),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -18,17 +18,14 @@ from terazi.schemas.rerankers import SPELLINGS, parse_reranker
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
-    """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
+    """Check everything that can be checked before Prefect starts (`terazi.api.checked`, as the Python API does), run
+    the flow, print."""
+    from terazi.api import checked
     from terazi.base import shutdown
     from terazi.cli.prefect_api import check_api, run_flow
-    from terazi.config.preflight import preflight
     from terazi.present.terminal import work_lines
-    from terazi.results.run_folder import check_outputs
 
-    config = EvalConfig.model_validate(raw)
-    check_api()
-    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-    preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+    config = checked(raw, config_file, announce=False, ready=check_api)
     with shutdown.graceful():
         manifest, seconds = run_flow("terazi.flows.evaluate:evaluate", config)
     print_leaderboard(Path(manifest.run_dir))
