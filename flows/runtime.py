@@ -12,6 +12,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from terazi.base.errors import TeraziError
+from terazi.base.outside import blot
 from terazi.config.policy import served_deployment
 from terazi.results import run_folder as results
 from terazi.schemas import EvalConfig
@@ -62,7 +63,7 @@ def refusals_as_failed(run: Callable[[], T]) -> T | State:
         if not served_deployment():
             raise
         log.error("%s", e)
-        return Failed(message=str(e))
+        return Failed(message=blot(str(e)))
 
 
 def artifact_prefix(config: EvalConfig, kind: str) -> str:

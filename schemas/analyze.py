@@ -45,7 +45,7 @@ class AnalyzeConfig(StrictModel):
         "fill the results folder, each other's first-stages/<name>/; "
         "default: sorted",
     )
-    seed: int = Field(_EVAL["seed"].default, description="seed of the bootstrap")
+    seed: int = Field(_EVAL["seed"].default, ge=0, description="seed of the bootstrap")
     bootstrap_resamples: int = Field(
         _EVAL["bootstrap_resamples"].default, ge=100, description=_EVAL["bootstrap_resamples"].description
     )

@@ -166,7 +166,7 @@ class EvalConfig(StrictModel):
         description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
         "mteb = N is every system with any result (MTEB's code)",
     )
-    seed: int = Field(13, description="seed of the corruptions and the bootstrap")
+    seed: int = Field(13, ge=0, description="seed of the corruptions and the bootstrap")
     bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals")
     holm: bool = Field(False, description="Holm correction across the cells of each pairwise comparison")

@@ -3,10 +3,11 @@ measure names), validated where they are read."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from terazi.base.amounts import MOST_WHOLE
 from terazi.base.paths import SLUG, SLUG_HELP, is_slug
 from terazi.schemas.tables import CLEAN
 
@@ -55,3 +56,11 @@ class StrictModel(BaseModel):
     NaN score after all the work."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _whole_numbers_in_range(cls, value: Any) -> Any:
+        """A whole number is at most 2^53, as on the command line (`terazi.base.amounts`): beyond, no array holds it."""
+        if type(value) is int and abs(value) > MOST_WHOLE:
+            raise ValueError(f"{value:.3g} is too large (at most 2^53)")
+        return value

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from terazi.base.amounts import Range
 from terazi.base.errors import ConfigError, describe
 from terazi.base.paths import unique
 from terazi.schemas.datasets import DatasetSpec
@@ -82,7 +83,7 @@ class TrainSource(BaseModel):
 class LeakageOptions(BaseModel):
     """How to check. The defaults follow the Kalbur card's rule (8 words) and lm-evaluation-harness' practice."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     ngram: int = Field(
         8,
@@ -120,9 +121,9 @@ def read_near_threshold(text: str) -> float | None:
     if text.strip().lower() in ("none", "off", "exact"):
         return None
     try:
-        return float(text)
-    except ValueError:
-        raise ConfigError(f"--near-threshold {text!r}: expected a rapidfuzz ratio (50 to 100) or none") from None
+        return Range.of(LeakageOptions, "near_threshold").read(text)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 class LeakageConfig(StrictModel):

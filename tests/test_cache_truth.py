@@ -188,4 +188,4 @@ def test_prune_dry_run_then_prune_then_a_warm_run_recomputes_only_what_was_prune
     du = CliRunner().invoke(app, ["cache", "du", "--cache", str(cache)])
     assert du.exit_code == 0 and "outputs" in du.output and "never pruned" in du.output
     bad = CliRunner().invoke(app, ["cache", "prune", "--cache", str(cache), "--max-size", "lots"])
-    assert bad.exit_code != 0 and "size 'lots'" in bad.output
+    assert bad.exit_code != 0 and "error: --max-size: 'lots' is not a size" in bad.output

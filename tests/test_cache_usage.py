@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from terazi.base.amounts import parse_age, parse_size
 from terazi.upkeep import usage as cache_usage
-from terazi.upkeep.usage import GRACE_SECONDS, entries, parse_age, parse_size, prunable, usage
+from terazi.upkeep.usage import GRACE_SECONDS, entries, prunable, usage
 
 
 def entry(path, size: int, days_ago: float, now: float, marker=None):

@@ -232,7 +232,7 @@ def test_cli_mobile_rules_and_bad_settings():
         (["--mobile", "zaman=1"], "unknown rule 'zaman'"),
         (["--mobile", "slip"], "expected RULE=PROBABILITY"),
         (["--mobile", "slip=2"], "mobile.slip"),
-        (["--rate", "0"], "typo_rate"),
+        (["--rate", "0"], "--rate: must be > 0, got 0"),
     ):
         res = CliRunner().invoke(app, ["corrupt", "--condition", "mobile", *args], input=q)
         assert res.exit_code != 0 and message in res.output, (args, res.output)

@@ -129,7 +129,7 @@ def test_bad_inputs_are_one_line_each(prefect_server, tmp_path, bench, monkeypat
         assert f"the dataset folder {bench}: outputs never overlap inputs" in line
     assert sorted(p.name for p in bench.iterdir()) == ["corpus.jsonl", "qrels", "queries.jsonl"]
     line = _one_error_line(CliRunner().invoke(app, [*args, "--train", str(train), "--near-threshold", "x"]))
-    assert "--near-threshold 'x'" in line
+    assert "--near-threshold: 'x' is not a number" in line
 
 
 def test_an_output_folder_inside_a_training_folder_is_refused(tmp_path, bench):

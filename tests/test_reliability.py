@@ -249,7 +249,7 @@ CASES = [
     Case(
         "zero samples",
         with_data(args=("--samples", "0")),
-        r"field 'corruption\.samples': Input should be greater than or equal to 1",
+        r"--samples: must be ≥ 1, got 0",
     ),
     # models
     Case(

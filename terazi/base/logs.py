@@ -14,6 +14,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from terazi.base.outside import blotting
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -65,9 +67,12 @@ def send_to_prefect() -> None:
     if any(isinstance(h, APILogHandler) for h in log.handlers):
         return
     logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForRefusals())
-    handler = APILogHandler()
+    handler = blotting(APILogHandler())
     handler.addFilter(_InsideARun())
     log.addHandler(handler)
+    for name in ("prefect.flow_runs", "prefect.task_runs"):  # Prefect's own lines of a run: failures, tracebacks
+        for other in logging.getLogger(name).handlers:
+            blotting(other)
     if log.level == logging.NOTSET or log.level > logging.INFO:
         log.setLevel(logging.INFO)
 
@@ -80,7 +85,7 @@ def to_terminal(console: Console, verbose: bool = False) -> None:
 
     from terazi.base.progress import HideProgressLines
 
-    handler = RichHandler(console=console, show_path=False, show_time=False, markup=False)
+    handler = blotting(RichHandler(console=console, show_path=False, show_time=False, markup=False))
     if sys.stderr.isatty():
         handler.addFilter(HideProgressLines())
     log = logging.getLogger("terazi")
@@ -98,16 +103,16 @@ class _OnlyWarningsOutsidePrefect(logging.Filter):
 
 
 def quiet_console(verbose: bool) -> None:
-    """Hide Prefect's console lines from a command's terminal unless `verbose` (call after importing prefect)."""
-    if verbose:
-        return
+    """Hide Prefect's console lines from a command's terminal unless `verbose` (call after importing prefect); the
+    lines shown are blotted (`terazi.base.outside`)."""
     import prefect.main  # noqa: F401  (sets up Prefect's logging, whose console handler sits on the root logger;
 
     # a bare `import prefect` is lazy and does not, so the handler filtered here was replaced by the flow's import)
     from prefect.logging.handlers import PrefectConsoleHandler
 
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, PrefectConsoleHandler) and not any(
-            isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters
-        ):
+        if not isinstance(handler, PrefectConsoleHandler):
+            continue
+        blotting(handler)
+        if not verbose and not any(isinstance(f, _OnlyWarningsOutsidePrefect) for f in handler.filters):
             handler.addFilter(_OnlyWarningsOutsidePrefect())

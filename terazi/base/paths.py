@@ -7,11 +7,18 @@ and proven to stay inside its root before anything is written.
 What a call reads and writes is declared parameter by parameter (`Place`, `Declared`): its outputs are checked against
 its inputs and each other (`disjoint`) before it runs, and a full disk names the declared output it is under
 (`disk_full`). Every command is run through such a declaration (terazi.cli.places).
+
+The files a call writes are declared too (`Place.files`), for one overwrite rule: an existing file there that terazi
+did not write is never replaced without the user's word (`--force`; `foreign`). What terazi wrote is known by a side
+record in the file's folder (`WRITTEN`: each file's name and the hash of what was written, `claim`), so a file the
+user has edited since is the user's again; the files themselves carry no mark, and any format can be recorded.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -220,14 +227,16 @@ def local_path(value: Any) -> str | None:
 @dataclass(frozen=True)
 class Place:
     """One parameter that is a path: what it is (`results folder`), how its value becomes the path read or written
-    (`local`), whether the call uses it at all (`when`: e.g. a cache written only for named datasets), and whether it
-    is a file (a full disk then names its folder)."""
+    (`local`), whether the call uses it at all (`when`: e.g. a cache written only for named datasets), whether it
+    is a file (a full disk then names its folder), and the files an output makes (`files`, for the overwrite rule:
+    names inside the folder, or for a file the files it makes beside itself, as the call's values tell)."""
 
     param: str
     what: str
     local: Callable[[Any], str | None] = local_path
     when: Callable[[dict[str, Any]], bool] | None = None
     file: bool = False
+    files: Callable[[dict[str, Any]], list[str]] | None = None  # names in the folder (a file: in its folder)
 
     @property
     def option(self) -> str:
@@ -252,6 +261,18 @@ class Declared:
     def params(self) -> set[str]:
         return {p.param for p in (*self.reads, *self.writes)}
 
+    def files(self, values: dict[str, Any]) -> Found:
+        """(what, path) of every file the call writes: what `Place.files` names, else a file output itself."""
+        out = []
+        for place in self.writes:
+            for what, path in place.found(values):
+                base = Path(path).expanduser()
+                if place.files:
+                    out += [(what, str((base.parent if place.file else base) / n)) for n in place.files(values)]
+                elif place.file:
+                    out.append((what, str(base)))
+        return out
+
     def places(self, values: dict[str, Any]) -> tuple[Found, Found]:
         """(outputs, inputs) of a call with these parameter values, for `disjoint`."""
         return [f for p in self.writes for f in p.found(values)], [f for p in self.reads for f in p.found(values)]
@@ -264,3 +285,66 @@ class Declared:
                 p = Path(path).expanduser().resolve()
                 out[f"folder of the {what}" if place.file else what] = (p.parent if place.file else p, place.option)
         return out
+
+
+WRITTEN = ".terazi-written"  # the side record of a folder: {file name: sha256 of the bytes terazi wrote there}
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _record(folder: Path) -> dict[str, str]:
+    try:
+        body = json.loads((folder / WRITTEN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def foreign(files: Found) -> None:
+    """Refuse (one line) an existing file among `files` that terazi did not write, or that was changed since: it is
+    the user's, and replacing it needs `--force`."""
+    for what, path in files:
+        p = Path(path).expanduser()
+        if p.is_file() and _record(p.parent).get(p.name) != _digest(p):
+            raise OutputPathError(
+                f"{what} {p.resolve()} already exists and terazi did not write it: choose another path, or add "
+                "--force to replace it"
+            )
+
+
+def signatures(files: Found) -> dict[Path, tuple[int, int, int] | None]:
+    """Each file's (inode, size, mtime), None when absent: what `claim` compares with after the call."""
+    out = {}
+    for _, path in files:
+        p = Path(path).expanduser().resolve()
+        try:
+            st = p.stat()
+            out[p] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            out[p] = None
+    return out
+
+
+def claim(before: dict[Path, tuple[int, int, int] | None]) -> None:
+    """Record in each folder's side record the files of `before` that the call made or replaced (any file it left
+    as it was stays as it was recorded, or not): the next call may replace them. A record that cannot be written is
+    no error (the next call asks for --force)."""
+    after = signatures([("", str(p)) for p in before])
+    changed: dict[Path, list[Path]] = {}
+    for p, sig in after.items():
+        if sig is not None and sig != before[p]:
+            changed.setdefault(p.parent, []).append(p)
+    for folder, paths in changed.items():
+        body = {**_record(folder), **{p.name: _digest(p) for p in paths}}
+        tmp = folder / f"{WRITTEN}.{os.getpid()}.tmp"
+        try:
+            tmp.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+            tmp.replace(folder / WRITTEN)
+        except OSError:
+            tmp.unlink(missing_ok=True)

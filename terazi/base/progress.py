@@ -22,7 +22,7 @@ from rich.progress import (
 
 from terazi.base import shutdown
 
-log = logging.getLogger("terazi.progress")
+log = logging.getLogger("terazi.base.progress")
 LOG_EVERY_S = 30.0
 
 

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.amounts import parse_age, parse_size
 from terazi.base.paths import Place
 from terazi.cli.common import console, fail
-from terazi.cli.options import Verbose
+from terazi.cli.options import Verbose, reads
 from terazi.cli.places import declares
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair, weigh, prune and merge terazi's cache folder.")
@@ -67,10 +68,18 @@ def du_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
 def prune_cmd(
     cache: Cache = CACHE,
     older_than: Annotated[
-        str | None, typer.Option(help="remove entries no run used for this long (30d, 12h, 90m)")
+        float | None,
+        typer.Option(
+            metavar="AGE", **reads(parse_age), help="remove entries no run used for this long (30d, 12h, 90m)"
+        ),
     ] = None,
     max_size: Annotated[
-        str | None, typer.Option(help="then remove the least recently used entries until the cache fits (20G, 500M)")
+        int | None,
+        typer.Option(
+            metavar="SIZE",
+            **reads(parse_size),
+            help="then remove the least recently used entries until the cache fits (20G, 500M)",
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed; remove nothing")] = False,
     verbose: Verbose = False,
@@ -78,17 +87,12 @@ def prune_cmd(
     """Remove stored outputs, frozen candidate sets, vector stores, corpus tables, ONNX exports, the intervals file
     and quarantined items that no run used recently. The score store is never pruned; a warm run afterwards makes
     again exactly what was removed."""
-    from terazi.upkeep.usage import parse_age, parse_size, prune
+    from terazi.upkeep.usage import prune
 
     if older_than is None and max_size is None:
         fail("say what to prune: --older-than AGE, --max-size SIZE, or both (add --dry-run to look first)")
-    try:
-        seconds = None if older_than is None else parse_age(older_than)
-        budget = None if max_size is None else parse_size(max_size)
-    except ValueError as e:
-        fail(str(e))
     _folder(cache)  # a missing folder: one line
-    for line in prune(cache, seconds, budget, dry_run):
+    for line in prune(cache, older_than, max_size, dry_run):
         console.print(line, highlight=False, soft_wrap=True)
 
 

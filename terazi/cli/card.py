@@ -9,7 +9,7 @@ import typer
 
 from terazi.base.paths import Found, Place
 from terazi.cli.common import console
-from terazi.cli.options import Verbose
+from terazi.cli.options import Force, Verbose
 from terazi.cli.places import declares
 from terazi.config.config_files import key_values
 
@@ -36,7 +36,19 @@ OUT = (
 NAMES = "how a row is called on the card, e.g. --name bge=BAAI/bge-reranker-v2-m3 (repeatable)"
 
 
-@declares(reads=(Place("results", "results folder"),), writes=(Place("out", "card file", file=True),), more=more_places)
+def card_names(kwargs: dict) -> list[str]:
+    """The files the card is written to, as names in --out's folder (for the overwrite rule)."""
+    from terazi.present.card import card_files
+
+    out = Path(kwargs["out"])
+    return [str(p.relative_to(out.parent)) for p in card_files(out, kwargs.get("fmt", "markdown")).values()]
+
+
+@declares(
+    reads=(Place("results", "results folder"),),
+    writes=(Place("out", "card file", file=True, files=card_names),),
+    more=more_places,
+)
 def card(
     results: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="a `terazi run` or `analyze` folder")],
     system: Annotated[str, typer.Option("--system", "-s", help="the system the card is about (a leaderboard row)")],
@@ -48,6 +60,7 @@ def card(
     name: Annotated[list[str] | None, typer.Option(metavar="SYSTEM=NAME", help=NAMES)] = None,
     rival: Annotated[list[str] | None, typer.Option(help="systems the comparison counts list (default: all)")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help=OUT)] = None,
+    force: Force = False,
     verbose: Verbose = False,
 ) -> None:
     """The card's evaluation section: protocol, results, per-dataset and comparison tables, significant cells, rank

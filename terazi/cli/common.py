@@ -45,8 +45,13 @@ def print_leaderboard(run_dir: Path) -> None:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print one `error:` line and exit (SystemExit, so it works inside and outside click alike)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print one `error:` line and exit (SystemExit, so it works inside and outside click alike). The message is text,
+    not markup, and may quote a server: its secrets are blotted (`terazi.base.outside`)."""
+    from rich.markup import escape
+
+    from terazi.base.outside import blot
+
+    err.print(f"[bold red]error:[/] {escape(blot(message))}", highlight=False, soft_wrap=True)
     raise SystemExit(code)
 
 

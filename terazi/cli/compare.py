@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 
 import typer
 
+from terazi.base.amounts import SEED, Range
 from terazi.base.paths import Place
 from terazi.cli.common import console, fail
-from terazi.cli.options import Verbose
+from terazi.cli.options import Verbose, amount
 from terazi.cli.places import declares
 
 
@@ -29,9 +30,9 @@ def compare(
         Literal["table", "markdown", "json"], typer.Option("--format", help="a table on the terminal, markdown or JSON")
     ] = "table",
     everything: Annotated[bool, typer.Option("--all", help="every cell, not only those that changed")] = False,
-    resamples: Annotated[int, typer.Option(min=100, help="paired bootstrap resamples")] = 2000,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
-    confidence: Annotated[float, typer.Option(min=0.5, max=0.999, help="level of the intervals")] = 0.95,
+    resamples: Annotated[int, amount(Range(whole=True, ge=100), help="paired bootstrap resamples")] = 2000,
+    seed: Annotated[int, amount(SEED, help="bootstrap seed")] = 0,
+    confidence: Annotated[float, amount(Range(ge=0.5, le=0.999), help="level of the intervals")] = 0.95,
     holm: Annotated[bool, typer.Option("--holm", help="Holm correction across each system's cells")] = False,
     verbose: Verbose = False,
 ) -> None:

@@ -9,15 +9,21 @@ import typer
 
 from terazi.base.paths import Place
 from terazi.cli.common import err
-from terazi.cli.options import Verbose
+from terazi.cli.options import Force, Verbose
 from terazi.cli.places import declares
 
 
-@declares(reads=(Place("source", "SQuAD file"),), writes=(Place("target", "dataset folder"),))
+def beir_names(kwargs: dict) -> list[str]:
+    """The files a BEIR folder is written as (for the overwrite rule)."""
+    return ["corpus.jsonl", "queries.jsonl", f"qrels/{kwargs.get('split', 'test')}.tsv"]
+
+
+@declares(reads=(Place("source", "SQuAD file"),), writes=(Place("target", "dataset folder", files=beir_names),))
 def convert_squad(
     source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="SQuAD-format JSON file")],
     target: Annotated[Path, typer.Argument(help="BEIR folder to write")],
     split: str = "test",
+    force: Force = False,
     verbose: Verbose = False,
 ) -> None:
     """SQuAD → BEIR: paragraphs become the corpus, questions the queries, the answer paragraph grade 1."""

@@ -9,11 +9,12 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.amounts import SEED, Range
 from terazi.base.paths import Place
-from terazi.cli.options import Verbose, about, sets
+from terazi.cli.options import Verbose, about, amount, sets
 from terazi.cli.places import declares
 from terazi.config.config_files import key_values
-from terazi.schemas import CONDITIONS, CorruptionSpec
+from terazi.schemas import CONDITIONS, CorruptionSpec, MobileSpec
 
 SOURCE = 'queries JSONL ({"_id": …, "text": …}); stdin when absent'
 MOBILE = "mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatable; rules in docs/corruptions.md)"
@@ -23,15 +24,21 @@ MOBILE = "mobile: probability of one rule, e.g. --mobile ne_zaman=0.5 (repeatabl
 def corrupt(
     condition: Annotated[str, typer.Option(help=f"{' | '.join(CONDITIONS)}; compose with '+', e.g. upper+typo")],
     source: Annotated[Path | None, typer.Argument(exists=True, dir_okay=False, help=SOURCE)] = None,
-    seed: int = 13,
+    seed: Annotated[int, amount(SEED, help="seed of the corruptions")] = 13,
     rate: Annotated[
         float | None,
-        typer.Option(help=f"{about(CorruptionSpec, 'typo_rate')}; {about(CorruptionSpec, 'ascii_partial_rate')}"),
+        amount(
+            Range.of(CorruptionSpec, "typo_rate"),
+            help=f"{about(CorruptionSpec, 'typo_rate')}; {about(CorruptionSpec, 'ascii_partial_rate')}",
+        ),
     ] = None,
     min_edits: Annotated[int | None, sets(CorruptionSpec, "typo_min_edits")] = None,
     slip_rate: Annotated[
         float | None,
-        typer.Option(help="mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)"),
+        amount(
+            Range.of(MobileSpec, "slip"),
+            help="mobile: probability of a neighbour-key slip per word (same as --mobile slip=P)",
+        ),
     ] = None,
     mobile: Annotated[list[str] | None, typer.Option(metavar="RULE=P", help=MOBILE)] = None,
     samples: Annotated[int | None, sets(CorruptionSpec, "samples")] = None,

@@ -9,7 +9,7 @@ import typer
 
 from terazi.base.paths import Place
 from terazi.cli.common import console, err
-from terazi.cli.options import ConfigFile, Datasets, Split, Verbose, about, sets
+from terazi.cli.options import ConfigFile, Datasets, Force, Split, Verbose, about, reads, sets
 from terazi.cli.places import dataset_path, declares, training_path
 from terazi.config.config_files import given, read_config_file, with_datasets
 from terazi.schemas.leakage import LeakageConfig, LeakageOptions, TrainSource, read_near_threshold
@@ -20,13 +20,30 @@ def _named(kwargs: dict) -> bool:
     return any(dataset_path(d) is None for d in kwargs.get("dataset") or [])
 
 
+def checked_near_threshold(text: str) -> str:
+    """`--near-threshold` as typed, once it reads as a ratio or none (`read_near_threshold` refuses the rest)."""
+    read_near_threshold(text)
+    return text
+
+
+def leakage_names(kwargs: dict) -> list[str]:
+    """The files of the output folder's top (for the overwrite rule; each dataset's files are in its own sub-folder)."""
+    from terazi.schemas.layout import LeakageLayout
+
+    layout = LeakageLayout(kwargs["out"])
+    return [p.name for p in (layout.summary_json, layout.report_md, layout.report_html, layout.train_hits)]
+
+
 @declares(
     reads=(
         Place("config", "config file"),
         Place("dataset", "dataset folder", dataset_path),
         Place("train", "training source", training_path),
     ),
-    writes=(Place("out", "leakage output folder"), Place("cache", "cache folder", when=_named)),
+    writes=(
+        Place("out", "leakage output folder", files=leakage_names),
+        Place("cache", "cache folder", when=_named),
+    ),
 )
 def leakage(
     train: Annotated[
@@ -39,9 +56,12 @@ def leakage(
     split: Split = None,
     ngram: Annotated[int | None, sets(LeakageOptions, "ngram")] = None,
     fold_ascii: Annotated[bool | None, sets(LeakageOptions, "fold_ascii", "--fold-ascii/--no-fold-ascii")] = None,
-    near_threshold: Annotated[str | None, sets(LeakageOptions, "near_threshold", metavar="RATIO")] = None,
+    near_threshold: Annotated[
+        str | None, sets(LeakageOptions, "near_threshold", metavar="RATIO", **reads(checked_near_threshold))
+    ] = None,
     out: Annotated[str | None, sets(LeakageConfig, "out", "--out", "-o")] = None,
     cache: Annotated[str | None, sets(LeakageConfig, "cache_dir")] = None,
+    force: Force = False,
     verbose: Verbose = False,
 ) -> None:
     """Check benchmark datasets against training data: the training records to drop, the contaminated queries and

@@ -5,7 +5,9 @@ parameter by parameter, which paths it reads and which it writes (`terazi.base.p
 its function, and the declaration is what runs it: before the command's own code (so before anything is written) logging
 and `--verbose` are set, every output is checked against every input and every other output
 (`terazi.base.paths.disjoint`), and any failure is one `error:` line; a full disk names the declared output whose disk
-it is. Places that only the call's values tell (the files `terazi card --format all` writes, the folders a results
+it is. A declared file output that exists and that terazi did not write is refused unless the call says `--force`
+(`terazi.base.paths.foreign`); what the call wrote is recorded after it (`terazi.base.paths.claim`), so the next call
+replaces it. Places that only the call's values tell (the files `terazi card --format all` writes, the folders a results
 folder's run read) come from the declaration's `more`; a config file's folders are checked once it is read
 (`terazi.results.run_folder.check_outputs`, `terazi.leakage.checked.check_inputs`). `tests/test_places.py` proves that
 no command can write onto an input.
@@ -17,7 +19,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from terazi.base.paths import Declared, Found, Place, disjoint
+from terazi.base.paths import Declared, Found, Place, claim, disjoint, foreign, signatures
 from terazi.cli.common import OUTPUTS, errors_as_lines, setup
 
 
@@ -52,12 +54,17 @@ def declares(
                 outputs, inputs = declared.places(kwargs)
                 extra_out, extra_in = more(kwargs) if more else ([], [])
                 disjoint(outputs + extra_out, inputs + extra_in)  # before anything is written
+                files = declared.files(kwargs)
+                if not kwargs.get("force"):
+                    foreign(files)
+                before = signatures(files)
             token = OUTPUTS.set(declared.folders(kwargs))
             try:
                 with errors_as_lines():
                     return command(**kwargs)
             finally:
                 OUTPUTS.reset(token)
+                claim(before)
 
         checked.declared = declared
         return checked

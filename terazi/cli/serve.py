@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from terazi.base import shutdown
+from terazi.base.amounts import Range
 from terazi.base.paths import Place
 from terazi.cli.common import err
-from terazi.cli.options import Verbose, sets
+from terazi.cli.options import Verbose, amount, sets
 from terazi.cli.places import declares
 from terazi.config.config_files import given
 from terazi.schemas.scale import Limits
@@ -33,7 +34,7 @@ def serve(
     config: Annotated[Path | None, typer.Option("--config", "-c", dir_okay=False, help=CONFIG)] = None,
     cron: Annotated[str, typer.Option(help="nightly schedule (cron)")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="time zone of the schedule")] = "Europe/Istanbul",
-    limit: Annotated[int | None, typer.Option(min=1, help="most flow runs at once")] = None,
+    limit: Annotated[int | None, amount(Range(whole=True, ge=1), help="most flow runs at once")] = None,
     allow_remote_code: Annotated[bool, typer.Option("--allow-remote-code", help=REMOTE_CODE)] = False,
     allow_model: Annotated[list[str] | None, typer.Option(help=MODELS)] = None,
     data_root: Annotated[list[str] | None, typer.Option(help=DATA_ROOTS)] = None,

@@ -26,7 +26,7 @@ from terazi.rerank.backends.http import api_key
 from terazi.rerank.store.scores import check_opens
 from terazi.schemas import DatasetManifest, EvalConfig, Limits
 
-log = logging.getLogger("terazi.preflight")
+log = logging.getLogger("terazi.config.preflight")
 
 
 def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest]:

@@ -38,9 +38,9 @@ SCHEMA = pa.schema(
 class CorpusTable:
     path: Path
 
-    def _read(self, frame: pl.LazyFrame) -> pl.DataFrame:
+    def _read(self, frame: pl.LazyFrame, engine: str = "auto") -> pl.DataFrame:
         try:
-            return frame.collect()
+            return frame.collect(engine=engine)
         except (pl.exceptions.PolarsError, OSError) as e:
             raise CacheError(
                 f"corpus table {self.path} is damaged ({e}); delete it or run `terazi cache repair`: "
@@ -60,6 +60,20 @@ class CorpusTable:
 
     def ids(self) -> pl.Series:
         return self._read(pl.scan_parquet(self.path).select("doc_id"))["doc_id"]
+
+    def first_rows(self) -> np.ndarray:
+        """Each row's first row with the same text (its own, unless it copies an earlier passage): what lets copies
+        be searched and scored as one text, so that they tie exactly. The texts are hashed in a stream, and only
+        the rows whose hashes repeat are read and compared by their texts."""
+        scan = pl.scan_parquet(self.path).with_row_index("row")
+        hashes = self._read(scan.select(pl.col("text").hash()), engine="streaming")["text"]
+        first = np.arange(hashes.len(), dtype=np.int64)
+        repeated = pl.Series(np.flatnonzero(hashes.is_duplicated().to_numpy()), dtype=pl.UInt32)
+        if repeated.len():
+            texts = self._read(scan.filter(pl.col("row").is_in(repeated.implode())).select("row", "text"))
+            groups = texts.select("row", pl.col("row").min().over("text").alias("first"))
+            first[groups["row"].to_numpy()] = groups["first"].to_numpy()
+        return first
 
     def texts(self, doc_ids: Iterable[str]) -> dict[str, str]:
         """Texts of the given documents only (the corpus is filtered while it is read)."""

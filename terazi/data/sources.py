@@ -32,6 +32,7 @@ import polars as pl
 
 from terazi.base import fingerprint
 from terazi.base.errors import DatasetError
+from terazi.base.outside import shown
 from terazi.schemas.sources import Source
 from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
@@ -49,7 +50,7 @@ def _offline() -> bool:
 
 def _unreachable(source: Source, exc: BaseException) -> Exception:
     """Offline, a missing dataset is the user's to fix (one line, never retried); online, a network error may pass."""
-    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    reason = shown(str(exc).splitlines()[0], 200) if str(exc) else type(exc).__name__
     if _offline():
         return DatasetError(
             source.text,
@@ -190,7 +191,7 @@ def _ir_tables(source: Source, split: str) -> tuple[pl.DataFrame, pl.DataFrame, 
             source.text,
             None,
             f"cannot read the dataset's files; ir_datasets downloads them on first "
-            f"use, which needs network access ({str(e).splitlines()[0][:200]})",
+            f"use, which needs network access ({shown(str(e).splitlines()[0], 200)})",
         ) from None
     return corpus, queries, qrels, f"ir_datasets {ir_datasets.__version__}"
 

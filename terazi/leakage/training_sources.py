@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from terazi.base.errors import DatasetError, utf8_line_error
+from terazi.base.outside import shown
 from terazi.schemas.leakage import LOCAL_HF, TrainSource
 
 _KINDS = {
@@ -307,7 +308,7 @@ def _hub_table(source: TrainSource):
     try:
         tables = datasets.load_dataset(name, config or None, revision=revision or None, split=source.split)
     except (ConnectionError, OSError, FileNotFoundError, ValueError) as e:
-        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        reason = shown(str(e).splitlines()[0], 200) if str(e) else type(e).__name__
         raise DatasetError(
             source.path, None, f"cannot load it ({reason}); offline, a dataset must be in the local Hugging Face cache"
         ) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
+from terazi.base.outside import shown
 from terazi.base.shutdown import stoppable
 from terazi.models.refs import ModelError, ModelRef, model_file, pick_device
 
@@ -29,7 +30,7 @@ def load_bi_encoder(
             local_files_only=ref.local,
         )
     except Exception as e:  # the library raises many kinds; say which model failed
-        raise ModelError(f"could not load encoder {ref.name!r} from {ref.location}: {e}") from e
+        raise ModelError(f"could not load encoder {ref.name!r} from {ref.location}: {shown(e)}") from e
     if max_length:
         model.max_seq_length = max_length
     return stoppable(model)
@@ -90,5 +91,5 @@ def load_cross_encoder(
             activation_fn=activation_fn,
         )
     except Exception as e:
-        raise ModelError(f"could not load cross-encoder {ref.name!r} from {ref.location}: {e}") from e
+        raise ModelError(f"could not load cross-encoder {ref.name!r} from {ref.location}: {shown(e)}") from e
     return stoppable(model)

@@ -135,10 +135,12 @@ def write_fusion(path: Path, rankings: list[Path], rerank_depth: int, k: int = 6
 def reciprocal_rank_fusion(
     rankings: list[pl.DataFrame], rerank_depth: int, k: int = 60, ties: str = "trec"
 ) -> pl.DataFrame:
-    """RRF over the head of several rankings of the same candidates: Σ 1 / (k + rank), ties by the tie rule."""
+    """RRF over the head of several rankings of the same candidates: Σ 1 / (k + rank), ties by the tie rule. Each
+    document's terms are added best rank first, so documents with the same ranks in any order of the rankings get
+    the very same float, and tie (a sum's last bit depends on the order of its terms)."""
     base = rankings[0]
     fused = pl.concat([r.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id", "rank") for r in rankings])
-    fused = fused.group_by([*VARIANT, "doc_id"]).agg((1.0 / (k + pl.col("rank"))).sum().alias("score"))
+    fused = fused.group_by([*VARIANT, "doc_id"]).agg((1.0 / (k + pl.col("rank").sort())).sum().alias("score"))
     first = base.filter(pl.col("rank") <= rerank_depth).select(*VARIANT, "doc_id", "rank")
     top = first.join(fused, on=[*VARIANT, "doc_id"], how="left")
     return _reorder(top, base, rerank_depth, ties)

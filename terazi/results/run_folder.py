@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from terazi.base.errors import IncompleteRunError, OutputPathError
+from terazi.base.outside import blot
 from terazi.base.paths import disjoint, inside, local_path, writable_folder
 from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.datasets import DatasetSpec
@@ -151,13 +152,13 @@ def finish(run: Path, manifest_json: str) -> None:
 
 
 def mark_stopped(run: Path, reason: str) -> None:
-    """Record why an incomplete run stopped (the marker stays)."""
+    """Record why an incomplete run stopped (the marker stays); the reason may quote a server: its secrets blotted."""
     marker = run / MARKER
     try:
         body = json.loads(marker.read_text())
     except (OSError, ValueError):
         body = {}
-    body.update(status="stopped", reason=reason, stopped=datetime.now(UTC).isoformat(timespec="seconds"))
+    body.update(status="stopped", reason=blot(reason), stopped=datetime.now(UTC).isoformat(timespec="seconds"))
     try:
         marker.write_text(json.dumps(body, indent=2))
     except OSError:

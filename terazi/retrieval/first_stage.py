@@ -156,7 +156,8 @@ def search(
     variants = read_variants(variant_sets).sort(VARIANT)
     dropped = open_dataset(dataset).dropped(dataset.ignore_identical_ids)
     enc, depth = plan.encoder, plan.depth + most_dropped(dropped)
-    doc_ids = CorpusTable(Path(plan.corpus)).ids()
+    table = CorpusTable(Path(plan.corpus))
+    doc_ids, first = table.ids(), table.first_rows()
     order = id_order(doc_ids)
     n_docs = plan.corpus_shards[-1][1] if plan.corpus_shards else 0
     texts = pl.read_parquet(Path(plan.queries) / "texts.parquet")["text"]
@@ -165,16 +166,16 @@ def search(
     kind = choose_index(enc.index, n_docs)
     index_recall, sample = None, 0
     if kind == "flat":
-        scores, rows = exact_search(corpus(), q_emb, depth, order)
+        scores, rows = exact_search(corpus(), q_emb, depth, order, first)
         index_params: dict = {"type": "IndexFlatIP"}
     else:
         dim = q_emb.shape[1]
         index, index_params = build_index(
-            corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist, enc.ivf_nprobe
+            corpus, n_docs, dim, kind, enc.hnsw_m, enc.hnsw_ef_search, enc.ivf_nlist, enc.ivf_nprobe, first
         )
-        scores, rows = search_index(index, q_emb, depth, order)
+        scores, rows = search_index(index, q_emb, depth, order, corpus(), first)
         pick = sample_rows(len(q_emb))
-        _, exact_rows = exact_search(corpus(), q_emb[pick], depth, order)
+        _, exact_rows = exact_search(corpus(), q_emb[pick], depth, order, first)
         index_recall, sample = round(recall_against_exact(rows[pick], exact_rows), 6), len(pick)
         log.info(
             "%s: %s recall@%d against exact search %.4f (%d query texts)",

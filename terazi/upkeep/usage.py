@@ -148,38 +148,6 @@ def remove(entry: Entry) -> None:
             side.unlink(missing_ok=True)
 
 
-def _amount(what: str, text: str, units: dict[str, float], bare: float, hint: str) -> float:
-    """A non-negative number with an optional unit suffix (`units`), times that unit (`bare` without one)."""
-    unit = units.get(text[-1:], None)
-    try:
-        value = float(text[:-1] if unit else text)
-    except ValueError:
-        raise ValueError(f"{what} {text!r}: a number with {hint}") from None
-    if value < 0:
-        raise ValueError(f"{what} {text!r}: must not be negative")
-    return value * (unit or bare)
-
-
-def parse_age(text: str) -> float:
-    """Seconds of an age such as `30d`, `12h`, `90m`, `45s` (a bare number is days)."""
-    return _amount(
-        "age", text.strip().lower(), {"d": 86400, "h": 3600, "m": 60, "s": 1}, 86400, "d, h, m or s (e.g. 30d)"
-    )
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a size such as `20G`, `500M`, `1.5T` (binary units; a bare number is bytes)."""
-    return int(
-        _amount(
-            "size",
-            text.strip().lower().removesuffix("b").removesuffix("i"),
-            {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40},
-            1,
-            "K, M, G or T (e.g. 20G)",
-        )
-    )
-
-
 def human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024:

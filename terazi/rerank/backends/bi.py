@@ -81,9 +81,10 @@ class BiEncoder(Backend):
         return VectorStore(root / store_key(ident)), docs
 
     def _doc_rows(self, doc_ids: list[str]) -> np.ndarray:
+        """The store's keys of the documents: the first corpus row of each one's text, so a passage and its copies
+        share one vector in every chunk (`CorpusTable.first_rows`; the first stage's vector of that text)."""
         if self._rows is None:
-            ids = self.corpus.ids()
-            self._rows = dict(zip(ids.to_list(), range(len(ids))))
+            self._rows = dict(zip(self.corpus.ids().to_list(), self.corpus.first_rows().tolist()))
         return np.fromiter((self._rows[d] for d in doc_ids), dtype=np.int64, count=len(doc_ids))
 
     def hold(self, pairs: list[Pair], timed: Callable[[Callable, list[str]], np.ndarray]) -> None:

@@ -8,7 +8,8 @@ one fails for good, the scores already answered are stored before the chunk fail
 The identity names the endpoint, the dialect, the model the server expects, the user's `revision` and the request
 fields added (`extra_body`, the server's truncation): two servers' scores are never mixed. The API key is read from
 the environment variable `api_key_env` names, when the first request is sent, and lives only in this process's
-HTTP client: it is in no spec, manifest, identity, log line or message.
+HTTP client: it is in no spec, manifest, identity, log line or message (it is held for blotting from whatever the
+server says, `terazi.base.outside`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from terazi.base import fingerprint
 from terazi.base.errors import ConfigError
+from terazi.base.outside import hold
 from terazi.models.costs import RequestLog
 from terazi.rerank.backends import dialects
 from terazi.rerank.backends.service import Slots, send
@@ -39,6 +41,7 @@ def api_key(spec) -> str | None:
             f"rerankers.{spec.name}.api_key_env: the environment variable {spec.api_key_env} is not set "
             "(it holds the API key; on a Dask or Ray cluster, on every worker too)"
         )
+    hold(key)
     return key
 
 
@@ -73,14 +76,13 @@ class HttpReranker:
         self.slots = Slots(CacheLayout(cache_dir).part("http", fingerprint.of_text(spec.url)), spec.concurrency)
         self.where = f"{spec.name} ({spec.url})"
         self._client: httpx.Client | None = None
-        self._key: str | None = None
 
     def _connect(self) -> httpx.Client:
         if self._client is None:
-            self._key = api_key(self.spec)
+            key = api_key(self.spec)
             self._client = httpx.Client(
                 timeout=self.spec.timeout,
-                headers={"Authorization": f"Bearer {self._key}"} if self._key else {},
+                headers={"Authorization": f"Bearer {key}"} if key else {},
                 limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
             )
         return self._client
@@ -94,7 +96,6 @@ class HttpReranker:
             slots=self.slots,
             requests=self.request_log,
             where=self.where,
-            secret=self._key,
         )
         return dialects.scores(self.spec.dialect, answer, len(docs), self.where)
 

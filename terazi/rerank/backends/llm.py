@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from terazi.base import fingerprint
+from terazi.base.outside import shown
 from terazi.base.shutdown import stoppable
 from terazi.models.encoders import torch_dtype
 from terazi.models.refs import ModelError
@@ -81,7 +82,7 @@ class LLMReranker(Backend):
                 dtype=torch_dtype(self.precision),
             )
         except Exception as e:
-            raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {e}") from e
+            raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {shown(e)}") from e
         ids = [tok.convert_tokens_to_ids(t) for t in (s.yes_token, s.no_token)]
         if any(i is None or i == tok.unk_token_id for i in ids):
             raise ModelError(f"{ref.name!r}: the tokenizer has no single token {s.yes_token!r} or {s.no_token!r}")

@@ -6,8 +6,9 @@ The bound holds over every thread and process that shares the cache folder (thre
 several runs at once): `Slots` are lock files in `<cache>/http/<endpoint hash>/`, one per request in flight. Workers
 on machines that do not share the folder each keep the bound on their own.
 
-Messages name the endpoint, the status and the server's own words, cut to one line, with the API key blotted out
-wherever the server echoes it.
+Messages name the endpoint, the status and the server's own words; everything the server controls (status line,
+reason phrase, body, the HTTP client's error text) passes `terazi.base.outside.shown` first, so a key it echoes is
+blotted and the line bounded. A redirect is refused, not followed: the key would go with it.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ import httpx
 from filelock import FileLock, Timeout
 
 from terazi.base.errors import ServiceError
+from terazi.base.outside import shown
 from terazi.models.costs import RequestLog
 
 log = logging.getLogger("terazi.backends")
 BACKOFF_S, MAX_BACKOFF_S = 0.5, 30.0  # the first retry waits 0.25-0.5 s, doubling up to 15-30 s
 MAX_RETRY_AFTER_S = 300.0  # a server asking for a longer pause is not waited for: the request fails
 POLL_S = 0.02
-MESSAGE_CHARS = 300
 
 
 class Slots:
@@ -87,8 +88,9 @@ def pause(attempt: int, asked: float | None) -> float:
     return min(MAX_BACKOFF_S, BACKOFF_S * 2**attempt) * random.uniform(0.5, 1.0)
 
 
-def server_message(response: httpx.Response, secret: str | None) -> str:
-    """The server's own words on one line: `message`, `detail` or `error` of a JSON body, else the body's text."""
+def server_message(response: httpx.Response) -> str:
+    """The server's own words, safe to show: `message`, `detail` or `error` of a JSON body, else the body's text, else
+    the reason phrase."""
     try:
         body = response.json()
     except ValueError:
@@ -96,11 +98,12 @@ def server_message(response: httpx.Response, secret: str | None) -> str:
     if isinstance(body, dict):
         found = next((body[k] for k in ("message", "detail", "error") if body.get(k)), body)
         body = found.get("message", found) if isinstance(found, dict) else found
-    return blot(" ".join(str(body).split())[:MESSAGE_CHARS] or response.reason_phrase, secret)
+    return shown(body) or shown(response.reason_phrase)
 
 
-def blot(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+def status_line(response: httpx.Response) -> str:
+    """`404 Not Found: the server's words`, safe to show (the reason phrase is the server's too)."""
+    return f"{response.status_code} {shown(response.reason_phrase, 60)}: {server_message(response)}"
 
 
 def send(
@@ -112,7 +115,6 @@ def send(
     slots: Slots,
     requests: RequestLog,
     where: str,
-    secret: str | None,
 ):
     """POST `body` to `url` and return the decoded JSON answer, trying again as the module says (each try sent
     again counted in `requests`, each answer's round trip too)."""
@@ -125,8 +127,8 @@ def send(
                 took = time.perf_counter() - start
         except httpx.TimeoutException:
             problem = f"no answer within {client.timeout.read:g} s"
-        except httpx.TransportError as e:  # refused, reset or dropped connection, a broken answer
-            problem = f"connection failed ({type(e).__name__}: {blot(str(e), secret)})"
+        except httpx.RequestError as e:  # refused, reset or dropped connection, a broken or undecodable answer
+            problem = f"connection failed ({type(e).__name__}: {shown(e)})"
         else:
             status = response.status_code
             if 200 <= status < 300:
@@ -134,12 +136,14 @@ def send(
                     payload = response.json()
                 except ValueError:
                     raise ServiceError(
-                        f"{where}: malformed answer (not JSON: {server_message(response, secret)!r}); "
+                        f"{where}: malformed answer (not JSON: {server_message(response)!r}); "
                         "no score of this request is kept"
                     ) from None
                 requests.answered(1000 * took)
                 return payload
-            problem = f"{status} {response.reason_phrase}: {server_message(response, secret)}"
+            problem = status_line(response)
+            if 300 <= status < 400:
+                raise ServiceError(f"{where} answered {problem} (a redirect, not followed: set url to where it leads)")
             if status != 429 and status < 500:
                 raise ServiceError(f"{where} answered {problem}")
             asked = retry_after(response)

@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from terazi.base.errors import OutputPathError
+from terazi.base.outside import shown
 from terazi.rerank.store.keys import ModelKey, empty_scores
 from terazi.rerank.store.shared import SharedStore
 from terazi.rerank.store.sqlite import SQLiteStore, damaged
@@ -39,7 +40,7 @@ def check_opens(cache_dir: str | Path, shared: str | None = None) -> None:
             store = SharedStore(shared)
             store.fs.makedirs(store.root, exist_ok=True)
         except Exception as e:  # noqa: BLE001 - fsspec back-ends raise many kinds
-            raise OutputPathError(f"score store {shared} is not reachable ({type(e).__name__}: {e})") from None
+            raise OutputPathError(f"score store {shared} is not reachable ({type(e).__name__}: {shown(e)})") from None
 
 
 class Lease:
