@@ -71,7 +71,7 @@ def hits(bench: Path, train: Path, fold_ascii: bool, turkish_i: bool) -> tuple[i
     """(benchmark queries hit, passages hit, training records hit, queries repeated: exact or near, ratio 90)."""
     from terazi.data.beir import load_beir
     from terazi.leakage import normalize
-    from terazi.leakage.core import check
+    from terazi.leakage.overlap import check
     from terazi.schemas.leakage import LeakageOptions, TrainSource
 
     if turkish_i:

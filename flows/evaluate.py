@@ -288,10 +288,12 @@ def depth_sweep(
     ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig, out: str
 ) -> list[PrefectFuture]:
     """With `rerank_depths`: the first stage's ceiling and each model row's headline at every depth (fusions and the
-    first stage's own row have no scores of their own to sweep); nothing without."""
+    first stage's own row have no scores of their own to sweep, listwise rows no score of a pair alone); nothing
+    without."""
     if not config.rerank_depths:
         return []
-    models = {spec.name for spec in config.rerankers if spec.kind != "rrf"}
+    # a listwise row's order at one depth is not its order at another: it is not swept (terazi.rerank.listwise)
+    models = {spec.name for spec in config.rerankers if spec.kind not in ("rrf", "listwise")}
     return [
         ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
         *(

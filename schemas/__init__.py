@@ -7,6 +7,7 @@ from terazi.schemas.corruption import CorruptionSpec, MobileSpec
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import BUNDLED_ENCODER, CONDITIONS, FIRST_STAGE
 from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
+from terazi.schemas.listwise import ListwiseCost, ListwiseSpec
 from terazi.schemas.manifests import (
     BenchmarkIdentity,
     CandidateSet,
@@ -39,6 +40,7 @@ from terazi.schemas.rerankers import (
     RRFSpec,
 )
 from terazi.schemas.scale import Limits, ScaleSpec
+from terazi.schemas.statistics import Statistics
 
 __all__ = [
     "AnalyzeConfig",
@@ -63,6 +65,8 @@ __all__ = [
     "Judgment",
     "LLMRerankerSpec",
     "LeaderboardRow",
+    "ListwiseCost",
+    "ListwiseSpec",
     "Limits",
     "MODEL_KINDS",
     "Measure",
@@ -80,6 +84,7 @@ __all__ = [
     "RetrievalPlan",
     "RunManifest",
     "ScaleSpec",
+    "Statistics",
     "ScoreSet",
     "SharedPairs",
     "VariantPair",

@@ -16,14 +16,15 @@ from terazi.schemas.config import (
     renamed_fields,
 )
 from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
+from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
 
 _EVAL = EvalConfig.model_fields
 
 
-class AnalyzeConfig(StrictModel):
-    """A runs folder (qrels/, runs/, optional changed/ and datasets.yaml) and how to analyse it. The statistics
-    settings mean what they mean in `EvalConfig`, with the same defaults."""
+class Runs(StrictModel):
+    """Where the runs are and what they measured (`AnalyzeConfig`'s first fields; how differences are judged follows
+    them: `Statistics`)."""
 
     folder: str = Field(
         description="runs folder: qrels/<dataset>.tsv, runs/<dataset>/<condition>/<system>.trec, "
@@ -45,12 +46,12 @@ class AnalyzeConfig(StrictModel):
         "fill the results folder, each other's first-stages/<name>/; "
         "default: sorted",
     )
-    seed: int = Field(_EVAL["seed"].default, ge=0, description="seed of the bootstrap")
-    bootstrap_resamples: int = Field(
-        _EVAL["bootstrap_resamples"].default, ge=100, description=_EVAL["bootstrap_resamples"].description
-    )
-    confidence: float = Field(_EVAL["confidence"].default, gt=0.5, lt=1, description=_EVAL["confidence"].description)
-    holm: bool = Field(_EVAL["holm"].default, description=_EVAL["holm"].description)
+
+
+class AnalyzeConfig(Statistics, Runs):
+    """A runs folder (qrels/, runs/, optional changed/ and datasets.yaml) and how to analyse it. The settings mean
+    what they mean in `EvalConfig`, with the same defaults."""
+
     borda: Literal["per-task", "mteb"] = Field(_EVAL["borda"].default, description=_EVAL["borda"].description)
     retention: Literal["macro", "pooled"] = Field(
         _EVAL["retention"].default, description=_EVAL["retention"].description
@@ -81,7 +82,7 @@ class AnalyzeConfig(StrictModel):
         return outputs, [("runs folder", self.folder)] + ([("leakage folder", self.leakage)] if self.leakage else [])
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:
-        """The settings the shared aggregation reads (headline, metrics, conditions, bootstrap, Holm, Borda,
+        """The settings the shared aggregation reads (headline, metrics, conditions, statistics, Borda,
         retention, featured system, labels), as an EvalConfig; every other field keeps its default. Built without
         validation because conditions of runs made elsewhere may have any safe name, not only terazi's corruption
         names."""
@@ -91,10 +92,7 @@ class AnalyzeConfig(StrictModel):
             conditions=conditions,
             metrics=self.metrics,
             headline=self.headline,
-            seed=self.seed,
-            bootstrap_resamples=self.bootstrap_resamples,
-            confidence=self.confidence,
-            holm=self.holm,
+            **dict(self.statistics()),
             borda=self.borda,
             retention=self.retention,
             featured=self.featured,

@@ -28,8 +28,9 @@ from terazi.schemas.fields import (
 )
 from terazi.schemas.first_stages import EncoderSpec, FirstStageSpec
 from terazi.schemas.measures import parse_measure
-from terazi.schemas.rerankers import MODEL_KINDS, RerankerSpec, default_rerankers
+from terazi.schemas.rerankers import RerankerSpec, default_rerankers, loads_model
 from terazi.schemas.scale import ScaleSpec
+from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
 
 
@@ -43,6 +44,9 @@ class VariantPair(StrictModel):
         None,
         max_length=100,
         description="how the sentence names the variant, e.g. 'int8 sürüm' (default: 'VARIANT vs BASE')",
+    )
+    equivalence_margin: float | None = Field(
+        None, ge=0, description="δ of this pair's equivalence test (default: the config's equivalence_margin)"
     )
 
 
@@ -126,9 +130,9 @@ def omit_unset_leakage(model: object, body: object) -> object:
     return body
 
 
-class EvalConfig(StrictModel):
-    """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
-    form and Python; the method they reproduce is described in docs/method.md."""
+class Evaluated(StrictModel):
+    """What one evaluation weighs: the benchmark, its datasets, first stages and rerankers, the conditions and the
+    measures (`EvalConfig`'s first fields; how differences are judged follows them: `Statistics`)."""
 
     benchmark: str = Field(
         "terazi",
@@ -166,10 +170,12 @@ class EvalConfig(StrictModel):
         description="Borda count: per-task = N is the systems evaluated on each task (the ranking note); "
         "mteb = N is every system with any result (MTEB's code)",
     )
-    seed: int = Field(13, ge=0, description="seed of the corruptions and the bootstrap")
-    bootstrap_resamples: int = Field(2000, ge=100, description="paired bootstrap resamples")
-    confidence: float = Field(0.95, gt=0.5, lt=1, description="level of the intervals")
-    holm: bool = Field(False, description="Holm correction across the cells of each pairwise comparison")
+
+
+class EvalConfig(Statistics, Evaluated):
+    """Everything one evaluation needs. The same defaults hold for the CLI, config files, the deployment
+    form and Python; the method they reproduce is described in docs/method.md."""
+
     retention: Literal["macro", "pooled"] = Field(
         "macro",
         description="how retention (corrupted / clean over the queries a condition changed) combines "
@@ -339,9 +345,7 @@ class EvalConfig(StrictModel):
             if f.encoder
         ]
         out += [
-            (f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code)
-            for r in self.rerankers
-            if r.kind in MODEL_KINDS
+            (f"rerankers.{r.name}", r.model, r.revision, r.trust_remote_code) for r in self.rerankers if loads_model(r)
         ]
         return out
 

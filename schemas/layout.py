@@ -4,8 +4,8 @@ report, `terazi compare`, the nightly, the card) reads.
     manifest.json            written last: its presence (and no `.terazi-incomplete`) means the run completed
     leaderboard.csv/.md      the leaderboard (full precision / as people read it), tables.json (every display table)
     per_query.parquet        one row per (dataset, system, condition, query, measure)
-    scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv ranks.csv costs.csv
-    variants.csv report.html changes.md (nightly)
+    scores.csv conditions.csv retention.csv retention_datasets.csv robustness.csv comparisons.csv datasets.csv
+    ranks.csv costs.csv variants.csv report.html changes.md (nightly)
     depths.csv ceiling.csv                      with `rerank_depths`: the depth sweep and the first stage's ceiling
     first-stages/<name>/                        with several `first_stages`: each but the first one's results folder
     protocol.csv protocol.md                    …and whether the rerankers' order holds across them
@@ -142,6 +142,11 @@ class RunLayout:
     @property
     def comparisons_csv(self) -> Path:
         return self.file("comparisons.csv")
+
+    @property
+    def datasets_csv(self) -> Path:
+        """Per dataset: queries, those with no relevant document, the minimum detectable effect."""
+        return self.file("datasets.csv")
 
     @property
     def ranks_csv(self) -> Path:

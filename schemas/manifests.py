@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from terazi.schemas.first_stages import EncoderSpec
+from terazi.schemas.listwise import ListwiseCost
 from terazi.schemas.rerankers import RerankerSpec
 
 
@@ -108,13 +109,16 @@ class ModelCost(_Manifest):
         False, description="nothing was scored in this run: the figures are those of the runs that scored the pairs"
     )
     requests: RequestCost | None = Field(None, description="a reranker served over HTTP: its requests")
+    listwise: ListwiseCost | None = Field(None, description="a listwise reranker: its windows and their answers")
 
     @model_serializer(mode="wrap")
     def _requests_only_when_served(self, handler):
-        """A row that runs in-process is written as before the field existed."""
+        """A row that is neither served nor listwise is written as before those fields existed."""
         body = handler(self)
-        if isinstance(body, dict) and self.requests is None:
-            body.pop("requests", None)
+        if isinstance(body, dict):
+            for name in ("requests", "listwise"):
+                if getattr(self, name) is None:
+                    body.pop(name, None)
         return body
 
     @property
@@ -214,6 +218,9 @@ class RerankPlan(_Manifest):
     started: float
     output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.store.derived)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
+    listwise: ListwiseCost | None = Field(
+        None, description="a listwise row whose ranking is stored: the answers it rests on, as that run counted them"
+    )
     in_store: bool = Field(
         True,
         description="the scores go through the score store; False for a scorer cheaper to "

@@ -7,28 +7,16 @@ import os
 import string
 from pathlib import Path
 from typing import Annotated, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from terazi.base.errors import FieldsError
 from terazi.base.paths import slugify
-from terazi.schemas.fields import FIRST_STAGE, SlugName, StrictModel
+from terazi.schemas.fields import FIRST_STAGE, SlugName
+from terazi.schemas.listwise import ListwiseSpec
+from terazi.schemas.rows import _ModelReranker, _Reranker, endpoint_url
 
-
-class _Reranker(StrictModel):
-    name: SlugName = Field(description="row label in the leaderboard (also a file name)")
-
-    @field_validator("name")
-    @classmethod
-    def _not_first_stage(cls, v: str) -> str:
-        if v == FIRST_STAGE:
-            raise ValueError(f"{FIRST_STAGE!r} is the name of the first-stage row")
-        return v
-
-
-Precision = Literal["auto", "fp32", "fp16", "bf16"]
-BatchSize = Annotated[int, Field(ge=1)] | Literal["auto"]
 QWEN3_SYSTEM = (
     "Judge whether the Document meets the requirements based on the Query and the Instruct provided. "
     'Note that the answer can only be "yes" or "no".'
@@ -36,29 +24,6 @@ QWEN3_SYSTEM = (
 QWEN3_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
 QWEN3_USER = "<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {doc}"
 QWEN3_ASSISTANT = "<think>\n\n</think>\n\n"
-
-
-class _ModelReranker(_Reranker):
-    model: str = Field(min_length=1, description="Hugging Face id or absolute local folder")
-    revision: str | None = Field(None, description="hub revision (commit, tag or branch) to pin")
-    batch_size: BatchSize = Field(
-        "auto",
-        description="pairs per model batch; auto: 32 on CPU (8 for an LLM "
-        "reranker), on CUDA the largest batch the free GPU memory holds "
-        "(at most 512)",
-    )
-    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda, cuda:1, mps")
-    precision: Precision = Field(
-        "auto",
-        description="weights and activations: auto = fp32 on CPU, on CUDA fp16 "
-        "(an LLM reranker: bf16 where the GPU supports it); part of the "
-        "score identity",
-    )
-    trust_remote_code: bool = Field(
-        False,
-        description="run the model's own code from its repository; a served "
-        "deployment refuses it unless its server allows it",
-    )
 
 
 class _EncoderReranker(_ModelReranker):
@@ -165,7 +130,6 @@ class BM25Spec(_Reranker):
     b: float = Field(0.75, ge=0, le=1, description="length normalisation")
 
 
-SECRET_PARAMS = ("key", "token", "secret", "password", "auth", "signature", "sig")
 DIALECT_FIELDS = {"cohere": ("model", "query", "documents", "top_n"), "tei": ("query", "texts")}
 
 
@@ -241,20 +205,7 @@ class HttpRerankerSpec(_Reranker):
     @field_validator("url")
     @classmethod
     def _endpoint(cls, v: str) -> str:
-        parts = urlsplit(v)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"url {v!r} is not an http:// or https:// address")
-        if parts.username or parts.password:
-            raise ValueError(
-                "url: no credentials in the address (it is written to the manifest); name the variable "
-                "holding the key in api_key_env"
-            )
-        if any(s in k.lower() for k, _ in parse_qsl(parts.query) for s in SECRET_PARAMS):
-            raise ValueError(
-                "url: no key or token in the query string (it is written to the manifest); name the "
-                "variable holding the key in api_key_env"
-            )
-        return v
+        return endpoint_url(v)
 
     @model_validator(mode="after")
     def _own_fields(self):
@@ -273,10 +224,20 @@ class RRFSpec(_Reranker):
 
 
 RerankerSpec = Annotated[
-    CrossEncoderSpec | BiEncoderSpec | LLMRerankerSpec | BM25Spec | HttpRerankerSpec | RRFSpec,
+    CrossEncoderSpec | BiEncoderSpec | LLMRerankerSpec | BM25Spec | HttpRerankerSpec | ListwiseSpec | RRFSpec,
     Field(discriminator="kind"),
 ]
 MODEL_KINDS = ("cross-encoder", "bi-encoder", "llm-reranker")
+
+
+def loads_model(spec) -> bool:
+    """The row runs a model in this process (or on the model runner): a model row, or a listwise row without url."""
+    return spec.kind in MODEL_KINDS or (spec.kind == "listwise" and not spec.url)
+
+
+def served(spec) -> bool:
+    """The row sends the corpus to an endpoint: an http row, or a listwise row with url."""
+    return spec.kind == "http" or (spec.kind == "listwise" and bool(spec.url))
 
 
 def default_rerankers() -> list:

@@ -45,7 +45,7 @@ class Limits(StrictModel):
     config, or anyone at the deployment form, cannot start a run that fills the memory or never ends. `terazi run
     --no-limits` lifts them for a run of one's own; `terazi serve --max-…` sets them for the form's runs."""
 
-    resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples")
+    resamples: int = Field(100_000, ge=1, description="most bootstrap_resamples (and randomization_resamples)")
     samples: int = Field(100, ge=1, description="most corruption.samples (samples per query of a stochastic condition)")
     workers: int = Field(64, ge=1, description="most task_runner_workers")
     depths: int = Field(

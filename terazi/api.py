@@ -105,14 +105,19 @@ def compare(
     before: str | Path, after: str | Path | None = None, systems: tuple[str, str] | None = None, **options: Any
 ) -> Comparison:
     """Two results folders (after − before) or two systems of one folder (`systems=(a, b)`: a − b), per dataset ×
-    condition with paired intervals and verdicts; `options`: measure, resamples, seed, confidence, correct."""
+    condition with paired intervals, randomization tests and verdicts; `options`: `measure` and any field of
+    `terazi.schemas.Statistics` (seed, bootstrap_resamples, confidence, correction, correction_scope, verdict,
+    equivalence_margin, randomization_resamples, holm), with a run's defaults."""
     from terazi.analysis import comparison as core
+    from terazi.schemas import Statistics
 
+    measure = options.pop("measure", None)
+    statistics = Statistics(**options)
     if systems is not None:
-        return core.compare_systems(Path(before), *systems, **options)
+        return core.compare_systems(Path(before), *systems, measure, statistics)
     if after is None:
         raise ValueError("compare needs two results folders, or one folder and systems=(a, b)")
-    return core.compare_runs(Path(before), Path(after), **options)
+    return core.compare_runs(Path(before), Path(after), measure, statistics)
 
 
 def card(results: str | Path, system: str, labels: str | None = None, **options: Any) -> Card:

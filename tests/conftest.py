@@ -160,6 +160,45 @@ def tiny_llm(tmp_path_factory, minilm_path) -> str:
     return str(folder)
 
 
+CHAT_TEMPLATE = (
+    "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant] {% endif %}"
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_lm(tmp_path_factory, minilm_path) -> str:
+    """A 2-layer Llama causal LM (4 M parameters) with random weights and MiniLM's tokenizer given a chat template:
+    plumbing only (it rarely answers a permutation). Llama rather than Qwen: transformers 5 loads a Qwen config's own
+    tokenizer class over MiniLM's, and `transformers serve` parses a Qwen model's answer as Qwen's. Its inputs are
+    ids and mask only (a server passes every tokenizer output to `generate`)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-chat-lm")
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    tok.chat_template = CHAT_TEMPLATE
+    tok.model_input_names = tok.init_kwargs["model_input_names"] = ["input_ids", "attention_mask"]
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        bos_token_id=tok.cls_token_id,
+        eos_token_id=tok.sep_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="session")
 def tiny_bi_encoder(tmp_path_factory, minilm_path):
     """A 2-layer random bi-encoder (Transformer + mean pooling + Normalize) with MiniLM's tokenizer."""

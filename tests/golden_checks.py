@@ -44,6 +44,7 @@ RESULT_FILES = (
     "scores.csv",
     "conditions.csv",
     "comparisons.csv",
+    "datasets.csv",
     "retention.csv",
     "retention_datasets.csv",
     "robustness.csv",

@@ -79,6 +79,6 @@ def test_evaluate_analyze_and_compare_from_python(prefect_server, tmp_path, tiny
         .select("system", "mean_task", "upper")
         .equals(board.sort("system").select("system", "mean_task", "upper"))
     )
-    cmp = terazi.compare(tmp_path / "nb", systems=("bm25-tr", "first-stage"), resamples=200)
+    cmp = terazi.compare(tmp_path / "nb", systems=("bm25-tr", "first-stage"), bootstrap_resamples=200)
     assert cmp.cells.height == 2 and set(cmp.cells["condition"]) == {"clean", "upper"}
-    assert terazi.compare(tmp_path / "nb", tmp_path / "again", resamples=200).changed().height == 0
+    assert terazi.compare(tmp_path / "nb", tmp_path / "again", bootstrap_resamples=200).changed().height == 0

@@ -168,7 +168,8 @@ def test_registry_names_every_model_kind():
     from terazi.schemas import MODEL_KINDS, RerankerSpec
 
     kinds = {get_args(spec.model_fields["kind"].annotation)[0] for spec in get_args(get_args(RerankerSpec)[0])}
-    assert {k for k, _ in REGISTRY} == kinds - {"rrf"} == set(MODEL_KINDS) | {"bm25", "http"}
+    assert {k for k, _ in REGISTRY} == kinds - {"rrf"} == set(MODEL_KINDS) | {"bm25", "http", "listwise"}
+    assert backend_class("listwise", "served").__name__ == "ServedAnswerer"
     assert backend_class("http", "tei") is backend_class("http", "cohere")  # one backend, two dialects
     assert backend_class("cross-encoder", "onnx").__name__ == "OnnxCrossEncoder"
     with pytest.raises(ValueError, match="no backend 'onnx' for kind 'llm-reranker'"):

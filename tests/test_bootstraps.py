@@ -9,6 +9,7 @@ import pytest
 
 from terazi.analysis import depths, intervals, stats
 from terazi.analysis.judged import judge
+from terazi.schemas import Statistics
 from terazi.store import bootstraps
 from terazi.store.layout import PARTS
 from terazi.upkeep.health import check, repair
@@ -87,6 +88,7 @@ def run_statistics(pq: pl.DataFrame, store: bootstraps.BootstrapStore | None) ->
     """What the results stage computes from the per-query table (terazi.results.aggregate), the store passed down;
     a depth sweep of system a at depths 2 and 4, the first stage's ceiling beside it."""
     datasets, args = ["en", "tr"], (400, 5, 0.9)
+    settings = Statistics(bootstrap_resamples=400, seed=5, confidence=0.9, holm=True)
     clean = pq.filter((pl.col("condition") == "clean") & (pl.col("system") == "a")).select(
         "dataset", "query_id", "value"
     )
@@ -98,10 +100,10 @@ def run_statistics(pq: pl.DataFrame, store: bootstraps.BootstrapStore | None) ->
     return [
         depths.ceiling_table(ceiling, datasets, *args, known=store),
         depths.depth_table(sweep, ceiling, datasets, ["a"], {"a": None}, *args, known=store),
-        intervals.system_intervals(pq, datasets, *args, known=store),
+        intervals.system_intervals(pq, datasets, settings, known=store),
         intervals.retention_intervals(pq, datasets, ["clean", "upper"], *args, "pooled", known=store),
-        intervals.pairwise(pq, datasets, ["clean", "upper"], *args, holm=True, known=store),
-        judge(pq, "a", "b", "nDCG@10", datasets, 50, 5, 400, 0.9, known=store),
+        intervals.pairwise(pq, datasets, ["clean", "upper"], settings, known=store),
+        judge(pq, "a", "b", "nDCG@10", datasets, 50, settings, known=store),
     ]
 
 

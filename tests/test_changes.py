@@ -7,7 +7,7 @@ import polars as pl
 
 from terazi.present.changes import changes_since, previous_nightly
 from terazi.results import run_folder as results
-from terazi.schemas import BenchmarkIdentity, RunManifest
+from terazi.schemas import BenchmarkIdentity, RunManifest, Statistics
 
 
 def fake_run(folder, board, values):
@@ -31,15 +31,15 @@ def test_rank_group_and_significant_changes(tmp_path):
         [("y", 1, 1), ("x", 2, 1), ("z", 3, 2)],
         {"x": base + rng.normal(0, 0.01, 200), "y": base + 0.2, "z": base},
     )
-    text = changes_since(before, after, "nDCG@10", resamples=500)
+    text = changes_since(before, after, "nDCG@10", Statistics(bootstrap_resamples=500))
     assert "new systems: z" in text
     assert "y: rank 2 → 1" in text and "y: group 2 → 1" in text and "x: rank 1 → 2" in text
     assert "y: nDCG@10 changed significantly by +0.3000" in text
     assert "x: nDCG@10 changed significantly" not in text
-    assert "after − before, 95% intervals):" in text
-    # the run's own level and correction (a nightly passes its config's confidence and holm)
-    strict = changes_since(before, after, "nDCG@10", resamples=500, confidence=0.99, holm=True)
-    assert "after − before, 99% intervals, Holm-corrected):" in strict
+    assert "after − before, 95% intervals; paired randomization test" in text
+    # the run's own level and correction (a nightly passes its config's statistics)
+    strict = changes_since(before, after, "nDCG@10", Statistics(bootstrap_resamples=500, confidence=0.99, holm=True))
+    assert "after − before, 99% intervals; " in strict and "p_adjusted: Holm across each pair's cells" in strict
 
 
 def manifest(folder, kind, name, started, parts=None) -> RunManifest:
@@ -80,6 +80,6 @@ def test_a_changed_benchmark_is_said_plainly(tmp_path):
     b = fake_run(tmp_path / "b", [("x", 1, 1)], {"x": [0.5, 0.6]})
     manifest(a, "nightly", "bench", "2026-01-01T02:00:00+00:00", {"datasets": "a", "first_stage": "e1", "systems": "s"})
     manifest(b, "nightly", "bench", "2026-01-02T02:00:00+00:00", {"datasets": "a", "first_stage": "e2", "systems": "s"})
-    text = changes_since(a, b, "nDCG@10", resamples=200)
+    text = changes_since(a, b, "nDCG@10", Statistics(bootstrap_resamples=200))
     assert "the benchmark itself changed**: first stage (encoder, index, depth)" in text
     assert "datasets" not in text.split("changed**:")[1].split(".")[0]

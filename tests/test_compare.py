@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from terazi.cli import app
 from terazi.present.changes import changes_since as nightly_changes
-from terazi.schemas import EvalConfig
+from terazi.schemas import EvalConfig, Statistics
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +57,12 @@ def test_compare_two_runs_reports_the_changed_system(two_runs):
         expected = _means(b, r["system"], r["condition"]) - _means(a, r["system"], r["condition"])
         assert abs(r["delta"] - expected) < 1e-12 and r["queries"] == 4
         assert r["ci_low"] <= r["delta"] <= r["ci_high"]
-        assert r["verdict"] in ("better", "worse", "no difference")
+        assert r["verdict"] in ("better", "worse", "equivalent within δ", "not shown equivalent")
+        assert r["p_randomization"] <= r["p_adjusted"] <= 1  # Benjamini–Hochberg over the six cells
     untouched = cells.filter(pl.col("system") != "mine")
-    assert (untouched["delta"] == 0).all() and (untouched["verdict"] == "no difference").all()
+    assert (untouched["delta"] == 0).all() and (untouched["verdict"] == "equivalent within δ").all()
+    assert (untouched["p_randomization"] == 1).all() and untouched["effect_size"].is_null().all()
+    assert out["correction"] == "bh" and out["equivalence_margin"] == 0.01
     assert (cells.filter(pl.col("system") == "mine")["delta"].abs() > 0).any()
 
     table = CliRunner().invoke(app, ["compare", str(a), str(b), "--resamples", "200"])
@@ -88,10 +91,10 @@ def test_compare_two_systems_of_one_run(two_runs):
 
 def test_nightly_changes_use_the_same_comparison(two_runs):
     a, b = two_runs
-    text = nightly_changes(a, b, "nDCG@10", resamples=200)
+    text = nightly_changes(a, b, "nDCG@10", Statistics(bootstrap_resamples=200))
     from terazi.analysis.comparison import compare_runs
 
-    cmp = compare_runs(a, b, "nDCG@10", resamples=200)
+    cmp = compare_runs(a, b, "nDCG@10", Statistics(bootstrap_resamples=200))
     for r in cmp.significant().iter_rows(named=True):
         assert f"- {r['system']} on {r['dataset']} / {r['condition']}: {r['delta']:+.4f}" in text
     assert "bm25 on tiny" not in text
@@ -105,6 +108,6 @@ def test_nightly_lists_significant_cells(tmp_path):
     base = np.random.default_rng(1).uniform(0.2, 0.8, 100)
     a = fake_run(tmp_path / "a", [("x", 1, 1), ("y", 2, 1)], {"x": base, "y": base})
     b = fake_run(tmp_path / "b", [("x", 1, 1), ("y", 2, 1)], {"x": base, "y": base + 0.3})
-    text = nightly_changes(a, b, "nDCG@10", resamples=300)
+    text = nightly_changes(a, b, "nDCG@10", Statistics(bootstrap_resamples=300))
     assert "- y on d / clean: +0.3000 [+0.3000, +0.3000] (better)" in text
     assert "x on d" not in text

@@ -121,7 +121,7 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
         assert np.allclose(mine["mean_task"], theirs["mean_task"], atol=1e-12, rtol=0)
 
     # `terazi compare` of two runs that both swept depths: their depth tables side by side
-    cmp = terazi.compare(out / "dense", out / "bm25", resamples=200)
+    cmp = terazi.compare(out / "dense", out / "bm25", bootstrap_resamples=200)
     a, b = (pl.read_csv(out / n / "depths.csv") for n in ("dense", "bm25"))
     assert cmp.depths.select("system", "depth").rows() == b.select("system", "depth").rows()
     assert np.allclose(cmp.depths["delta"], b["mean"] - a["mean"], atol=1e-12, rtol=0)

@@ -118,8 +118,12 @@ def test_form_schema_is_typed_and_described():
         "llm-reranker",
         "bm25",
         "http",
+        "listwise",
         "rrf",
     }
+    listwise = defs["ListwiseSpec"]["properties"]  # the form shows a listwise row's own fields and RankLLM's defaults
+    assert {"url", "model", "prompt", "window", "stride", "passage_words", "api_key_env"} <= set(listwise)
+    assert (listwise["window"]["default"], listwise["stride"]["default"]) == (20, 10)
     fields = {k: set(defs[k]["properties"]) for k in ("CrossEncoderSpec", "BiEncoderSpec", "BM25Spec", "RRFSpec")}
     assert {"k1", "b", "fuse"}.isdisjoint(fields["CrossEncoderSpec"])
     assert {"model", "fuse", "max_length"}.isdisjoint(fields["BM25Spec"])

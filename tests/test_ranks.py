@@ -12,6 +12,7 @@ import pytest
 from terazi.analysis import leaderboard
 from terazi.analysis.intervals import system_intervals
 from terazi.analysis.ranks import RANK_SCHEMA, borda_points, competition_ranks, rank_draws, rank_intervals
+from terazi.schemas import Statistics
 
 
 def frame(values: dict[str, dict[str, np.ndarray]], shuffle: int | None = None) -> pl.DataFrame:
@@ -56,7 +57,7 @@ def test_draws_are_the_leaderboards_resamples():
     pq = frame(values, shuffle=4)
     ranked = ["zeta", "alpha", "mid"]
     draws = rank_draws(pq, ranked, 700, seed=11)
-    ci = system_intervals(pq, ranked, 700, 11, 0.9)
+    ci = system_intervals(pq, ranked, Statistics(bootstrap_resamples=700, seed=11, confidence=0.9))
     for r in ci.iter_rows(named=True):
         col = draws.means[:, draws.systems.index(r["system"])]
         low, high = np.quantile(col, [0.05, 0.95])
@@ -173,7 +174,7 @@ def coverage(replicates: int, n: int = 40, sd: float = 0.5, resamples: int = 500
 
 
 def test_rank_intervals_cover_the_true_ranks():
-    """Known means 0.02–0.05 apart, per-query noise 0.5 (so neighbours are often inseparable): the 95% rank
+    """BootstrapStore means 0.02–0.05 apart, per-query noise 0.5 (so neighbours are often inseparable): the 95% rank
     intervals hold the true rank of 98.8% of the systems and of all five at once in 94.5% of the replicates
     (2,000 replicates; Borda 99.4% / 97.0%). Here 200 replicates, the same design."""
     cov = coverage(200)

@@ -208,10 +208,14 @@ def test_featured_cells_are_seen_from_the_featured_side():
             "ci_high": [0.2, -0.1],
             "p_value": [0.01, 0.0],
             "verdict": ["better", "worse"],
+            "p_randomization": [0.02, 0.001],
+            "p_adjusted": [0.02, 0.002],
+            "effect_size": [0.5, -0.8],
         }
     )
     b = featured_cells(cells, "b").row(0, named=True)
     assert (b["versus"], b["delta"], b["ci_low"], b["ci_high"], b["verdict"]) == ("a", -0.1, -0.2, -0.05, "worse")
+    assert (b["p_randomization"], b["p_adjusted"], b["effect_size"]) == (0.02, 0.02, -0.5)
     assert featured_cells(cells, "a").height == 2 and featured_cells(cells, "c")["verdict"].to_list() == ["better"]
 
 

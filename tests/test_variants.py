@@ -13,7 +13,7 @@ from terazi.analysis import stats
 from terazi.analysis.judged import Judgement, judge, subset
 from terazi.present.notes import variant_sentence
 from terazi.present.tables import leaderboard, variants_table
-from terazi.schemas import EvalConfig, ModelCost
+from terazi.schemas import EvalConfig, ModelCost, Statistics
 from tests.conftest import needs_onnx
 
 
@@ -42,7 +42,7 @@ def per_query(n: int = 300, shift: float = 0.01, seed: int = 0) -> pl.DataFrame:
 
 def test_difference_and_interval_on_a_seeded_subset():
     pq = per_query()
-    j = judge(pq, "base", "variant", "nDCG@10", ["a", "b"], 100, seed=7, resamples=500, confidence=0.95)
+    j = judge(pq, "base", "variant", "nDCG@10", ["a", "b"], 100, Statistics(seed=7, bootstrap_resamples=500))
     keys = subset(pq.filter(pl.col("system") == "base"), 100, 7)
     assert keys.height == j.queries == 100 and keys.equals(subset(pq.filter(pl.col("system") == "base"), 100, 7))
     assert not keys.equals(subset(pq.filter(pl.col("system") == "base"), 100, 8))  # the seed picks the queries
@@ -60,8 +60,36 @@ def test_difference_and_interval_on_a_seeded_subset():
     )
     assert (j.low, j.high) == (ref.low, ref.high) and j.low < j.delta < j.high
     assert j.verdict == "better"  # a +0.01 shift with little noise is detected
-    whole = judge(pq, "base", "variant", "nDCG@10", ["a", "b"], None, 7, 500, 0.95)
+    whole = judge(pq, "base", "variant", "nDCG@10", ["a", "b"], None, Statistics(seed=7, bootstrap_resamples=500))
     assert whole.queries == 600
+
+
+def test_equivalence_at_the_pairs_margin():
+    """No true difference: equivalent within a margin wider than the interval, not shown equivalent within a
+    narrower one (a pair's own margin overrides the run's); the run's verdict: p asks the randomization test."""
+    pq, settings = per_query(shift=0.0), Statistics(bootstrap_resamples=500, equivalence_margin=0.01)
+    args = (pq, "base", "variant", "nDCG@10", ["a", "b"], None)
+    assert judge(*args, settings).verdict == "equivalent within δ"
+    narrow = judge(*args, settings, margin=0.0005)
+    assert narrow.verdict == "not shown equivalent" and narrow.margin == 0.0005
+    shifted = judge(
+        per_query(shift=0.01),
+        "base",
+        "variant",
+        "nDCG@10",
+        ["a", "b"],
+        None,
+        settings.model_copy(update={"verdict": "p"}),
+    )
+    assert shifted.verdict == "better"
+    config = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": "x"}],
+            "rerankers": [{"name": "r", "kind": "bm25"}, {"name": "r2", "kind": "bm25"}],
+            "variants": [{"base": "r", "variant": "r2", "equivalence_margin": 0.05}],
+        }
+    )
+    assert config.variants[0].equivalence_margin == 0.05 and config.equivalence_margin == 0.01
 
 
 def test_the_cards_sentence():
@@ -74,6 +102,8 @@ def test_the_cards_sentence():
         0.0,
         -0.0035,
         0.0035,
+        0.01,
+        "equivalent within δ",
         ModelCost(items=30, seconds=10, size_bytes=2_272_000_000, device="cpu", precision="fp32"),
         ModelCost(items=20, seconds=10, size_bytes=570_000_000, device="cpu", precision="int8"),
     )
@@ -82,16 +112,27 @@ def test_the_cards_sentence():
         "int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA [-0.0035, +0.0035])"
     )  # the Kalbur card, verbatim
     assert text.endswith("; hız 3.0 → 2.0 çift/sn (×0.67); boyut 2.3 GB → 570 MB (×0.25).")
-    assert j.verdict == "no difference" and abs(j.speed_ratio - 2 / 3) < 1e-12
-    en = variant_sentence(Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02), "en")
-    assert en == "b vs a: on a benchmark subset (50 queries) nDCG@10 difference +0.0100 (95% CI [+0.0020, +0.0200])."
+    assert "(%95 GA [-0.0035, +0.0035]), δ = 0.01 içinde eşdeğer; hız" in text  # the margin it was judged at
+    assert abs(j.speed_ratio - 2 / 3) < 1e-12
+    en = variant_sentence(Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02, 0.01, "better"), "en")
+    assert en == (
+        "b vs a: on a benchmark subset (50 queries) nDCG@10 difference +0.0100 (95% CI [+0.0020, +0.0200]), "
+        "significantly better."
+    )
     table = variants_table([j], "en")
-    assert table.rows[0][:6] == ["kalbur-int8", "kalbur", "1000", "+0.0000", "[-0.0035, +0.0035]", "no difference"]
+    assert table.rows[0][:6] == [
+        "kalbur-int8",
+        "kalbur",
+        "1000",
+        "+0.0000",
+        "[-0.0035, +0.0035]",
+        "equivalent within δ",
+    ]
 
 
 def test_interval_labels_follow_the_configured_confidence():
     """A run at confidence 0.9 prints 90% beside its intervals, never the default's 95%."""
-    j = Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02)
+    j = Judgement("a", "b", "b vs a", "nDCG@10", 50, 0.01, 0.002, 0.02, 0.01, "better")
     assert "(90% CI [+0.0020, +0.0200])" in variant_sentence(j, "en", 0.9)
     assert "%97.5 GA" in variants_table([j], "tr", 0.975).columns
     board = pl.DataFrame(
@@ -154,7 +195,7 @@ def test_flow_with_torch_onnx_and_int8_rows(prefect_server, tmp_path, tiny_datas
     judged = pl.read_csv(run / "variants.csv")
     assert judged["queries"].to_list() == [3, 3] and (judged["ci_low"] <= judged["delta"]).all()
     onnx_row = judged.filter(pl.col("variant") == "ce-onnx").row(0, named=True)
-    assert onnx_row["delta"] == 0 and onnx_row["verdict"] == "no difference"  # fp32 ONNX ranks as torch does
+    assert onnx_row["delta"] == 0 and onnx_row["verdict"] == "equivalent within δ"  # fp32 ONNX ranks as torch
     assert judged.filter(pl.col("variant") == "ce-int8")["size_ratio"][0] < 0.5
     costs = pl.read_csv(run / "costs.csv")
     by = {r["system"]: r for r in costs.iter_rows(named=True)}

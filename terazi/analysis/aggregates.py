@@ -21,6 +21,7 @@ class Aggregates:
     retention: pl.DataFrame = field(metadata={"doc": "retention.csv: per system × condition × setting"})
     decomposition: pl.DataFrame = field(metadata={"doc": "robustness.csv: end to end, reranker only, recall"})
     pairs: pl.DataFrame = field(metadata={"doc": "comparisons.csv: every pair × dataset × condition"})
+    detectable: pl.DataFrame = field(metadata={"doc": "datasets.csv: queries and minimum detectable effect"})
     clean_means: pl.DataFrame = field(metadata={"doc": "headline per system × dataset, clean queries"})
     conditions: pl.DataFrame = field(metadata={"doc": "conditions.csv: queries changed per condition"})
     contract: dict[str, str] = field(metadata={"doc": "the headline's metric contract and the statistics' settings"})

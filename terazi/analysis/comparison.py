@@ -13,11 +13,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from terazi.analysis.stats import balanced_mean, holm_reject, paired_difference
+from terazi.analysis.hypotheses import adjust_families, effect_size, randomization, significant
+from terazi.analysis.stats import Interval, balanced_mean, differences, paired_difference
 from terazi.base.errors import TeraziError
 from terazi.schemas.results_folder import ResultsFolder
+from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
 
 CELL = ["dataset", "condition", "query_id"]
@@ -34,7 +37,11 @@ COLUMNS = {
     "ci_high": pl.Float64,
     "p_value": pl.Float64,
     "verdict": pl.Utf8,
+    "p_randomization": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "effect_size": pl.Float64,
 }
+SIGNIFICANT = ("better", "worse")
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,8 @@ class Comparison:
     """`cells`: one row per (system, dataset, condition); `overall`: one row per system (dataset = '*').
 
     For two folders, `before`/`after` are the two runs' means and `delta` = after − before; for two systems of one
-    folder, `before` is the second system (`versus`), `after` the first, and `delta` = first − second."""
+    folder, `before` is the second system (`versus`), `after` the first, and `delta` = first − second. A verdict is
+    better / worse, or else equivalent within δ (`statistics.equivalence_margin`) / not shown equivalent."""
 
     title: str
     measure: str
@@ -50,16 +58,15 @@ class Comparison:
     overall: pl.DataFrame
     added: list[str]
     removed: list[str]
-    confidence: float
-    correction: str
+    statistics: Statistics
     depths: pl.DataFrame | None = None  # two folders that both swept rerank depths: `compare_depths`
 
     def changed(self) -> pl.DataFrame:
         """Cells where anything moved: a significant verdict or a non-zero delta."""
-        return self.cells.filter((pl.col("verdict") != "no difference") | (pl.col("delta").abs() > 1e-12))
+        return self.cells.filter(pl.col("verdict").is_in(SIGNIFICANT) | (pl.col("delta").abs() > 1e-12))
 
     def significant(self) -> pl.DataFrame:
-        return self.cells.filter(pl.col("verdict") != "no difference")
+        return self.cells.filter(pl.col("verdict").is_in(SIGNIFICANT))
 
     def unchanged_systems(self) -> list[str]:
         moved = set(self.changed()["system"])
@@ -70,8 +77,11 @@ class Comparison:
             {
                 "title": self.title,
                 "measure": self.measure,
-                "confidence": self.confidence,
-                "correction": self.correction,
+                "confidence": self.statistics.confidence,
+                "correction": self.statistics.correction,
+                "correction_scope": self.statistics.correction_scope,
+                "verdict": self.statistics.verdict,
+                "equivalence_margin": self.statistics.equivalence_margin,
                 "added": self.added,
                 "removed": self.removed,
                 "overall": self.overall.to_dicts(),
@@ -100,21 +110,19 @@ def compare_tables(
     before: pl.DataFrame,
     pairs: list[tuple[str, str | None, str]],
     measure: str,
-    resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    holm: bool = False,
+    statistics: Statistics,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The core: for each (after-system, versus, before-system) pair, every dataset × condition cell and the overall
     clean line. `after`/`before` are per-query tables (dataset, system, condition, query_id, measure, value).
-    The cells are the configured conditions: the isolated robustness setting (`<condition>~isolated`) is left out."""
+    The cells are the configured conditions: the isolated robustness setting (`<condition>~isolated`) is left out.
+    The cells' randomization p-values are adjusted across every cell (`correction_scope: table`) or each system's;
+    the overall lines are one test each."""
     sel = (pl.col("measure") == measure) & ~pl.col("condition").str.contains("~", literal=True)
     after, before = after.filter(sel), before.filter(sel)
     cells, overall = [], []
     for system, versus, other in pairs:
         a_sys = after.filter(pl.col("system") == system).select(*CELL, "value")
         b_sys = before.filter(pl.col("system") == other).select(*CELL, "value")
-        rows = []
         keys = (
             a_sys.select("dataset", "condition")
             .unique()
@@ -123,64 +131,48 @@ def compare_tables(
         )
         for d, c in keys.iter_rows():
             a, b, n = _paired(a_sys.filter(pl.col("condition") == c), b_sys.filter(pl.col("condition") == c), [d])
-            if not n:
-                continue
-            ci = paired_difference(a, b, resamples, seed, confidence)
-            rows.append(
-                (
-                    [
-                        system,
-                        versus,
-                        d,
-                        c,
-                        n,
-                        float(b[d].mean()),
-                        float(a[d].mean()),
-                        ci.estimate,
-                        ci.low,
-                        ci.high,
-                        ci.p_value,
-                    ],
-                    ci,
-                )
-            )
-        flags = (
-            holm_reject([ci.p_value for _, ci in rows], 1 - confidence) if holm else [ci.significant for _, ci in rows]
-        )
-        cells += [r + [ci.verdict(f)] for (r, ci), f in zip(rows, flags)]
+            if n:
+                cells.append(_row(system, versus, d, c, n, a, b, statistics))
         a, b, n = _paired(a_sys.filter(pl.col("condition") == CLEAN), b_sys.filter(pl.col("condition") == CLEAN))
         if n:
-            ci = paired_difference(a, b, resamples, seed, confidence)
-            overall.append(
-                [
-                    system,
-                    versus,
-                    "*",
-                    CLEAN,
-                    n,
-                    balanced_mean(b),
-                    balanced_mean(a),
-                    ci.estimate,
-                    ci.low,
-                    ci.high,
-                    ci.p_value,
-                    ci.verdict(),
-                ]
-            )
-    frame = lambda rows: pl.DataFrame(rows, schema=COLUMNS, orient="row")  # noqa: E731
-    return frame(cells), frame(overall)
+            overall.append(_row(system, versus, "*", CLEAN, n, a, b, statistics))
+    pairs = [(r[0], r[1]) for r, _ in cells]
+    families = pairs if statistics.correction_scope == "pair" else [None] * len(cells)
+    adjusted = adjust_families([r[-2] for r, _ in cells], families, statistics.correction)
+
+    def frame(rows: list, adjusted, flags) -> pl.DataFrame:
+        out = [
+            [*row[:11], ci.judged(statistics.equivalence_margin, flag), row[11], float(q), row[12]]
+            for (row, ci), q, flag in zip(rows, adjusted, flags)
+        ]
+        return pl.DataFrame(out, schema=COLUMNS, orient="row")
+
+    unadjusted = [r[-2] for r, _ in overall]  # one test per system: its own interval, or its p
+    one_each = statistics.model_copy(update={"holm": False})
+    return (
+        frame(cells, adjusted, significant([ci.p_value for _, ci in cells], adjusted, pairs, statistics)),
+        frame(overall, unadjusted, significant([], unadjusted, [], one_each)),
+    )
+
+
+def _row(system, versus, dataset, condition, n, a, b, statistics: Statistics) -> tuple[list, Interval]:
+    """One line of a comparison: its numbers (the verdict and the adjusted p-value come after) and its interval."""
+    s = statistics
+    ci = paired_difference(a, b, s.bootstrap_resamples, s.seed, s.confidence)
+    diffs = differences(a, b)
+    p = randomization(diffs, s.randomization_resamples, s.seed).p_value
+    es = effect_size(np.concatenate(list(diffs.values())))
+    means = (
+        (float(b[dataset].mean()), float(a[dataset].mean())) if dataset != "*" else (balanced_mean(b), balanced_mean(a))
+    )
+    return [system, versus, dataset, condition, n, *means, ci.estimate, ci.low, ci.high, ci.p_value, p, es], ci
 
 
 def compare_runs(
-    before: Path,
-    after: Path,
-    measure: str | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    holm: bool = False,
+    before: Path, after: Path, measure: str | None = None, statistics: Statistics | None = None
 ) -> Comparison:
     """Every system the two folders share, cell by cell (after − before); systems only on one side are listed."""
+    statistics = statistics or Statistics()
     old, new = ResultsFolder(before).per_query(), ResultsFolder(after).per_query()
     measure = measure or ResultsFolder(after).headline()
     for side, pq in (("before", old), ("after", new)):
@@ -193,9 +185,7 @@ def compare_runs(
         new["system"].unique(maintain_order=True).to_list(),
     )
     shared = [s for s in new_s if s in old_s]
-    cells, overall = compare_tables(
-        new, old, [(s, None, s) for s in shared], measure, resamples, seed, confidence, holm
-    )
+    cells, overall = compare_tables(new, old, [(s, None, s) for s in shared], measure, statistics)
     return Comparison(
         f"{Path(before).name} → {Path(after).name}",
         measure,
@@ -203,8 +193,7 @@ def compare_runs(
         overall,
         [s for s in new_s if s not in old_s],
         [s for s in old_s if s not in new_s],
-        confidence,
-        "Holm across each system's cells" if holm else "none",
+        statistics,
         compare_depths(before, after),
     )
 
@@ -228,30 +217,15 @@ def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
 
 
 def compare_systems(
-    run: Path,
-    a: str,
-    b: str,
-    measure: str | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    holm: bool = False,
+    run: Path, a: str, b: str, measure: str | None = None, statistics: Statistics | None = None
 ) -> Comparison:
     """Two systems of one folder, cell by cell (a − b)."""
+    statistics = statistics or Statistics()
     folder = ResultsFolder(run)
     pq, measure = folder.per_query(), measure or folder.headline()
     known = pq["system"].unique(maintain_order=True).to_list()
     missing = [s for s in (a, b) if s not in known]
     if missing:
         raise TeraziError(f"{run}: no system(s) {missing}; systems: {', '.join(known)}")
-    cells, overall = compare_tables(pq, pq, [(a, b, b)], measure, resamples, seed, confidence, holm)
-    return Comparison(
-        f"{a} vs {b} in {Path(run).name}",
-        measure,
-        cells,
-        overall,
-        [],
-        [],
-        confidence,
-        "Holm across the cells" if holm else "none",
-    )
+    cells, overall = compare_tables(pq, pq, [(a, b, b)], measure, statistics)
+    return Comparison(f"{a} vs {b} in {Path(run).name}", measure, cells, overall, [], [], statistics)

@@ -12,16 +12,25 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
+from terazi.analysis.hypotheses import (
+    adjust,
+    adjust_families,
+    detectable_effect,
+    effect_size,
+    randomization,
+    significant,
+)
 from terazi.analysis.stats import (
     Aggregation,
     Interval,
     balanced_mean,
-    holm_reject,
+    differences,
     interval,
     paired_difference,
     ratio_interval,
     significance_groups,
 )
+from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
 from terazi.store.bootstraps import BootstrapStore
 
@@ -61,26 +70,37 @@ def _aligned(
 
 
 def system_intervals(
-    pq: pl.DataFrame,
-    datasets: list[str],
-    resamples: int,
-    seed: int,
-    confidence: float,
-    *,
-    known: BootstrapStore | None = None,
+    pq: pl.DataFrame, datasets: list[str], statistics: Statistics, *, known: BootstrapStore | None = None
 ) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first (`known`: where
-    intervals computed before are found, terazi.store.bootstraps; as in every function here)."""
+    intervals computed before are found, terazi.store.bootstraps; as in every function here). Adjacent systems are in
+    one group unless their difference is significant: its interval excludes 0, or (`verdict: p`) the randomization
+    test's p-value, adjusted across the adjacent pairs (`correction`; scope `pair`: each alone), is below α."""
+    resamples, seed, confidence = statistics.bootstrap_resamples, statistics.seed, statistics.confidence
     systems = pq["system"].unique(maintain_order=True).to_list()
     cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
     cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence, known=known) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
-    adjacent = [
-        paired_difference(
-            _aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence, known=known
-        ).significant
-        for a, b in zip(ordered, ordered[1:])
-    ]
+    neighbours = list(zip(ordered, ordered[1:]))
+    if statistics.verdict == "p":
+        p = [
+            randomization(
+                differences(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN)),
+                statistics.randomization_resamples,
+                seed,
+                known=known,
+            ).p_value
+            for a, b in neighbours
+        ]
+        correction = statistics.correction if statistics.correction_scope == "table" else "none"
+        adjacent = list(adjust(p, correction) < statistics.alpha)
+    else:
+        adjacent = [
+            paired_difference(
+                _aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence, known=known
+            ).significant
+            for a, b in neighbours
+        ]
     groups = significance_groups(ordered, adjacent)
     return pl.DataFrame(
         {
@@ -103,6 +123,9 @@ PAIRS_SCHEMA = {
     "ci_high": pl.Float64,
     "p_value": pl.Float64,
     "verdict": pl.Utf8,
+    "p_randomization": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "effect_size": pl.Float64,
 }
 
 
@@ -110,36 +133,71 @@ def pairwise(
     pq: pl.DataFrame,
     datasets: list[str],
     conditions: list[str],
-    resamples: int,
-    seed: int,
-    confidence: float,
-    holm: bool,
+    statistics: Statistics,
     *,
     known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
-    """Every pair of systems on every dataset × condition cell: better / no difference / worse.
-
-    With `holm`, Holm's correction is applied across the cells of each pair.
-    """
+    """Every pair of systems on every dataset × condition cell: the bootstrap interval of the difference, the paired
+    randomization test's p-value, adjusted (`correction` over `correction_scope`), the effect size, and the verdict
+    (better / no difference / worse) from the interval or, with `verdict: p`, from the adjusted p-value."""
+    resamples, seed, confidence = statistics.bootstrap_resamples, statistics.seed, statistics.confidence
     systems = pq["system"].unique(maintain_order=True).to_list()
     by = _cells(pq, datasets)
     rows = []
     for a, b in combinations(systems, 2):
-        cells = []
         for d in datasets:
             for c in conditions:
-                ci = paired_difference(
-                    _aligned(by, a, c, [d]), _aligned(by, b, c, [d]), resamples, seed, confidence, known=known
-                )
-                cells.append((d, c, ci))
-        rejected = (
-            holm_reject([ci.p_value for *_, ci in cells], 1 - confidence)
-            if holm
-            else [ci.significant for *_, ci in cells]
-        )
-        for (d, c, ci), sig in zip(cells, rejected):
-            rows.append((a, b, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(sig)))
-    return pl.DataFrame(rows, schema=PAIRS_SCHEMA, orient="row")  # typed: one system has no pair, and no rows
+                x, y = _aligned(by, a, c, [d]), _aligned(by, b, c, [d])
+                ci = paired_difference(x, y, resamples, seed, confidence, known=known)
+                diffs = differences(x, y)
+                p = randomization(diffs, statistics.randomization_resamples, seed, known=known).p_value
+                rows.append(((a, b), d, c, ci, p, effect_size(np.concatenate(list(diffs.values())))))
+    pairs = [pair for pair, *_ in rows]
+    families = pairs if statistics.correction_scope == "pair" else [None] * len(rows)
+    adjusted = adjust_families([p for *_, p, _ in rows], families, statistics.correction)
+    flags = significant([r[3].p_value for r in rows], adjusted, pairs, statistics)
+    out = [
+        (*pair, d, c, ci.estimate, ci.low, ci.high, ci.p_value, ci.verdict(flag), p, float(q), es)
+        for (pair, d, c, ci, p, es), q, flag in zip(rows, adjusted, flags)
+    ]
+    return pl.DataFrame(out, schema=PAIRS_SCHEMA, orient="row")  # typed: one system has no pair, and no rows
+
+
+def detectable_differences(
+    pq: pl.DataFrame,
+    datasets: list[str],
+    order: list[str],
+    alpha: float,
+    power: float = 0.8,
+    *,
+    known: BootstrapStore | None = None,
+) -> pl.DataFrame:
+    """Per dataset, the minimum detectable effect of a two-sided paired t-test at level `alpha` with `power`, in the
+    headline's units, from the clean paired differences: of the top two systems of `order` (`mde`), and the median
+    over every pair of systems (`mde_median`); None with fewer than two systems or queries."""
+    cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
+    rows = []
+    for d in datasets:
+        values = {s: cells[(s, CLEAN)][d][1] for s in order if d in cells.get((s, CLEAN), {})}
+        systems = list(values)
+        effect = detectable_effect(len(values[systems[0]]), alpha, power, known=known).effect if systems else None
+        sds = [float(np.std(values[a] - values[b], ddof=1)) for a, b in combinations(systems, 2)]
+        if effect is None or not sds:
+            rows.append((d, None, None))
+        else:
+            rows.append((d, effect * sds[0], effect * float(np.median(sds))))
+    return pl.DataFrame(rows, schema={"dataset": pl.Utf8, "mde": pl.Float64, "mde_median": pl.Float64}, orient="row")
+
+
+def uninformative_cells(pairs: pl.DataFrame, detectable: pl.DataFrame) -> pl.DataFrame:
+    """Per dataset, the "no difference" cells (comparisons.csv) whose dataset's minimum detectable effect exceeds
+    their interval's width (`cells`), and how many "no difference" cells it has (`of`)."""
+    same = pairs.filter(pl.col("verdict") == "no difference").join(detectable, on="dataset", how="inner")
+    return same.group_by("dataset", maintain_order=True).agg(
+        (pl.col("mde") > pl.col("ci_high") - pl.col("ci_low")).sum().alias("cells"),
+        pl.len().alias("of"),
+        pl.col("mde").first(),
+    )
 
 
 def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:
@@ -156,6 +214,9 @@ def featured_cells(cells: pl.DataFrame, system: str) -> pl.DataFrame:
         -pl.col("ci_low").alias("ci_high"),
         "p_value",
         pl.col("verdict").replace_strict(flip),
+        "p_randomization",
+        "p_adjusted",
+        -pl.col("effect_size"),
     )
     return pl.concat([mine, theirs.select(mine.columns)])
 

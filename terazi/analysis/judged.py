@@ -2,8 +2,12 @@
 
 As the Kalbur card judges its int8 file: on a seeded subset of the benchmark's clean queries, the headline
 difference (variant − base) with its paired-bootstrap interval (at the run's confidence), beside the speed and
-size ratios. The subset is drawn uniformly from the (dataset, query) pairs of the ranked datasets, so the difference
-is the plain mean over the subset's queries, and the bootstrap resamples those queries with both rows paired.
+size ratios. "No significant difference" is not "as good": a difference that is not significant is *equivalent
+within δ* when the two one-sided tests at level α agree (the bootstrap's 1 − 2α interval inside [−δ, δ], δ the
+pair's or the run's `equivalence_margin`), else *not shown equivalent*.
+
+The subset is drawn uniformly from the (dataset, query) pairs of the ranked datasets, so the difference is the plain
+mean over the subset's queries, and the bootstrap resamples those queries with both rows paired.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import numpy as np
 import polars as pl
 
 from terazi.analysis import stats
-from terazi.schemas import EvalConfig, ModelCost
+from terazi.analysis.hypotheses import randomization
+from terazi.schemas import EvalConfig, ModelCost, Statistics
 from terazi.schemas.tables import CLEAN
 from terazi.store.bootstraps import BootstrapStore
 
@@ -29,14 +34,10 @@ class Judgement:
     delta: float
     low: float
     high: float
+    margin: float
+    verdict: str
     base_cost: ModelCost | None = None
     variant_cost: ModelCost | None = None
-
-    @property
-    def verdict(self) -> str:
-        if self.low > 0:
-            return "better"
-        return "worse" if self.high < 0 else "no difference"
 
     @property
     def speed_ratio(self) -> float | None:
@@ -67,17 +68,16 @@ def judge(
     measure: str,
     datasets: list[str],
     n: int | None,
-    seed: int,
-    resamples: int,
-    confidence: float,
+    statistics: Statistics,
     label: str | None = None,
     costs: dict[str, ModelCost | None] | None = None,
+    margin: float | None = None,
     *,
     known: BootstrapStore | None = None,
 ) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
-    condition, query_id, measure, value); `known`: where intervals computed before are found
-    (terazi.store.bootstraps)."""
+    condition, query_id, measure, value), at `margin` (default: `statistics.equivalence_margin`); `known`: where
+    intervals computed before are found (terazi.store.bootstraps)."""
     clean = per_query.filter(
         (pl.col("condition") == CLEAN) & (pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)
     )
@@ -90,15 +90,15 @@ def judge(
         raise ValueError(
             f"variants: {variant!r} and {base!r} were evaluated on different queries ({b.height} vs {a.height})"
         )
+    seed = statistics.seed
     chosen = both.join(subset(both, n, seed), on=["dataset", "query_id"], how="semi").sort("dataset", "query_id")
-    iv = stats.paired_difference(
-        {"subset": chosen["variant"].to_numpy()},
-        {"subset": chosen["base"].to_numpy()},
-        resamples,
-        seed,
-        confidence,
-        known=known,
-    )
+    a, b = {"subset": chosen["variant"].to_numpy()}, {"subset": chosen["base"].to_numpy()}
+    iv = stats.paired_difference(a, b, statistics.bootstrap_resamples, seed, statistics.confidence, known=known)
+    significant = None
+    if statistics.verdict == "p":  # one test per judged pair: nothing to adjust over
+        p = randomization(stats.differences(a, b), statistics.randomization_resamples, seed, known=known).p_value
+        significant = p < statistics.alpha
+    margin = statistics.equivalence_margin if margin is None else margin
     costs = costs or {}
     return Judgement(
         base,
@@ -109,6 +109,8 @@ def judge(
         iv.estimate,
         iv.low,
         iv.high,
+        margin,
+        iv.judged(margin, significant),
         costs.get(base),
         costs.get(variant),
     )
@@ -126,11 +128,10 @@ def judge_variants(
             config.headline,
             ranked,
             config.subset,
-            config.seed,
-            config.bootstrap_resamples,
-            config.confidence,
+            config,
             v.label,
             costs,
+            v.equivalence_margin,
             known=known,
         )
         for v in config.variants

@@ -1,4 +1,4 @@
-"""Is a difference real? Paired bootstrap balanced by dataset, significance groups, Holm, retention ratios.
+"""Is a difference real? Paired bootstrap balanced by dataset, significance groups, equivalence, retention ratios.
 
 Balanced by dataset (docs/method.md §7): each resample draws queries with replacement *within* each
 dataset, averages per dataset, then averages the datasets with equal weight, so a large dataset
@@ -23,22 +23,41 @@ Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across
 Aggregation = Literal["macro", "pooled"]
 
 
+EQUIVALENT, NOT_EQUIVALENT = "equivalent within δ", "not shown equivalent"
+
+
 @dataclass(frozen=True)
 class Interval:
+    """The estimate with its percentile interval and bootstrap p-value; `tost_low`/`tost_high` are the same
+    resamples' 1 − 2α interval, the one two one-sided tests at level α read (`equivalent`)."""
+
     estimate: float
     low: float
     high: float
     p_value: float
+    tost_low: float
+    tost_high: float
 
     @property
     def significant(self) -> bool:
         return self.low > 0 or self.high < 0
 
+    def equivalent(self, margin: float) -> bool:
+        """Two one-sided tests on the paired bootstrap: the 1 − 2α interval lies inside [−margin, margin]."""
+        return -margin <= self.tost_low and self.tost_high <= margin
+
     def verdict(self, significant: bool | None = None) -> str:
-        """better / worse / no difference; `significant` overrides the interval's own test (e.g. Holm's)."""
+        """better / worse / no difference; `significant` overrides the interval's own test (an adjusted p-value)."""
         if not (self.significant if significant is None else significant):
             return "no difference"
         return "better" if self.estimate > 0 else "worse"
+
+    def judged(self, margin: float, significant: bool | None = None) -> str:
+        """`verdict`, with "no difference" told apart: equivalent within the margin, or not shown equivalent."""
+        verdict = self.verdict(significant)
+        if verdict != "no difference":
+            return verdict
+        return EQUIVALENT if self.equivalent(margin) else NOT_EQUIVALENT
 
 
 class _Draws:
@@ -169,13 +188,14 @@ def balanced_mean(values: Scores) -> float:
 
 @by_content(Interval)
 def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
-    """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0. A keyword `known`
-    (`by_content`): a store of results (terazi.store.bootstraps) to find it in or keep it in."""
+    """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0 and the 1 − 2α interval
+    of the equivalence test. A keyword `known` (`by_content`): a store of results (terazi.store.bootstraps) to find it
+    in or keep it in."""
     boot = balanced_bootstrap(values, n_resamples, seed)
     alpha = 1 - confidence
-    low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
+    low, high, tost_low, tost_high = np.quantile(boot, [alpha / 2, 1 - alpha / 2, alpha, 1 - alpha])
     p = min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0)))
-    return Interval(balanced_mean(values), float(low), float(high), float(p))
+    return Interval(balanced_mean(values), float(low), float(high), float(p), float(tost_low), float(tost_high))
 
 
 def paired_difference(
@@ -188,6 +208,11 @@ def paired_difference(
     known: BootstrapStore | None = None,
 ) -> Interval:
     """Interval of mean(a) − mean(b) over the same queries, balanced by dataset (`known`: `interval`'s store)."""
+    return interval(differences(a, b), n_resamples, seed, confidence, known=known)
+
+
+def differences(a: Scores, b: Scores) -> dict[str, np.ndarray]:
+    """dataset -> per-query a − b; the two must hold the same datasets, their queries aligned."""
     if set(a) != set(b):
         raise ValueError(f"systems cover different datasets: {sorted(a)} vs {sorted(b)}")
     diffs = {}
@@ -196,7 +221,7 @@ def paired_difference(
         if x.shape != y.shape:
             raise ValueError(f"dataset {d!r}: {x.size} vs {y.size} queries; paired scores must be aligned")
         diffs[d] = x - y
-    return interval(diffs, n_resamples, seed, confidence, known=known)
+    return diffs
 
 
 @dataclass(frozen=True)
@@ -271,18 +296,6 @@ def ratio_interval(
         return Ratio(estimate, None, None, used)
     low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
     return Ratio(estimate, float(low), float(high), used)
-
-
-def holm_reject(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
-    """Holm–Bonferroni step-down: which hypotheses are rejected at family-wise level `alpha`."""
-    order = np.argsort(p_values)
-    m = len(p_values)
-    rejected = [False] * m
-    for rank, i in enumerate(order):
-        if p_values[i] > alpha / (m - rank):
-            break
-        rejected[i] = True
-    return rejected
 
 
 def significance_groups(ordered: Sequence[str], adjacent_significant: Sequence[bool]) -> dict[str, int]:

@@ -78,7 +78,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
 
 @contextmanager
 def errors_as_lines() -> Iterator[None]:
-    """Known failures become one `error:` line and exit 2; tracebacks only with --verbose."""
+    """BootstrapStore failures become one `error:` line and exit 2; tracebacks only with --verbose."""
     try:
         yield
     except (typer.Exit, typer.Abort, SystemExit, typer.TyperException):  # usage errors stay typer's

@@ -7,11 +7,12 @@ from typing import Annotated, Literal
 
 import typer
 
-from terazi.base.amounts import SEED, Range
 from terazi.base.paths import Place
 from terazi.cli.common import console, fail
-from terazi.cli.options import Verbose, amount
+from terazi.cli.options import Verbose, sets
 from terazi.cli.places import declares
+from terazi.config.config_files import given
+from terazi.schemas.statistics import Statistics
 
 
 @declares(reads=(Place("before", "results folder"), Place("after", "results folder")))
@@ -30,21 +31,28 @@ def compare(
         Literal["table", "markdown", "json"], typer.Option("--format", help="a table on the terminal, markdown or JSON")
     ] = "table",
     everything: Annotated[bool, typer.Option("--all", help="every cell, not only those that changed")] = False,
-    resamples: Annotated[int, amount(Range(whole=True, ge=100), help="paired bootstrap resamples")] = 2000,
-    seed: Annotated[int, amount(SEED, help="bootstrap seed")] = 0,
-    confidence: Annotated[float, amount(Range(ge=0.5, le=0.999), help="level of the intervals")] = 0.95,
-    holm: Annotated[bool, typer.Option("--holm", help="Holm correction across each system's cells")] = False,
+    seed: Annotated[int | None, sets(Statistics, "seed")] = None,
+    resamples: Annotated[int | None, sets(Statistics, "bootstrap_resamples")] = None,
+    confidence: Annotated[float | None, sets(Statistics, "confidence")] = None,
+    correction: Annotated[str | None, sets(Statistics, "correction")] = None,
+    correction_scope: Annotated[str | None, sets(Statistics, "correction_scope")] = None,
+    verdict: Annotated[str | None, sets(Statistics, "verdict")] = None,
+    equivalence_margin: Annotated[float | None, sets(Statistics, "equivalence_margin")] = None,
+    randomization_resamples: Annotated[int | None, sets(Statistics, "randomization_resamples")] = None,
+    holm: Annotated[bool, sets(Statistics, "holm", "--holm")] = False,
     verbose: Verbose = False,
 ) -> None:
-    """Per dataset × condition: delta, paired bootstrap interval and verdict (better / no difference / worse)."""
+    """Per dataset × condition: delta, paired bootstrap interval, randomization test and verdict (better / worse, or
+    equivalent within δ / not shown equivalent); the statistics' settings and defaults are a run's."""
     from terazi.analysis import comparison as core
 
     if (after is None) == (systems is None):
         fail("give two results folders (terazi compare A B) or one folder and --systems A B")
+    statistics = Statistics.model_validate(given(Statistics, locals(), resamples="bootstrap_resamples"))
     if systems:
-        cmp = core.compare_systems(before, *systems, measure, resamples, seed, confidence, holm)
+        cmp = core.compare_systems(before, *systems, measure, statistics)
     else:
-        cmp = core.compare_runs(before, after, measure, resamples, seed, confidence, holm)
+        cmp = core.compare_runs(before, after, measure, statistics)
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":

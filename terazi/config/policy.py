@@ -11,8 +11,10 @@ served benchmark config, and passes it to its flow runs in `TERAZI_SERVICE_POLIC
 - datasets must lie inside a data root (a named one, hf:/mteb:/ir_datasets:, must be one the served config
   names); results and cache folders inside the server's roots;
 - a Dask/Ray address and a shared score store must be the server's own;
-- a reranker served over HTTP must be one the served config names, with the same address and key variable (else
-  the form could send the corpus anywhere, with any of the server's environment variables as the "key");
+- a reranker served over HTTP (a rerank API, or a listwise row's chat server) must be one the served config names,
+  with the same address and key variable (else the form could send the corpus anywhere, with any of the server's
+  environment variables as the "key"); a listwise row's own template file must be one the served config names
+  (else the form could have any file of the server read);
 - the work a run asks for stays within the server's limits (`terazi serve --max-resamples …`, `Limits`).
 
 A run started from a deployment without any policy in its environment (e.g. a work-pool worker
@@ -32,6 +34,8 @@ from terazi.base.errors import PolicyError
 from terazi.base.paths import within
 from terazi.config.config_files import DEMO_DIR
 from terazi.schemas import BUNDLED_ENCODER, EvalConfig, Limits
+from terazi.schemas.listwise import LISTWISE_PROMPTS as BUILT_IN
+from terazi.schemas.rerankers import served
 from terazi.schemas.sources import parse as parse_source
 
 ENV = "TERAZI_SERVICE_POLICY"
@@ -51,7 +55,10 @@ class ServicePolicy(BaseModel):
     cache_root: str = Field(description="folder the cache must be in")
     task_runner_addresses: list[str] = Field(default_factory=list, description="Dask/Ray addresses allowed")
     score_stores: list[str] = Field(default_factory=list, description="shared score stores allowed")
-    endpoints: list[str] = Field(default_factory=list, description="rerank APIs allowed: `url key-variable`")
+    endpoints: list[str] = Field(
+        default_factory=list, description="rerank APIs and listwise chat servers allowed: `url key-variable`"
+    )
+    templates: list[str] = Field(default_factory=list, description="listwise prompt template files allowed")
     limits: Limits = Field(default_factory=Limits, description="the most work a run may ask for")
 
     @classmethod
@@ -79,7 +86,8 @@ class ServicePolicy(BaseModel):
             cache_root=str(absolute(cache_root or config.cache_dir, here)),
             task_runner_addresses=[config.task_runner_address] if config.task_runner_address else [],
             score_stores=[config.scale.score_store] if config.scale.score_store else [],
-            endpoints=sorted({endpoint(r) for r in config.rerankers if r.kind == "http"}),
+            endpoints=sorted({endpoint(r) for r in config.rerankers if served(r)}),
+            templates=sorted({r.prompt for r in config.rerankers if r.kind == "listwise" and r.prompt not in BUILT_IN}),
             limits=limits or Limits(),
         )
 
@@ -177,10 +185,15 @@ class ServicePolicy(BaseModel):
         if config.scale.score_store and config.scale.score_store not in self.score_stores:
             raise PolicyError(f"scale.score_store {config.scale.score_store!r}: not the service's own score store")
         for r in config.rerankers:
-            if r.kind == "http" and endpoint(r) not in self.endpoints:
+            if served(r) and endpoint(r) not in self.endpoints:
                 raise PolicyError(
                     f"rerankers.{r.name}: {r.url} with key variable {r.api_key_env or '(none)'} is not a "
                     "rerank API of the served benchmark; the service policy allows only those"
+                )
+            if r.kind == "listwise" and r.prompt not in BUILT_IN and r.prompt not in self.templates:
+                raise PolicyError(
+                    f"rerankers.{r.name}.prompt {r.prompt!r}: not a template file of the served benchmark; the "
+                    f"service policy allows {', '.join(BUILT_IN)} and those"
                 )
         return config.model_copy(
             update={"datasets": datasets, "out_dir": str(out), "cache_dir": str(cache), "leakage": leakage or None}

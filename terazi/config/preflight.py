@@ -23,8 +23,10 @@ from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.loading import load_dataset
 from terazi.models.refs import ModelError, resolve
 from terazi.rerank.backends.http import api_key
+from terazi.rerank.listwise.prompts import load
 from terazi.rerank.store.scores import check_opens
 from terazi.schemas import DatasetManifest, EvalConfig, Limits
+from terazi.schemas.rerankers import served
 
 log = logging.getLogger("terazi.config.preflight")
 
@@ -42,8 +44,10 @@ def preflight(config: EvalConfig, announce: bool = True) -> list[DatasetManifest
         except ModelError as e:
             raise ModelError(f"{where}: {e}") from None
     for spec in config.rerankers:
-        if spec.kind == "http":
+        if served(spec):
             api_key(spec)  # the variable holding the key is set (its value is never shown)
+        if spec.kind == "listwise":
+            load(spec.prompt)  # a template file of one's own reads and holds together before any heavy stage
     for spec in config.datasets:
         if spec.first_stage_runs and not Path(spec.first_stage_runs).expanduser().exists():
             raise DatasetError(spec.first_stage_runs, None, f"first-stage runs of dataset {spec.label} not found")
@@ -70,6 +74,7 @@ def within_limits(
     the limit's `terazi serve --max-…` option): the config's own numbers, and with `datasets` the work estimates."""
     asked = [
         ("resamples", "bootstrap_resamples", config.bootstrap_resamples),
+        ("resamples", "randomization_resamples", config.randomization_resamples),
         ("samples", "corruption.samples", config.corruption.samples),
         ("workers", "task_runner_workers", config.task_runner_workers),
         ("depths", "rerank_depths (depths in the sweep)", len(config.rerank_depths or [])),

@@ -12,8 +12,8 @@
 (summary.json, id lists, report.md, report.html). See docs/leakage.md.
 """
 
-from terazi.leakage.core import check
 from terazi.leakage.output import write
+from terazi.leakage.overlap import check
 from terazi.leakage.result import DatasetLeakage, LeakageResult
 from terazi.schemas.leakage import LeakageOptions, TrainSource
 

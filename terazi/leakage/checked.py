@@ -13,8 +13,8 @@ import time
 
 from terazi.base.paths import disjoint, writable_folder
 from terazi.data.loading import load_dataset, open_dataset
-from terazi.leakage.core import check
 from terazi.leakage.output import folders, write
+from terazi.leakage.overlap import check
 from terazi.leakage.training_sources import Reader
 from terazi.schemas import DatasetManifest
 from terazi.schemas.leakage import DatasetCounts, LeakageConfig, LeakageManifest

@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from terazi.base import fingerprint
 from terazi.models.refs import ModelRef, local_folder, weights_info
-from terazi.schemas import ModelCost, RequestCost
+from terazi.schemas import ListwiseCost, ModelCost, RequestCost
 from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 
@@ -87,9 +87,10 @@ def combine(costs: list[ModelCost | None]) -> ModelCost | None:
     if not costs:
         return None
     fresh = [c for c in costs if not c.cached and c.items]
+    answers = add_listwise([c.listwise for c in costs])
     if not fresh:
         timed = [c for c in costs if c.items]
-        return (timed or costs)[0].model_copy(update={"cached": True})
+        return (timed or costs)[0].model_copy(update={"cached": True, "listwise": answers})
     lat = max(fresh, key=lambda c: c.latency_queries)
     return fresh[0].model_copy(
         update={
@@ -100,8 +101,17 @@ def combine(costs: list[ModelCost | None]) -> ModelCost | None:
             "latency_p95_ms": lat.latency_p95_ms,
             "latency_queries": lat.latency_queries,
             "requests": add_requests([c.requests for c in fresh]),
+            "listwise": answers,
         }
     )
+
+
+def add_listwise(parts: list[ListwiseCost | None]) -> ListwiseCost | None:
+    """A listwise row's windows, requests, tokens and outcomes over its parts (chunks, datasets), summed."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return ListwiseCost(**{f: sum(getattr(p, f) for p in parts) for f in ListwiseCost.model_fields})
 
 
 def add_requests(parts: list[RequestCost | None]) -> RequestCost | None:

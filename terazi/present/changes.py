@@ -12,6 +12,7 @@ from terazi.analysis.identity import changed_parts
 from terazi.present.labels import level
 from terazi.schemas import EvalConfig, RunManifest
 from terazi.schemas.results_folder import ResultsFolder
+from terazi.schemas.statistics import Statistics
 
 log = logging.getLogger("terazi.nightly")
 
@@ -42,14 +43,12 @@ def changes_since(
     before: Path,
     after: Path,
     headline: str,
-    resamples: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    holm: bool = False,
+    statistics: Statistics | None = None,
 ) -> str:
     """Markdown summary of what changed from `before` to `after`: systems, ranks and groups from the two
     leaderboards, the scores through `terazi.analysis.comparison`, the same comparison `terazi compare` prints (at the
-    run's interval level, Holm-corrected when the run asks for it)."""
+    run's statistics: its interval level, correction and verdicts)."""
+    statistics = statistics or Statistics()
     m_old, m_new = ResultsFolder.manifest_of(before), ResultsFolder.manifest_of(after)
     lines = [
         f"# terazi: changes from {before.name} to {after.name}",
@@ -83,8 +82,8 @@ def changes_since(
             lines.append(f"- {r['system']}: rank {r['borda_rank_before']} → {r['borda_rank']}")
         if groups and r["group"] != r["group_before"]:
             lines.append(f"- {r['system']}: group {r.get('group_before')} → {r.get('group')}")
-    cmp = comparison.compare_runs(before, after, headline, resamples, seed, confidence, holm)
-    for r in cmp.overall.filter(pl.col("verdict") != "no difference").iter_rows(named=True):
+    cmp = comparison.compare_runs(before, after, headline, statistics)
+    for r in cmp.overall.filter(pl.col("verdict").is_in(comparison.SIGNIFICANT)).iter_rows(named=True):
         lines.append(
             f"- {r['system']}: {headline} changed significantly by {r['delta']:+.4f} "
             f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
@@ -94,7 +93,7 @@ def changes_since(
         lines += [
             "",
             f"Significant changes per dataset × condition ({headline}, after − before, "
-            f"{level(confidence)} intervals{', Holm-corrected' if holm else ''}):",
+            f"{level(statistics.confidence)} intervals; {statistics.contract()}):",
             "",
         ]
         lines += [
@@ -118,6 +117,4 @@ def since_last_nightly(manifest: RunManifest, config: EvalConfig) -> str:
             f"No earlier completed nightly of this benchmark under {current.parent} to compare with.\n"
         )
     log.info("comparing with the previous nightly %s", before)
-    return changes_since(
-        before, current, config.headline, config.bootstrap_resamples, config.seed, config.confidence, config.holm
-    )
+    return changes_since(before, current, config.headline, config.statistics())

@@ -20,10 +20,8 @@ def comparison_markdown(cmp: Comparison, everything: bool = False) -> str:
     lines = [
         f"# {cmp.title}",
         "",
-        (
-            f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
-            f"{level(cmp.confidence)} interval; correction: {cmp.correction}."
-        ),
+        f"{cmp.measure}: paired bootstrap over the same queries, balanced by dataset, "
+        f"{level(cmp.statistics.confidence)} interval; {cmp.statistics.contract()}.",
         "",
     ]
     lines += _md_table(cmp.overall, "overall (clean, datasets weighted equally)")
@@ -49,7 +47,7 @@ def _cell(column: str, v) -> str:
         return "–"
     if column in ("before", "after"):
         return f"{v:.4f}"
-    if column == "p_value":
+    if column.startswith("p_"):
         return f"{v:.3g}"
     if isinstance(v, float):
         return f"{v:+.4f}" if abs(v) < 1e9 else f"{v:g}"
@@ -103,7 +101,10 @@ def comparison_rich(cmp: Comparison, everything: bool = False) -> Group:
         return t.rich(title, styles=[VERDICT_STYLES.get(v) for v in df["verdict"].to_list()])
 
     shown = [
-        Text(f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.confidence)}), correction: {cmp.correction}"),
+        Text(
+            f"{cmp.title} — {cmp.measure}, paired bootstrap ({level(cmp.statistics.confidence)}); "
+            f"{cmp.statistics.contract()}"
+        ),
         table(cmp.overall, "overall (clean, datasets weighted equally)"),
     ]
     cells = cmp.cells if everything else cmp.changed()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
-from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells
+from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells, uninformative_cells
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.depth_tables import depth_tables
 from terazi.present.labels import level
@@ -20,8 +20,16 @@ from terazi.present.setup_tables import (
     out_of_ranking_notes,
     system_kinds,
     systems_table,
+    unusable_notes,
 )
-from terazi.present.tables import leaderboard, per_dataset, ranks_table, robustness, variants_table
+from terazi.present.tables import (
+    detectable_table,
+    leaderboard,
+    per_dataset,
+    ranks_table,
+    robustness,
+    variants_table,
+)
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult
 from terazi.schemas.tables import CLEAN
 
@@ -67,7 +75,7 @@ def display_tables(
         *out_of_ranking_notes(datasets),
     ]
     shown = costs if costs and any(costs.values()) else None  # runs analysed from files carry no costs
-    legend += [COST_NOTE] if shown else []
+    legend += [COST_NOTE, *unusable_notes(shown, order)] if shown else []
     confidence = config.confidence
     board_t = leaderboard(board, config.conditions, labels, task_types=n_types, costs=shown, confidence=confidence)
     board_t.notes = legend
@@ -135,6 +143,9 @@ def display_tables(
         }
         if judgements
         else None,
+        "detectable": detectable_table(
+            agg.detectable, uninformative_cells(agg.pairs, agg.detectable), datasets, config.alpha
+        ).to_json(),
     }
     if agg.depths is not None:  # only with `rerank_depths`: a run without it shows the same tables
         tables["depths"] = depth_tables(agg.depths, agg.ceiling, config.headline, labels, confidence)

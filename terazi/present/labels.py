@@ -59,6 +59,8 @@ WORDS = {
         "base": "Base",
         "queries_n": "Queries",
         "verdict": "Verdict",
+        "equivalent within δ": "equivalent within δ = {margin:g}",
+        "not shown equivalent": "not shown equivalent within δ = {margin:g}",
     },
     "tr": {
         "group": "Grup",
@@ -102,6 +104,8 @@ WORDS = {
         "base": "Taban",
         "queries_n": "Sorgu",
         "verdict": "Sonuç",
+        "equivalent within δ": "δ = {margin:g} içinde eşdeğer",
+        "not shown equivalent": "δ = {margin:g} içinde eşdeğerliği gösterilmedi",
     },
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.present.labels import (
+    WORDS,
     ci_label,
     condition_label,
     interval,
@@ -20,11 +21,13 @@ from terazi.present.labels import (
 
 def variant_sentence(j, labels: str = "en", confidence: float = 0.95) -> str:
     """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
-    [-0.0035, +0.0035])`, then the speed and size ratios."""
+    [-0.0035, +0.0035]), δ = 0.01 içinde eşdeğer`, then the speed and size ratios."""
     text = (
         f"{j.label}: {word('subset', labels, n=j.queries)} {word('difference', labels, measure=j.measure)} "
         f"{signed(j.delta)} ({ci_label(labels, confidence)} {interval(j.low, j.high, signed)})"
     )
+    if j.verdict in WORDS[labels]:  # a folder written before the equivalence test says "no difference": no verdict
+        text += ", " + word(j.verdict, labels, margin=j.margin)
     b, v = j.base_cost, j.variant_cost
     if j.speed_ratio is not None:
         text += f"; {word('speed_word', labels)} " + ratio_text(

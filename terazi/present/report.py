@@ -228,7 +228,7 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
         agg.contract,
     )
     pair_summary = pairwise_summary(pairs)
-    correction = "Holm across each pair's cells" if config.holm else "none"
+    correction = config.adjustment if config.verdict == "p" or config.holm else "none"  # what corrected the verdicts
     T = Table.from_json
     headline, labels = config.headline, config.labels
     order = tables["order"]
@@ -319,6 +319,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
     sections += [
         "<h2>Datasets</h2>",
         T(tables["datasets"]).html("datasets"),
+        "<h3>What each dataset can detect</h3>",
+        T(tables["detectable"]).html("detectable"),
         "<h2>Systems</h2>",
         T(tables["systems"]).html("systems"),
         "<h2>Conditions</h2>",

@@ -148,7 +148,9 @@ def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: st
                 speed_text(c, labels),
                 lat(c and c.latency_p50_ms),
                 lat(c and c.latency_p95_ms),
-                ("–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s") + requests_text(c),
+                ("–" if not c or not c.items else f"{c.items} in {c.seconds:.2f}s")
+                + requests_text(c)
+                + listwise_text(c),
             ]
         )
     served = any(c and c.requests for c in costs.values())
@@ -173,7 +175,8 @@ def costs_table(costs: dict, kinds: dict[str, str], order: list[str], labels: st
             "queries after the run's scoring (the first stage: –). Timed: items and seconds inside "
             "the timer, summed over datasets (and over earlier runs, when cached).",
         ]
-        + ([REQUESTS_NOTE] if served else []),
+        + ([REQUESTS_NOTE] if served else [])
+        + ([LISTWISE_NOTE] if any(c and c.listwise for c in costs.values()) else []),
     )
 
 
@@ -191,6 +194,42 @@ def requests_text(c) -> str:
         return ""
     lat = "" if r.p50_ms is None else f", p50/p95 {r.p50_ms:,.0f}/{r.p95_ms:,.0f} ms per request"
     return f"; {r.requests} requests, {r.retries} retries{lat}"
+
+
+LISTWISE_NOTE = (
+    "A listwise reranker (RankLLM's sliding windows) is timed over the windows it asked for (Timed: the passages in "
+    "them); Timed adds its windows (those asked in this run), the answers' prompt and answer tokens, and how many "
+    "answers were a whole permutation in the prompt's format (ok), or not: wrong format, repetition, missing "
+    "documents, as RankLLM's response analysis counts them."
+)
+UNUSABLE_SHARE = 0.5  # a listwise row with more answers than this not ok is noted under the leaderboard
+
+
+def listwise_text(c) -> str:
+    a = c and c.listwise
+    if not a:
+        return ""
+    return (
+        f"; {a.windows} windows ({a.requests} asked), {a.prompt_tokens:,} prompt + {a.completion_tokens:,} answer "
+        f"tokens; {a.ok} ok, {a.wrong_format} wrong format, {a.repetition} repetition, {a.missing_documents} "
+        "missing documents"
+    )
+
+
+def unusable_notes(costs: dict, order: list[str]) -> list[str]:
+    """A sentence under the leaderboard for each listwise row whose answers were mostly unusable: its order is then
+    mostly RankLLM's repair of them (passages not named kept in their first-stage order), not the model's ranking."""
+    out = []
+    for s in order:
+        a = costs.get(s) and costs[s].listwise
+        if a and a.windows and a.unusable > UNUSABLE_SHARE:
+            out.append(
+                f"{s}: {a.windows - a.ok} of {a.windows} window answers ({a.unusable:.0%}) were not a whole "
+                f"permutation in the prompt's format ({a.wrong_format} wrong format, {a.repetition} repetition, "
+                f"{a.missing_documents} missing documents): its order is mostly the repair of those answers (passages "
+                "not named keep their first-stage order), not the model's ranking."
+            )
+    return out
 
 
 def conditions_table(conditions: pl.DataFrame, labels: str) -> Table:

@@ -205,14 +205,61 @@ def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> T
             interval(r["ci_low"], r["ci_high"], signed),
             f"{r['p_value']:.3f}",
             r["verdict"],
+            f"{r['p_randomization']:.3g}",
+            f"{r['p_adjusted']:.3g}",
+            "–" if r["effect_size"] is None else f"{r['effect_size']:+.2f}",
         ]
         for r in pairs.iter_rows(named=True)
     ]
     return Table(
-        ["System", "Versus", "Dataset", word("condition", labels), "Delta", ci_label("en", confidence), "p", "Verdict"],
+        [
+            "System",
+            "Versus",
+            "Dataset",
+            word("condition", labels),
+            "Delta",
+            ci_label("en", confidence),
+            "p",
+            "Verdict",
+            "p (randomization)",
+            "p adjusted",
+            "Effect size",
+        ],
         rows,
-        ["Every cell of every pair: delta = first − second on the same queries, with its paired interval."],
+        [
+            "Every cell of every pair: delta = first − second on the same queries, with its paired interval.",
+            "p: the bootstrap's; p (randomization): the paired randomization test's, adjusted as the contract says; "
+            "effect size: delta ÷ the standard deviation of the per-query differences.",
+        ],
     )
+
+
+def detectable_table(detectable: pl.DataFrame, uninformative: pl.DataFrame, datasets: list, alpha: float) -> Table:
+    """Per dataset: queries, those with no relevant document, and the smallest difference it can detect; a note for
+    each dataset whose "no difference" cells are narrower than that (`uninformative_cells`)."""
+    ranked = {d.name: d.in_ranking for d in datasets}
+
+    def mde(v: float | None) -> str:
+        return "–" if v is None else f"{v:.4f}"
+
+    rows = [
+        [dataset_label(r["dataset"], ranked.get(r["dataset"], True)), str(r["queries"]), str(r["no_relevant"])]
+        + [mde(r["mde"]), mde(r["mde_median"])]
+        for r in detectable.iter_rows(named=True)
+    ]
+    notes = [
+        "MDE: the smallest true difference of the headline a two-sided paired t-test at α = "
+        f"{alpha:g} detects with 80% power, from the clean per-query differences of the top two systems "
+        "(median: of every pair of systems)."
+    ]
+    notes += [
+        f'{r["dataset"]}: in {r["cells"]} of its {r["of"]} "no difference" cells the dataset\'s MDE '
+        f"({r['mde']:.4f}) exceeds the interval's width: a difference below the MDE is likely to go undetected, so "
+        '"no difference" there is no evidence that the systems are equal.'
+        for r in uninformative.iter_rows(named=True)
+        if r["cells"]
+    ]
+    return Table(["Dataset", "Queries", "No relevant doc.", "MDE (top two)", "MDE (median pair)"], rows, notes)
 
 
 def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:

@@ -28,6 +28,7 @@ from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank import metering
 from terazi.rerank.backends import make_scorer, shared_scorer
+from terazi.rerank.listwise import listwise_stage as listwise
 from terazi.rerank.pair_keys import (
     block_size,
     document_keys,
@@ -43,7 +44,6 @@ from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
 from terazi.schemas import (
     FIRST_STAGE,
-    MODEL_KINDS,
     CandidateSet,
     ChunkResult,
     DatasetManifest,
@@ -54,6 +54,7 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
+from terazi.schemas.rerankers import loads_model
 from terazi.store import derived
 from terazi.store.layout import CacheLayout
 
@@ -89,7 +90,7 @@ def first_stage_ranking(
 
 
 def _prepare(spec: RerankerSpec, offline: bool) -> None:
-    if spec.kind in MODEL_KINDS:
+    if loads_model(spec):
         prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
 
 
@@ -108,7 +109,11 @@ def plan_rerank(
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
     at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
     (terazi.store.derived). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too
-    (`keys.rescored`); `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`)."""
+    (`keys.rescored`); `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`). A listwise row
+    reranks whole lists, not pairs (`terazi.rerank.listwise.listwise_stage`): no depth sweep, its order at one depth
+    is not at another."""
+    if spec.kind == "listwise":
+        return listwise.plan(dataset, candidates, variant_sets, spec, rerank_depth, cache_dir, scale, offline, ties)
     started = time.time()
     _prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
@@ -208,6 +213,8 @@ def plan_rerank(
 
 def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
     """Score one chunk of the work list (pairs stored meanwhile, e.g. before a retry, are skipped)."""
+    if plan.spec.kind == "listwise":
+        return listwise.score_chunk(plan, chunk)
     start = time.perf_counter()
     a, z = plan.chunks[chunk]
     _prepare(plan.spec, plan.offline)
@@ -248,6 +255,8 @@ def _chunk_scores(plan: RerankPlan, chunk: int) -> Path:
 def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankResult:
     """The system's rankings from the plan's pairs and their scores (or linked from the stored outputs when the
     plan found them there); the plan's work files are removed."""
+    if plan.spec.kind == "listwise":
+        return listwise.finish(plan, chunks, out_dir)
     work = Path(plan.work)
 
     def write(root: Path) -> dict:

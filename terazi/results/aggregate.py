@@ -1,7 +1,7 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
-leaderboard.csv, comparisons.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md, report.html (and,
-with `leakage`, leak_free.csv; with `rerank_depths`, depths.csv and ceiling.csv).
+leaderboard.csv, comparisons.csv, datasets.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md,
+report.html (and, with `leakage`, leak_free.csv; with `rerank_depths`, depths.csv and ceiling.csv).
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -20,6 +20,7 @@ from terazi.analysis.depths import ceiling_table, depth_table
 from terazi.analysis.intervals import (
     AGGREGATION_LABELS,
     decomposition,
+    detectable_differences,
     pairwise,
     retention_by_dataset,
     retention_intervals,
@@ -98,9 +99,7 @@ def aggregate(
     )
     ranked, names = ranked_datasets(datasets), [d.name for d in datasets]
     stats_args = (config.bootstrap_resamples, config.seed, config.confidence)
-    intervals = system_intervals(
-        per_query.filter(pl.col("measure") == config.headline), ranked, *stats_args, known=known
-    )
+    intervals = system_intervals(per_query.filter(pl.col("measure") == config.headline), ranked, config, known=known)
     order = intervals["system"].to_list()
     headline = in_order(per_query.filter(pl.col("measure") == config.headline), order)
     present = set(headline["condition"].unique())
@@ -133,6 +132,7 @@ def aggregate(
         "leaderboard": describe(config.borda),
         "bootstrap": f"{config.bootstrap_resamples} paired resamples balanced by dataset, seed {config.seed}, "
         f"{level(config.confidence)} percentile interval",
+        "comparisons": config.contract(),
         "retention": f"{config.retention}: {AGGREGATION_LABELS[config.retention]}; over the queries "
         "each condition changed; its interval from the same bootstrap, resampling the ratio",
         "robustness": "end to end and isolated (reranker only)"
@@ -141,7 +141,11 @@ def aggregate(
     }
     if (dropped := dropped_line(datasets)) is not None:
         contract["left out of every ranking"] = dropped
-    pairs = in_order(pairwise(headline, names, config.conditions, *stats_args, holm=config.holm, known=known), order)
+    pairs = in_order(pairwise(headline, names, config.conditions, config, known=known), order)
+    sizes = [(d.name, d.n_queries, d.n_queries_without_relevant) for d in datasets]
+    detectable = pl.DataFrame(sizes, ["dataset", "queries", "no_relevant"], orient="row").join(
+        detectable_differences(headline, names, order, config.alpha, known=known), on="dataset", how="left"
+    )
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     deco = None
@@ -166,6 +170,7 @@ def aggregate(
         retention=retention,
         decomposition=decomp,
         pairs=pairs,
+        detectable=detectable,
         clean_means=cell_means(headline.filter(pl.col("condition") == CLEAN)),
         conditions=conditions,
         contract=contract,
@@ -217,6 +222,7 @@ def build_leaderboard(
     agg.decomposition.write_csv(layout.robustness_csv)
     agg.board.write_csv(layout.leaderboard_csv)
     agg.pairs.write_csv(layout.comparisons_csv)
+    agg.detectable.write_csv(layout.datasets_csv)
     agg.ranks.write_csv(layout.ranks_csv)
     if any(agg.costs.values()):
         costs_frame(agg.costs, system_kinds(config), agg.order).write_csv(layout.costs_csv)
@@ -386,6 +392,7 @@ def variants_frame(judgements: list[Judgement]) -> pl.DataFrame:
                 "verdict": j.verdict,
                 "speed_ratio": j.speed_ratio,
                 "size_ratio": j.size_ratio,
+                "equivalence_margin": j.margin,
             }
             for j in judgements
         ]

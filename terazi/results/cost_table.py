@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.models import costs
-from terazi.schemas import FIRST_STAGE, CandidateSet, RerankResult
+from terazi.schemas import FIRST_STAGE, CandidateSet, ListwiseCost, RerankResult
 
 
 def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) -> dict:
@@ -22,7 +22,8 @@ def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) ->
 
 def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.DataFrame:
     """costs.csv: one row per system, full precision; with a reranker served over HTTP, its requests too (requests,
-    retries, p50 and p95 ms per request)."""
+    retries, p50 and p95 ms per request); with a listwise reranker, its windows, the windows asked in this run
+    (windows_requests), their tokens and the answers' outcomes (ok, wrong_format, repetition, missing_documents)."""
     rows = []
     for s in order:
         c = costs.get(s)
@@ -63,12 +64,18 @@ def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.Data
             "cached": pl.Boolean,
         },
     )
-    if not any(c and c.requests for c in costs.values()):
-        return frame
-    served = [costs.get(s) and costs[s].requests for s in order]
-    return frame.with_columns(
-        pl.Series("requests", [r and r.requests for r in served], dtype=pl.Int64),
-        pl.Series("retries", [r and r.retries for r in served], dtype=pl.Int64),
-        pl.Series("request_p50_ms", [r and r.p50_ms for r in served], dtype=pl.Float64),
-        pl.Series("request_p95_ms", [r and r.p95_ms for r in served], dtype=pl.Float64),
-    )
+    if any(c and c.requests for c in costs.values()):
+        served = [costs.get(s) and costs[s].requests for s in order]
+        frame = frame.with_columns(
+            pl.Series("requests", [r and r.requests for r in served], dtype=pl.Int64),
+            pl.Series("retries", [r and r.retries for r in served], dtype=pl.Int64),
+            pl.Series("request_p50_ms", [r and r.p50_ms for r in served], dtype=pl.Float64),
+            pl.Series("request_p95_ms", [r and r.p95_ms for r in served], dtype=pl.Float64),
+        )
+    if any(c and c.listwise for c in costs.values()):
+        answers = [costs.get(s) and costs[s].listwise for s in order]
+        frame = frame.with_columns(
+            pl.Series(f"windows_{f}" if f == "requests" else f, [a and getattr(a, f) for a in answers], dtype=pl.Int64)
+            for f in ListwiseCost.model_fields
+        )
+    return frame

@@ -27,7 +27,7 @@ from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, word
 from terazi.present.notes import variant_sentence
 from terazi.present.table import Table
-from terazi.schemas import MetricContract, ModelCost
+from terazi.schemas import MetricContract, ModelCost, Statistics
 from terazi.store.bootstraps import BootstrapStore
 
 Labels = Literal["tr", "en"]
@@ -217,6 +217,8 @@ def variant_lines(run: RunFolder, system: str, labels: str) -> tuple[list[str], 
             r["delta"],
             r["ci_low"],
             r["ci_high"],
+            r.get("equivalence_margin", Statistics().equivalence_margin),  # (a folder from before the margin)
+            r["verdict"],
             _cost(costs.get(r["base"])),
             _cost(costs.get(r["variant"])),
         )

@@ -15,7 +15,8 @@ from importlib import import_module
 from terazi.models.refs import resolve
 from terazi.rerank.backends.base import Metered
 from terazi.rerank.pairs import Corpus
-from terazi.schemas import MODEL_KINDS, RerankerSpec
+from terazi.schemas import RerankerSpec
+from terazi.schemas.rerankers import loads_model
 
 REGISTRY: dict[tuple[str, str], str] = {
     ("bm25", "bm25s"): "terazi.rerank.backends.bm25:BM25Scorer",
@@ -26,6 +27,8 @@ REGISTRY: dict[tuple[str, str], str] = {
     ("llm-reranker", "torch"): "terazi.rerank.backends.llm:LLMReranker",
     ("http", "cohere"): "terazi.rerank.backends.http:HttpReranker",
     ("http", "tei"): "terazi.rerank.backends.http:HttpReranker",
+    ("listwise", "served"): "terazi.rerank.listwise.answerers:ServedAnswerer",
+    ("listwise", "torch"): "terazi.rerank.listwise.answerers:LocalAnswerer",
 }
 MAX_SCORERS = 4
 
@@ -48,7 +51,7 @@ def make_scorer(
     spec: RerankerSpec, corpus: Corpus, corpus_fingerprint: str, offline: bool, cache_dir: str = ".terazi-cache"
 ) -> Metered:
     """The row's scorer, metered (`cost()`); `cache_dir` holds ONNX exports and int8 copies."""
-    ref = resolve(spec.model, spec.revision, offline, cache_dir) if spec.kind in MODEL_KINDS else None
+    ref = resolve(spec.model, spec.revision, offline, cache_dir) if loads_model(spec) else None
     cls = backend_class(spec.kind, backend_of(spec))
     return Metered(cls.create(spec, ref=ref, cache_dir=cache_dir, corpus=corpus, corpus_fingerprint=corpus_fingerprint))
 
