@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from terazi.store.files import set_aside, write_atomic
+from terazi.base.paths import write_atomic
+from terazi.store.files import set_aside
 from terazi.store.layout import PARTS, CacheLayout
 from terazi.upkeep.usage import entries
 

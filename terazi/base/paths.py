@@ -24,15 +24,17 @@ import re
 import shutil
 import sqlite3
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from terazi.base.errors import DiskFullError, OutputPathError
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 SLUG_HELP = "letters, digits, '.', '_' and '-', starting with a letter or digit (at most 100 characters)"
+T = TypeVar("T")
 _SLUG = re.compile(SLUG)
 _BAD = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -341,10 +343,43 @@ def claim(before: dict[Path, tuple[int, int, int] | None]) -> None:
         if sig is not None and sig != before[p]:
             changed.setdefault(p.parent, []).append(p)
     for folder, paths in changed.items():
-        body = {**_record(folder), **{p.name: _digest(p) for p in paths}}
-        tmp = folder / f"{WRITTEN}.{os.getpid()}.tmp"
+        text = json.dumps({**_record(folder), **{p.name: _digest(p) for p in paths}}, indent=1, sort_keys=True)
         try:
-            tmp.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
-            tmp.replace(folder / WRITTEN)
+            write_atomic(folder / WRITTEN, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
         except OSError:
-            tmp.unlink(missing_ok=True)
+            pass
+
+
+def temporary_name(target: Path) -> Path:
+    """A name beside `target` that no other writer uses, hidden (a dot name: no reader of the folder lists it)."""
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+
+
+def write_atomic(target: Path, write: Callable[[Path], T], folder: bool = False, keep_theirs: bool = False) -> T:
+    """`write(tmp)` makes the file (or, with `folder`, fills the new folder) `tmp`, which is then renamed to
+    `target`; returns what `write` returned. A folder replaces one already there, unless `keep_theirs`: then one
+    another process put there meanwhile is kept (it is the same) and this one dropped."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(target)
+    if folder:
+        tmp.mkdir()
+    try:
+        value = write(tmp)
+        if folder and not keep_theirs:
+            shutil.rmtree(target, ignore_errors=True)
+        try:
+            os.replace(tmp, target)  # a rename keeps every file's inode and mtime: recorded stamps stay true
+        except OSError:
+            if not (folder and keep_theirs and target.is_dir()):
+                raise
+        return value
+    finally:
+        remove(tmp)
+
+
+def remove(path: Path) -> None:
+    """A file or folder gone, whichever it is (nothing when it is not there)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

@@ -21,8 +21,8 @@ from typing import TypeVar
 import polars as pl
 import pyarrow.parquet as pq
 
+from terazi.base.paths import write_atomic
 from terazi.schemas.tables import VARIANT
-from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.blocks")
 T = TypeVar("T")

@@ -22,9 +22,8 @@ import pyarrow.parquet as pq
 
 from terazi.base import fingerprint
 from terazi.base.errors import CacheError
-from terazi.base.paths import mark_used
+from terazi.base.paths import mark_used, write_atomic
 from terazi.schemas.records import Document
-from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.corpus")

@@ -33,8 +33,8 @@ import polars as pl
 from terazi.base import fingerprint
 from terazi.base.errors import DatasetError
 from terazi.base.outside import shown
+from terazi.base.paths import write_atomic
 from terazi.schemas.sources import Source
-from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.sources")

@@ -25,9 +25,9 @@ import numpy as np
 from filelock import FileLock
 
 from terazi.base import fingerprint
+from terazi.base.paths import write_atomic
 from terazi.models.refs import ModelRef, local_folder, weights_info
 from terazi.schemas import ListwiseCost, ModelCost, RequestCost
-from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.costs")

@@ -21,9 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from terazi.base import fingerprint
-from terazi.base.paths import mark_used
+from terazi.base.paths import mark_used, write_atomic
 from terazi.models.refs import ModelRef
-from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.vectors")
 ROWS = re.compile(r"rows-(\d+)-(\d+)\.npy$")

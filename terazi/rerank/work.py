@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from terazi.base.paths import write_atomic
 from terazi.data.blocks import BLOCK_ROWS, write_blocks
 from terazi.rerank.pair_keys import model_key
 from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
-from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.rerank")
 POLL_SECONDS = 1.0

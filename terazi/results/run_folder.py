@@ -23,11 +23,10 @@ import pyarrow.parquet as pq
 
 from terazi.base.errors import IncompleteRunError, OutputPathError
 from terazi.base.outside import blot
-from terazi.base.paths import disjoint, inside, local_path, writable_folder
+from terazi.base.paths import disjoint, inside, local_path, writable_folder, write_atomic
 from terazi.schemas import AnalyzeConfig, EvalConfig
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.layout import RunLayout
-from terazi.store.files import write_atomic
 
 MARKER, MANIFEST = RunLayout.MARKER, RunLayout.MANIFEST
 

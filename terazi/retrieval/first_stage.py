@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from terazi.base import fingerprint
+from terazi.base.paths import write_atomic
 from terazi.base.progress import progress
 from terazi.base.ties import id_order
 from terazi.data.blocks import BLOCK_ROWS
@@ -65,7 +66,6 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.tables import CLEAN, VARIANT
-from terazi.store.files import write_atomic
 
 log = logging.getLogger("terazi.retrieve")
 

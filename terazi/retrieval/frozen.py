@@ -21,7 +21,7 @@ import polars as pl
 
 from terazi.base import fingerprint
 from terazi.base.errors import CacheError, ConfigError
-from terazi.base.paths import inside, link, mark_used
+from terazi.base.paths import inside, link, mark_used, write_atomic
 from terazi.data.blocks import blockwise, write_blocks
 from terazi.data.trec_writer import write_run
 from terazi.metrics.ceiling import UNCHANGED
@@ -29,7 +29,6 @@ from terazi.metrics.per_query import per_query_values
 from terazi.schemas import CandidateSet, DatasetManifest
 from terazi.schemas.tables import RANKING, VARIANT
 from terazi.store import derived, file_hashes
-from terazi.store.files import write_atomic
 from terazi.store.layout import CANDIDATES_MANIFEST as MANIFEST
 from terazi.store.layout import PARTS, CacheLayout
 

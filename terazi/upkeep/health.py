@@ -20,12 +20,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from terazi.base.errors import CacheError
+from terazi.base.paths import remove
 from terazi.present.table import Table
 from terazi.rerank.store import ModelKey, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
 from terazi.retrieval.frozen import load_frozen
 from terazi.store import bootstraps, derived
-from terazi.store.files import remove, set_aside
+from terazi.store.files import set_aside
 from terazi.store.layout import CANDIDATES_MANIFEST as MANIFEST
 from terazi.store.layout import CacheLayout
 

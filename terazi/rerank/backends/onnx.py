@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from terazi.base import fingerprint
-from terazi.base.paths import mark_used
+from terazi.base.paths import mark_used, write_atomic
 from terazi.base.shutdown import check
 from terazi.models.refs import (
     ModelError,
@@ -35,7 +35,6 @@ from terazi.rerank.backends.base import CPU_BATCH, Backend
 from terazi.rerank.backends.bi import BiEncoder
 from terazi.rerank.backends.torch_cross import activation_name
 from terazi.rerank.pairs import Pair
-from terazi.store.files import write_atomic
 from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.rerank.backends.onnx")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi.base.paths import inside
+from terazi.base.paths import inside, write_atomic
 from terazi.base.progress import progress
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
@@ -177,9 +177,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
         {"li": lists["li"], "scores": [core.final_scores(o).tolist() for o in walk.orders]},
         schema={"li": pl.UInt32, "scores": pl.List(pl.Float64)},
     )
-    tmp = _orders(plan, chunk).with_name(f".{_orders(plan, chunk).name}.tmp")
-    out.write_parquet(tmp)
-    tmp.replace(_orders(plan, chunk))
+    write_atomic(_orders(plan, chunk), out.write_parquet)
     described = {k: v for k, v in answerer.describe().items() if k != "requests"}
     cost = ModelCost(
         **described,
