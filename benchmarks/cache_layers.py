@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-LAYERS = ("memo", "stamps", "known")
+LAYERS = ("outputs", "file-hashes", "bootstraps")
 
 
 def layer_table(layers: dict[str, list[dict]]) -> None:
@@ -23,21 +23,20 @@ def layer_table(layers: dict[str, list[dict]]) -> None:
 
 
 def switch_off(layer: str) -> None:
-    """Run this process without one of the warm path's cache layers, to measure what it saves: `memo` (stage outputs
-    made again instead of linked), `stamps` (big inputs hashed from their bytes each run) or `known` (every bootstrap
-    interval drawn again)."""
+    """Run this process without one of the warm path's cache layers, to measure what it saves: `outputs` (stage
+    outputs made again instead of linked), `file-hashes` (big inputs hashed from their bytes each run) or `bootstraps`
+    (every bootstrap interval drawn again)."""
     from contextlib import nullcontext
 
-    from terazi import memo, stamps
-    from terazi.analysis import known
+    from terazi.store import bootstraps, derived, file_hashes
 
-    if layer == "memo":
-        memo.stored = lambda cache_dir, stage_key: None
-        memo.reuse = lambda cache_dir, stage_key, out_dir, make: make(Path(out_dir))
-        memo._one_file = lambda cache_dir, name, make, read, write: make()
-    elif layer == "stamps":
-        stamps.book_in = lambda cache_dir: None
-    elif layer == "known":
-        known.kept = lambda cache_dir: nullcontext()
+    if layer == "outputs":
+        derived.stored = lambda cache_dir, stage_key: None
+        derived.reuse = lambda cache_dir, stage_key, out_dir, make: make(Path(out_dir))
+        derived._one_file = lambda cache_dir, name, make, read, write: make()
+    elif layer == "file-hashes":
+        file_hashes.book_in = lambda cache_dir: None
+    elif layer == "bootstraps":
+        bootstraps.opened = lambda cache_dir: nullcontext()
     elif layer:
         raise SystemExit(f"no cache layer {layer!r}")

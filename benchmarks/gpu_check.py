@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from terazi.configs import DEMO_DIR  # noqa: E402
+from terazi.config.config_files import DEMO_DIR  # noqa: E402
 from terazi.data.beir import load_beir  # noqa: E402
 from terazi.data.corpus import CorpusTable  # noqa: E402
 from terazi.data.loading import dataset_corpus, load_dataset  # noqa: E402

@@ -51,7 +51,7 @@ def beir_halves(folder: Path, out: Path) -> tuple[Path, Path]:
 def copies(folder: Path, out: Path) -> dict[str, Path]:
     """Training files of XQuAD-tr's own paragraphs (`text`) and questions (`query`) in one file, as three kinds of
     tools would have copied them."""
-    from terazi.turkish import to_ascii
+    from terazi.base.turkish import to_ascii
 
     texts = [
         (field, json.loads(line)["text"])
@@ -69,9 +69,9 @@ def copies(folder: Path, out: Path) -> dict[str, Path]:
 
 def hits(bench: Path, train: Path, fold_ascii: bool, turkish_i: bool) -> tuple[int, int, int, int]:
     """(benchmark queries hit, passages hit, training records hit, queries repeated: exact or near, ratio 90)."""
-    from terazi.contamination import normalize
-    from terazi.contamination.core import check
     from terazi.data.beir import load_beir
+    from terazi.leakage import normalize
+    from terazi.leakage.overlap import check
     from terazi.schemas.leakage import LeakageOptions, TrainSource
 
     if turkish_i:
@@ -88,7 +88,7 @@ def hits(bench: Path, train: Path, fold_ascii: bool, turkish_i: bool) -> tuple[i
 
 def turkish_i_folded(texts, fold_ascii: bool):
     """The casefolding before issue 37: İ → i and I → ı (Turkish lowercasing), ı → i only with fold_ascii."""
-    from terazi.contamination import normalize
+    from terazi.leakage import normalize
 
     e = texts.str.replace_many(["İ", "I"], ["i", "ı"]).str.to_lowercase().str.replace_all("i\u0307", "i", literal=True)
     if fold_ascii:

@@ -51,7 +51,7 @@ def environment(prefect_home: Path) -> dict:
 def dataset(kind: str, replicas: int, folder: Path) -> Path:
     """XQuAD-tr (or the demo set) as BEIR, replicated under new ids: copy k's texts end in a word of their own."""
     from benchmarks.bench_pairs import replicate
-    from terazi.configs import DEMO_DIR
+    from terazi.config.config_files import DEMO_DIR
     from terazi.data.squad import squad_to_beir
 
     target = folder / f"{kind}-x{replicas}"

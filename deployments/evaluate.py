@@ -14,12 +14,12 @@ from pathlib import Path
 from prefect.runner import Runner
 from prefect.schedules import Cron
 
-from terazi import shutdown
-from terazi.configs import demo_config, read_config_file
+from terazi.base import shutdown
+from terazi.base.paths import within
+from terazi.config.config_files import demo_config, read_config_file
+from terazi.config.policy import ServicePolicy, absolute, absolute_dataset
 from terazi.flows.evaluate import evaluate
 from terazi.flows.nightly import nightly
-from terazi.paths import within
-from terazi.policy import ServicePolicy, absolute, absolute_dataset
 from terazi.schemas import EvalConfig
 
 
@@ -70,7 +70,7 @@ def deployments(
 def serve_all(config: EvalConfig, policy: ServicePolicy, cron: str, timezone: str, limit: int | None = None) -> None:
     """Serve both deployments from this process until interrupted; runs inherit the policy.
 
-    What `prefect.serve` does, with the runner's own SIGTERM handler relayed (terazi.shutdown): a stop request also
+    What `prefect.serve` does, with the runner's own SIGTERM handler relayed (terazi.base.shutdown): a stop request also
     arms the watchdog, since a runner whose Prefect server has gone keeps retrying the server and never ends."""
     policy.to_env()
     runner = Runner(limit=limit)

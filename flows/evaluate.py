@@ -17,12 +17,12 @@ from prefect import flow
 from prefect.futures import PrefectFuture
 
 from terazi.analysis.identity import identity as benchmark_identity
+from terazi.base.paths import writable_folder
+from terazi.config.policy import enforce_if_served
 from terazi.flows.lifecycle import results_folder
 from terazi.flows.runners import Submit, model_runner
 from terazi.flows.runtime import artifact_prefix, crash_stale_runs, refusals_as_failed, run_kind
-from terazi.paths import writable_folder
-from terazi.policy import enforce_if_served
-from terazi.results.folder import check_outputs
+from terazi.results.run_folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
     BenchmarkIdentity,

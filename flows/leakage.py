@@ -1,5 +1,5 @@
 """The leakage flow (`terazi-leakage`): benchmark datasets × training sources → an output folder (summary.json, id
-lists to drop, report.md, report.html; terazi.contamination), published as artifacts: the shares per dataset and the
+lists to drop, report.md, report.html; terazi.leakage), published as artifacts: the shares per dataset and the
 report."""
 
 from __future__ import annotations

@@ -19,15 +19,15 @@ from pathlib import Path
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from pydantic import BaseModel
 
-from terazi import shutdown
-from terazi.analysis.known import Known, kept
+from terazi.base import shutdown
+from terazi.base.paths import disk_full
 from terazi.flows.runtime import current_flow_run_id
-from terazi.paths import disk_full
 from terazi.present.artifacts import Artifact, artifacts
 from terazi.present.card import build_card
-from terazi.results import folder
+from terazi.results import run_folder
 from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
+from terazi.store.bootstraps import BootstrapStore, opened
 from terazi.version import __version__
 
 
@@ -62,14 +62,14 @@ def results_folder(
 ) -> Iterator[OpenRun]:
     """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
     `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
-    with folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
+    with run_folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
         run = OpenRun(path, kind)
         try:
             with shutdown.relayed():  # SIGTERM stops the stages' worker threads too, not only Prefect's main thread
                 yield run
             if run.manifest is None:
                 raise RuntimeError("the run ended without its manifest")
-            folder.finish(run.path, run.manifest.model_dump_json(indent=2))
+            run_folder.finish(run.path, run.manifest.model_dump_json(indent=2))
         except BaseException as e:
             full = disk_full(
                 e,
@@ -86,18 +86,18 @@ def results_folder(
                 reason = f"stopped by signal {signum}"
             else:  # the stop surfaced as whatever the signal interrupted (seen: Prefect's "Task run is not set")
                 reason = f"stopped by signal {signum} ({error})"
-            folder.mark_stopped(run.path, reason)
+            run_folder.mark_stopped(run.path, reason)
             if full:
                 raise full from e
             raise
-    with kept(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
+    with opened(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
         publish(run.path, artifact_prefix, known)
 
 
-def publish(run_dir: Path, prefix: str, known: Known | None = None) -> None:
+def publish(run_dir: Path, prefix: str, known: BootstrapStore | None = None) -> None:
     """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
     the model card of the featured system (`terazi card`), in the run's labels (its intervals found in `known` when
-    computed before, terazi.analysis.known)."""
+    computed before, terazi.store.bootstraps)."""
     items = artifacts(run_dir)
     layout = RunLayout(run_dir)
     if layout.is_complete():  # the card reads the manifest

@@ -9,9 +9,9 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
+from terazi.config.policy import enforce_if_served
 from terazi.flows.evaluate import evaluation
 from terazi.flows.runtime import artifact_prefix, refusals_as_failed
-from terazi.policy import enforce_if_served
 from terazi.present.changes import since_last_nightly
 from terazi.schemas import EvalConfig
 from terazi.schemas.layout import RunLayout

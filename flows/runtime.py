@@ -11,10 +11,10 @@ from typing import TypeVar
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from terazi.errors import TeraziError
-from terazi.outside import blot
-from terazi.policy import served_deployment
-from terazi.results import folder as results
+from terazi.base.errors import TeraziError
+from terazi.base.outside import blot
+from terazi.config.policy import served_deployment
+from terazi.results import run_folder as results
 from terazi.schemas import EvalConfig
 
 log = logging.getLogger("terazi.flow")

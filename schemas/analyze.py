@@ -7,7 +7,14 @@ from typing import Literal
 
 from pydantic import Field, model_serializer, model_validator
 
-from terazi.schemas.config import EXCLUDE, EXCLUDE_BY, EvalConfig, measures, omit_unset_exclude
+from terazi.schemas.config import (
+    LEAKAGE,
+    LEAKAGE_BY,
+    EvalConfig,
+    measures,
+    omit_unset_leakage,
+    renamed_fields,
+)
 from terazi.schemas.fields import BENCHMARK, MeasureName, SlugName, StrictModel
 from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
@@ -53,12 +60,14 @@ class AnalyzeConfig(Statistics, Runs):
     labels: Literal["en", "tr"] = Field(_EVAL["labels"].default, description=_EVAL["labels"].description)
     out_dir: str = Field(_EVAL["out_dir"].default, description=_EVAL["out_dir"].description)
     run_name: SlugName | None = Field(None, description=_EVAL["run_name"].description)
-    exclude: str | None = Field(None, description=EXCLUDE)
-    exclude_by: Literal["queries", "relevant"] = Field("queries", description=EXCLUDE_BY)
+    leakage: str | None = Field(None, description=LEAKAGE)
+    leakage_by: Literal["queries", "relevant"] = Field("queries", description=LEAKAGE_BY)
+
+    _old_spellings = model_validator(mode="before")(renamed_fields)
 
     @model_serializer(mode="wrap")
-    def _exclude_only_when_set(self, handler):
-        return omit_unset_exclude(self, handler(self))
+    def _leakage_only_when_set(self, handler):
+        return omit_unset_leakage(self, handler(self))
 
     @model_validator(mode="after")
     def _consistent(self) -> AnalyzeConfig:
@@ -70,7 +79,7 @@ class AnalyzeConfig(Statistics, Runs):
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """(what the analysis writes, the folders it reads), as `EvalConfig.folders`."""
         outputs = [("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>")))]
-        return outputs, [("runs folder", self.folder)] + ([("exclude folder", self.exclude)] if self.exclude else [])
+        return outputs, [("runs folder", self.folder)] + ([("leakage folder", self.leakage)] if self.leakage else [])
 
     def as_eval_config(self, conditions: list[str]) -> EvalConfig:
         """The settings the shared aggregation reads (headline, metrics, conditions, statistics, Borda,
@@ -90,6 +99,6 @@ class AnalyzeConfig(Statistics, Runs):
             labels=self.labels,
             out_dir=self.out_dir,
             run_name=self.run_name,
-            exclude=self.exclude,
-            exclude_by=self.exclude_by,
+            leakage=self.leakage,
+            leakage_by=self.leakage_by,
         )

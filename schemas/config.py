@@ -7,13 +7,14 @@ and rejects bad values with pydantic's message.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from terazi.errors import FieldsError, MetricError
-from terazi.paths import unique
+from terazi.base.errors import FieldsError, MetricError
+from terazi.base.paths import unique
 from terazi.schemas.corruption import CorruptionSpec
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import (
@@ -49,12 +50,12 @@ class VariantPair(StrictModel):
     )
 
 
-EXCLUDE = (
+LEAKAGE = (
     "leakage output folder (`terazi leakage --out`): every headline is also reported without the queries it "
     "lists for each dataset, beside the full one, with the paired interval of the difference "
-    "(decontaminated.csv)"
+    "(leak_free.csv)"
 )
-EXCLUDE_BY = (
+LEAKAGE_BY = (
     "queries: leave out the contaminated queries (n-gram hits and repeats: <dataset>/queries.txt); "
     "relevant: also the judged queries whose relevant passage is hit (relevant_hit.txt)"
 )
@@ -99,12 +100,30 @@ def measures(config: object) -> None:
         config.metrics = [config.headline, *config.metrics]
 
 
-def omit_unset_exclude(model: object, body: object) -> object:
-    """A config without `exclude` (or `rerank_depths`) is written as it was before the field existed (a run's
+OLD_SPELLINGS = {"exclude": "leakage", "exclude_by": "leakage_by"}  # read still, with a deprecation line
+log = logging.getLogger("terazi.config")
+
+
+def renamed_fields(data: object) -> object:
+    """A config written with a field's old name (`exclude`, `exclude_by`: the leakage check's spellings before it was
+    called leakage everywhere) read under the new one, said in one deprecation line; both names at once is an error."""
+    if not isinstance(data, dict):
+        return data
+    for old, new in OLD_SPELLINGS.items():
+        if old in data:
+            if new in data:
+                raise ValueError(f"{old} and {new} both given: {old} is the old name of {new}; keep {new}")
+            log.warning("config: `%s` is deprecated, read as `%s` (write `%s` from now on)", old, new, new)
+            data = {**{k: v for k, v in data.items() if k != old}, new: data[old]}
+    return data
+
+
+def omit_unset_leakage(model: object, body: object) -> object:
+    """A config without `leakage` (or `rerank_depths`) is written as it was before the field existed (a run's
     manifest unchanged)."""
-    if isinstance(body, dict) and getattr(model, "exclude", None) is None:
-        body.pop("exclude", None)
-        body.pop("exclude_by", None)
+    if isinstance(body, dict) and getattr(model, "leakage", None) is None:
+        body.pop("leakage", None)
+        body.pop("leakage_by", None)
     for name in ("rerank_depths", "first_stages"):
         if isinstance(body, dict) and getattr(model, name, 0) is None:
             body.pop(name, None)
@@ -213,12 +232,14 @@ class EvalConfig(Statistics, Evaluated):
     )
     run_name: SlugName | None = Field(None, description="results sub-folder; default: a UTC time stamp")
     offline: bool = Field(False, description="never contact a model hub")
-    exclude: str | None = Field(None, description=EXCLUDE)
-    exclude_by: Literal["queries", "relevant"] = Field("queries", description=EXCLUDE_BY)
+    leakage: str | None = Field(None, description=LEAKAGE)
+    leakage_by: Literal["queries", "relevant"] = Field("queries", description=LEAKAGE_BY)
+
+    _old_spellings = model_validator(mode="before")(renamed_fields)
 
     @model_serializer(mode="wrap")
-    def _exclude_only_when_set(self, handler):
-        return omit_unset_exclude(self, handler(self))
+    def _leakage_only_when_set(self, handler):
+        return omit_unset_leakage(self, handler(self))
 
     @field_validator("conditions", mode="before")
     @classmethod
@@ -329,7 +350,7 @@ class EvalConfig(Statistics, Evaluated):
         return out
 
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(what the run writes, the folders it reads) for `terazi.paths.disjoint`: outputs never overlap inputs.
+        """(what the run writes, the folders it reads) for `terazi.base.paths.disjoint`: outputs never overlap inputs.
         Without a run name the results folder is a new time-stamped one under out_dir."""
         outputs = [
             ("results folder", str(Path(self.out_dir) / (self.run_name or "<time stamp>"))),
@@ -337,4 +358,4 @@ class EvalConfig(Statistics, Evaluated):
         ]
         inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]
         inputs += [("first-stage runs folder", d.first_stage_runs) for d in self.datasets if d.first_stage_runs]
-        return outputs, inputs + ([("exclude folder", self.exclude)] if self.exclude else [])
+        return outputs, inputs + ([("leakage folder", self.leakage)] if self.leakage else [])

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from terazi.errors import FieldsError
-from terazi.paths import slugify
+from terazi.base.errors import FieldsError
+from terazi.base.paths import slugify
 from terazi.schemas.fields import SlugName, StrictModel
 from terazi.schemas.sources import parse as parse_source
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from terazi.amounts import MOST_WHOLE
-from terazi.paths import SLUG, SLUG_HELP, is_slug
+from terazi.base.amounts import MOST_WHOLE
+from terazi.base.paths import SLUG, SLUG_HELP, is_slug
 from terazi.schemas.tables import CLEAN
 
 BUNDLED_ENCODER = "bundled:all-MiniLM-L6-v2"
@@ -60,7 +60,7 @@ class StrictModel(BaseModel):
     @field_validator("*")
     @classmethod
     def _whole_numbers_in_range(cls, value: Any) -> Any:
-        """A whole number is at most 2^53, as on the command line (`terazi.amounts`): beyond, no array holds it."""
+        """A whole number is at most 2^53, as on the command line (`terazi.base.amounts`): beyond, no array holds it."""
         if type(value) is int and abs(value) > MOST_WHOLE:
             raise ValueError(f"{value:.3g} is too large (at most 2^53)")
         return value

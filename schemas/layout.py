@@ -20,7 +20,7 @@ report, `terazi compare`, the nightly, the card) reads.
     runs/ qrels/ changed/ datasets.yaml         the results as a runs folder (terazi.data.runfolder)
     mteb/results/<system>/<revision>/<dataset>.json   the clean results as MTEB result files (terazi.results.as_mteb)
 
-Every path is inside the folder (`terazi.paths.inside`): names come from configs and forms.
+Every path is inside the folder (`terazi.base.paths.inside`): names come from configs and forms.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import os
 import socket
 from pathlib import Path
 
-from terazi.errors import IncompleteRunError
-from terazi.paths import inside
+from terazi.base.errors import IncompleteRunError
+from terazi.base.paths import inside
 
 
 def _alive(marker: dict) -> bool:
@@ -161,9 +161,9 @@ class RunLayout:
         return self.file("variants.csv")
 
     @property
-    def decontaminated_csv(self) -> Path:
-        """Only with `exclude`: every headline without the queries a leakage check lists, beside the full one."""
-        return self.file("decontaminated.csv")
+    def leak_free_csv(self) -> Path:
+        """Only with `leakage`: every headline without the queries a leakage check lists, beside the full one."""
+        return self.file("leak_free.csv")
 
     @property
     def depths_csv(self) -> Path:
@@ -251,7 +251,7 @@ class RunLayout:
 
 
 class LeakageLayout:
-    """The output folder of `terazi leakage` (terazi.contamination.report writes it; an evaluation's `exclude` reads
+    """The output folder of `terazi leakage` (terazi.leakage.output writes it; an evaluation's `leakage` reads
     it):
 
     summary.json report.md report.html train_hits.txt

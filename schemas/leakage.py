@@ -1,5 +1,5 @@
 """The leakage check's contracts: a training source, how to check, the flow's config (`terazi-leakage`) and the small
-manifest it returns. The check itself is terazi.contamination; these live here so that a config (the flow's parameter,
+manifest it returns. The check itself is terazi.leakage; these live here so that a config (the flow's parameter,
 a YAML file) can hold them without the contracts importing the core."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from terazi.amounts import Range
-from terazi.errors import ConfigError, describe
-from terazi.paths import unique
+from terazi.base.amounts import Range
+from terazi.base.errors import ConfigError, describe
+from terazi.base.paths import unique
 from terazi.schemas.datasets import DatasetSpec
 from terazi.schemas.fields import StrictModel
 from terazi.schemas.sources import parse as parse_source
@@ -175,8 +175,8 @@ class LeakageConfig(StrictModel):
         return self
 
     def folders(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """(what the check writes, what it reads) for `terazi.paths.disjoint`: outputs never overlap inputs. The cache
-        is written only when a named dataset is copied into it."""
+        """(what the check writes, what it reads) for `terazi.base.paths.disjoint`: outputs never overlap inputs. The
+        cache is written only when a named dataset is copied into it."""
         named = any(parse_source(d.path) for d in self.datasets)
         outputs = [("leakage output folder", self.out)] + ([("cache folder", self.cache_dir)] if named else [])
         inputs = [("dataset folder", d.folder) for d in self.datasets if d.folder]

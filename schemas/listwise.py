@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from terazi.errors import FieldsError
+from terazi.base.errors import FieldsError
 from terazi.schemas.rows import _ModelReranker, endpoint_url
 
 LISTWISE_PROMPTS = ("rank_gpt", "rank_zephyr")

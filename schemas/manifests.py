@@ -216,7 +216,7 @@ class RerankPlan(_Manifest):
     unique: int
     cached: int
     started: float
-    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.memo)")
+    output: str = Field("", description="key of the ranking among the cache's stored outputs (terazi.store.derived)")
     stored: bool = Field(False, description="the ranking of these inputs is stored: no pair is read, none scored")
     listwise: ListwiseCost | None = Field(
         None, description="a listwise row whose ranking is stored: the answers it rests on, as that run counted them"

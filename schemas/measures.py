@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 
 FAMILIES = ("nDCG", "RR", "R", "P", "AP", "Judged")
 WHOLE_RANKING = ("nDCG", "RR", "AP")  # may be written without a cutoff: trec_eval's ndcg, recip_rank and map

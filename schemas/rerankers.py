@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from terazi.errors import FieldsError
-from terazi.paths import slugify
+from terazi.base.errors import FieldsError
+from terazi.base.paths import slugify
 from terazi.schemas.fields import FIRST_STAGE, SlugName
 from terazi.schemas.listwise import ListwiseSpec
 from terazi.schemas.rows import _ModelReranker, _Reranker, endpoint_url

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from terazi.errors import DatasetError
-from terazi.paths import slugify
+from terazi.base.errors import DatasetError
+from terazi.base.paths import slugify
 
 SCHEMES = ("hf", "mteb", "ir_datasets")
 _HF = re.compile(r"^(?P<name>[^@#]+?)(?:@(?P<revision>[^#]+))?(?:#(?P<subset>.+))?$")

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from terazi.errors import FieldsError
+from terazi.base.errors import FieldsError
 from terazi.schemas.fields import StrictModel
 
 CORRECTIONS = {"none": "none", "holm": "Holm", "bh": "Benjamini–Hochberg"}

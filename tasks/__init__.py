@@ -3,12 +3,12 @@
 
 Tasks exchange the small manifests of `terazi.schemas.manifests`; heavy data stays on disk, named by
 fingerprints, so retries and re-runs never pickle arrays. terazi's log lines reach the Prefect
-run they belong to (`terazi.logs`), wherever the task runs.
+run they belong to (`terazi.base.logs`), wherever the task runs.
 """
 
-from terazi.errors import TeraziError
-from terazi.logs import send_to_prefect
-from terazi.paths import is_disk_full
+from terazi.base.errors import TeraziError
+from terazi.base.logs import send_to_prefect
+from terazi.base.paths import is_disk_full
 
 send_to_prefect()
 

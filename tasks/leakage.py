@@ -1,11 +1,11 @@
 """The leakage check as tasks: its inputs checked (datasets loaded, sources opened, the output folder), then the check
-and its output folder (terazi.contamination.folder)."""
+and its output folder (terazi.leakage.checked)."""
 
 from __future__ import annotations
 
 from prefect import task
 
-from terazi.contamination.folder import check_folder, check_inputs
+from terazi.leakage.checked import check_folder, check_inputs
 from terazi.tasks import transient
 
 leakage_inputs_task = task(

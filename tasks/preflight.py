@@ -1,10 +1,10 @@
-"""Stage 0 as a task: every check that can run before a heavy stage (terazi.preflight)."""
+"""Stage 0 as a task: every check that can run before a heavy stage (terazi.config.preflight)."""
 
 from __future__ import annotations
 
 from prefect import task
 
-from terazi.preflight import preflight
+from terazi.config.preflight import preflight
 from terazi.tasks import transient
 
 preflight_task = task(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prefect import task
 
-from terazi.rerank.shared import shared_pairs
+from terazi.rerank.shared_pairs import shared_pairs
 from terazi.rerank.stage import finish_rerank, first_stage_ranking, fuse_systems, plan_rerank, score_chunk
 from terazi.tasks import transient
 

@@ -11,7 +11,23 @@ The Python API (everything is imported on first use, so `import terazi` stays ch
     manifest, counts = terazi.leakage(["data/my-beir"], ["train.jsonl"])  # was the benchmark in the training data?
 """
 
+import sys
+import types
+
 from terazi.api import analyze, card, compare, evaluate, leakage, score
 from terazi.version import __version__
 
 __all__ = ["__version__", "analyze", "card", "compare", "evaluate", "leakage", "score"]
+
+
+class _Face(types.ModuleType):
+    """The package's face keeps its API: `terazi.leakage` is the function even once the package of the same name
+    (terazi/leakage/, the check itself) is imported, which would otherwise bind its module over the name. The
+    package is reached by import as ever (`from terazi.leakage import check`)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if not (name in __all__ and isinstance(value, types.ModuleType)):
+            super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Face

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _setup() -> None:
     """Prefect's defaults (no telemetry, a patient start-up) unless the caller set them."""
-    from terazi.logs import prefect_defaults
+    from terazi.base.logs import prefect_defaults
 
     prefect_defaults()
 
@@ -30,23 +30,15 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
     """Run an evaluation (an EvalConfig, its fields as a dict, or a YAML/JSON/TOML config file) as the Prefect flow
     `terazi-evaluate`; returns the run's manifest and its leaderboard as a polars DataFrame."""
     _setup()
-    import polars as pl
 
-    from terazi.schemas import EvalConfig
-    from terazi.schemas.layout import RunLayout
+    from terazi.schemas.results_folder import ResultsFolder
 
     config_file = Path(config) if isinstance(config, (str, Path)) else None
     if config_file:
-        from terazi.configs import read_config_file
+        from terazi.config.config_files import read_config_file
 
         config = read_config_file(config_file)
-    if not isinstance(config, EvalConfig):
-        config = EvalConfig.model_validate(config)
-    from terazi.preflight import preflight
-    from terazi.results.folder import check_outputs
-
-    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-    preflight(config)  # bad datasets, models or folders fail here, before Prefect starts
+    config = checked(config, config_file)
     from terazi.flows.evaluate import evaluate as evaluate_flow
     from terazi.flows.runtime import CALLER
 
@@ -55,7 +47,26 @@ def evaluate(config: EvalConfig | Mapping[str, Any] | str | Path) -> tuple[RunMa
         manifest = evaluate_flow(config)
     finally:
         CALLER.reset(token)
-    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+    return manifest, ResultsFolder(manifest.run_dir).board
+
+
+def checked(
+    config: EvalConfig | Mapping[str, Any], config_file: Path | None = None, announce: bool = True, ready=None
+) -> EvalConfig:
+    """An evaluation's config checked as far as it can be before Prefect starts, as every entry point checks it
+    (`terazi.evaluate`, `terazi run`, `terazi demo`): validated; then `ready()` (the CLI: is the Prefect API there);
+    its outputs apart from its inputs and the config file, before anything is written; then the preflight (datasets,
+    models, folders: a bad one is one line)."""
+    from terazi.config.preflight import preflight
+    from terazi.results.run_folder import check_outputs
+    from terazi.schemas import EvalConfig
+
+    config = config if isinstance(config, EvalConfig) else EvalConfig.model_validate(config)
+    if ready is not None:
+        ready()
+    check_outputs(config, [("config file", str(config_file))] if config_file else [])
+    preflight(config, announce=announce)
+    return config
 
 
 def score(qrels, run, measures: list[str] | tuple[str, ...] = ("nDCG@10", "RR@10"), policies=None) -> Evaluation:
@@ -80,15 +91,14 @@ def analyze(folder: str | Path, out: str | Path, **settings: Any) -> tuple[RunMa
     """Analyse a folder of TREC runs (qrels/, runs/, optional changed/ and datasets.yaml) into `out`, as
     `terazi analyze` does; `settings` are AnalyzeConfig fields (metrics, headline, conditions, seed, …)."""
     _setup()
-    import polars as pl
 
     from terazi.flows.analyze import analyze as analyze_flow
     from terazi.schemas import AnalyzeConfig
-    from terazi.schemas.layout import RunLayout
+    from terazi.schemas.results_folder import ResultsFolder
 
     out = Path(out)
     manifest = analyze_flow(AnalyzeConfig(folder=str(folder), out_dir=str(out.parent), run_name=out.name, **settings))
-    return manifest, pl.read_csv(RunLayout(manifest.run_dir).leaderboard_csv)
+    return manifest, ResultsFolder(manifest.run_dir).board
 
 
 def compare(
@@ -133,8 +143,8 @@ def leakage(
     _setup()
     import polars as pl
 
-    from terazi.contamination.folder import check_inputs
     from terazi.flows.leakage import leakage as leakage_flow
+    from terazi.leakage.checked import check_inputs
     from terazi.schemas.leakage import LeakageConfig, TrainSource
 
     config = LeakageConfig(

@@ -19,7 +19,7 @@ import polars as pl
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset
 from terazi.metrics.contracts import metric_contracts as contracts
-from terazi.results import folder as results
+from terazi.results import run_folder as results
 from terazi.results.aggregate import build_leaderboard
 from terazi.schemas import (
     BenchmarkIdentity,

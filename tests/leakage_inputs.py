@@ -7,9 +7,9 @@ import re
 import unicodedata
 from pathlib import Path
 
-from terazi.contamination import LeakageOptions, TrainSource, check
+from terazi.base.turkish import to_ascii
 from terazi.data.beir import load_beir, write_beir
-from terazi.turkish import to_ascii
+from terazi.leakage import LeakageOptions, TrainSource, check
 
 PLANTED = "kuzey rüzgârı sabah erkenden şehrin dar sokaklarında ıslık çalarak dolaştı"  # 10 words
 FILLER = "bugün hava oldukça güzeldi ve çocuklar parkta top oynadılar akşama kadar"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, load_dataset
 from terazi.flows.evaluate import Steps, dense_first_stage, rank_rows

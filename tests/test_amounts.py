@@ -1,6 +1,6 @@
-"""Every amount a user types is read in one place (issue 44, terazi.amounts): `inf`, `nan`, `-1`, `1e400`, `0x10` and an
-empty text are refused for every option that takes one, in one `error:` line naming the option, before anything runs.
-The options are found in the command line's own definitions (as tests/test_places.py finds its paths): an option
+"""Every amount a user types is read in one place (issue 44, terazi.base.amounts): `inf`, `nan`, `-1`, `1e400`, `0x10`
+and an empty text are refused for every option that takes one, in one `error:` line naming the option, before anything
+runs. The options are found in the command line's own definitions (as tests/test_places.py finds its paths): an option
 typed as a number, or read by `terazi.cli.options.reads`; a new numeric option that is not read so fails here."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from terazi.amounts import number, parse_age, parse_size
+from terazi.base.amounts import number, parse_age, parse_size
 from terazi.cli import app
 from terazi.cli.score import parser as score_parser
 from tests.test_places import commands

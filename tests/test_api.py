@@ -40,7 +40,7 @@ def test_score_reads_the_rank_column_of_a_run_file_where_the_contract_checks_it(
     does (before, it read scores only, and a file with two documents at rank 1 passed)."""
     import pytest
 
-    from terazi.errors import TeraziError
+    from terazi.base.errors import TeraziError
     from terazi.metrics.contracts import Policies
 
     (tmp_path / "qrels.txt").write_text("q1 0 a 1\nq1 0 b 0\n")

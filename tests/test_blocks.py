@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.data import blocks, runfolder
 from terazi.data.blocks import Unsorted, aligned_blocks, blockwise, sorted_blocks, variant_blocks
 from terazi.metrics.contracts import Policies

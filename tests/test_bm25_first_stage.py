@@ -9,11 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
+from terazi.base.turkish import analyse
 from terazi.data.beir import load_beir
 from terazi.data.loading import load_dataset
 from terazi.retrieval.bm25 import bm25_candidates
 from terazi.schemas import BM25Spec, DatasetSpec
-from terazi.turkish import analyse
 from tests.stages import rerank_row
 
 

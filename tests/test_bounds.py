@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from terazi.base.errors import LimitError
+from terazi.config.policy import NO_LIMITS, ServicePolicy, limits_in_force
+from terazi.config.preflight import preflight, within_limits
 from terazi.data.loading import load_dataset
-from terazi.errors import LimitError
-from terazi.policy import NO_LIMITS, ServicePolicy, limits_in_force
-from terazi.preflight import preflight, within_limits
 from terazi.schemas import EvalConfig, Limits
+from tests.conftest import TERAZI
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,9 +96,7 @@ def test_the_cli_refuses_in_one_line_before_prefect_starts(tmp_path, tiny_datase
     env = {k: v for k, v in os.environ.items() if k != NO_LIMITS}
     proc = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "terazi.cli",
+            *TERAZI,
             "run",
             "--dataset",
             str(tiny_dataset),

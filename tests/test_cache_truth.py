@@ -1,6 +1,6 @@
-"""A stored result is the result today's code computes (terazi.memo, terazi.codehash): a code change recomputes exactly
-the outputs that code makes, a results folder written in place never reaches the next run, a folder with an
-unreadable file never says it is complete, and pruning makes a warm run recompute only what was pruned."""
+"""A stored result is the result today's code computes (terazi.store.derived, terazi.store.codehash): a code change
+recomputes exactly the outputs that code makes, a results folder written in place never reaches the next run, a folder
+with an unreadable file never says it is complete, and pruning makes a warm run recompute only what was pruned."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi import cache_folder, codehash
 from terazi.schemas import EvalConfig
-from tests.conftest import make_tiny
+from terazi.store import codehash
+from terazi.upkeep import health
+from tests.conftest import make_tiny, three_rerankers, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -25,22 +26,9 @@ def cold(prefect_server, tmp_path_factory, tiny_cross_encoder):
     from terazi.flows.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("truth")
+    rerankers = three_rerankers(tiny_cross_encoder, fused="tiny-ce")
     config = EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(make_tiny(root / "tiny")), "name": "tiny"}],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "tiny-ce"]},
-            ],
-            "conditions": ["clean", "upper"],
-            "depth": 10,
-            "rerank_depth": 5,
-            "out_dir": str(root / "results"),
-            "cache_dir": str(root / "cache"),
-            "run_name": "cold",
-            "offline": True,
-        }
+        tiny_config(root, make_tiny(root / "tiny"), rerankers=rerankers, run_name="cold")
     )
     manifest = evaluate(config)
     assert any(r.pairs_scored for r in manifest.reranks)
@@ -126,7 +114,7 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
 
     assert CliRunner().invoke(app, ["cache", "check", "--cache", str(cache)]).exit_code == 2
     monkeypatch.setattr(logging.getLogger("terazi"), "propagate", True)  # the command kept its lines off the root
-    problems = {p.problem for p in cache_folder.check(cache)}
+    problems = {p.problem for p in health.check(cache)}
     assert {
         f"runs/{trec.relative_to(a / 'runs')} was changed after it was stored",
         "per_query.parquet was changed after it was stored",
@@ -144,7 +132,7 @@ def test_a_results_folder_written_in_place_never_reaches_the_next_run(cold, capl
 
 
 def test_a_folder_with_an_unreadable_file_is_never_marked_complete(cold, monkeypatch):
-    from terazi.errors import IncompleteRunError
+    from terazi.base.errors import IncompleteRunError
     from terazi.results import aggregate
 
     config, _, root = cold

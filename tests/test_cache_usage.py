@@ -1,4 +1,4 @@
-"""Weighing and pruning the cache folder (terazi.cache_usage): entries by when a run last used them, a size budget
+"""Weighing and pruning the cache folder (terazi.upkeep.usage): entries by when a run last used them, a size budget
 met least recently used first, and what is never pruned."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from terazi import cache_usage
-from terazi.amounts import parse_age, parse_size
-from terazi.cache_usage import GRACE_SECONDS, entries, prunable, usage
+from terazi.base.amounts import parse_age, parse_size
+from terazi.upkeep import usage as cache_usage
+from terazi.upkeep.usage import GRACE_SECONDS, entries, prunable, usage
 
 
 def entry(path, size: int, days_ago: float, now: float, marker=None):

@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 import yaml
 
-from terazi.errors import DatasetError, IncompleteRunError
+from terazi.base.errors import DatasetError, IncompleteRunError
 from terazi.present.card import build_card
-from terazi.results import folder as results
+from terazi.results import run_folder as results
 from tests.card_cases import CONDITIONS, DATASETS, KALBUR_MOBILE, NAMES, kalbur_run, md_rows, restored
 
 # The card's tables, as printed

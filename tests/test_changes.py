@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from terazi.present.changes import changes_since, previous_nightly
-from terazi.results import folder as results
+from terazi.results import run_folder as results
 from terazi.schemas import BenchmarkIdentity, RunManifest, Statistics
 
 

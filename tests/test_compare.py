@@ -17,20 +17,11 @@ from terazi.schemas import EvalConfig, Statistics
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, tiny_cross_encoder, prefect_server):
     from terazi.flows.evaluate import evaluate
-    from tests.conftest import make_tiny
+    from tests.conftest import make_tiny, tiny_config
 
     tmp = tmp_path_factory.mktemp("cmp")
     data = make_tiny(tmp / "tiny")
-    base = {
-        "datasets": [{"path": str(data), "name": "tiny"}],
-        "conditions": ["clean", "upper"],
-        "depth": 10,
-        "rerank_depth": 5,
-        "bootstrap_resamples": 200,
-        "out_dir": str(tmp / "results"),
-        "cache_dir": str(tmp / "cache"),
-        "offline": True,
-    }
+    base = tiny_config(tmp, data, bootstrap_resamples=200)
     bm25 = {"name": "bm25", "kind": "bm25"}
     evaluate(
         EvalConfig.model_validate({**base, "run_name": "a", "rerankers": [bm25, {"name": "mine", "kind": "bm25"}]})

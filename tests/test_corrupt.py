@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from terazi.base.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
 from terazi.corrupt.conditions import RULES, changed, condition_params, corrupt, samples_for
 from terazi.schemas import CorruptionSpec, MobileSpec
-from terazi.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
 from tests.conftest import XQUAD_TR
 
 

@@ -17,7 +17,7 @@ from terazi.corrupt.keyboard import KEY_NEIGHBOURS
 from terazi.corrupt.mobile import colloquial
 from terazi.schemas import CorruptionSpec, MobileSpec
 
-# Written out here rather than taken from terazi.turkish: the forms below are the test's own.
+# Written out here rather than taken from terazi.base.turkish: the forms below are the test's own.
 _BASE = {
     "ç": "c",
     "ğ": "g",

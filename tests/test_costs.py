@@ -10,7 +10,7 @@ import numpy as np
 
 from terazi.models import costs
 from terazi.present.labels import params_text, size_text, speed_text
-from terazi.rerank import costs as row_costs
+from terazi.rerank import metering as row_costs
 from terazi.rerank.backends import make_scorer
 from terazi.rerank.backends.base import auto_batch, precision_of
 from terazi.rerank.backends.torch_cross import TorchCrossEncoder
@@ -71,7 +71,7 @@ def test_a_cached_run_reports_the_figures_of_the_run_that_scored(
     tmp_path, tiny_dataset, tiny_cross_encoder, monkeypatch
 ):
     """A row's cost as the flow settles it: metered chunks, the latency probe in the last one, then the cost step."""
-    from terazi.rerank import costs as rerank_costs
+    from terazi.rerank import metering as rerank_costs
 
     monkeypatch.setattr(rerank_costs, "MIN_PROBE_S", 60.0)  # a loaded machine would stop the probe after 2 queries
     ds, cands, variants, _ = inputs(tiny_dataset)

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from terazi.base.errors import DatasetError
 from terazi.data.beir import load_beir
 from terazi.data.squad import squad_to_beir
-from terazi.errors import DatasetError
 from tests.conftest import XQUAD_TR
 
 

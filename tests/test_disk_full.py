@@ -11,8 +11,9 @@ import sqlite3
 
 import pytest
 
-from terazi.errors import DiskFullError
-from terazi.paths import disk_full
+from terazi.base.errors import DiskFullError
+from terazi.base.paths import disk_full
+from tests.conftest import TERAZI
 from tests.test_stop_stages import data  # noqa: F401 - the module fixture: 12 passages, first stage from TREC runs
 
 
@@ -23,7 +24,7 @@ def test_the_folder_holding_the_file_or_the_one_without_space_is_named(tmp_path,
     assert isinstance(named, DiskFullError) and str(named).startswith(f"disk full under the cache folder {cache} (")
     assert "point --cache at another one" in str(named)
     free = {results: 0, cache: 10 << 20}
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: free[folder])
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: free[folder])
     assert "under the results folder" in str(disk_full(OSError(errno.ENOSPC, "No space left on device"), folders))
     free = {results: 10 << 20, cache: 0}
     assert "under the cache folder" in str(disk_full(sqlite3.OperationalError("database or disk is full"), folders))
@@ -61,7 +62,7 @@ def test_a_full_cache_disk_while_scores_are_written(prefect_server, tmp_path, da
         raise OSError(errno.ENOSPC, "No space left on device")
 
     cache = tmp_path / "cache"
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
     message = run_with(tmp_path, data, monkeypatch, "terazi.rerank.stage.score_unstored", full)
     assert message.startswith(f"disk full under the cache folder {cache} (0 KiB free)")
 
@@ -71,7 +72,7 @@ def test_a_full_results_disk_while_runs_are_exported(prefect_server, tmp_path, d
         raise OSError(errno.ENOSPC, "No space left on device")  # what a buffered write raises: no file name
 
     results = tmp_path / "results" / "full"
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == results else 1 << 30)
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: 0 if folder == results else 1 << 30)
     message = run_with(tmp_path, data, monkeypatch, "terazi.data.runfolder.write_rankings", full)
     assert message.startswith(f"disk full under the results folder {results}")
 
@@ -91,7 +92,7 @@ def test_11_a_links_copy_across_disks_names_the_results_folder(prefect_server, t
 
     results = tmp_path / "results" / "full"
     monkeypatch.setattr(os, "link", no_link)
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == results else 71814708 << 10)
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: 0 if folder == results else 71814708 << 10)
     message = run_with(tmp_path, data, monkeypatch, "shutil.copyfile", full_copy)
     assert message.startswith(f"disk full under the results folder {results} (0 KiB free, writing {results}/"), message
     assert "point --out at another one" in message and shutil.copyfile is full_copy
@@ -112,7 +113,7 @@ def test_12_polars_full_cache_disk_names_the_cache_folder(prefect_server, tmp_pa
             )
         return real(self, path, *a, **k)
 
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: 0 if folder == cache else 1 << 30)
     message = run_with(tmp_path, data, monkeypatch, "polars.DataFrame.write_parquet", full_under_cache)
     assert message.startswith(f"disk full under the cache folder {cache} (0 KiB free)"), message
     assert len(calls) == len(set(calls)) == 1  # the first write that failed ended the run: not retried
@@ -124,7 +125,6 @@ def test_a_real_full_disk_is_named_as_a_user_meets_it(prefect_server, tmp_path, 
     mount; skipped elsewhere): one line naming that folder, whichever library's write filled the disk first."""
     import os
     import subprocess
-    import sys
 
     from prefect.settings import PREFECT_API_URL
 
@@ -137,9 +137,7 @@ def test_a_real_full_disk_is_named_as_a_user_meets_it(prefect_server, tmp_path, 
         cache = disk / "cache" if full == "cache" else tmp_path / "cache"
         proc = subprocess.run(
             [
-                sys.executable,
-                "-m",
-                "terazi.cli",
+                *TERAZI,
                 "run",
                 "--dataset",
                 str(data / "ds"),

@@ -69,7 +69,7 @@ def named_paths(text: str) -> set[str]:
 
 
 def module_file(parts: list[str]) -> Path | None:
-    """The file of a dotted module name: `terazi.memo`, `terazi.flows` or `flows.lifecycle`, and inside terazi
+    """The file of a dotted module name: `terazi.store.derived`, `terazi.flows` or `flows.lifecycle`, and inside terazi
     `rerank.stage`."""
     if parts[0] == "terazi":
         parts = parts[1:]
@@ -158,6 +158,32 @@ def test_the_architecture_checks_can_fail():
     )
     assert missing_paths(text) == ["terazi/cli/kept_server.py", "terazi/corrupt/nowhere.py"]
     assert missing_code(text) == ["corrupt.variants.corrupt_querys", "terazi.nowhere", "corrupt_querys_task"]
+
+
+def map_rows(text: str) -> list[str]:
+    """The first column of architecture.md's map (the code block that starts with the CLI): one path per row."""
+    block = text.split("```\nterazi/cli/", 1)[1].split("```", 1)[0]
+    return ["terazi/cli/", *(line.split()[0] for line in block.splitlines()[1:] if line[:1].strip())]
+
+
+def test_the_map_names_every_folder_in_the_order_of_the_layers():
+    """Every package of terazi is on the map (a row of its own, or a stage listed in the row of terazi/<stage>/), and
+    the rows that are layers stand top-down in the order of tests/test_house.py's LAYERS."""
+    from tests.test_house import LAYERS, MAPPED
+
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    rows = map_rows(text)
+    stages = text.split("terazi/<stage>/", 2)[1].split("terazi/store/", 1)[0]
+    packages = [p.name for p in sorted((ROOT / "terazi").iterdir()) if (p / "__init__.py").is_file()]
+    unmapped = [
+        n for n in [*packages, *MAPPED] if f"terazi/{n}/" not in rows and f"{n}/" not in rows and f" {n}/" not in stages
+    ]
+    assert unmapped == []
+    layer = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+    ranks = [layer.get(r.removeprefix("terazi/").strip("/").removesuffix(".py"), None) for r in rows]
+    ranks = [layer["core"] if r == "terazi/<stage>/" else k for r, k in zip(rows, ranks)]
+    shown = [k for k in ranks if k is not None]
+    assert shown == sorted(shown, reverse=True), list(zip(rows, ranks))
 
 
 def test_the_two_commands_come_first_and_ci_runs_the_test_command():

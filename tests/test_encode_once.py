@@ -13,9 +13,9 @@ import pytest
 from terazi.corrupt.variants import corrupt_queries
 from terazi.data.beir import load_beir
 from terazi.data.loading import load_dataset, read_variants
-from terazi.models import loading
+from terazi.models import encoders
 from terazi.models.vectors import VectorStore
-from terazi.rerank import backends, costs
+from terazi.rerank import backends, metering
 from terazi.rerank.backends.bi import BiEncoder
 from terazi.schemas import BiEncoderSpec, CorruptionSpec, DatasetSpec, EncoderSpec, ScaleSpec
 from tests.stages import first_stage, rank_row
@@ -25,12 +25,12 @@ from tests.stages import first_stage, rank_row
 def run(tmp_path, tiny_dataset, monkeypatch):
     """The tiny dataset's clean and upper-cased queries, the bundled MiniLM's frozen candidates (depth 12), and a
     record of every model load and of the texts each bi-encoder call encodes."""
-    monkeypatch.setattr(costs, "LATENCY_QUERIES", 0)  # the latency probe encodes on purpose: not this test's subject
-    monkeypatch.setattr(loading, "_encoders", {})  # a fresh process: no model loaded yet
+    monkeypatch.setattr(metering, "LATENCY_QUERIES", 0)  # the latency probe encodes on purpose: not this test's subject
+    monkeypatch.setattr(encoders, "_encoders", {})  # a fresh process: no model loaded yet
     monkeypatch.setattr(backends, "_scorers", OrderedDict())
     loads, encoded = [], []
-    load = loading.load_bi_encoder
-    monkeypatch.setattr(loading, "load_bi_encoder", lambda *a, **k: loads.append(a[0].location) or load(*a, **k))
+    load = encoders.load_bi_encoder
+    monkeypatch.setattr(encoders, "load_bi_encoder", lambda *a, **k: loads.append(a[0].location) or load(*a, **k))
     encode = BiEncoder.encode
     monkeypatch.setattr(BiEncoder, "encode", lambda self, texts: encoded.append(list(texts)) or encode(self, texts))
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"), announce=False)

@@ -8,28 +8,26 @@ import shutil
 import polars as pl
 import pytest
 
+from terazi.base.errors import DatasetError
 from terazi.corrupt.variants import corrupt_queries
 from terazi.data.loading import load_dataset, open_dataset
-from terazi.errors import DatasetError
 from terazi.retrieval.external import import_candidates
 from terazi.schemas import EvalConfig
+from tests.conftest import tiny_config
 
 
 def config(tmp_path, data, run_name, **dataset):
     return EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(data), "name": "tiny", **dataset}],
-            "rerankers": [{"name": "bm25", "kind": "bm25"}],
-            "conditions": ["clean", "upper", "typo"],
-            "corruption": {"samples": 2},
-            "depth": 8,
-            "rerank_depth": 5,
-            "bootstrap_resamples": 200,
-            "out_dir": str(tmp_path / "results"),
-            "cache_dir": str(tmp_path / "cache"),
-            "run_name": run_name,
-            "offline": True,
-        }
+        tiny_config(
+            tmp_path,
+            data,
+            datasets=[{"path": str(data), "name": "tiny", **dataset}],
+            conditions=["clean", "upper", "typo"],
+            corruption={"samples": 2},
+            depth=8,
+            bootstrap_resamples=200,
+            run_name=run_name,
+        )
     )
 
 

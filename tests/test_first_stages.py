@@ -128,7 +128,7 @@ def test_two_first_stages_equal_two_runs_alone(prefect_server, tmp_path, tiny_da
     assert cmp.depths["before"].to_list() == a["mean"].to_list()
     assert cmp.depths["enough_after"].to_list() == b["enough"].to_list()
     assert '"depths"' in cmp.to_json()
-    from terazi.present.comparison import comparison_markdown
+    from terazi.present.comparison_text import comparison_markdown
 
     assert "| system | depth | before | after |" in comparison_markdown(cmp)
     protocol = pl.read_csv(out / "both" / "protocol.csv")
@@ -150,8 +150,8 @@ def test_kendall_tau_equals_scipy():
 
 
 def test_runs_of_several_first_stages_named_or_refused(tmp_path):
+    from terazi.base.errors import DatasetError
     from terazi.data import runfolder
-    from terazi.errors import DatasetError
 
     (tmp_path / "qrels").mkdir()
     (tmp_path / "qrels" / "d.tsv").write_text("q1 0 a 1\n")

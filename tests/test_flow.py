@@ -9,27 +9,20 @@ import pytest
 from typer.testing import CliRunner
 
 from terazi.schemas import EvalConfig
+from tests.conftest import TINY_FLAGS, three_rerankers, tiny_config
 
 
 @pytest.fixture
 def config(tmp_path, tiny_dataset, tiny_cross_encoder):
     return EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
-            ],
-            "conditions": ["clean", "upper", "typo"],
-            "corruption": {"samples": 2},
-            "depth": 10,
-            "rerank_depth": 5,
-            "out_dir": str(tmp_path / "results"),
-            "cache_dir": str(tmp_path / "cache"),
-            "run_name": "r1",
-            "offline": True,
-        }
+        tiny_config(
+            tmp_path,
+            tiny_dataset,
+            rerankers=three_rerankers(tiny_cross_encoder),
+            conditions=["clean", "upper", "typo"],
+            corruption={"samples": 2},
+            run_name="r1",
+        )
     )
 
 
@@ -106,7 +99,7 @@ def test_flow_end_to_end_then_reuses_everything(prefect_server, config, tmp_path
     assert not m1.candidates[0].reused and ce.pairs_scored > 0
 
     # second run: frozen candidates and score cache are reused, nothing is encoded or scored, and every interval of
-    # the statistics and the card is found in the cache folder (terazi.analysis.known), none drawn again
+    # the statistics and the card is found in the cache folder (terazi.store.bootstraps), none drawn again
     from terazi.analysis import stats
 
     drawn, draws = [], stats.draws
@@ -134,19 +127,8 @@ def test_malformed_dataset_stops_the_run_with_file_and_line(prefect_server, tmp_
 
     with open(tiny_dataset / "qrels" / "test.tsv", "a") as f:
         f.write("q1\tnope\t1\n")
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--dataset",
-            str(tiny_dataset),
-            "--out",
-            str(tmp_path / "out"),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--offline",
-        ],
-    )
+    run = ["run", "--dataset", str(tiny_dataset), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]
+    result = CliRunner().invoke(app, [*run, "--offline"])
     assert result.exit_code == 2
     assert "test.tsv, line 13: unknown document id 'nope'" in result.output.replace("\n", "")
 
@@ -165,12 +147,7 @@ def test_cli_run_on_a_beir_folder(prefect_server, tmp_path, tiny_dataset):
             str(out),
             "--cache",
             str(tmp_path / "cache"),
-            "--condition",
-            "upper",
-            "--depth",
-            "10",
-            "--rerank-depth",
-            "5",
+            *TINY_FLAGS,
             "--offline",
         ],
     )

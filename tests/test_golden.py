@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
+from benchmarks.tiny import cross_encoder
 from tests.golden_checks import GOLDEN, Paths, check, check_results, cli
 
 
@@ -28,7 +28,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     from prefect.settings import PREFECT_API_URL
 
     import terazi
-    from terazi.configs import DEMO_DIR, demo_config
+    from terazi.config.config_files import DEMO_DIR, demo_config
     from terazi.models.refs import resolve
     from tests.conftest import make_tiny
 
@@ -38,7 +38,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     terazi.evaluate(demo)
 
     tiny = make_tiny(root / "tiny")
-    ce = _tiny_cross_encoder(root / "models" / "tiny-ce", minilm_path)
+    ce = cross_encoder(root / "models" / "tiny-ce")
     terazi.evaluate(
         {
             "benchmark": "golden-tiny",
@@ -115,7 +115,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
     # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
     # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before.
-    # A frozen set's lookup key holds the code that made it (terazi.codehash): it moves with each commit
+    # A frozen set's lookup key holds the code that made it (terazi.store.codehash): it moves with each commit
     tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
     keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
     clean = Paths(
@@ -130,27 +130,6 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
         golden=GOLDEN,
     )
     return out, clean, env
-
-
-def _tiny_cross_encoder(folder: Path, tokenizer_from: str) -> str:
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(tokenizer_from)
-    BertForSequenceClassification(
-        BertConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=128,
-            max_position_embeddings=512,
-            num_labels=1,
-        )
-    ).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.mark.slow

@@ -82,8 +82,8 @@ def _config_inside_results(tmp: Path, ds: Path) -> list[str]:
     return ["run", "--config", str(tmp / "x" / "eval.yaml"), "--out", str(tmp / "x"), "--cache", str(tmp / "c"), *RUN]
 
 
-def _exclude_is_results(tmp: Path, ds: Path) -> list[str]:
-    return [*_run(tmp, ds, "{tmp}/x", "{tmp}/c"), "--exclude", str(tmp / "x")]
+def _leakage_is_results(tmp: Path, ds: Path) -> list[str]:
+    return [*_run(tmp, ds, "{tmp}/x", "{tmp}/c"), "--leakage", str(tmp / "x")]
 
 
 def _first_stage_runs_inside_cache(tmp: Path, ds: Path) -> list[str]:
@@ -129,7 +129,7 @@ OVERLAPS = {
         lambda tmp, ds: _run(tmp, ds, "{tmp}/x", "{ds}/.cache"),
         r"cache folder \S+/test/\.cache lies inside the dataset folder \S+/test",
     ),
-    "exclude folder is the results folder": (_exclude_is_results, r"results folder \S+/x is the exclude folder \S+/x"),
+    "leakage folder is the results folder": (_leakage_is_results, r"results folder \S+/x is the leakage folder \S+/x"),
     "config file inside the results folder": (
         _config_inside_results,
         r"results folder \S+/x holds the config file \S+/x/eval\.yaml",
@@ -274,7 +274,7 @@ def test_a_folder_being_written_is_never_shown_as_a_result(held, finished: Path)
 
 def test_the_api_refuses_a_stopped_folder(interrupted: Path, finished: Path):
     import terazi
-    from terazi.errors import TeraziError
+    from terazi.base.errors import TeraziError
 
     for call in (lambda: terazi.compare(finished, interrupted), lambda: terazi.card(interrupted, "bm25")):
         with pytest.raises(TeraziError, match="not a complete result: its run stopped"):

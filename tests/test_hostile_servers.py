@@ -23,10 +23,10 @@ from urllib.parse import quote
 import pytest
 from typer.testing import CliRunner
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
 from terazi.rerank.backends import make_scorer
 from terazi.rerank.pairs import Pair, PartlyScored
-from tests.conftest import make_tiny
+from tests.conftest import make_tiny, tiny_config
 from tests.rerank_server import KEY_ENV, http_spec
 
 KEY = "tz-hostile-" + secrets.token_hex(16)
@@ -147,27 +147,10 @@ def test_nothing_the_server_says_shows_the_key(hostile, work, log_file, caplog, 
 
 
 def _run_config(work: Path, name: str, url: str) -> dict:
-    return {
-        "datasets": [{"path": str(make_tiny(work / f"tiny-{name}")), "name": "tiny"}],
-        "rerankers": [
-            {
-                "name": "served",
-                "kind": "http",
-                "url": url,
-                "model": "m",
-                "api_key_env": KEY_ENV,
-                "retries": 1,
-            }
-        ],
-        "first_stages": [{"name": "bm25", "kind": "bm25"}],
-        "conditions": ["clean"],
-        "depth": 10,
-        "rerank_depth": 5,
-        "out_dir": str(work / "results"),
-        "cache_dir": str(work / "cache"),
-        "run_name": name,
-        "offline": True,
-    }
+    served = {"name": "served", "kind": "http", "url": url, "model": "m", "api_key_env": KEY_ENV, "retries": 1}
+    first = [{"name": "bm25", "kind": "bm25"}]
+    data = make_tiny(work / f"tiny-{name}")
+    return tiny_config(work, data, rerankers=[served], first_stages=first, conditions=["clean"], run_name=name)
 
 
 def test_a_run_and_a_served_run_keep_the_key_out_of_every_file_and_the_prefect_database(
@@ -189,7 +172,7 @@ def test_a_run_and_a_served_run_keep_the_key_out_of_every_file_and_the_prefect_d
     assert "answered 401 Echo Bearer ***: you sent Bearer ***" in result.output.replace("\n", ""), result.output
     (work / "cli-output.txt").write_text(result.output, encoding="utf-8")
 
-    from terazi.policy import ENV, ServicePolicy
+    from terazi.config.policy import ENV, ServicePolicy
 
     served = ServicePolicy(
         data_roots=[str(work)],

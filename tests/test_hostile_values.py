@@ -22,12 +22,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from terazi.base.turkish import TURKISH_LETTERS
 from terazi.cli import app
 from terazi.corrupt.conditions import corrupt
 from terazi.data.loading import load_dataset
 from terazi.schemas import CorruptionSpec, DatasetSpec, MobileSpec
 from terazi.schemas.layout import RunLayout
-from terazi.turkish import TURKISH_LETTERS
 from tests.conftest import make_tiny
 from tests.stages import corpus_of
 from tests.test_reliability import (

@@ -1,10 +1,12 @@
-"""The house keeps its shape: imports run one way, no circle, at most 10 floors, small modules, thin tasks, no code
-that only tests call, and `terazi` as the one name an installation adds.
+"""The house keeps its shape: imports run one way, no circle, at most 10 floors, a root of at most 4 modules, small
+modules, thin tasks, no code that only tests call, and `terazi` as the one name an installation adds.
 
-Floors are counted over rooms, as docs/architecture.md draws them: each stage package of terazi (data/, rerank/, …)
-is one room, each leaf module is one, and schemas/, tasks/, flows/, deployments/ and cli/ are one each. A room's
-floor is one above the highest room it imports. Imports are read from the source (every `import`, also inside
-functions, and `module:Name` strings of registries), not from what happens to be loaded.
+Rooms are the folders, as docs/architecture.md draws them: each package of terazi (base/, store/, data/, rerank/,
+config/, …) is one room, and so are schemas/, tasks/, flows/, deployments/ and cli/; a module of the root (api,
+version) is a room of its own. A room's layer is its folder's: `LAYERS` orders the folders that are not stages, and
+every other package of terazi is a stage; a new leaf goes into base/, a new stage is a new folder, and neither
+touches this file. A room's floor is one above the highest room it imports. Imports are read from the source (every
+`import`, also inside functions, and `module:Name` strings of registries), not from what happens to be loaded.
 """
 
 from __future__ import annotations
@@ -23,22 +25,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = ("schemas", "tasks", "flows", "deployments")  # top-level folders installed as terazi.<name>
-LEAVES = (
-    "errors",
-    "paths",
-    "fingerprint",
-    "codehash",
-    "logs",
-    "progress",
-    "shutdown",
-    "turkish",
-    "version",
-    "amounts",
-    "outside",
+# the layers, bottom up, by folder (root modules by name); every other package of terazi is a stage ("core"). A room
+# may import rooms of a lower layer, and a stage other stages.
+LAYERS = (
+    ("base", "version"),
+    ("schemas",),
+    ("store",),
+    ("core",),
+    ("config", "upkeep"),
+    ("tasks",),
+    ("flows",),
+    ("deployments",),
+    ("api",),
+    ("cli",),
+    ("terazi",),
 )
-# the one way imports run: a room may import rooms of a lower rank (and, within the core, other core rooms)
-RANK = {"leaf": 0, "schemas": 1, "core": 2, "tasks": 3, "flows": 4, "deployments": 5, "api": 6, "cli": 6, "face": 7}
-MAX_FLOORS, MAX_LINES = 10, 400
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+MAX_FLOORS, MAX_LINES, MAX_ROOT_MODULES = 10, 400, 4
 REGISTRY_STRING = re.compile(r"^(terazi(?:\.\w+)+):\w+$")
 
 
@@ -99,13 +102,8 @@ def room(mod: str) -> str:
 
 
 def kind(r: str) -> str:
-    if r == "terazi":
-        return "face"
-    if r in LEAVES:
-        return "leaf"
-    if r in ("schemas", "tasks", "flows", "deployments", "cli", "api"):
-        return r
-    return "core"
+    """A room's layer: its folder's (or root module's) name where `LAYERS` names it, else a stage."""
+    return r if r in RANK else "core"
 
 
 def rooms() -> dict[str, set[str]]:
@@ -158,7 +156,7 @@ def test_rooms_import_one_way_without_a_circle():
         f"{a} -> {b}"
         for a, targets in graph.items()
         for b in targets
-        if RANK[kind(a)] < RANK[kind(b)] or (RANK[kind(a)] == RANK[kind(b)] and kind(a) not in ("core", "leaf"))
+        if RANK[kind(a)] < RANK[kind(b)] or (RANK[kind(a)] == RANK[kind(b)] and kind(a) != "core")
     )
     assert upward == [], "imports that run up: " + ", ".join(upward)
 
@@ -176,9 +174,28 @@ def test_at_most_ten_floors():
     assert top <= MAX_FLOORS, sorted(floors.items(), key=lambda x: -x[1])
 
 
-def test_schemas_import_leaves_only():
-    bad = sorted({room(t) for m, ts in imports().items() if room(m) == "schemas" for t in ts} - {*LEAVES, "schemas"})
+def test_schemas_import_leaves_only_and_leaves_nothing():
+    leaves = {r for r in rooms() if kind(r) in LAYERS[0]}
+    bad = sorted({room(t) for m, ts in imports().items() if room(m) == "schemas" for t in ts} - {*leaves, "schemas"})
     assert bad == []
+    assert {r: sorted(ts) for r, ts in rooms().items() if r in leaves and ts} == {}
+
+
+def test_the_root_holds_at_most_four_modules_and_every_other_folder_is_a_room():
+    root = sorted(p.name for p in (ROOT / "terazi").glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, root
+    named = {n for names in LAYERS for n in names} - {"core", "terazi"}
+    folders = {p.name for p in (ROOT / "terazi").iterdir() if (p / "__init__.py").is_file()} | set(MAPPED)
+    assert named - folders - {p.stem for p in (ROOT / "terazi").glob("*.py")} == set()  # LAYERS names real folders
+
+
+def test_one_name_per_idea():
+    """A module's file name says one thing: at most 4 names stand for two modules (a command and the stage it runs,
+    say), and the leakage check is called leakage, never by its old names."""
+    names = Counter(p.name for p in (ROOT / "terazi").rglob("*.py") if p.name != "__init__.py")
+    assert len([n for n, k in names.items() if k > 1]) <= 4, sorted(n for n, k in names.items() if k > 1)
+    old = [m for m in modules() if any(w in m for w in ("contamination", "decontaminated", "exclusions"))]
+    assert old == []
 
 
 def test_no_module_is_over_400_lines():

@@ -11,7 +11,7 @@ from datetime import UTC
 
 import pytest
 
-from terazi.errors import ConfigError, PolicyError, ServiceError
+from terazi.base.errors import ConfigError, PolicyError, ServiceError
 from terazi.rerank.backends import dialects
 from terazi.rerank.backends.service import pause, retry_after
 from terazi.schemas import EvalConfig
@@ -108,7 +108,7 @@ def test_secrets_stay_out_of_the_address_and_the_cli_reads_a_row():
 
 
 def test_an_unset_key_variable_stops_the_run_before_it_starts(tmp_path, tiny_dataset, monkeypatch):
-    from terazi.preflight import preflight
+    from terazi.config.preflight import preflight
 
     monkeypatch.delenv("TERAZI_NO_SUCH_KEY", raising=False)
     config = EvalConfig.model_validate(
@@ -136,7 +136,7 @@ def test_an_unset_key_variable_stops_the_run_before_it_starts(tmp_path, tiny_dat
 
 
 def test_a_served_deployment_sends_pairs_only_to_the_served_configs_endpoints(tmp_path, tiny_dataset, monkeypatch):
-    from terazi.policy import ServicePolicy
+    from terazi.config.policy import ServicePolicy
 
     monkeypatch.chdir(tmp_path)
 

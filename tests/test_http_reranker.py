@@ -26,11 +26,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
 from terazi.rerank.backends import make_scorer
 from terazi.rerank.pairs import Pair, PartlyScored
 from terazi.rerank.store import ModelKey, Scores
 from terazi.schemas import EvalConfig
+from tests.conftest import tiny_config
 from tests.rerank_server import KEY_ENV, FaultProxy, Infinity, http_spec, infinity_executable
 from tests.stages import rerank_row
 from tests.test_rerank import inputs
@@ -88,21 +89,8 @@ def proxy(server):
 
 
 def flow_config(work: Path, rows: list[dict], run: str, tiny_dataset: Path, **kw) -> EvalConfig:
-    return EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(tiny_dataset), "name": "tiny"}],
-            "rerankers": rows,
-            "conditions": ["clean", "upper"],
-            "corruption": {"samples": 1},
-            "depth": 10,
-            "rerank_depth": 5,
-            "out_dir": str(work / "results"),
-            "cache_dir": str(work / "cache"),
-            "run_name": run,
-            "offline": True,
-            **kw,
-        }
-    )
+    fields = {"rerankers": rows, "corruption": {"samples": 1}, "run_name": run, **kw}
+    return EvalConfig.model_validate(tiny_config(work, tiny_dataset, **fields))
 
 
 def rankings(manifest, system: str) -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""terazi.contamination (the leakage check): planted overlaps are found however they were typed, 7 shared words are not
+"""terazi.leakage (the leakage check): planted overlaps are found however they were typed, 7 shared words are not
 8, disjoint texts give nothing, repeats carry rapidfuzz's own score, bad sources are one line; the vectorised matcher,
 the normaliser and the banded near-repeat search are cross-checked against plain-Python implementations on random
 texts."""
@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 from rapidfuzz import fuzz
 
-from terazi.contamination import LeakageOptions, TrainSource, check
-from terazi.contamination.normalize import tokens
-from terazi.contamination.repeats import RepeatFinder
-from terazi.turkish import to_ascii, tr_upper
+from terazi.base.turkish import to_ascii, tr_upper
+from terazi.leakage import LeakageOptions, TrainSource, check
+from terazi.leakage.normalize import tokens
+from terazi.leakage.repeats import RepeatFinder
 from tests.leakage_inputs import (
     FILLER,
     OTHER,

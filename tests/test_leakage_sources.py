@@ -1,4 +1,4 @@
-"""terazi.contamination's inputs and outputs: every kind of training source with its record names, bad sources one line
+"""terazi.leakage's inputs and outputs: every kind of training source with its record names, bad sources one line
 each, validated options, the output folder, and planted copies of XQuAD passages all found."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from terazi.contamination import LeakageOptions, TrainSource, check, write
+from terazi.base.errors import ConfigError, DatasetError
+from terazi.base.turkish import to_ascii, tr_upper
 from terazi.data.beir import load_beir, write_beir
-from terazi.errors import ConfigError, DatasetError
-from terazi.turkish import to_ascii, tr_upper
+from terazi.leakage import LeakageOptions, TrainSource, check, write
 from tests.conftest import XQUAD_TR
 from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, python_ngrams, reference_tokens, window
 
@@ -168,7 +168,7 @@ def test_the_output_folder(tmp_path, bench):
 
 
 def test_held_membership_matches_numpy_isin():
-    from terazi.contamination.match import HeldIndex
+    from terazi.leakage.match import HeldIndex
 
     rng = np.random.default_rng(5)
     held_hashes = rng.integers(0, 2**64, 200_000, dtype=np.uint64)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from ftfy import fix_text
 
-from terazi.errors import ConfigError
+from terazi.base.errors import ConfigError
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.answerers import Answer
 from terazi.rerank.listwise.prompts import load
@@ -128,8 +128,8 @@ def test_a_listwise_row_refuses_what_cannot_apply(fields, problem):
 def test_a_served_deployment_asks_only_its_own_chat_servers_and_reads_only_its_own_templates(
     tmp_path, tiny_dataset, monkeypatch
 ):
-    from terazi.errors import PolicyError
-    from terazi.policy import ServicePolicy
+    from terazi.base.errors import PolicyError
+    from terazi.config.policy import ServicePolicy
 
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "mine.yaml"
@@ -157,7 +157,7 @@ def served_answerer(tmp_path, handler):
 
 
 def test_a_served_rows_identity_is_what_its_server_says_it_serves(tmp_path):
-    from terazi.errors import ServiceError
+    from terazi.base.errors import ServiceError
 
     def vllm(request):
         entry = {"id": "org/m", "root": "/models/m-v2", "max_model_len": 4096, "created": 1234, "object": "model"}
@@ -185,7 +185,7 @@ def test_a_served_rows_identity_is_what_its_server_says_it_serves(tmp_path):
     ],
 )
 def test_a_served_answer_is_read_or_refused_whole(tmp_path, payload, expected):
-    from terazi.errors import ServiceError
+    from terazi.base.errors import ServiceError
 
     sent = []
 

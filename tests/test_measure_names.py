@@ -7,7 +7,7 @@ import pytest
 import pytrec_eval
 from hypothesis import given, settings
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 from terazi.metrics.engine import evaluate
 from terazi.metrics.families import FAMILY
 from terazi.schemas.measures import FAMILIES, parse_measure

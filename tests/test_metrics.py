@@ -11,7 +11,7 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 from terazi.metrics.contracts import CONTRACTS, Policies
 from terazi.metrics.engine import evaluate
 from terazi.schemas.measures import parse_measure

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import polars as pl
@@ -17,6 +16,7 @@ import pytest
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset
 from terazi.metrics.engine import evaluate
+from tests.conftest import TERAZI
 from tests.mteb_local import mteb_per_query, run_mteb
 from tests.rescore import disagreements
 
@@ -182,9 +182,7 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
     assert long.sort("system").equals(board.sort("system").select("system", "dup"))
     printed = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "terazi.cli",
+            *TERAZI,
             "leaderboard",
             str(run / "mteb"),
             "--format",
@@ -205,8 +203,8 @@ def test_mteb_predictions_as_first_stage_and_mteb_result_files(prefect_server, t
 
 
 def test_mteb_predictions_files_are_read_or_refused_by_file(tmp_path):
+    from terazi.base.errors import DatasetError
     from terazi.data.mteb_predictions import predictions_file, read_predictions
-    from terazi.errors import DatasetError
 
     meta = {"mteb_model_meta": {"model_name": "m", "revision": "r"}}
     path = tmp_path / "T_predictions.json"

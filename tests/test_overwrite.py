@@ -1,5 +1,5 @@
-"""One overwrite rule for every file a command writes (issue 44, `terazi.paths.foreign`): an existing file there that
-terazi did not write, or that was edited since, is refused in one line unless `--force`; a file terazi wrote is
+"""One overwrite rule for every file a command writes (issue 44, `terazi.base.paths.foreign`): an existing file there
+that terazi did not write, or that was edited since, is refused in one line unless `--force`; a file terazi wrote is
 replaced. The outputs are found in the commands' own declarations (as tests/test_places.py finds its places)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from terazi.base.paths import WRITTEN
 from terazi.cli import app
-from terazi.paths import WRITTEN
 from tests.test_hostile_files import snapshot
 from tests.test_places import _kind, _value, commands
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from terazi.errors import PolicyError
-from terazi.policy import ServicePolicy
+from terazi.base.errors import PolicyError
+from terazi.config.policy import ServicePolicy
 from terazi.schemas import EvalConfig
 
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_protocol_preset(prefect_server, tmp_path):
     import terazi
-    from terazi.configs import read_config_file
+    from terazi.config.config_files import read_config_file
 
     raw = read_config_file(ROOT / "configs" / "protocol.yaml")
     raw["datasets"][0]["path"] = str(ROOT / raw["datasets"][0]["path"])  # the preset runs from the repository root

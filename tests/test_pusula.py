@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terazi.configs import read_config_file
+from terazi.config.config_files import read_config_file
 from terazi.schemas import EvalConfig
 
 PRESET = Path(__file__).resolve().parents[1] / "configs" / "pusula.yaml"

@@ -174,7 +174,7 @@ def coverage(replicates: int, n: int = 40, sd: float = 0.5, resamples: int = 500
 
 
 def test_rank_intervals_cover_the_true_ranks():
-    """Known means 0.02–0.05 apart, per-query noise 0.5 (so neighbours are often inseparable): the 95% rank
+    """BootstrapStore means 0.02–0.05 apart, per-query noise 0.5 (so neighbours are often inseparable): the 95% rank
     intervals hold the true rank of 98.8% of the systems and of all five at once in 94.5% of the replicates
     (2,000 replicates; Borda 99.4% / 97.0%). Here 200 replicates, the same design."""
     cov = coverage(200)

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.data.beir import load_beir
 from terazi.data.loading import dataset_corpus, load_dataset
 from terazi.models.text import CHARS_PER_TOKEN, clip
@@ -101,7 +101,7 @@ def test_bm25_over_candidates_equals_bm25_over_the_corpus(tmp_path, tiny_dataset
     """The per-candidate sums are bit for bit what bm25s's whole-corpus `get_scores` gives."""
     import bm25s
 
-    from terazi.turkish import analyse
+    from terazi.base.turkish import analyse
 
     ds, cands, variants, docs = inputs(tiny_dataset)
     corpus = dataset_corpus(ds, str(tmp_path))

@@ -7,13 +7,13 @@ import polars as pl
 import pytest
 
 from terazi.analysis.intervals import decomposition, retention_intervals
+from terazi.base.turkish import tr_upper
 from terazi.data.beir import load_beir
 from terazi.data.loading import load_dataset
 from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present.notes import explain
 from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
 from terazi.schemas import BM25Spec, DatasetSpec
-from terazi.turkish import tr_upper
 from tests.stages import rerank_row
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from terazi.base.errors import DatasetError, describe
 from terazi.cli import app
-from terazi.errors import DatasetError, describe
 
 # ---------------------------------------------------------------- 4: cross-field errors name their fields
 
@@ -49,10 +49,10 @@ def test_4_cross_field_errors_name_their_fields(tmp_path, extra, message):
 
 
 def test_5_the_number_of_depths_is_bounded_and_first_stages_multiply_the_pairs(tmp_path, tiny_dataset, monkeypatch):
+    from terazi.base.errors import LimitError
+    from terazi.config.policy import NO_LIMITS, ServicePolicy
+    from terazi.config.preflight import preflight, within_limits
     from terazi.data.loading import load_dataset
-    from terazi.errors import LimitError
-    from terazi.policy import NO_LIMITS, ServicePolicy
-    from terazi.preflight import preflight, within_limits
     from terazi.schemas import EvalConfig, Limits
 
     monkeypatch.delenv(NO_LIMITS, raising=False)
@@ -212,7 +212,7 @@ def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_ref
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from terazi.contamination import TrainSource, check
+    from terazi.leakage import TrainSource, check
     from tests.leakage_inputs import PLANTED, bench_dataset, jsonl, window
 
     bench = bench_dataset(tmp_path)
@@ -239,8 +239,8 @@ def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_ref
 
 
 def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypatch, tiny_dataset):
+    from terazi.config.policy import ServicePolicy
     from terazi.deployments.evaluate import form_defaults
-    from terazi.policy import ServicePolicy
     from terazi.schemas import EvalConfig
 
     monkeypatch.chdir(tmp_path)
@@ -250,7 +250,7 @@ def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypa
             "datasets": [{"path": str(tiny_dataset), "first_stage_runs": "runs"}],
             "out_dir": "results",
             "cache_dir": "cache",
-            "exclude": "leak",
+            "leakage": "leak",
         }
     )
     for roots in ({}, {"results_root": str(tmp_path / "R")}, {"cache_root": "/srv/cache", "results_root": "R2"}):

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from terazi.base.errors import DatasetError
 from terazi.cli import app
-from terazi.errors import DatasetError
 from terazi.present.card import build_card
 from tests.card_cases import kalbur_run
 from tests.test_hostile_files import refused, snapshot
@@ -153,7 +153,7 @@ def test_12_a_full_disk_under_a_commands_declared_output_is_named(run, tmp_path,
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", full)
-    monkeypatch.setattr("terazi.paths._free_bytes", lambda folder: 0)
+    monkeypatch.setattr("terazi.base.paths._free_bytes", lambda folder: 0)
     out = tmp_path / "cards" / "kalbur.md"
     refused(
         ["card", str(run), "-s", "kalbur", "--out", str(out)],

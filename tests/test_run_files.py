@@ -13,7 +13,7 @@ from tests.rescore import TOOLS, disagreements
 
 def test_every_run_file_gives_terazis_figures_in_every_tool(prefect_server, tmp_path):
     import terazi
-    from terazi.configs import demo_config
+    from terazi.config.config_files import demo_config
 
     terazi.evaluate(demo_config(str(tmp_path / "results"), str(tmp_path / "cache"), "demo"))
     run = tmp_path / "results" / "demo"

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from terazi.cli import app
 from terazi.schemas import EvalConfig
+from tests.conftest import three_rerankers, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -25,23 +26,15 @@ def evaluated(tmp_path_factory, tiny_cross_encoder, prefect_server):
     tmp = tmp_path_factory.mktemp("runs")
     data = make_tiny(tmp / "tiny")
     config = EvalConfig.model_validate(
-        {
-            "datasets": [{"path": str(data), "name": "tiny"}],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "tiny-ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "max_length": 64},
-                {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
-            ],
-            "conditions": ["clean", "upper", "typo"],
-            "corruption": {"samples": 2},
-            "depth": 10,
-            "rerank_depth": 5,
-            "bootstrap_resamples": 300,
-            "out_dir": str(tmp / "results"),
-            "cache_dir": str(tmp / "cache"),
-            "run_name": "r",
-            "offline": True,
-        }
+        tiny_config(
+            tmp,
+            data,
+            rerankers=three_rerankers(tiny_cross_encoder),
+            conditions=["clean", "upper", "typo"],
+            corruption={"samples": 2},
+            bootstrap_resamples=300,
+            run_name="r",
+        )
     )
     evaluate(config)
     return tmp / "results" / "r", config

@@ -127,12 +127,12 @@ def test_a_chunk_that_fails_is_retried_and_scores_only_what_is_missing(
     """On the thread runner: a chunk raises after its first block; Prefect retries it; nothing is scored twice."""
     import terazi.tasks.rerank as rerank_tasks
     from terazi.flows.evaluate import evaluate as run_evaluation
-    from terazi.rerank import costs
+    from terazi.rerank import metering
     from terazi.rerank.backends.torch_cross import TorchCrossEncoder
 
     data, threads = thread_run
     monkeypatch.setattr(rerank_tasks.rerank_chunk_task, "retry_delay_seconds", [0, 0])
-    monkeypatch.setattr(costs, "LATENCY_QUERIES", 0)  # the model sees the run's pairs only (no latency probe)
+    monkeypatch.setattr(metering, "LATENCY_QUERIES", 0)  # the model sees the run's pairs only (no latency probe)
     real, seen, failed = TorchCrossEncoder.score, [], []
 
     def flaky(scorer, pairs):
@@ -175,9 +175,9 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     """Per-shard top-k merged equals FAISS over the whole corpus (a corpus with exact duplicates included)."""
     import faiss
 
-    from terazi.models.vectors import save_atomic
+    from terazi.base.ties import id_order
+    from terazi.models.vectors import save_array
     from terazi.retrieval.dense import exact_search, shard_bounds, shard_path, shards
-    from terazi.ties import id_order
 
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(1000, 16)).astype(np.float32)
@@ -185,7 +185,7 @@ def test_shard_by_shard_search_is_exact(tmp_path):
     queries = emb[rng.integers(0, 1000, 50)] + 0.01 * rng.normal(size=(50, 16)).astype(np.float32)
     bounds = shard_bounds(len(emb), 300)
     for a, z in bounds:
-        save_atomic(shard_path(tmp_path, a, z), emb[a:z])
+        save_array(shard_path(tmp_path, a, z), emb[a:z])
     index = faiss.IndexFlatIP(16)
     index.add(emb)
     want_s, want_i = index.search(queries, 20)
@@ -199,7 +199,8 @@ def test_shard_by_shard_search_is_exact(tmp_path):
 
 
 def test_approximate_index_records_its_recall(tmp_path):
-    from terazi.models.vectors import save_atomic
+    from terazi.base.ties import id_order
+    from terazi.models.vectors import save_array
     from terazi.retrieval.dense import (
         build_index,
         exact_search,
@@ -209,14 +210,13 @@ def test_approximate_index_records_its_recall(tmp_path):
         shard_path,
         shards,
     )
-    from terazi.ties import id_order
 
     rng = np.random.default_rng(1)
     emb = rng.normal(size=(30_000, 8)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     bounds = shard_bounds(len(emb), 12_000)
     for a, z in bounds:
-        save_atomic(shard_path(tmp_path, a, z), emb[a:z])
+        save_array(shard_path(tmp_path, a, z), emb[a:z])
     index, params = build_index(lambda: shards(tmp_path, bounds), len(emb), 8, "ivf", nprobe=8)
     assert params == {"type": "IndexIVFFlat", "nlist": int(4 * np.sqrt(30_000)), "nprobe": 8}  # 4·√n lists
     order = id_order(pl.Series([str(i) for i in range(len(emb))]))
@@ -302,7 +302,9 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(
         a, b = ([r for r in m["reranks"] if r["system"] == system][0] for m in manifests)
         # 4 queries × 8 candidates, clean and upper, plus the isolated setting's pairs the two do not share
         assert a["pairs_unique"] == b["pairs_unique"] >= 64
-        if system == "bm25":  # each run scores all, unless the other's ranking was stored by then (terazi.memo)
+        if (
+            system == "bm25"
+        ):  # each run scores all, unless the other's ranking was stored by then (terazi.store.derived)
             assert {a["pairs_scored"], b["pairs_scored"]} <= {0, a["pairs_unique"]}
             assert max(a["pairs_scored"], b["pairs_scored"]) == a["pairs_unique"]
         else:
@@ -312,8 +314,8 @@ def test_two_concurrent_cli_runs_on_one_cache_score_each_pair_once(
 
 def test_a_served_run_may_use_only_the_servers_score_store(tmp_path, tiny_dataset):
     """A shared score store is a place workers write to: from the deployment form, only the server's own."""
-    from terazi.errors import PolicyError
-    from terazi.policy import ServicePolicy
+    from terazi.base.errors import PolicyError
+    from terazi.config.policy import ServicePolicy
 
     raw = {
         "datasets": [{"path": str(tiny_dataset)}],

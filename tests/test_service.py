@@ -21,26 +21,15 @@ import pytest
 import yaml
 
 from terazi.schemas import EvalConfig
+from tests.conftest import TINY_FLAGS, tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tiny_config(tmp_path, dataset, **extra) -> dict:
-    return {
-        "datasets": [{"path": str(dataset), "name": "tiny"}],
-        "rerankers": [
-            {"name": "bm25", "kind": "bm25"},
-            {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]},
-        ],
-        "conditions": ["clean", "upper"],
-        "depth": 10,
-        "rerank_depth": 5,
-        "bootstrap_resamples": 200,
-        "out_dir": str(tmp_path / "results"),
-        "cache_dir": str(tmp_path / "cache"),
-        "offline": True,
-        **extra,
-    }
+def service_config(tmp_path, dataset, **extra) -> dict:
+    """The tiny run a served deployment makes: BM25 and its fusion with the first stage."""
+    rerankers = [{"name": "bm25", "kind": "bm25"}, {"name": "hybrid", "kind": "rrf", "fuse": ["first-stage", "bm25"]}]
+    return tiny_config(tmp_path, dataset, rerankers=rerankers, bootstrap_resamples=200, **extra)
 
 
 def api_url() -> str:
@@ -62,7 +51,7 @@ def test_task_failing_twice_succeeds_on_retry(prefect_server, tmp_path, tiny_dat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(loading, "load_beir", flaky)
-    manifest = evaluate(EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, run_name="retry")))
+    manifest = evaluate(EvalConfig.model_validate(service_config(tmp_path, tiny_dataset, run_name="retry")))
     assert len(failures) == 2
     assert (Path(manifest.run_dir) / "leaderboard.csv").is_file()
 
@@ -138,9 +127,9 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(
 ):
     from prefect.deployments import run_deployment
 
-    served_cfg = tiny_config(tmp_path, tiny_dataset)
+    served_cfg = service_config(tmp_path, tiny_dataset)
     with served(tmp_path, served_cfg):
-        cfg = tiny_config(tmp_path, tiny_dataset, run_name="served", benchmark="tiny-bench")
+        cfg = service_config(tmp_path, tiny_dataset, run_name="served", benchmark="tiny-bench")
         del cfg["bootstrap_resamples"]  # the default, as the CLI uses below
         flow_run = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
         assert flow_run.state.is_completed(), flow_run.state
@@ -166,11 +155,11 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(
         assert str(run_dir / "report.html") in report.data
 
         # the form cannot reach outside the server's roots, nor switch on remote code
-        cfg_code = tiny_config(tmp_path, tiny_dataset, run_name="refused")
+        cfg_code = service_config(tmp_path, tiny_dataset, run_name="refused")
         cfg_code["rerankers"] = [
             {"name": "ce", "kind": "cross-encoder", "model": tiny_cross_encoder, "trust_remote_code": True}
         ]
-        cfg_out = tiny_config(tmp_path, tiny_dataset, run_name="refused", out_dir=str(tmp_path / "elsewhere"))
+        cfg_out = service_config(tmp_path, tiny_dataset, run_name="refused", out_dir=str(tmp_path / "elsewhere"))
         for cfg_bad, words in (
             (cfg_code, ["rerankers.ce.trust_remote_code: refused by the service policy", "--allow-remote-code"]),
             (cfg_out, ["out_dir", "outside the service's results root"]),
@@ -188,7 +177,7 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(
             assert message in logs and "Traceback" not in logs, logs
         assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "results" / "refused").exists()
 
-        bad = tiny_config(tmp_path, tiny_dataset, depth=-5)
+        bad = service_config(tmp_path, tiny_dataset, depth=-5)
         with pytest.raises(Exception) as info:
             run_deployment("terazi-evaluate/ad-hoc", parameters={"config": bad}, timeout=60)
         assert "depth" in str(info.value)
@@ -209,12 +198,7 @@ def test_served_ad_hoc_run_carries_its_results_logs_and_policy(
             "bm25",
             "--reranker",
             "rrf:first-stage+bm25=hybrid",
-            "--condition",
-            "upper",
-            "--depth",
-            "10",
-            "--rerank-depth",
-            "5",
+            *TINY_FLAGS,
             "--out",
             str(tmp_path / "cli" / "flags"),
             "--cache",
@@ -242,7 +226,7 @@ def test_10_the_forms_defaults_lie_inside_the_servers_roots(prefect_server, tmp_
     root, cache = tmp_path / "served-results", tmp_path / "served-cache"
     with served(
         tmp_path,
-        tiny_config(tmp_path, tiny_dataset, conditions=["clean"]),
+        service_config(tmp_path, tiny_dataset, conditions=["clean"]),
         "--results-root",
         str(root),
         "--cache-root",
@@ -272,7 +256,7 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(
 ):
     from prefect.deployments import run_deployment
 
-    cfg = tiny_config(tmp_path, tiny_dataset, run_name="remote-code", conditions=["clean"])
+    cfg = service_config(tmp_path, tiny_dataset, run_name="remote-code", conditions=["clean"])
     cfg["rerankers"] = [
         {
             "name": "ce",
@@ -284,7 +268,7 @@ def test_remote_code_is_allowed_only_when_the_server_says_so(
     ]
     # (refused without --allow-remote-code: the ad-hoc test above)
     with served(
-        tmp_path, tiny_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"
+        tmp_path, service_config(tmp_path, tiny_dataset), "--allow-model", tiny_cross_encoder, "--allow-remote-code"
     ):
         allowed = run_deployment("terazi-evaluate/ad-hoc", parameters={"config": cfg}, timeout=300)
         assert allowed.state.is_completed(), allowed.state
@@ -295,7 +279,7 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
     from terazi.flows.evaluate import evaluate
     from terazi.flows.nightly import nightly
 
-    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-nightly"))
+    cfg = EvalConfig.model_validate(service_config(tmp_path, tiny_dataset, benchmark="tiny-nightly"))
     first = nightly(cfg)
     assert "first nightly run of benchmark `tiny-nightly`" in first
     # an ad-hoc run with other systems, into the same results folder, in between
@@ -323,10 +307,10 @@ def test_nightly_compares_with_the_previous_nightly_of_the_same_benchmark(prefec
 def test_interrupted_run_is_never_a_baseline(prefect_server, tmp_path, tiny_dataset, monkeypatch):
     import terazi.tasks.results as aggregate
     from terazi.flows.nightly import nightly
-    from terazi.results import folder as results
+    from terazi.results import run_folder as results
     from terazi.schemas.layout import RunLayout
 
-    cfg = EvalConfig.model_validate(tiny_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
+    cfg = EvalConfig.model_validate(service_config(tmp_path, tiny_dataset, benchmark="tiny-crash"))
     nightly(cfg)
 
     def crash(*args, **kwargs):

@@ -27,33 +27,18 @@ def gone(pid: int) -> bool:
         return True
 
 
+def slow_run(ds, run, cache, env: dict, **output) -> subprocess.Popen:
+    """`terazi run` in a process of its own, long enough (20 samples of each variant) to be stopped halfway."""
+    command = ["run", "--dataset", str(ds), "--out", str(run), "--cache", str(cache), "--offline", "--samples", "20"]
+    return subprocess.Popen([sys.executable, "-m", "terazi.cli", *command], cwd=ROOT, env=env, **output)
+
+
 def test_sigterm_stops_the_run_and_everything_it_started(tmp_path):
     ds = make_tiny(tmp_path / "tiny")
     run = tmp_path / "results" / "run"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # a temporary server of its own
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "terazi.cli",
-            "run",
-            "--dataset",
-            str(ds),
-            "--out",
-            str(run),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--offline",
-            "--samples",
-            "20",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = slow_run(ds, run, tmp_path / "cache", env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 180
     while not (run / ".terazi-incomplete").exists():  # the flow has started: the server is up
         assert proc.poll() is None, proc.stdout.read()
@@ -84,7 +69,7 @@ def test_a_signal_landing_in_a_callback_prints_no_traceback(monkeypatch, capsys)
     other exception a callback raises is still printed."""
     import weakref
 
-    from terazi import shutdown
+    from terazi.base import shutdown
 
     class Thing:
         pass
@@ -113,7 +98,7 @@ def test_a_stop_that_surfaces_as_another_error_is_recorded_as_the_stop(tmp_path)
     """A signal can land where Prefect turns it into an error of its own (seen under load: "ValueError: Task run is
     not set" as a SIGTERMed run's reason); the folder still says which signal stopped it. The next run's own error is
     recorded as it is."""
-    from terazi import shutdown
+    from terazi.base import shutdown
     from terazi.flows.lifecycle import results_folder
 
     def reason(name: str, error: Exception, signum: int | None) -> str:
@@ -143,27 +128,7 @@ def test_a_killed_run_is_marked_crashed_by_the_next_run(prefect_server, tmp_path
     ds = make_tiny(tmp_path / "tiny")
     run = tmp_path / "results" / "killed"
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "terazi.cli",
-            "run",
-            "--dataset",
-            str(ds),
-            "--out",
-            str(run),
-            "--cache",
-            str(tmp_path / "cache"),
-            "--offline",
-            "--samples",
-            "20",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = slow_run(ds, run, tmp_path / "cache", env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not (run / ".terazi-incomplete").exists() or not json.loads((run / ".terazi-incomplete").read_text()).get(
         "flow_run_id"

@@ -8,9 +8,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from terazi.base.errors import DatasetError
 from terazi.data.beir import load_beir, write_beir
 from terazi.data.loading import load_dataset
-from terazi.errors import DatasetError
 from terazi.schemas import DatasetSpec, EvalConfig
 from terazi.schemas.sources import parse
 from tests.conftest import TINY_DOCS, TINY_QRELS, TINY_QUERIES
@@ -182,8 +182,8 @@ def test_ir_datasets_id(tmp_path):
 
 
 def test_served_policy_allows_only_the_named_datasets_it_serves(tmp_path):
-    from terazi.errors import PolicyError
-    from terazi.policy import ServicePolicy
+    from terazi.base.errors import PolicyError
+    from terazi.config.policy import ServicePolicy
 
     served = EvalConfig.model_validate(
         {"datasets": [{"path": "hf:org/served@v1"}], "out_dir": str(tmp_path), "cache_dir": str(tmp_path / "c")}

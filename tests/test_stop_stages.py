@@ -235,7 +235,7 @@ def test_a_stop_in_the_python_api_ends_the_run_not_the_process():
     main thread, but arms no watchdog (which would end the kernel), and the next run starts with STOP clear."""
     import threading
 
-    from terazi import shutdown
+    from terazi.base import shutdown
 
     seen, before = [], set(threading.enumerate())
     previous = signal.signal(

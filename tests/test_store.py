@@ -17,11 +17,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from terazi import fingerprint
-from terazi.errors import CacheError
-from terazi.rerank.keys import variant_keys
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
+from terazi.rerank.pair_keys import variant_keys
 from terazi.rerank.store import ModelKey, Scores, SharedStore, SQLiteStore
 from terazi.rerank.store import sqlite as sqlite_store
+from tests.conftest import TINY_FLAGS
 
 ROOT = str(Path(__file__).resolve().parents[1])
 MODEL = ModelKey("cross-encoder:tiny#abc", 64)
@@ -220,7 +221,7 @@ def test_cache_commands_check_repair_and_merge(tmp_path):
     repaired = runner.invoke(app, ["cache", "repair", "--cache", str(a)])
     assert repaired.exit_code == 0 and "salvaged" in repaired.output
     assert runner.invoke(app, ["cache", "check", "--cache", str(a)]).exit_code == 0
-    assert list((a / "quarantine").glob("scores.sqlite.*"))
+    assert list((a / "quarantine").glob("scores-scores.sqlite-*/scores.sqlite"))
 
 
 def test_copied_cache_works_from_its_new_place(tmp_path, tiny_dataset):
@@ -284,12 +285,7 @@ def test_run_on_a_damaged_cache_stops_then_repair_restores_identical_results(pre
         str(tiny_dataset),
         "--cache",
         str(cache),
-        "--condition",
-        "upper",
-        "--depth",
-        "10",
-        "--rerank-depth",
-        "5",
+        *TINY_FLAGS,
         "--offline",
     ]
     first = runner.invoke(app, [*args, "--out", str(tmp_path / "r1")])
@@ -316,7 +312,7 @@ def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_fi
     """The plan's work files outlive every step of the ranking task that can fail, so its retry finds them."""
     from terazi.corrupt.variants import corrupt_queries
     from terazi.data.loading import load_dataset
-    from terazi.rerank import costs
+    from terazi.rerank import metering
     from terazi.rerank.stage import finish_rerank, plan_rerank, score_chunk
     from terazi.schemas import BM25Spec, CorruptionSpec, DatasetSpec, EncoderSpec
     from tests.stages import first_stage, rank_row
@@ -327,13 +323,13 @@ def test_a_ranking_task_retried_after_its_cost_step_failed_still_has_its_work_fi
     spec = BM25Spec(name="bm25", kind="bm25")
     plan = plan_rerank(ds, cs, vs, spec, 5, str(tmp_path / "cache"))
     chunks = [score_chunk(plan, i) for i in range(len(plan.chunks))]
-    settle = costs.settle
+    settle = metering.settle
 
     def fails_once(*a, **k):
-        monkeypatch.setattr(costs, "settle", settle)
+        monkeypatch.setattr(metering, "settle", settle)
         raise OSError("injected: cost store unreachable")
 
-    monkeypatch.setattr(costs, "settle", fails_once)
+    monkeypatch.setattr(metering, "settle", fails_once)
     with pytest.raises(OSError, match="injected"):
         finish_rerank(plan, chunks, str(tmp_path / "out"))
     retried = finish_rerank(plan, chunks, str(tmp_path / "out"))

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 import pytrec_eval
 
+from terazi.base.ties import id_order
 from terazi.data.beir import write_beir
 from terazi.data.loading import load_dataset, open_dataset
 from terazi.data.runfolder import run_scores
@@ -24,7 +25,6 @@ from terazi.rerank.ranking import rank_part, reciprocal_rank_fusion, write_ranki
 from terazi.retrieval.bm25 import bm25_candidates
 from terazi.retrieval.dense import MARGIN, exact_search
 from terazi.schemas import DatasetSpec
-from terazi.ties import id_order
 
 FIRST = ["d1", "d3", "d10", "d2", "d5"]  # first-stage order of query q; d5 is the tail below a head of 4
 
@@ -183,8 +183,8 @@ def test_dense_first_stage_leaves_them_out_and_old_sets_are_refused(tmp_path):
     fingerprint, is refused rather than served in FAISS's order."""
     import json
 
+    from terazi.base.errors import ConfigError
     from terazi.corrupt.variants import corrupt_queries
-    from terazi.errors import ConfigError
     from terazi.retrieval.frozen import find_frozen
     from terazi.schemas import CorruptionSpec, EncoderSpec
     from tests.stages import first_stage

@@ -28,6 +28,6 @@ class Aggregates:
     ranks: pl.DataFrame = field(metadata={"doc": "ranks.csv: rank intervals and P(rank 1) per system"})
     costs: dict[str, ModelCost | None] = field(default_factory=dict)
     judgements: list[Judgement] = field(default_factory=list)
-    decontaminated: pl.DataFrame | None = field(default=None, metadata={"doc": "decontaminated.csv (with exclude)"})
+    leak_free: pl.DataFrame | None = field(default=None, metadata={"doc": "leak_free.csv (with leakage)"})
     depths: pl.DataFrame | None = field(default=None, metadata={"doc": "depths.csv (with rerank_depths)"})
     ceiling: pl.DataFrame | None = field(default=None, metadata={"doc": "ceiling.csv (with rerank_depths)"})

@@ -18,9 +18,8 @@ import polars as pl
 
 from terazi.analysis.hypotheses import adjust_families, effect_size, randomization, significant
 from terazi.analysis.stats import Interval, balanced_mean, differences, paired_difference
-from terazi.errors import DatasetError, TeraziError
-from terazi.readback import finite_parquet, read_csv
-from terazi.schemas.layout import RunLayout
+from terazi.base.errors import TeraziError
+from terazi.schemas.results_folder import ResultsFolder
 from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN
 
@@ -169,30 +168,13 @@ def _row(system, versus, dataset, condition, n, a, b, statistics: Statistics) ->
     return [system, versus, dataset, condition, n, *means, ci.estimate, ci.low, ci.high, ci.p_value, p, es], ci
 
 
-def read_per_query(run: Path) -> pl.DataFrame:
-    RunLayout(run).refuse_unfinished()
-    path = RunLayout(run).per_query
-    if not path.is_file():
-        raise DatasetError(path, None, "not a terazi results folder (no per_query.parquet)")
-    finite_parquet(path)
-    return pl.read_parquet(path)
-
-
-def headline_of(run: Path, default: str = "nDCG@10") -> str:
-    """The run's own headline measure (from its manifest), else `default`."""
-    try:
-        return json.loads(RunLayout(run).manifest.read_text())["config"].get("headline") or default
-    except (OSError, ValueError, KeyError):
-        return default
-
-
 def compare_runs(
     before: Path, after: Path, measure: str | None = None, statistics: Statistics | None = None
 ) -> Comparison:
     """Every system the two folders share, cell by cell (after − before); systems only on one side are listed."""
     statistics = statistics or Statistics()
-    old, new = read_per_query(before), read_per_query(after)
-    measure = measure or headline_of(after)
+    old, new = ResultsFolder(before).per_query(), ResultsFolder(after).per_query()
+    measure = measure or ResultsFolder(after).headline()
     for side, pq in (("before", old), ("after", new)):
         if measure not in set(pq["measure"].unique()):
             raise TeraziError(
@@ -219,10 +201,10 @@ def compare_runs(
 def compare_depths(before: Path, after: Path) -> pl.DataFrame | None:
     """When both folders swept rerank depths (depths.csv): per reranker and depth both have, each run's headline,
     after − before, and whether the depth is each run's enough depth; None otherwise."""
-    paths = [RunLayout(p).depths_csv for p in (before, after)]
-    if not all(p.is_file() for p in paths):
+    swept = [ResultsFolder(p).depths for p in (before, after)]
+    if any(d is None for d in swept):
         return None
-    old, new = (read_csv(p).select("system", "depth", "mean", "enough") for p in paths)
+    old, new = (d.select("system", "depth", "mean", "enough") for d in swept)
     return old.join(new, on=["system", "depth"], how="inner", suffix="_after", maintain_order="right").select(
         "system",
         "depth",
@@ -239,8 +221,8 @@ def compare_systems(
 ) -> Comparison:
     """Two systems of one folder, cell by cell (a − b)."""
     statistics = statistics or Statistics()
-    pq = read_per_query(run)
-    measure = measure or headline_of(run)
+    folder = ResultsFolder(run)
+    pq, measure = folder.per_query(), measure or folder.headline()
     known = pq["system"].unique(maintain_order=True).to_list()
     missing = [s for s in (a, b) if s not in known]
     if missing:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from terazi.analysis.known import Known
 from terazi.analysis.stats import balanced_mean, interval, paired_difference
 from terazi.schemas import FIRST_STAGE, ModelCost
+from terazi.store.bootstraps import BootstrapStore
 
 
 def _by_dataset(frame: pl.DataFrame, column: str, datasets: list[str]) -> dict[str, np.ndarray]:
@@ -29,10 +29,10 @@ def ceiling_table(
     seed: int,
     confidence: float,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """ceiling.csv: per first stage and depth, recall@depth and the oracle's headline with their intervals (`known`:
-    where intervals computed before are found, terazi.analysis.known; as in `depth_table`)."""
+    where intervals computed before are found, terazi.store.bootstraps; as in `depth_table`)."""
     rows = []
     for (stage, depth), part in ceiling.sort("depth").group_by("system", "depth", maintain_order=True):
         recall, oracle = (
@@ -64,7 +64,7 @@ def depth_table(
     seed: int,
     confidence: float,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """depths.csv: per reranker (leaderboard order) and depth, its headline and interval, Δ to the deepest depth
     with its paired interval and verdict, `enough` (this depth is the smallest not significantly below the deepest),

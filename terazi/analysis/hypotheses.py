@@ -25,10 +25,10 @@ from typing import Literal
 
 import numpy as np
 
-from terazi.analysis.known import by_content
 from terazi.analysis.stats import Scores
+from terazi.base.shutdown import check
 from terazi.schemas.statistics import Statistics
-from terazi.shutdown import check
+from terazi.store.bootstraps import by_content
 
 Correction = Literal["none", "holm", "bh"]
 CHUNK_CELLS = 4_000_000

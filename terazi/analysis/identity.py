@@ -7,7 +7,7 @@ says "same inputs", as a model card prints one. The parts say which piece change
 
 from __future__ import annotations
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.schemas import BenchmarkIdentity, CandidateSet, DatasetManifest, EvalConfig
 
 PART_LABELS = {

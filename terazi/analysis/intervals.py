@@ -20,7 +20,6 @@ from terazi.analysis.hypotheses import (
     randomization,
     significant,
 )
-from terazi.analysis.known import Known
 from terazi.analysis.stats import (
     Aggregation,
     Interval,
@@ -33,6 +32,7 @@ from terazi.analysis.stats import (
 )
 from terazi.schemas.statistics import Statistics
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
+from terazi.store.bootstraps import BootstrapStore
 
 Cells = dict[tuple[str, str], dict[str, tuple[pl.Series, np.ndarray]]]
 Subset = dict[str, pl.Series]
@@ -70,10 +70,10 @@ def _aligned(
 
 
 def system_intervals(
-    pq: pl.DataFrame, datasets: list[str], statistics: Statistics, *, known: Known | None = None
+    pq: pl.DataFrame, datasets: list[str], statistics: Statistics, *, known: BootstrapStore | None = None
 ) -> pl.DataFrame:
     """Headline (clean) mean of each system with its interval and significance group, best first (`known`: where
-    intervals computed before are found, terazi.analysis.known; as in every function here). Adjacent systems are in
+    intervals computed before are found, terazi.store.bootstraps; as in every function here). Adjacent systems are in
     one group unless their difference is significant: its interval excludes 0, or (`verdict: p`) the randomization
     test's p-value, adjusted across the adjacent pairs (`correction`; scope `pair`: each alone), is below α."""
     resamples, seed, confidence = statistics.bootstrap_resamples, statistics.seed, statistics.confidence
@@ -135,7 +135,7 @@ def pairwise(
     conditions: list[str],
     statistics: Statistics,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Every pair of systems on every dataset × condition cell: the bootstrap interval of the difference, the paired
     randomization test's p-value, adjusted (`correction` over `correction_scope`), the effect size, and the verdict
@@ -170,7 +170,7 @@ def detectable_differences(
     alpha: float,
     power: float = 0.8,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Per dataset, the minimum detectable effect of a two-sided paired t-test at level `alpha` with `power`, in the
     headline's units, from the clean paired differences: of the top two systems of `order` (`mde`), and the median
@@ -278,7 +278,7 @@ def retention_intervals(
     confidence: float,
     aggregation: Aggregation = "macro",
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> pl.DataFrame:
     """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
     interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.

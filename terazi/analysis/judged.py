@@ -19,9 +19,9 @@ import polars as pl
 
 from terazi.analysis import stats
 from terazi.analysis.hypotheses import randomization
-from terazi.analysis.known import Known
 from terazi.schemas import EvalConfig, ModelCost, Statistics
 from terazi.schemas.tables import CLEAN
+from terazi.store.bootstraps import BootstrapStore
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,11 @@ def judge(
     costs: dict[str, ModelCost | None] | None = None,
     margin: float | None = None,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> Judgement:
     """`variant` against `base` on a seeded subset of the clean queries of `datasets` (per_query: dataset, system,
     condition, query_id, measure, value), at `margin` (default: `statistics.equivalence_margin`); `known`: where
-    intervals computed before are found (terazi.analysis.known)."""
+    intervals computed before are found (terazi.store.bootstraps)."""
     clean = per_query.filter(
         (pl.col("condition") == CLEAN) & (pl.col("measure") == measure) & pl.col("dataset").is_in(datasets)
     )
@@ -117,7 +117,7 @@ def judge(
 
 
 def judge_variants(
-    per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict, known: Known | None = None
+    per_query: pl.DataFrame, ranked: list[str], config: EvalConfig, costs: dict, known: BootstrapStore | None = None
 ) -> list[Judgement]:
     """Every variant the run's configuration names (`variants`), judged against its base (`judge`)."""
     return [

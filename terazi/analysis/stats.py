@@ -16,8 +16,8 @@ from typing import Literal
 
 import numpy as np
 
-from terazi.analysis.known import Known, by_content
-from terazi.shutdown import check
+from terazi.base.shutdown import check
+from terazi.store.bootstraps import BootstrapStore, by_content
 
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems
 Aggregation = Literal["macro", "pooled"]
@@ -189,7 +189,7 @@ def balanced_mean(values: Scores) -> float:
 @by_content(Interval)
 def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
     """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0 and the 1 − 2α interval
-    of the equivalence test. A keyword `known` (`by_content`): a store of results (terazi.analysis.known) to find it
+    of the equivalence test. A keyword `known` (`by_content`): a store of results (terazi.store.bootstraps) to find it
     in or keep it in."""
     boot = balanced_bootstrap(values, n_resamples, seed)
     alpha = 1 - confidence
@@ -205,7 +205,7 @@ def paired_difference(
     seed: int = 0,
     confidence: float = 0.95,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> Interval:
     """Interval of mean(a) − mean(b) over the same queries, balanced by dataset (`known`: `interval`'s store)."""
     return interval(differences(a, b), n_resamples, seed, confidence, known=known)
@@ -267,7 +267,7 @@ def ratio_interval(
     datasets; a dataset whose clean mean is 0 has no ratio and is left out. pooled: the dataset-balanced mean of
     `num` over that of `den`. Each resample draws queries with replacement within each dataset, the same
     queries for `num` and `den` (paired), and recomputes the ratio the same way as the estimate. A keyword `known`
-    (`by_content`): a store of results (terazi.analysis.known) to find it in or keep it in.
+    (`by_content`): a store of results (terazi.store.bootstraps) to find it in or keep it in.
     """
     if set(num) != set(den):
         raise ValueError(f"corrupted and clean cover different datasets: {sorted(num)} vs {sorted(den)}")

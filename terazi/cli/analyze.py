@@ -7,16 +7,16 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err, print_leaderboard
-from terazi.cli.options import Exclude, ExcludeBy, Results, Verbose, about, sets
+from terazi.cli.options import Leakage, LeakageBy, Results, Verbose, about, sets
 from terazi.cli.places import declares
-from terazi.configs import given
-from terazi.paths import Place
+from terazi.config.config_files import given
 from terazi.schemas import AnalyzeConfig
 
 
 @declares(
-    reads=(Place("folder", "runs folder"), Place("exclude", "exclude folder")), writes=(Place("out", "results folder"),)
+    reads=(Place("folder", "runs folder"), Place("leakage", "leakage folder")), writes=(Place("out", "results folder"),)
 )
 def analyze(
     folder: Annotated[Path, typer.Argument(help=about(AnalyzeConfig, "folder"))],
@@ -39,8 +39,8 @@ def analyze(
     featured: Annotated[str | None, sets(AnalyzeConfig, "featured")] = None,
     first_stage: Annotated[list[str] | None, sets(AnalyzeConfig, "first_stages")] = None,
     labels: Annotated[str | None, sets(AnalyzeConfig, "labels")] = None,
-    exclude: Exclude = None,
-    exclude_by: ExcludeBy = None,
+    leakage: Leakage = None,
+    leakage_by: LeakageBy = None,
     verbose: Verbose = False,
 ) -> None:
     """Analyse TREC run files made anywhere: writes the same results folder as `terazi run`."""
@@ -58,7 +58,7 @@ def analyze(
     config = AnalyzeConfig.model_validate(
         {**fields, "folder": str(folder), "out_dir": str(Path(out).parent), "run_name": Path(out).name}
     )
-    inventory(config)  # a malformed folder (or --exclude folder) fails here, in one line, before Prefect starts
+    inventory(config)  # a malformed folder (or --leakage folder) fails here, in one line, before Prefect starts
     check_api()
     manifest, seconds = run_flow("terazi.flows.analyze:analyze", config)
     print_leaderboard(Path(manifest.run_dir))

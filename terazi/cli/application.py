@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Declared, Place
 from terazi.cli import analyze, cache, card, compare, convert, corrupt, leaderboard, leakage, run, serve
-from terazi.paths import Declared, Place
 
 app = typer.Typer(
     add_completion=False,

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from terazi.amounts import parse_age, parse_size
+from terazi.base.amounts import parse_age, parse_size
+from terazi.base.paths import Place
 from terazi.cli.common import console, fail
 from terazi.cli.options import Verbose, reads
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 cache_app = typer.Typer(no_args_is_help=True, help="Check, repair, weigh, prune and merge terazi's cache folder.")
 Cache = Annotated[Path, typer.Option("--cache", help="the cache folder (a run's --cache / cache_dir)")]
@@ -30,7 +30,7 @@ def check_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
     """Check the score cache (SQLite's integrity check), every frozen candidate set and stored output (every byte
     against its recorded hash), the vector stores, corpus tables and intervals file. Exit 0 when all is sound, 2 when
     `terazi cache repair` has work to do."""
-    from terazi.cache_folder import check, findings_table
+    from terazi.upkeep.health import check, findings_table
 
     findings = check(_folder(cache))
     if not findings:
@@ -46,7 +46,7 @@ def repair_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
     """Quarantine a damaged score cache (kept under quarantine/), salvage every readable score into a new one,
     write damaged TREC files again from their parquet, set aside candidate sets that cannot be trusted and
     delete damaged derived files (embeddings, corpus tables): the next run rebuilds what is missing."""
-    from terazi.cache_folder import repair
+    from terazi.upkeep.health import repair
 
     done = repair(_folder(cache))
     for line in done or [f"{cache}: nothing to repair"]:
@@ -58,7 +58,7 @@ def repair_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
 def du_cmd(cache: Cache = CACHE, verbose: Verbose = False) -> None:
     """What each part of the cache weighs on disk, and what removing it would give back (stored outputs that a
     results folder still links free nothing)."""
-    from terazi.cache_usage import usage_table
+    from terazi.upkeep.usage import usage_table
 
     console.print(usage_table(_folder(cache)).rich(f"{cache}"))
 
@@ -87,7 +87,7 @@ def prune_cmd(
     """Remove stored outputs, frozen candidate sets, vector stores, corpus tables, ONNX exports, the intervals file
     and quarantined items that no run used recently. The score store is never pruned; a warm run afterwards makes
     again exactly what was removed."""
-    from terazi.cache_usage import prune
+    from terazi.upkeep.usage import prune
 
     if older_than is None and max_size is None:
         fail("say what to prune: --older-than AGE, --max-size SIZE, or both (add --dry-run to look first)")
@@ -119,7 +119,7 @@ def merge_cmd(
 ) -> None:
     """Copy the scores of other caches or of a shared store into this cache (or, with --into, into a shared store).
     Pairs already present are kept as they are."""
-    from terazi.cache_folder import merge_all
+    from terazi.upkeep.health import merge_all
 
     for line in merge_all(sources, cache, into):
         console.print(line, highlight=False, soft_wrap=True)

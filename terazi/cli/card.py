@@ -7,18 +7,18 @@ from typing import Annotated, Literal
 
 import typer
 
+from terazi.base.paths import Found, Place
 from terazi.cli.common import console
 from terazi.cli.options import Force, Verbose
 from terazi.cli.places import declares
-from terazi.configs import key_values
-from terazi.paths import Found, Place
+from terazi.config.config_files import key_values
 
 
 def more_places(kwargs: dict) -> tuple[Found, Found]:
     """The files --format all writes (besides --out itself, declared), and the inputs of the results folder's run:
     the card describes them, and never writes onto them."""
     from terazi.present.card import card_files
-    from terazi.results.folder import run_inputs
+    from terazi.results.run_folder import run_inputs
 
     out, fmt = kwargs.get("out"), kwargs.get("fmt")
     written = [("card file", str(p)) for p in card_files(out, fmt).values() if p != out] if out and fmt == "all" else []

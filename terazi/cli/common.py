@@ -14,8 +14,8 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from terazi.errors import TeraziError
-from terazi.logs import prefect_defaults, to_terminal
+from terazi.base.errors import TeraziError
+from terazi.base.logs import prefect_defaults, to_terminal
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
@@ -46,10 +46,10 @@ def print_leaderboard(run_dir: Path) -> None:
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one `error:` line and exit (SystemExit, so it works inside and outside click alike). The message is text,
-    not markup, and may quote a server: its secrets are blotted (`terazi.outside`)."""
+    not markup, and may quote a server: its secrets are blotted (`terazi.base.outside`)."""
     from rich.markup import escape
 
-    from terazi.outside import blot
+    from terazi.base.outside import blot
 
     err.print(f"[bold red]error:[/] {escape(blot(message))}", highlight=False, soft_wrap=True)
     raise SystemExit(code)
@@ -57,7 +57,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """A known failure as (one line, exit code); None for a bug (which keeps its traceback)."""
-    from terazi.paths import disk_full, is_disk_full
+    from terazi.base.paths import disk_full, is_disk_full
 
     if isinstance(exc, TeraziError):
         return str(exc), 2
@@ -70,7 +70,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
     from pydantic import ValidationError
 
     if isinstance(exc, ValidationError):
-        from terazi.errors import describe
+        from terazi.base.errors import describe
 
         return "invalid configuration:\n  " + describe(exc, sep="\n  "), 2
     return None
@@ -78,7 +78,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
 
 @contextmanager
 def errors_as_lines() -> Iterator[None]:
-    """Known failures become one `error:` line and exit 2; tracebacks only with --verbose."""
+    """BootstrapStore failures become one `error:` line and exit 2; tracebacks only with --verbose."""
     try:
         yield
     except (typer.Exit, typer.Abort, SystemExit, typer.TyperException):  # usage errors stay typer's

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, fail
 from terazi.cli.options import Verbose, sets
 from terazi.cli.places import declares
-from terazi.configs import given
-from terazi.paths import Place
+from terazi.config.config_files import given
 from terazi.schemas.statistics import Statistics
 
 
@@ -56,10 +56,10 @@ def compare(
     if fmt == "json":
         print(cmp.to_json())
     elif fmt == "markdown":
-        from terazi.present.comparison import comparison_markdown
+        from terazi.present.comparison_text import comparison_markdown
 
         print(comparison_markdown(cmp, everything))
     else:
-        from terazi.present.comparison import comparison_rich
+        from terazi.present.comparison_text import comparison_rich
 
         console.print(comparison_rich(cmp, everything))

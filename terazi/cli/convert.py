@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err
 from terazi.cli.options import Force, Verbose
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 
 def beir_names(kwargs: dict) -> list[str]:

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from terazi.amounts import SEED, Range
+from terazi.base.amounts import SEED, Range
+from terazi.base.paths import Place
 from terazi.cli.options import Verbose, about, amount, sets
 from terazi.cli.places import declares
-from terazi.configs import key_values
-from terazi.paths import Place
+from terazi.config.config_files import key_values
 from terazi.schemas import CONDITIONS, CorruptionSpec, MobileSpec
 
 SOURCE = 'queries JSONL ({"_id": …, "text": …}); stdin when absent'

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, fail
 from terazi.cli.options import Verbose
 from terazi.cli.places import declares
-from terazi.paths import Place
 
 SOURCE = (
     "a long score table (CSV or parquet: system,task,task_type,score), an MTEB results folder "
@@ -38,7 +38,7 @@ def leaderboard_cmd(
     """Borda count, Mean (Task) and Mean (TaskType) as the ranking note defines them, in any format."""
     import polars as pl
 
-    from terazi.errors import TeraziError
+    from terazi.base.errors import TeraziError
     from terazi.present import exports
     from terazi.results.board import load_board
 

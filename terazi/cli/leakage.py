@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import console, err
 from terazi.cli.options import ConfigFile, Datasets, Force, Split, Verbose, about, reads, sets
 from terazi.cli.places import dataset_path, declares, training_path
-from terazi.configs import given, read_config_file, with_datasets
-from terazi.paths import Place
+from terazi.config.config_files import given, read_config_file, with_datasets
 from terazi.schemas.leakage import LeakageConfig, LeakageOptions, TrainSource, read_near_threshold
 
 
@@ -65,7 +65,7 @@ def leakage(
     verbose: Verbose = False,
 ) -> None:
     """Check benchmark datasets against training data: the training records to drop, the contaminated queries and
-    passages (for scores without them: `terazi run --exclude DIR`), repeated queries, examples."""
+    passages (for scores without them: `terazi run --leakage DIR`), repeated queries, examples."""
     options = given(LeakageOptions, locals())
     if near_threshold is not None:
         options["near_threshold"] = read_near_threshold(near_threshold)
@@ -74,7 +74,7 @@ def leakage(
         raw, train, field, query_field, options, **given(LeakageConfig, {"out": out, "cache_dir": cache})
     )
     from terazi.cli.prefect_api import check_api, run_flow
-    from terazi.contamination.folder import check_inputs
+    from terazi.leakage.checked import check_inputs
     from terazi.present.leakage import read_summary, shares_table
 
     # a bad dataset, source or output folder fails here, in one line, before Prefect

@@ -1,7 +1,7 @@
 """The options several commands take, declared once, and the help of an option that sets a config field: that field's
 own description and default, so the text is written once (in the schema) and the command line's help cannot drift
-from what the config means. An option that takes an amount reads it with `terazi.amounts` (`amount`): an option that
-sets a numeric field (`sets`) within that field's own constraints, so the flag refuses what the config refuses."""
+from what the config means. An option that takes an amount reads it with `terazi.base.amounts` (`amount`): an option
+that sets a numeric field (`sets`) within that field's own constraints, so the flag refuses what the config refuses."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import typer
 from pydantic import BaseModel
 from rich.markup import escape
 
-from terazi.amounts import Range
+from terazi.base.amounts import Range
 from terazi.cli.common import fail
 from terazi.schemas import DatasetSpec, EvalConfig
 
@@ -75,8 +75,8 @@ ConfigFile = Annotated[
 Results = Annotated[
     str | None, typer.Option("--out", "-o", help="results folder, written into directly (no time-stamped sub-folder)")
 ]
-Exclude = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude"))]
-ExcludeBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "exclude_by"))]
+Leakage = Annotated[str | None, typer.Option(help=about(EvalConfig, "leakage"))]
+LeakageBy = Annotated[str | None, typer.Option(help=about(EvalConfig, "leakage_by"))]
 Force = Annotated[
     bool,
     typer.Option("--force", help="replace an existing output that terazi did not write (or that was since edited)"),

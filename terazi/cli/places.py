@@ -1,15 +1,16 @@
 """The one boundary every command goes through, run by what the command declares it reads and writes.
 
 `terazi run` promised that its outputs never overlap its inputs; the promise is per command. So every command states,
-parameter by parameter, which paths it reads and which it writes (`terazi.paths.Place`), in `declares(...)` above its
-function, and the declaration is what runs it: before the command's own code (so before anything is written) logging
-and `--verbose` are set, every output is checked against every input and every other output (`terazi.paths.disjoint`),
-and any failure is one `error:` line; a full disk names the declared output whose disk it is. A declared file output
-that exists and that terazi did not write is refused unless the call says `--force` (`terazi.paths.foreign`); what
-the call wrote is recorded after it (`terazi.paths.claim`), so the next call replaces it. Places that only the
-call's values tell (the files `terazi card --format all` writes, the folders a results folder's run read) come from the
-declaration's `more`; a config file's folders are checked once it is read (`terazi.results.folder.check_outputs`,
-`terazi.contamination.folder.check_inputs`). `tests/test_places.py` proves that no command can write onto an input.
+parameter by parameter, which paths it reads and which it writes (`terazi.base.paths.Place`), in `declares(...)` above
+its function, and the declaration is what runs it: before the command's own code (so before anything is written) logging
+and `--verbose` are set, every output is checked against every input and every other output
+(`terazi.base.paths.disjoint`), and any failure is one `error:` line; a full disk names the declared output whose disk
+it is. A declared file output that exists and that terazi did not write is refused unless the call says `--force`
+(`terazi.base.paths.foreign`); what the call wrote is recorded after it (`terazi.base.paths.claim`), so the next call
+replaces it. Places that only the call's values tell (the files `terazi card --format all` writes, the folders a results
+folder's run read) come from the declaration's `more`; a config file's folders are checked once it is read
+(`terazi.results.run_folder.check_outputs`, `terazi.leakage.checked.check_inputs`). `tests/test_places.py` proves that
+no command can write onto an input.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from terazi.base.paths import Declared, Found, Place, claim, disjoint, foreign, signatures
 from terazi.cli.common import OUTPUTS, errors_as_lines, setup
-from terazi.paths import Declared, Found, Place, claim, disjoint, foreign, signatures
 
 
 def dataset_path(value: Any) -> str | None:

@@ -1,5 +1,5 @@
 """The CLI's side of Prefect: is the API reachable, and a flow started as every command starts one (Prefect's console
-lines only with --verbose: `terazi.logs.quiet_console`)."""
+lines only with --verbose: `terazi.base.logs.quiet_console`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from terazi.base.errors import TeraziError
+from terazi.base.logs import quiet_console
 from terazi.cli.common import err, verbose
-from terazi.errors import TeraziError
-from terazi.logs import quiet_console
 
 
 def check_api() -> None:

@@ -8,27 +8,24 @@ from typing import Annotated
 
 import typer
 
+from terazi.base.paths import Place
 from terazi.cli.common import err, print_leaderboard
-from terazi.cli.options import ConfigFile, Datasets, Exclude, ExcludeBy, Results, Split, Verbose, sets
+from terazi.cli.options import ConfigFile, Datasets, Leakage, LeakageBy, Results, Split, Verbose, sets
 from terazi.cli.places import dataset_path, declares
-from terazi.configs import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
-from terazi.paths import Place
+from terazi.config.config_files import demo_config, given, laid_over, read_config_file, results_folder, with_datasets
 from terazi.schemas import CorruptionSpec, EncoderSpec, EvalConfig
 from terazi.schemas.rerankers import SPELLINGS, parse_reranker
 
 
 def evaluate_and_print(raw: dict, config_file: Path | None = None) -> None:
-    """Validate, check everything that can be checked before Prefect starts, run the flow, print."""
-    from terazi import shutdown
+    """Check everything that can be checked before Prefect starts (`terazi.api.checked`, as the Python API does), run
+    the flow, print."""
+    from terazi.api import checked
+    from terazi.base import shutdown
     from terazi.cli.prefect_api import check_api, run_flow
-    from terazi.preflight import preflight
     from terazi.present.terminal import work_lines
-    from terazi.results.folder import check_outputs
 
-    config = EvalConfig.model_validate(raw)
-    check_api()
-    check_outputs(config, [("config file", str(config_file))] if config_file else [])  # before anything is written
-    preflight(config, announce=False)  # datasets, models, output and cache folders: one-line errors first
+    config = checked(raw, config_file, announce=False, ready=check_api)
     with shutdown.graceful():
         manifest, seconds = run_flow("terazi.flows.evaluate:evaluate", config)
     print_leaderboard(Path(manifest.run_dir))
@@ -58,7 +55,7 @@ UNLIMITED = (
     reads=(
         Place("config", "config file"),
         Place("dataset", "dataset folder", dataset_path),
-        Place("exclude", "exclude folder"),
+        Place("leakage", "leakage folder"),
     ),
     writes=(Place("out", "results folder"), Place("cache", "cache folder")),
 )
@@ -78,15 +75,15 @@ def run(
     out: Results = None,
     cache: Annotated[str | None, sets(EvalConfig, "cache_dir")] = None,
     offline: Annotated[bool | None, sets(EvalConfig, "offline")] = None,
-    exclude: Exclude = None,
-    exclude_by: ExcludeBy = None,
+    leakage: Leakage = None,
+    leakage_by: LeakageBy = None,
     no_limits: Annotated[bool, typer.Option("--no-limits", help=UNLIMITED)] = False,
     verbose: Verbose = False,
 ) -> None:
     """Evaluate from a config file and/or flags (flags override the file)."""
     fields = given(EvalConfig, locals(), encoder="encoder.model", samples="corruption.samples", cache="cache_dir")
     if no_limits:
-        from terazi.policy import NO_LIMITS
+        from terazi.config.policy import NO_LIMITS
 
         os.environ[NO_LIMITS] = "1"
     raw = laid_over(read_config_file(config) if config else {}, fields | results_folder(out))

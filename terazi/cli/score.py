@@ -63,8 +63,8 @@ def _console(stderr: bool = False):
 
 def main(argv: list[str]) -> int:
     """Run `terazi score` with these arguments; returns the exit status (2 for bad input, as typer does)."""
+    from terazi.base.errors import DatasetError, MetricError
     from terazi.data.trec import read_qrels, read_run
-    from terazi.errors import DatasetError, MetricError
     from terazi.metrics.contracts import Policies
     from terazi.metrics.engine import evaluate
     from terazi.present.score_report import as_json, as_text

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from terazi import shutdown
-from terazi.amounts import Range
+from terazi.base import shutdown
+from terazi.base.amounts import Range
+from terazi.base.paths import Place
 from terazi.cli.common import err
 from terazi.cli.options import Verbose, amount, sets
 from terazi.cli.places import declares
-from terazi.configs import given
-from terazi.paths import Place
+from terazi.config.config_files import given
 from terazi.schemas.scale import Limits
 
 CONFIG = "benchmark config for both deployments' defaults (default: the demo)"
@@ -55,10 +55,10 @@ def serve(
     (see docs/service.md, "Security").
     """
     limits = Limits(**given(Limits, {name.removeprefix("max_"): value for name, value in locals().items()}))
+    from terazi.base.paths import disjoint
     from terazi.cli.prefect_api import check_api
+    from terazi.config.policy import ServicePolicy
     from terazi.deployments.evaluate import load_config, serve_all
-    from terazi.paths import disjoint
-    from terazi.policy import ServicePolicy
 
     cfg = load_config(config)
     policy = ServicePolicy.for_service(

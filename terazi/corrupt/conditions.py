@@ -27,13 +27,13 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA
 
+from terazi.base.errors import ConfigError
+from terazi.base.turkish import tr_lower
 from terazi.corrupt.letters import ascii_full, ascii_partial, upper
 from terazi.corrupt.mobile import colloquial, mobile
 from terazi.corrupt.typo import typo
-from terazi.errors import ConfigError
 from terazi.schemas import CorruptionSpec
 from terazi.schemas.tables import CLEAN
-from terazi.turkish import tr_lower
 
 # ---------------------------------------------------------------- conditions
 

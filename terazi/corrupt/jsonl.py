@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import ValidationError
 
+from terazi.base.errors import ConfigError, DatasetError, describe
 from terazi.corrupt.conditions import changed, corrupt, samples_for
-from terazi.errors import ConfigError, DatasetError, describe
 from terazi.schemas import CorruptionSpec, MobileSpec, Query
 
 

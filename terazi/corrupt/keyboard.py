@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from terazi.turkish import tr_lower, tr_upper
+from terazi.base.turkish import tr_lower, tr_upper
 
 # Turkish Q layout, letter keys only; each row is offset like a real keyboard.
 _ROWS = ("qwertyuıopğü", "asdfghjklşi", "zxcvbnmöç")

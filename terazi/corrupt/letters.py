@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from terazi.turkish import seen_letters, to_ascii, tr_upper
+from terazi.base.turkish import seen_letters, to_ascii, tr_upper
 
 
 def upper(text: str, rng: random.Random | None = None) -> str:
@@ -17,6 +17,6 @@ def ascii_full(text: str, rng: random.Random | None = None) -> str:
 
 
 def ascii_partial(text: str, rng: random.Random, rate: float = 0.5) -> str:
-    # letter by letter, as people see letters (terazi.turkish.seen_letters): an NFD ş is s plus a combining cedilla,
+    # letter by letter, as people see letters (base.turkish.seen_letters): an NFD ş is s plus a combining cedilla,
     # which no letter rule sees, and the lower case of İ is i plus a combining dot even in NFC
     return "".join(to_ascii(ch) if rng.random() < rate else ch for ch in seen_letters(text))

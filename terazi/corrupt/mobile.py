@@ -9,9 +9,9 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from terazi.base.turkish import seen_letters, to_ascii, tr_lower, tr_upper
 from terazi.corrupt.keyboard import is_upper, neighbour_key
 from terazi.schemas import MobileSpec
-from terazi.turkish import seen_letters, to_ascii, tr_lower, tr_upper
 
 # ---------------------------------------------------------------- colloquial rules (the word layer)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from terazi.base.turkish import tr_lower
 from terazi.corrupt.keyboard import KEY_NEIGHBOURS, match_case, neighbour_key
-from terazi.turkish import tr_lower
 
 # Relative weights of the slips at a letter picked for an edit, renormalised over those that fit
 # there: a word's last letter before a space can lose that space, a letter inside a word can be

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import memo
+from terazi.base.shutdown import check
 from terazi.corrupt.conditions import changed, condition_params, corrupt, edit_rate, samples_for
 from terazi.data.loading import open_dataset
 from terazi.schemas import CorruptionSpec, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN
-from terazi.shutdown import check
+from terazi.store import derived
 
 log = logging.getLogger("terazi.corrupt")
 
@@ -31,7 +31,7 @@ def corrupt_queries(
 ) -> VariantSet:
     """Every variant of every judged query; each part of a composed condition gets its settings from `spec`. Linked
     from the cache's stored outputs when the same dataset content, condition, settings, seed and corruption code made
-    them before (terazi.memo): a warm run corrupts nothing."""
+    them before (terazi.store.derived): a warm run corrupts nothing."""
     k = samples_for(condition, spec.samples, spec)
     path = RunLayout(out_dir).variants(dataset.name, condition)
 
@@ -56,10 +56,10 @@ def corrupt_queries(
             "rate": edit_rate(list(zip(df["original"], df["text"]))),
         }
 
-    key = memo.key(
+    key = derived.key(
         "variants", dataset.name, dataset.fingerprint, condition, spec.model_dump(mode="json"), seed, k, maker=__name__
     )
-    meta = memo.reuse(cache_dir, key, out_dir, make)
+    meta = derived.reuse(cache_dir, key, out_dir, make)
     vs = VariantSet(
         dataset=dataset.name,
         condition=condition,

@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import DatasetError, describe, utf8_line_error
 from terazi.data.trec import read_qrels
-from terazi.errors import DatasetError, describe, utf8_line_error
 from terazi.schemas.records import Document, Query
 
 ID_BLOCK = 65536  # corpus ids gathered into a column this many at a time

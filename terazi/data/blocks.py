@@ -21,6 +21,7 @@ from typing import TypeVar
 import polars as pl
 import pyarrow.parquet as pq
 
+from terazi.base.paths import write_atomic
 from terazi.schemas.tables import VARIANT
 
 log = logging.getLogger("terazi.blocks")
@@ -195,7 +196,10 @@ def write_blocks(path: Path, blocks: Iterable[pl.DataFrame], whole: Callable[[],
     and compressed by a writer thread while the next one is made (pyarrow releases the GIL there): one block in
     flight. When `blocks` raise `Unsorted` (their input is not in block order), or yield nothing, the file is
     `whole()` instead, made in memory."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    write_atomic(path, lambda tmp: _write_blocks(tmp, blocks, whole))
+
+
+def _write_blocks(tmp: Path, blocks: Iterable[pl.DataFrame], whole: Callable[[], pl.DataFrame]) -> None:
     writer, pending, in_order = None, None, True
     with ThreadPoolExecutor(1, thread_name_prefix="terazi-blocks") as pool:
         try:
@@ -219,7 +223,6 @@ def write_blocks(path: Path, blocks: Iterable[pl.DataFrame], whole: Callable[[],
             if writer is not None:
                 writer.close()
     if not in_order:
-        log.info("%s: its input is not sorted by variant and rank: made in memory", path.name)
+        log.info("its input is not sorted by variant and rank: made in memory")
     if writer is None or not in_order:
         whole().write_parquet(tmp)
-    tmp.replace(path)

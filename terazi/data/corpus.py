@@ -2,7 +2,7 @@
 (encoding shards) or looked up by id (reranking), so that no stage holds the whole corpus as Python objects.
 
 Columns: `doc_id`, `text` (title and text as the models see them), `key` (the document's 64-bit key: its
-id and a hash of its text, see `terazi.fingerprint.doc_keys`) and `chars` (length of `text`). The table
+id and a hash of its text, see `terazi.base.fingerprint.doc_keys`) and `chars` (length of `text`). The table
 is named by the corpus fingerprint, so a changed corpus gets a new one; it can always be rebuilt from
 the dataset, so a damaged one is rebuilt, never trusted.
 """
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +20,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from terazi import fingerprint
-from terazi.errors import CacheError
-from terazi.paths import inside, mark_used
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
+from terazi.base.paths import mark_used, write_atomic
 from terazi.schemas.records import Document
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.corpus")
 ROW_GROUP = 8192
@@ -103,39 +102,38 @@ def _documents(path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _write(path: Path, docs: Iterator[tuple[str, str]]) -> int:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    return write_atomic(path, lambda tmp: _write_to(tmp, docs))
+
+
+def _write_to(tmp: Path, docs: Iterator[tuple[str, str]]) -> int:
     n = 0
-    try:
-        with pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as w:
-            while True:
-                block = [d for _, d in zip(range(ROW_GROUP), docs)]
-                if not block:
-                    break
-                ids, texts = [i for i, _ in block], [t for _, t in block]
-                keys = fingerprint.doc_keys(ids, fingerprint.text_keys(texts))
-                chars = np.fromiter((len(t) for t in texts), dtype=np.int32, count=len(texts))
-                w.write_table(
-                    pa.table(
-                        [
-                            pa.array(ids, pa.large_string()),
-                            pa.array(texts, pa.large_string()),
-                            pa.array(keys),
-                            pa.array(chars),
-                        ],
-                        schema=SCHEMA,
-                    ),
-                    row_group_size=ROW_GROUP,
-                )
-                n += len(block)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with pq.ParquetWriter(tmp, SCHEMA, compression="zstd") as w:
+        while True:
+            block = [d for _, d in zip(range(ROW_GROUP), docs)]
+            if not block:
+                break
+            ids, texts = [i for i, _ in block], [t for _, t in block]
+            keys = fingerprint.doc_keys(ids, fingerprint.text_keys(texts))
+            chars = np.fromiter((len(t) for t in texts), dtype=np.int32, count=len(texts))
+            w.write_table(
+                pa.table(
+                    [
+                        pa.array(ids, pa.large_string()),
+                        pa.array(texts, pa.large_string()),
+                        pa.array(keys),
+                        pa.array(chars),
+                    ],
+                    schema=SCHEMA,
+                ),
+                row_group_size=ROW_GROUP,
+            )
+            n += len(block)
     return n
 
 
 def corpus_table(corpus_file: str | Path, corpus_fingerprint: str, n_docs: int, cache_dir: str | Path) -> CorpusTable:
     """The corpus table of a dataset, built on first use (or when the one in the cache is unreadable)."""
-    path = inside(cache_dir, "corpus", f"{corpus_fingerprint}.parquet")
+    path = CacheLayout(cache_dir).part("corpus", f"{corpus_fingerprint}.parquet")
     if path.is_file():
         try:
             if pq.ParquetFile(path).metadata.num_rows == n_docs:

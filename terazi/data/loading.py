@@ -11,10 +11,10 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.base.errors import DatasetError
 from terazi.data import sources
 from terazi.data.beir import Dataset, load_beir
 from terazi.data.corpus import CorpusTable, corpus_table
-from terazi.errors import DatasetError
 from terazi.schemas import DatasetManifest, DatasetSpec, VariantSet
 from terazi.schemas.sources import parse as parse_source
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import DatasetError
+from terazi.base.errors import DatasetError
 
 SUFFIX = "_predictions.json"
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.base.errors import DatasetError
+from terazi.base.paths import is_slug
 from terazi.data.trec_writer import trec_id, write_run
-from terazi.errors import DatasetError
-from terazi.paths import is_slug
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, VARIANT
 

@@ -24,18 +24,18 @@ import json
 import logging
 import os
 import re
-import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint
-from terazi.errors import DatasetError
-from terazi.outside import shown
-from terazi.paths import inside
+from terazi.base import fingerprint
+from terazi.base.errors import DatasetError
+from terazi.base.outside import shown
+from terazi.base.paths import write_atomic
 from terazi.schemas.sources import Source
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.sources")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -250,7 +250,7 @@ def copy_folder(source: Source, split: str, cache_dir: str | Path) -> Path:
             **versions,
         }
     )
-    return inside(cache_dir, "datasets", f"{source.label}-{key}")
+    return CacheLayout(cache_dir).part("datasets", f"{source.label}-{key}")
 
 
 def materialize(source: Source, split: str, cache_dir: str | Path) -> Path:
@@ -262,28 +262,24 @@ def materialize(source: Source, split: str, cache_dir: str | Path) -> Path:
     loader = {"hf": _hf_tables, "mteb": _mteb_tables, "ir_datasets": _ir_tables}[source.scheme]
     corpus, queries, qrels, revision = loader(source, split)
     docs, qs, judgments = _beir_records(source, corpus, queries, qrels)
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "qrels").mkdir(parents=True)
-    docs.write_ndjson(tmp / "corpus.jsonl")
-    qs.write_ndjson(tmp / "queries.jsonl")
-    judgments.write_csv(tmp / "qrels" / f"{split}.tsv", separator="\t", quote_style="never")
-    (tmp / SOURCE_FILE).write_text(
-        json.dumps(
-            {
-                "source": source.text,
-                "revision": revision,
-                "split": split,
-                "documents": docs.height,
-                "queries": qs.height,
-                "judgments": judgments.height,
-                "read": datetime.now(UTC).isoformat(timespec="seconds"),
-            },
-            indent=2,
-        )
-    )
-    shutil.rmtree(folder, ignore_errors=True)
-    tmp.replace(folder)
+    record = {
+        "source": source.text,
+        "revision": revision,
+        "split": split,
+        "documents": docs.height,
+        "queries": qs.height,
+        "judgments": judgments.height,
+        "read": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+    def fill(tmp: Path) -> None:
+        (tmp / "qrels").mkdir()
+        docs.write_ndjson(tmp / "corpus.jsonl")
+        qs.write_ndjson(tmp / "queries.jsonl")
+        judgments.write_csv(tmp / "qrels" / f"{split}.tsv", separator="\t", quote_style="never")
+        (tmp / SOURCE_FILE).write_text(json.dumps(record, indent=2))
+
+    write_atomic(folder, fill, folder=True)
     log.info(
         "%s: %d documents, %d queries, %d judgments copied to %s",
         source.text,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import DatasetError, utf8_error
+from terazi.base.errors import DatasetError, utf8_error
 
 # C0 controls but tab and line feed, a carriage return not ending a line, DEL, and C1 controls (U+0080–U+009F as UTF-8)
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]")

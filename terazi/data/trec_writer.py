@@ -1,7 +1,7 @@
 """TREC files written with polars: ids that hold whitespace percent-encoded, scores as text that reads back as the
 same float. Apart from the readers (terazi.data.trec) because what reads a dataset must not carry the writer's code:
-the key of every stored run file holds this module (terazi.codehash), and a fix here must make new run files without
-making anything that only reads TREC files again.
+the key of every stored run file holds this module (terazi.store.codehash), and a fix here must make new run files
+without making anything that only reads TREC files again.
 """
 
 from __future__ import annotations

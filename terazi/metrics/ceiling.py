@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from terazi.base.ties import tie_order
 from terazi.data.loading import open_dataset
 from terazi.metrics.frames import qrels_frame
 from terazi.metrics.per_query import per_query_values
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, DepthSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, VARIANT
-from terazi.ties import tie_order
 
 UNCHANGED = pl.DataFrame(schema={"condition": pl.Utf8, "query_id": pl.Utf8, "changed": pl.Boolean})  # clean only
 

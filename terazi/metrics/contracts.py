@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Literal, get_args, get_type_hints
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
+from terazi.base.ties import TIES
 from terazi.schemas import MetricContract, parse_measure
-from terazi.ties import TIES
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 from terazi.metrics.contracts import CONTRACTS, Policies
 from terazi.metrics.families import FAMILY
 from terazi.metrics.frames import check_run, qrels_frame, run_frame

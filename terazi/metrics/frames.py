@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from terazi.errors import MetricError
+from terazi.base.errors import MetricError
 from terazi.metrics.contracts import Policies
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import memo
 from terazi.data.blocks import BLOCK_ROWS, blockwise, write_blocks
 from terazi.data.loading import open_dataset, read_variants
 from terazi.metrics.contracts import Policies, metric_contracts
@@ -17,6 +16,7 @@ from terazi.metrics.engine import Evaluation, evaluate
 from terazi.metrics.frames import qrels_frame
 from terazi.schemas import DatasetManifest, RerankResult, ScoreSet, VariantSet
 from terazi.schemas.layout import RunLayout
+from terazi.store import derived
 
 
 def changed_flags(variants: pl.DataFrame) -> pl.DataFrame:
@@ -159,8 +159,8 @@ def score_system(
     ties: str = "trec",
 ) -> ScoreSet:
     """Evaluate each (condition, sample) ranking; samples of one query are averaged. Linked from the stored outputs
-    when the same ranking was scored before against the same judgments and variants (terazi.memo). `ties`: the tie
-    rule the ranking was made under, as its contract states it (the values follow the ranking's own ranks)."""
+    when the same ranking was scored before against the same judgments and variants (terazi.store.derived). `ties`: the
+    tie rule the ranking was made under, as its contract states it (the values follow the ranking's own ranks)."""
 
     def write(root: Path) -> dict:
         changed = changed_flags(read_variants(variant_sets, ["condition", "query_id", "changed"]))
@@ -174,7 +174,7 @@ def score_system(
         write_blocks(path, map(named, values.slices()), lambda: named(values.rows()))  # never the whole table
         return {}
 
-    key = memo.key(
+    key = derived.key(
         "per-query",
         dataset.name,
         dataset.fingerprint,
@@ -185,7 +185,7 @@ def score_system(
         [Path(v.path) for v in variant_sets],
         maker=__name__,
     )
-    memo.reuse(cache_dir, key, out_dir, write)
+    derived.reuse(cache_dir, key, out_dir, write)
     return ScoreSet(
         system=ranking.system,
         dataset=dataset.name,

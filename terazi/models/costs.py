@@ -1,7 +1,7 @@
 """What a row costs, measured where it runs and remembered across runs.
 
 A reranker's speed is taken inside its scoring calls (`terazi.rerank.backends.base.Metered`, folded per row by
-`terazi.rerank.costs`): the model is loaded and warmed up first, and score-cache reads and writes happen outside the
+`terazi.rerank.metering`): the model is loaded and warmed up first, and score-cache reads and writes happen outside the
 timer, so a slow disk or a slow model load changes nothing. The figures are stored in the cache folder beside the
 scores (`costs/<identity hash>.json`, `CostStore`): a later run whose pairs all come from the cache reports "cached"
 with the figures of the runs that scored them.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -25,10 +24,11 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import write_atomic
 from terazi.models.refs import ModelRef, local_folder, weights_info
-from terazi.paths import inside
 from terazi.schemas import ListwiseCost, ModelCost, RequestCost
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.costs")
 
@@ -37,7 +37,7 @@ class CostStore:
     """Per score identity: pairs scored and seconds, summed over the runs that scored them; the latest latency."""
 
     def __init__(self, cache_dir: str | Path):
-        self.root = inside(cache_dir, "costs")
+        self.root = CacheLayout(cache_dir).part("costs")
 
     def _path(self, identity: str) -> Path:
         return self.root / f"{fingerprint.of_text(identity)}.json"
@@ -75,9 +75,8 @@ class CostStore:
                 }
             )
         path = self._path(identity)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        record = json.dumps({"identity": identity, "cost": cost.model_dump()}, indent=1)
+        write_atomic(path, lambda p: p.write_text(record, encoding="utf-8"))
         return cost
 
 

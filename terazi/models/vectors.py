@@ -7,7 +7,7 @@ documents, the corpus. So a bi-encoder reranker with the first stage's model, le
 vector the first stage made, and encodes nothing. Its files are parts, each written once under a temporary name and
 renamed, never changed: `rows-<a>-<b>.npy`, a first-stage corpus shard, whose keys are the corpus rows a…b-1, and
 `part-<id>.npy` whose keys are in `keys-<id>.npy` (written first). Keys are corpus rows in a document store and text
-keys (`terazi.fingerprint.text_keys`) in a query store. Vectors are unit-length float32.
+keys (`terazi.base.fingerprint.text_keys`) in a query store. Vectors are unit-length float32.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import mark_used, write_atomic
 from terazi.models.refs import ModelRef
-from terazi.paths import mark_used
 
 log = logging.getLogger("terazi.vectors")
 ROWS = re.compile(r"rows-(\d+)-(\d+)\.npy$")
@@ -49,15 +49,14 @@ def store_key(identity: str, corpus_fingerprint: str | None = None) -> str:
     return fingerprint.of_json([identity, corpus_fingerprint or "queries"])
 
 
-def save_atomic(path: Path, array: np.ndarray) -> None:
+def save_array(path: Path, array: np.ndarray) -> None:
     """Written under a temporary name, then renamed: a killed process leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex}.tmp.npy")
-    try:
-        np.save(tmp, array)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    def save(tmp: Path) -> None:
+        with open(tmp, "wb") as f:  # a file, not a name: numpy adds `.npy` to a name without it
+            np.save(f, array)
+
+    write_atomic(path, save)
 
 
 class VectorStore:
@@ -106,5 +105,5 @@ class VectorStore:
         if not len(keys):
             return
         name = uuid.uuid4().hex
-        save_atomic(self.folder / f"keys-{name}.npy", np.asarray(keys, dtype=np.int64))
-        save_atomic(self.folder / f"part-{name}.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+        save_array(self.folder / f"keys-{name}.npy", np.asarray(keys, dtype=np.int64))
+        save_array(self.folder / f"part-{name}.npy", np.ascontiguousarray(vectors, dtype=np.float32))

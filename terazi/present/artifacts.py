@@ -55,11 +55,11 @@ def artifacts(run_dir: str | Path) -> list[Artifact]:
             per_ds.dicts(),
         ),
     ]
-    if tables.get("decontaminated"):
-        deco = Table.from_json(tables["decontaminated"])
+    if tables.get("leak_free"):
+        deco = Table.from_json(tables["leak_free"])
         out.append(
             Artifact(
-                "decontaminated",
+                "leak-free",
                 "headline without the queries found in training data. " + " ".join(deco.notes),
                 deco.dicts(),
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -11,23 +10,11 @@ import polars as pl
 from terazi.analysis import comparison
 from terazi.analysis.identity import changed_parts
 from terazi.present.labels import level
-from terazi.readback import read_csv
 from terazi.schemas import EvalConfig, RunManifest
-from terazi.schemas.layout import RunLayout
+from terazi.schemas.results_folder import ResultsFolder
 from terazi.schemas.statistics import Statistics
 
 log = logging.getLogger("terazi.nightly")
-
-
-def read_manifest(run: Path) -> RunManifest | None:
-    """The manifest of a completed run (None for incomplete or foreign folders)."""
-    layout = RunLayout(run)
-    if not layout.is_complete():
-        return None
-    try:
-        return RunManifest.model_validate(json.loads(layout.manifest.read_text()))
-    except (OSError, ValueError):
-        return None
 
 
 def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
@@ -39,7 +26,7 @@ def previous_nightly(out_dir: Path, current: RunManifest) -> Path | None:
     for p in out_dir.iterdir():
         if not p.is_dir() or p.resolve() == Path(current.run_dir).resolve():
             continue
-        m = read_manifest(p)
+        m = ResultsFolder.manifest_of(p)
         if (
             m is None
             or m.kind != "nightly"
@@ -62,7 +49,7 @@ def changes_since(
     leaderboards, the scores through `terazi.analysis.comparison`, the same comparison `terazi compare` prints (at the
     run's statistics: its interval level, correction and verdicts)."""
     statistics = statistics or Statistics()
-    m_old, m_new = read_manifest(before), read_manifest(after)
+    m_old, m_new = ResultsFolder.manifest_of(before), ResultsFolder.manifest_of(after)
     lines = [
         f"# terazi: changes from {before.name} to {after.name}",
         "",
@@ -80,7 +67,7 @@ def changes_since(
             + "; ".join(inputs)
             + ". Scores are not comparable; only what was rerun the same way is compared below."
         )
-    old, new = read_csv(RunLayout(before).leaderboard_csv), read_csv(RunLayout(after).leaderboard_csv)
+    old, new = ResultsFolder(before).board, ResultsFolder(after).board
     added = sorted(set(new["system"]) - set(old["system"]))
     removed = sorted(set(old["system"]) - set(new["system"]))
     why = " (the benchmark's list of systems changed)" if system_change else ""

@@ -8,9 +8,9 @@ import polars as pl
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells, uninformative_cells
 from terazi.analysis.summary import ranked_datasets
-from terazi.present.decontaminated import decontaminated_table
-from terazi.present.depths import depth_tables
+from terazi.present.depth_tables import depth_tables
 from terazi.present.labels import level
+from terazi.present.leakage import leak_free_table
 from terazi.present.notes import explain, featured_lines, variant_sentence
 from terazi.present.setup_tables import (
     COST_NOTE,
@@ -149,9 +149,9 @@ def display_tables(
     }
     if agg.depths is not None:  # only with `rerank_depths`: a run without it shows the same tables
         tables["depths"] = depth_tables(agg.depths, agg.ceiling, config.headline, labels, confidence)
-    if agg.decontaminated is not None:  # only with `exclude`: a run without it shows the same tables
-        tables["decontaminated"] = decontaminated_table(
-            agg.decontaminated,
+    if agg.leak_free is not None:  # only with `leakage`: a run without it shows the same tables
+        tables["leak_free"] = leak_free_table(
+            agg.leak_free,
             datasets,
             labels,
             confidence,

@@ -200,8 +200,8 @@ def speed_text(cost, labels: str = "en", short: bool = False) -> str:
     return f"{word('cached', labels)}: {text}" if cost.cached else text
 
 
-def signed(v: float) -> str:
-    return f"{v:+.4f}"
+def signed(v: float, digits: int = 4) -> str:
+    return f"{v:+.{digits}f}"
 
 
 def ratio_text(before: float | None, after: float | None, fmt, unit: str = "") -> str:

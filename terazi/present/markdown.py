@@ -39,8 +39,8 @@ def leaderboard_markdown(
         T(tables["per_dataset"]).markdown(),
         "",
         *(
-            ["## Without the queries found in training data", "", T(tables["decontaminated"]).markdown(), ""]
-            if tables.get("decontaminated")
+            ["## Without the queries found in training data", "", T(tables["leak_free"]).markdown(), ""]
+            if tables.get("leak_free")
             else []
         ),
         "## Where the loss comes from",

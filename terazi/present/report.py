@@ -17,15 +17,15 @@ from importlib.metadata import version
 
 import polars as pl
 
-from terazi import memo
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.intervals import pairwise_summary
-from terazi.fingerprint import of_rows
+from terazi.base.fingerprint import of_rows
 from terazi.present.labels import condition_label, level, word
 from terazi.present.setup_tables import COST_NOTE, COST_POINTER, conditions_table
 from terazi.present.table import Table
 from terazi.present.tables import pairs_summary_table, pairs_table
 from terazi.schemas.tables import CLEAN
+from terazi.store import derived
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1140px;padding:0 1rem;color:#222;line-height:1.4}
@@ -59,8 +59,8 @@ def _drawn(cache_dir: str | None, plot: Callable[..., str], *args) -> str:
     table's columns and rows) and matplotlib's version, so that a rerun with the same numbers neither imports
     matplotlib nor draws (its PNG is the same bytes)."""
     parts = [[a.columns, of_rows(a)] if isinstance(a, pl.DataFrame) else a for a in args]
-    return memo.text(
-        cache_dir, memo.key("plot", plot.__name__, version("matplotlib"), parts, maker=__name__), lambda: plot(*args)
+    return derived.text(
+        cache_dir, derived.key("plot", plot.__name__, version("matplotlib"), parts, maker=__name__), lambda: plot(*args)
     )
 
 
@@ -273,8 +273,8 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
         f"<h2>Per dataset ({html.escape(condition_label(CLEAN, labels))})</h2>",
         T(tables["per_dataset"]).html("per-dataset"),
         *(
-            ["<h2>Without the queries found in training data</h2>", T(tables["decontaminated"]).html("decontaminated")]
-            if tables.get("decontaminated")
+            ["<h2>Without the queries found in training data</h2>", T(tables["leak_free"]).html("leak_free")]
+            if tables.get("leak_free")
             else []
         ),
         "<h2>Where the loss comes from</h2>",

@@ -52,8 +52,8 @@ def leaderboard_rich(run_dir: Path) -> Group:
     table(tables["leaderboard_compact"], f"terazi leaderboard — {tables['headline']} (clean; corrupted with retention)")
     table(tables["ranks"], "rank intervals")
     table(tables["per_dataset"], "per dataset, clean")
-    if tables.get("decontaminated"):
-        table(tables["decontaminated"], "without the queries found in training data")
+    if tables.get("leak_free"):
+        table(tables["leak_free"], "without the queries found in training data")
     table(tables["robustness_table"], "where the loss comes from", tables["explanations"])
     lines(f"significant cells: {tables['featured']['system']}", tables["featured"]["lines"])
     if tables.get("depths"):

@@ -1,5 +1,5 @@
 """Rankings from scores: a reranked list holds the `rerank_depth` rescored candidates (ties broken by the tie rule,
-`terazi.ties.tie_order`: document id descending, as trec_eval), then the remaining first-stage
+`terazi.base.ties.tie_order`: document id descending, as trec_eval), then the remaining first-stage
 candidates in their first-stage order, so deeper measures (R@100) still see the whole
 candidate list. Tables have the columns `terazi.schemas.tables.RANKING`; candidate and ranking files are read and
 written a block of whole variants at a time (`terazi.data.blocks`), never whole.
@@ -14,10 +14,10 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from terazi.base.ties import tie_order
 from terazi.data.blocks import BLOCK_ROWS, NEW_VARIANT, aligned_blocks, condition_offsets, sorted_blocks, write_blocks
-from terazi.rerank.keys import rescored
+from terazi.rerank.pair_keys import rescored
 from terazi.schemas.tables import CLEAN, RANKING, VARIANT
-from terazi.ties import tie_order
 
 
 def rank_part(candidates: pl.DataFrame, head_scores: np.ndarray, rerank_depth: int, ties: str = "trec") -> pl.DataFrame:

@@ -20,15 +20,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from terazi import memo
+from terazi.base.paths import link
+from terazi.base.progress import progress
+from terazi.base.ties import tied_conditions
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.refs import ModelError, prepare_environment, resolve
-from terazi.paths import inside, link
-from terazi.progress import progress
-from terazi.rerank import costs
+from terazi.rerank import metering
 from terazi.rerank.backends import make_scorer, shared_scorer
-from terazi.rerank.keys import (
+from terazi.rerank.listwise import listwise_stage as listwise
+from terazi.rerank.pair_keys import (
     block_size,
     document_keys,
     model_key,
@@ -38,7 +39,6 @@ from terazi.rerank.keys import (
     store_keys,
     variant_keys,
 )
-from terazi.rerank.listwise import stage as listwise
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
@@ -55,7 +55,8 @@ from terazi.schemas import (
 )
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.rerankers import loads_model
-from terazi.ties import tied_conditions
+from terazi.store import derived
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.rerank")
 
@@ -66,8 +67,8 @@ def first_stage_ranking(
     """The first stage alone, as a leaderboard row ("no rerank"); a warning when its scores tell no candidates apart
     under some query set (its row would score only the tie order of the document ids). Whether they do is kept with
     the stored outputs under the candidates' fingerprint: a warm run does not read the candidates for it."""
-    key = memo.key("tied", candidates.fingerprint, maker="terazi.ties")
-    tied = json.loads(memo.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
+    key = derived.key("tied", candidates.fingerprint, maker="terazi.base.ties")
+    tied = json.loads(derived.text(cache_dir, key, lambda: json.dumps(tied_conditions(candidates.path))))
     if tied:
         log.warning(
             "first stage %s on %s: every query's candidates have one score under %s: its ranking (the "
@@ -107,9 +108,10 @@ def plan_rerank(
 ) -> RerankPlan:
     """The pairs to rescore and their keys, the scores the store already has, and the rest cut into chunks; nothing
     at all when the ranking of the same candidates, variants, corpus, model, depths and tie rule is stored
-    (terazi.memo). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too (`keys.rescored`);
-    `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`). A listwise row reranks whole
-    lists, not pairs (`terazi.rerank.listwise.stage`): no depth sweep, its order at one depth is not at another."""
+    (terazi.store.derived). `sweep_depth`: a depth sweep's deepest depth, whose clean pairs are scored too
+    (`keys.rescored`); `ties`: how the head's tied scores are ordered (`terazi.metrics.contracts.TIES`). A listwise row
+    reranks whole lists, not pairs (`terazi.rerank.listwise.listwise_stage`): no depth sweep, its order at one depth
+    is not at another."""
     if spec.kind == "listwise":
         return listwise.plan(dataset, candidates, variant_sets, spec, rerank_depth, cache_dir, scale, offline, ties)
     started = time.time()
@@ -117,7 +119,7 @@ def plan_rerank(
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
-    output = memo.key(
+    output = derived.key(
         "ranking",
         dataset.name,
         spec.name,
@@ -152,7 +154,7 @@ def plan_rerank(
         started=started,
         output=output,
     )
-    if (meta := memo.stored(cache_dir, output)) is not None:
+    if (meta := derived.stored(cache_dir, output)) is not None:
         log.info(
             "%s on %s: the ranking of these candidates and variants is stored (%d pairs, all scored before)",
             spec.name,
@@ -182,7 +184,7 @@ def plan_rerank(
         else empty_scores()
     )
     known = run_ids(found, var, docs)
-    work = inside(cache_dir, "work", f"rerank-{uuid.uuid4().hex}")
+    work = CacheLayout(cache_dir).part("work", f"rerank-{uuid.uuid4().hex}")
     work.mkdir(parents=True)
     pairs.to_frame().write_parquet(work / "pairs.parquet")
     known.write_parquet(work / "known.parquet")
@@ -224,7 +226,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
             f"{scorer.identity}); start the run again"
         )
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
-    meter = costs.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/costs.py)
+    meter = metering.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/metering.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:
         if plan.in_store:
             scores = Scores.for_worker(plan.cache_dir, plan.score_store)
@@ -233,7 +235,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
             scored = score_unstored(rows, scorer, plan.block, _chunk_scores(plan, chunk), lock, on_progress)
     if scored and chunk == len(plan.chunks) - 1:  # latency per query, on the worker that holds the model
         with lock:
-            costs.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
+            metering.probe_latency(scorer, Path(plan.candidates_path), plan.variants, corpus, plan.rerank_depth)
     return ChunkResult(
         system=plan.system,
         dataset=plan.dataset,
@@ -268,10 +270,10 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
         write_ranking(path, Path(plan.candidates_path), head, plan.rerank_depth, plan.ties)
         return {"needed": plan.needed, "unique": plan.unique}
 
-    memo.reuse(plan.cache_dir, plan.output, out_dir, write)
+    derived.reuse(plan.cache_dir, plan.output, out_dir, write)
     path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
     scored = sum(c.scored for c in chunks)
-    cost = costs.settle(
+    cost = metering.settle(
         plan.identity,
         [c.cost for c in chunks if c.cost],
         scored,
@@ -342,7 +344,7 @@ def fuse_systems(
     ties: str = "trec",
 ) -> RerankResult:
     """Reciprocal-rank fusion of other rows' rankings (no model); linked from the stored outputs when the same
-    rankings were fused before (terazi.memo)."""
+    rankings were fused before (terazi.store.derived)."""
     by_name = {p.system: p for p in parts}
 
     def write(root: Path) -> dict:
@@ -351,7 +353,7 @@ def fuse_systems(
         write_fusion(path, [Path(by_name[n].path) for n in spec.fuse], rerank_depth, spec.rrf_k, ties)
         return {}
 
-    key = memo.key(
+    key = derived.key(
         "fusion",
         dataset.name,
         spec.name,
@@ -361,7 +363,7 @@ def fuse_systems(
         ties,
         maker=__name__,
     )
-    memo.reuse(cache_dir, key, out_dir, write)
+    derived.reuse(cache_dir, key, out_dir, write)
     return RerankResult(
         system=spec.name,
         dataset=dataset.name,

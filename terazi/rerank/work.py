@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from terazi.base.paths import write_atomic
 from terazi.data.blocks import BLOCK_ROWS, write_blocks
-from terazi.rerank.keys import model_key
+from terazi.rerank.pair_keys import model_key
 from terazi.rerank.pairs import Corpus, Pair, PairScorer, PartlyScored
 from terazi.rerank.store import Scores
 
@@ -156,7 +157,6 @@ def score_unstored(
             values[a:z] = scorer.score([Pair(t, d, "") for t, d in zip(texts[a:z], doc_ids[a:z])])
             if on_progress:
                 on_progress(z, rows.height)
-    tmp = out.with_name(f".{out.name}.tmp")
-    rows.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64)).write_parquet(tmp)
-    tmp.replace(out)
+    scores = rows.select("q", "d").with_columns(pl.Series("score", values, dtype=pl.Float64))
+    write_atomic(out, scores.write_parquet)
     return rows.height

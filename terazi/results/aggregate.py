@@ -1,7 +1,7 @@
 """The statistics of a run, and every file of its results folder that shows them (all but the runs and the
 manifest): per_query.parquet, scores.csv, conditions.csv, retention.csv, retention_datasets.csv, robustness.csv,
 leaderboard.csv, comparisons.csv, datasets.csv, ranks.csv, costs.csv, variants.csv, tables.json, leaderboard.md,
-report.html (and, with `exclude`, decontaminated.csv; with `rerank_depths`, depths.csv and ceiling.csv).
+report.html (and, with `leakage`, leak_free.csv; with `rerank_depths`, depths.csv and ceiling.csv).
 
 `terazi run` and `terazi analyze` both end here: the per-query values of their systems feed the same leaderboard,
 intervals, retention, comparisons and report.
@@ -15,9 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import memo
 from terazi.analysis.aggregates import Aggregates
-from terazi.analysis.decontaminated import decontaminated
 from terazi.analysis.depths import ceiling_table, depth_table
 from terazi.analysis.intervals import (
     AGGREGATION_LABELS,
@@ -29,22 +27,22 @@ from terazi.analysis.intervals import (
     system_intervals,
 )
 from terazi.analysis.judged import Judgement, judge_variants
-from terazi.analysis.known import Known, kept
 from terazi.analysis.leaderboard import board_of_scores, describe
+from terazi.analysis.leak_free import leak_free
 from terazi.analysis.ranks import rank_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
-from terazi.data.exclusions import read_exclusions
+from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.loading import open_dataset, variant_texts
 from terazi.metrics.per_query import changed_flags, ranking_values
 from terazi.present import report
-from terazi.present.decontaminated import exclusion_line
 from terazi.present.display import display_tables
 from terazi.present.labels import level
+from terazi.present.leakage import leak_free_line
 from terazi.present.markdown import leaderboard_markdown
 from terazi.present.notes import dropped_line
 from terazi.present.setup_tables import system_kinds
 from terazi.results.as_mteb import write_mteb_results
-from terazi.results.costs import costs_frame, system_costs
+from terazi.results.cost_table import costs_frame, system_costs
 from terazi.schemas import (
     FIRST_STAGE,
     BenchmarkIdentity,
@@ -60,6 +58,8 @@ from terazi.schemas import (
 )
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, isolated
+from terazi.store import derived
+from terazi.store.bootstraps import BootstrapStore, opened
 
 log = logging.getLogger("terazi.aggregate")
 
@@ -76,13 +76,13 @@ def aggregate(
     depths: list[DepthSet] | None = None,
     cache_dir: str | None = None,
     *,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline), from the headline
     measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
     (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
-    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.memo); `known`: where
-    intervals computed before are found (terazi.analysis.known), passed to every statistic."""
+    rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.store.derived);
+    `known`: where intervals computed before are found (terazi.store.bootstraps), passed to every statistic."""
     conditions = pl.DataFrame(
         [
             {
@@ -149,12 +149,12 @@ def aggregate(
     costs = system_costs(candidates, reranks)
     ranks = in_order(rank_intervals(headline, ranked, *stats_args), order)  # the same draws as the intervals
     deco = None
-    if config.exclude:  # every headline also without the queries a leakage check found in training data
-        excluded = read_exclusions(
-            config.exclude, config.exclude_by, names, {d.name: d.corpus_fingerprint for d in datasets}
+    if config.leakage:  # every headline also without the queries a leakage check found in training data
+        excluded = read_leaked_queries(
+            config.leakage, config.leakage_by, names, {d.name: d.corpus_fingerprint for d in datasets}
         )
-        deco = decontaminated(headline, names, ranked, excluded, order, *stats_args)
-        contract["excluded"] = exclusion_line(deco, config.exclude, config.exclude_by)
+        deco = leak_free(headline, names, ranked, excluded, order, *stats_args)
+        contract["excluded"] = leak_free_line(deco, config.leakage, config.leakage_by)
     sweep, ceiling = None, None
     if any(x.system != FIRST_STAGE for x in depths or []):  # a sweep needs a reranker (rerankers: [] has none)
         parts = {
@@ -177,7 +177,7 @@ def aggregate(
         ranks=ranks,
         costs=costs,
         judgements=judge_variants(per_query, ranked, config, costs, known),
-        decontaminated=deco,
+        leak_free=deco,
         depths=sweep,
         ceiling=ceiling,
     )
@@ -198,11 +198,11 @@ def build_leaderboard(
 ) -> list[LeaderboardRow]:
     """Every file of the results folder but the runs and the manifest: the numbers (csv, parquet), every table as
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
-    is linked from the cache's stored outputs when its parts are the same as before (terazi.memo)."""
+    is linked from the cache's stored outputs when its parts are the same as before (terazi.store.derived)."""
     layout, reranks = RunLayout(run_dir), reranks or []
     headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
-    with kept(cache_dir) as known:  # every interval of values seen before is found, not drawn again
+    with opened(cache_dir) as known:  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(
             datasets,
             variant_sets,
@@ -228,8 +228,8 @@ def build_leaderboard(
         costs_frame(agg.costs, system_kinds(config), agg.order).write_csv(layout.costs_csv)
     if agg.judgements:
         variants_frame(agg.judgements).write_csv(layout.variants_csv)
-    if agg.decontaminated is not None:
-        agg.decontaminated.write_csv(layout.decontaminated_csv)
+    if agg.leak_free is not None:
+        agg.leak_free.write_csv(layout.leak_free_csv)
     if agg.depths is not None:
         agg.depths.write_csv(layout.depths_csv)
         agg.ceiling.write_csv(layout.ceiling_csv)
@@ -261,16 +261,18 @@ def write_per_query(
     run_dir: str,
     cache_dir: str | None,
 ) -> pl.DataFrame:
-    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before, terazi.memo),
-    scores.csv and the MTEB result files, from every system's per-query values; returns the headline measure's rows,
-    all that the statistics read. One part (one system on one dataset: its cells are the whole table's) is held at a
-    time: the table of every system's values never is."""
+    """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before,
+    terazi.store.derived), scores.csv and the MTEB result files, from every system's per-query values; returns the
+    headline measure's rows, all that the statistics read. One part (one system on one dataset: its cells are the whole
+    table's) is held at a time: the table of every system's values never is."""
 
     def write(root: Path) -> dict:
         pl.concat([pl.scan_parquet(s.path) for s in score_sets]).sink_parquet(RunLayout(root).per_query)
         return {}
 
-    memo.reuse(cache_dir, memo.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write)
+    derived.reuse(
+        cache_dir, derived.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write
+    )
     cells, clean, headline = [], [], []
     for s in score_sets:
         part = pl.read_parquet(s.path)
@@ -361,7 +363,7 @@ def first_stage_recall(
             values = ranking_values(open_dataset(d).qrels, by_name[d.name].path, changed_flags(mine), [f"R@{k}"]).rows()
             return values.select(pl.lit(d.name).alias("dataset"), pl.lit(FIRST_STAGE).alias("system"), pl.all())
 
-        key = memo.key(
+        key = derived.key(
             "first-stage-recall",
             d.name,
             d.fingerprint,
@@ -370,7 +372,7 @@ def first_stage_recall(
             sorted(Path(v.path) for v in variant_sets if v.dataset == d.name),
             maker=__name__,
         )
-        frames.append(memo.table(cache_dir, key, make))
+        frames.append(derived.table(cache_dir, key, make))
     return pl.concat(frames) if frames else None
 
 

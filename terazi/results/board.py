@@ -9,8 +9,8 @@ import polars as pl
 
 from terazi.analysis.leaderboard import board_of_scores, describe, read_long_table
 from terazi.data.mteb_results import read_mteb_results
-from terazi.readback import read_csv
 from terazi.schemas.layout import RunLayout
+from terazi.schemas.results_folder import ResultsFolder
 
 
 def load_board(
@@ -29,14 +29,14 @@ def load_board(
     """
     source, layout = Path(source), RunLayout(source)
     if source.is_dir() and (layout.leaderboard_csv.is_file() or layout.marker.exists()):
-        layout.refuse_unfinished()
+        folder = ResultsFolder(source)
         if borda is not None or out_of_ranking:
             raise ValueError(
                 f"{source} is a terazi results folder, aggregated by its run: --borda and "
                 "--out-of-ranking apply to score tables and MTEB folders (set `borda:` in the run's "
                 "config)"
             )
-        return read_csv(layout.leaderboard_csv), f"terazi run {source.name}; its leaderboard.md states the contract."
+        return folder.board, f"terazi run {source.name}; its leaderboard.md states the contract."
     borda = borda or "per-task"
     if source.is_dir():
         types = dict(t.split("=", 1) for t in task_types if "=" in t)

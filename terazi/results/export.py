@@ -9,14 +9,14 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from terazi import memo
+from terazi.base.shutdown import check
 from terazi.data import runfolder
 from terazi.data.blocks import blockwise
 from terazi.data.loading import open_dataset, read_variants
 from terazi.schemas import DatasetManifest, RerankResult, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING, SETTING_MARK, is_configured
-from terazi.shutdown import check
+from terazi.store import derived
 
 log = logging.getLogger("terazi.export")
 CONFIGURED = ~pl.col("condition").str.contains(SETTING_MARK, literal=True)  # not the isolated setting's
@@ -33,8 +33,8 @@ def export_runs(
 
     Only the configured conditions are exported: the isolated robustness setting (`<condition>~isolated`, the clean
     candidates reranked with the corrupted text) is terazi's own analysis, not a run anyone else produces. A ranking
-    exported before (same bytes, system, dataset and samples) is linked from the cache folder (terazi.memo), not
-    written again.
+    exported before (same bytes, system, dataset and samples) is linked from the cache folder (terazi.store.derived),
+    not written again.
     """
     n, layout = 0, RunLayout(out_dir)
     for ds in datasets:
@@ -53,8 +53,8 @@ def export_runs(
                 )
                 return {"files": len(files)}
 
-            key = memo.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
-            n += memo.reuse(cache_dir, key, out_dir, write)["files"]
+            key = derived.key("runs", Path(r.path), ds.name, r.system, samples, r.rerank_depth, maker=__name__)
+            n += derived.reuse(cache_dir, key, out_dir, write)["files"]
         runfolder.write_qrels(open_dataset(ds).qrels, layout.qrels(ds.name))
         changed = (
             read_variants(vs)

@@ -11,14 +11,15 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import ConfigError, DatasetError
+from terazi.base.ties import tie_order
 from terazi.data import runfolder
-from terazi.data.exclusions import read_exclusions
+from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.trec import read_qrels, read_run
-from terazi.errors import ConfigError, DatasetError
 from terazi.metrics.contracts import metric_contracts
 from terazi.metrics.per_query import per_query_values
-from terazi.results.folder import check_outputs
+from terazi.results.run_folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
     AnalyzeConfig,
@@ -30,7 +31,6 @@ from terazi.schemas import (
 )
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING
-from terazi.ties import tie_order
 
 log = logging.getLogger("terazi.import")
 
@@ -225,7 +225,7 @@ class Inventory:
 def inventory(config: AnalyzeConfig) -> Inventory:
     """The runs folder's datasets, conditions (clean first) and systems; every dataset must have every system, every
     run file ranks something. A terazi results folder as the runs folder must be complete; the results folder may
-    not overlap it (nor the exclude folder) and no other run may hold it."""
+    not overlap it (nor the leakage folder) and no other run may hold it."""
     folder = Path(config.folder).expanduser().resolve()
     check_outputs(config)
     RunLayout(folder).refuse_unfinished()
@@ -253,8 +253,8 @@ def inventory(config: AnalyzeConfig) -> Inventory:
             )
     if config.featured and config.featured not in {p[2] for p in parts.values()}:
         raise ConfigError(f"featured system {config.featured!r} has no runs (systems: {', '.join(systems)})")
-    if config.exclude:  # the leakage check's lists, read before the results folder exists
-        read_exclusions(config.exclude, config.exclude_by, [d.name for d in found])
+    if config.leakage:  # the leakage check's lists, read before the results folder exists
+        read_leaked_queries(config.leakage, config.leakage_by, [d.name for d in found])
     return Inventory(folder, found, settings, conditions, systems, stages)
 
 

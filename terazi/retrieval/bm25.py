@@ -1,5 +1,5 @@
 """BM25 over the whole corpus as a first stage: bm25s over the same Turkish analyser as the BM25 reranker
-(terazi.turkish.analyse: Turkish casing, Snowball stems, ASCII folding), every distinct query text searched once,
+(terazi.base.turkish.analyse: Turkish casing, Snowball stems, ASCII folding), every distinct query text searched once,
 each variant keeping its `depth` best documents, ranked as trec_eval ranks (score, then document id, descending),
 less the documents its dataset leaves out (`Dataset.dropped`). Frozen like every first stage: the candidates
 parquet, TREC copies and a `CandidateSet` under a lookup key of everything that decides them (dataset, BM25
@@ -14,15 +14,14 @@ from importlib.metadata import version
 import numpy as np
 import polars as pl
 
-from terazi import codehash, fingerprint
+from terazi.base.ties import id_order
+from terazi.base.turkish import analyse
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.paths import inside
 from terazi.retrieval.bm25_index import build
-from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, most_dropped, store_candidates
+from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, lookup_key, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT
-from terazi.ties import id_order
-from terazi.turkish import analyse
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.retrieve")
 
@@ -55,18 +54,8 @@ def bm25_candidates(
     start = time.perf_counter()
     variants = variants.sort(VARIANT)
     identity = bm25_identity(language, k1, b, dataset.corpus_fingerprint)
-    lookup_key = fingerprint.of_json(
-        {
-            "dataset": dataset.fingerprint,
-            "first_stage": identity,
-            "depth": depth,
-            "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
-            "ties": RULE,
-            "ignore_identical_ids": dataset.ignore_identical_ids,
-            "code": codehash.of_module(__name__),
-        }
-    )
-    target = inside(cache_dir, "candidates", lookup_key)
+    key = lookup_key("bm25", dataset, variants, depth, {"first_stage": identity}, maker=__name__)
+    target = CacheLayout(cache_dir).part("candidates", key)
     if (target / MANIFEST).is_file() and (cs := load_frozen(target)) is not None:
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)
         return cs
@@ -103,7 +92,7 @@ def bm25_candidates(
     )
     cand = allowed(cand, dropped, depth)
     body = {
-        "lookup_key": lookup_key,
+        "lookup_key": key,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
         "encoder": "bm25",

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from terazi.shutdown import check
-from terazi.turkish import analyse
+from terazi.base.shutdown import check
+from terazi.base.turkish import analyse
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ shards one at a time and keeps a running top-k, so the searching process holds o
 Exact search is FAISS's own (`faiss.knn`, the code `IndexFlatIP.search` runs) and picks the candidates; their scores
 are then computed again pair by pair (`rescore`), so that a score depends on the two vectors only, never on where a
 vector sits in a shard, a block or a batch, and the lists are ranked by the field's tie rule (score descending, then
-document id descending, as trec_eval; `terazi.ties`), not FAISS's order: each shard is searched `MARGIN` documents
+document id descending, as trec_eval; `terazi.base.ties`), not FAISS's order: each shard is searched `MARGIN` documents
 past the cut, and the queries whose last document searched could still tie the cut's score (FAISS's rounding
 allowed for) are searched again deeper until none could, so which of several tied documents make the top `depth`
 is the rule's choice too. Copies of a passage (the same text under other ids) are searched as one text and join
@@ -170,7 +170,7 @@ def exact_search(
     first: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Scores and corpus rows of the `depth` best documents per query, best first by the tie rule (`id_order`: each
-    corpus row's place in document id descending order, `terazi.ties.id_order`), shard by shard. With `first`
+    corpus row's place in document id descending order, `terazi.base.ties.id_order`), shard by shard. With `first`
     (each row's first row of the same text, `CorpusTable.first_rows`) each distinct text is searched once and its
     copies join it (`with_copies`)."""
     import faiss

@@ -18,24 +18,25 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi import codehash, fingerprint
+from terazi.base import fingerprint
+from terazi.base.errors import DatasetError
+from terazi.base.ties import tie_order
 from terazi.data.beir import Dataset
 from terazi.data.mteb_predictions import predictions_file, read_predictions
 from terazi.data.trec import read_run
-from terazi.errors import DatasetError
-from terazi.paths import inside
 from terazi.retrieval.frozen import (
     MANIFEST,
     RULE,
     allowed,
     candidates_file_name,
     load_frozen,
+    lookup_key,
     most_dropped,
     store_candidates,
 )
 from terazi.schemas import CandidateSet, DatasetManifest
 from terazi.schemas.tables import CLEAN
-from terazi.ties import tie_order
+from terazi.store.layout import CacheLayout
 
 INDEX = {"type": "external TREC runs"}
 
@@ -121,24 +122,14 @@ def import_candidates(
         folder, variants, ds.doc_ids, depth, ds.dropped(dataset.ignore_identical_ids), dataset.split
     )
     runs_hash = fingerprint.of_files(files)
-    lookup_key = fingerprint.of_json(
-        {
-            "dataset": dataset.fingerprint,
-            "external": runs_hash,
-            "depth": depth,
-            "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
-            "ties": RULE,
-            "ignore_identical_ids": dataset.ignore_identical_ids,
-            "code": codehash.of_module(__name__),
-        }
-    )
-    target = inside(cache_dir, "candidates", lookup_key)
+    key = lookup_key("external", dataset, variants, depth, {"external": runs_hash}, maker=__name__)
+    target = CacheLayout(cache_dir).part("candidates", key)
     if (target / MANIFEST).is_file():
         cs = load_frozen(target)  # checked against its recorded hashes; computed again when damaged
         if cs is not None:
             return cs
     body = {
-        "lookup_key": lookup_key,
+        "lookup_key": key,
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
         "encoder": f"external:{folder}",

@@ -15,25 +15,25 @@ computed again, never used as it is (terazi/retrieval/frozen.py).
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from terazi import codehash, fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import write_atomic
+from terazi.base.progress import progress
+from terazi.base.ties import id_order
 from terazi.data.blocks import BLOCK_ROWS
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import open_dataset, read_variants
 from terazi.models.costs import CostStore, TimedEncoder, combine
-from terazi.models.loading import shared_bi_encoder
+from terazi.models.encoders import shared_bi_encoder
 from terazi.models.refs import ModelRef, prepare_environment, resolve
-from terazi.models.vectors import VectorStore, save_atomic
-from terazi.progress import progress
+from terazi.models.vectors import VectorStore, save_array
 from terazi.retrieval.dense import (
     build_index,
     choose_index,
@@ -56,6 +56,7 @@ from terazi.retrieval.frozen import (
     set_files,
     write_set,
 )
+from terazi.retrieval.frozen import lookup_key as frozen_key
 from terazi.schemas import (
     CandidateSet,
     DatasetManifest,
@@ -65,7 +66,6 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.tables import CLEAN, VARIANT
-from terazi.ties import id_order
 
 log = logging.getLogger("terazi.retrieve")
 
@@ -87,18 +87,7 @@ def lookup_key(
     enc_params = encoder.model_dump(
         include={"max_length", "query_prefix", "document_prefix", "index", *INDEX_PARAMS[encoder.index]}
     )
-    return fingerprint.of_json(
-        {
-            "dataset": dataset.fingerprint,
-            "encoder": ref.identity,
-            "params": enc_params,
-            "depth": depth,
-            "variants": fingerprint.of_rows(variants.select("condition", "sample", "query_id", "text")),
-            "ties": RULE,
-            "ignore_identical_ids": dataset.ignore_identical_ids,
-            "code": codehash.of_module(__name__),
-        }
-    )
+    return frozen_key("dense", dataset, variants, depth, {"encoder": ref.identity, "params": enc_params}, __name__)
 
 
 def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None:
@@ -116,7 +105,7 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
     else:
         texts, prefix = pl.read_parquet(folder / "texts.parquet").slice(a, z - a)["text"].to_list(), enc.query_prefix
         if plan.query_vectors and (kept := _kept_vectors(plan.query_vectors, texts)) is not None:
-            save_atomic(path, kept)  # every text was encoded by this very encoding before (another set, a rerun)
+            save_array(path, kept)  # every text was encoded by this very encoding before (another set, a rerun)
             return None
     ref = resolve(enc.model, enc.revision, plan.offline)
     prepare_environment([ref], plan.offline)
@@ -130,7 +119,7 @@ def encode_shard(plan: RetrievalPlan, part: str, shard: int) -> ModelCost | None
         unit = "documents" if part == "corpus" else "queries"
         with progress(f"{plan.dataset}: encoding {part} shard {shard + 1}/{len(bounds)}", unit) as on_progress:
             emb = encode(timed, texts, enc.batch_size, prefix, on_progress, enc.max_length or model.max_seq_length)
-    save_atomic(path, emb)
+    save_array(path, emb)
     if part == "queries" and plan.query_vectors:  # kept for a bi-encoder reranker of this very encoding
         VectorStore(plan.query_vectors).put(fingerprint.text_keys(texts), emb)
     return timed.cost()
@@ -256,50 +245,48 @@ def freeze(
 
     folder, depth = Path(plan.folder), plan.depth
     cost = _remembered_cost(folder.parent.parent, plan.encoder_identity, cost)
-    tmp = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.mkdir(parents=True)
-    ids, recall = write_set(tmp, blocks, open_dataset(dataset).qrels, depth)
-    body = {
-        "lookup_key": plan.lookup_key,
-        "dataset": dataset.name,
-        "dataset_fingerprint": dataset.fingerprint,
-        "encoder": plan.encoder.model,
-        "encoder_identity": plan.encoder_identity,
-        "index": index_params,
-        "depth": depth,
-        "faiss_version": faiss.__version__,
-        "path": "candidates.parquet",
-        "trec_dir": "runs",
-        "recall": recall,
-        "queries_encoded": queries_encoded,
-        "docs_encoded": docs_encoded,
-        "seconds": round(time.time() - plan.started, 3),
-        "cost": cost.model_dump() if cost else None,
-        "ties": RULE,
-        "ignore_identical_ids": dataset.ignore_identical_ids,
-    }
-    fp = candidate_fingerprint(body, ids)
-    stored = CandidateSet(
-        fingerprint=fp,
-        reused=False,
-        files=set_files(tmp),
-        index_recall=index_recall,
-        index_recall_queries=sample,
-        shards=len(plan.corpus_shards),
-        **body,
-    )
-    (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
-    try:
-        os.rename(tmp, folder)
-    except OSError:  # a concurrent run froze it first
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    def made(tmp: Path) -> CandidateSet:
+        ids, recall = write_set(tmp, blocks, open_dataset(dataset).qrels, depth)
+        body = {
+            "lookup_key": plan.lookup_key,
+            "dataset": dataset.name,
+            "dataset_fingerprint": dataset.fingerprint,
+            "encoder": plan.encoder.model,
+            "encoder_identity": plan.encoder_identity,
+            "index": index_params,
+            "depth": depth,
+            "faiss_version": faiss.__version__,
+            "path": "candidates.parquet",
+            "trec_dir": "runs",
+            "recall": recall,
+            "queries_encoded": queries_encoded,
+            "docs_encoded": docs_encoded,
+            "seconds": round(time.time() - plan.started, 3),
+            "cost": cost.model_dump() if cost else None,
+            "ties": RULE,
+            "ignore_identical_ids": dataset.ignore_identical_ids,
+        }
+        stored = CandidateSet(
+            fingerprint=candidate_fingerprint(body, ids),
+            reused=False,
+            files=set_files(tmp),
+            index_recall=index_recall,
+            index_recall_queries=sample,
+            shards=len(plan.corpus_shards),
+            **body,
+        )
+        (tmp / MANIFEST).write_text(stored.model_dump_json(indent=2, exclude={"reused"}))
+        return stored
+
+    stored = write_atomic(folder, made, folder=True, keep_theirs=True)  # a concurrent run's is the same
     shutil.rmtree(plan.queries, ignore_errors=True)
     log.info(
         "%s: froze candidates %s (recall@%d clean %.3f) in %.1fs",
         dataset.name,
-        fp,
+        stored.fingerprint,
         depth,
-        recall.get(CLEAN, 0.0),
+        stored.recall.get(CLEAN, 0.0),
         stored.seconds,
     )
     return stored.model_copy(update={"path": str(folder / "candidates.parquet"), "trec_dir": str(folder / "runs")})

@@ -13,26 +13,26 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from terazi import fingerprint, stamps
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError, ConfigError
+from terazi.base.paths import inside, link, mark_used, write_atomic
 from terazi.data.blocks import blockwise, write_blocks
 from terazi.data.trec_writer import write_run
-from terazi.errors import CacheError, ConfigError
 from terazi.metrics.ceiling import UNCHANGED
 from terazi.metrics.per_query import per_query_values
-from terazi.paths import inside, link, mark_used
 from terazi.schemas import CandidateSet, DatasetManifest
-from terazi.schemas.tables import RANKING
+from terazi.schemas.tables import RANKING, VARIANT
+from terazi.store import derived, file_hashes
+from terazi.store.layout import CANDIDATES_MANIFEST as MANIFEST
+from terazi.store.layout import PARTS, CacheLayout
 
 log = logging.getLogger("terazi.frozen")
-MANIFEST = "manifest.json"
 # manifest fields that describe where and how fast a set was made, not which candidates it holds (the lookup key
 # holds the code that made the set: the same candidates made by a newer terazi keep their fingerprint)
 NOT_IN_FINGERPRINT = (
@@ -59,6 +59,23 @@ def candidate_fingerprint(body: dict, ids: str) -> str:
 RULE = (
     "trec"  # the tie rule every first stage ranks by (`terazi.metrics.contracts.TIES`), in its lookup key and manifest
 )
+
+
+def lookup_key(
+    kind: str, dataset: DatasetManifest, variants: pl.DataFrame, depth: int, first_stage: dict, maker: str
+) -> str:
+    """The key a candidate set is frozen under in the cache (`candidates/<key>/`): everything that decides which
+    candidates it holds (the dataset, the first stage's `first_stage` identity and parameters, the depth, the query
+    variants' texts, the tie rule) and the code of `maker`, the module that makes it (`derived.key`)."""
+    body = {
+        "dataset": dataset.fingerprint,
+        **first_stage,
+        "depth": depth,
+        "variants": fingerprint.of_rows(variants.select(*VARIANT, "text")),
+        "ties": RULE,
+        "ignore_identical_ids": dataset.ignore_identical_ids,
+    }
+    return derived.key(kind, body, maker=maker)
 
 
 def allowed(cand: pl.DataFrame, dropped: pl.DataFrame, depth: int) -> pl.DataFrame:
@@ -135,9 +152,7 @@ def store_candidates(
         "seconds": round(time.perf_counter() - started, 3),
     }
     cs = CandidateSet(fingerprint=candidate_fingerprint(body, ids), reused=False, files=set_files(target), **body)
-    tmp = target / (MANIFEST + ".tmp")
-    tmp.write_text(cs.model_dump_json(indent=2, exclude={"reused"}))
-    tmp.replace(target / MANIFEST)
+    write_atomic(target / MANIFEST, lambda p: p.write_text(cs.model_dump_json(indent=2, exclude={"reused"})))
     return cs.model_copy(update={"path": str(target / "candidates.parquet"), "trec_dir": str(target / "runs")})
 
 
@@ -178,9 +193,10 @@ def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -
     """The candidate set in `folder`, its files checked against their hashes. A missing or damaged TREC file is
     written again from the parquet; a damaged parquet (or manifest) gives None: the set must be computed again.
     A file unchanged since it was last hashed is taken to have the hash the cache folder's book remembers
-    (terazi.stamps); with `trust_stamps=False` (`terazi cache check`, `repair`) every byte is hashed."""
-    book = stamps.book_in(folder.parent.parent) if folder.parent.name == "candidates" else None
-    hashed = (lambda p: stamps.file_digest(p, book)) if trust_stamps else fingerprint.of_file
+    (terazi.store.file_hashes); with `trust_stamps=False` (`terazi cache check`, `repair`) every byte is hashed."""
+    in_cache = folder.parent.name == PARTS["candidates"].name
+    book = file_hashes.book_in(folder.parent.parent) if in_cache else None
+    hashed = (lambda p: file_hashes.file_digest(p, book)) if trust_stamps else fingerprint.of_file
     try:
         body = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -213,17 +229,9 @@ def load_frozen(folder: Path, rebuild: bool = True, trust_stamps: bool = True) -
     return CandidateSet.model_validate(body | {"files": files})
 
 
-def quarantine_folder(folder: Path) -> None:
-    """Move a damaged candidate set aside (`<cache>/quarantine/`), so it is computed again."""
-    target = folder.parent.parent / "quarantine" / f"candidates-{folder.name}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(folder, target)
-    log.warning("moved the damaged candidate set %s to %s; computing it again", folder, target)
-
-
 def find_frozen(cache_dir: str, wanted: str, dataset: DatasetManifest) -> CandidateSet:
     """A frozen candidate set named by its fingerprint; it must belong to this very dataset."""
-    for path in inside(cache_dir, "candidates").glob(f"*/{MANIFEST}"):
+    for path in CacheLayout(cache_dir).candidates.glob(f"*/{MANIFEST}"):
         if path.parent.name.startswith("."):  # being written
             continue
         try:

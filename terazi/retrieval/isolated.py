@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from terazi import memo
 from terazi.data.blocks import BLOCK_ROWS, condition_rows, write_blocks
 from terazi.schemas import CandidateSet, DatasetManifest, VariantSet
 from terazi.schemas.layout import RunLayout
 from terazi.schemas.tables import CLEAN, RANKING, VARIANT, isolated
+from terazi.store import derived
 
 log = logging.getLogger("terazi.isolate")
 
@@ -82,7 +82,7 @@ def add_isolated(
     cache_dir: str | None = None,
 ) -> tuple[CandidateSet, list[VariantSet]]:
     """(candidates, variant sets) for the rerank and score stages: unchanged for `end-to-end`, extended for `both`;
-    linked from the stored outputs when the same candidates and variants were extended before (terazi.memo)."""
+    linked from the stored outputs when the same candidates and variants were extended before (terazi.store.derived)."""
     if robustness == "end-to-end":
         return candidates, variant_sets
     layout = RunLayout(out_dir)
@@ -103,10 +103,10 @@ def add_isolated(
             )
         return {}
 
-    key = memo.key(
+    key = derived.key(
         "isolated", dataset.name, Path(candidates.path), [Path(v.path) for v in variant_sets], maker=__name__
     )
-    memo.reuse(cache_dir, key, out_dir, write)
+    derived.reuse(cache_dir, key, out_dir, write)
     extra_sets = [
         vs.model_copy(
             update={

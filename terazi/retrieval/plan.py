@@ -17,17 +17,18 @@ from pathlib import Path
 
 import polars as pl
 
+from terazi.base.errors import ConfigError
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.errors import ConfigError
-from terazi.models.loading import seq_length
+from terazi.models.encoders import seq_length
 from terazi.models.refs import pick_device, prepare_environment, resolve
 from terazi.models.vectors import store_key, vector_identity
-from terazi.paths import inside
 from terazi.retrieval.dense import shard_bounds
 from terazi.retrieval.first_stage import lookup_key
-from terazi.retrieval.frozen import MANIFEST, find_frozen, load_frozen, quarantine_folder
+from terazi.retrieval.frozen import MANIFEST, find_frozen, load_frozen
 from terazi.schemas import DatasetManifest, EncoderSpec, RetrievalPlan, ScaleSpec, VariantSet
 from terazi.schemas.tables import VARIANT
+from terazi.store.files import set_aside
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.retrieve")
 
@@ -85,7 +86,8 @@ def plan_retrieval(
     ref = resolve(encoder.model, encoder.revision, offline, cache_dir)
     prepare_environment([ref], offline)
     key = lookup_key(dataset, variants, ref, encoder, depth)
-    folder = inside(cache_dir, "candidates", key)
+    layout = CacheLayout(cache_dir)
+    folder = layout.part("candidates", key)
     if (folder / MANIFEST).is_file():
         cs = load_frozen(folder)
         if cs is not None:
@@ -99,7 +101,7 @@ def plan_retrieval(
                 depth=depth,
                 offline=offline,
             )
-        quarantine_folder(folder)
+        set_aside(folder, "a damaged candidate set", layout.quarantine, "candidates")
     corpus = dataset_corpus(dataset, cache_dir)
 
     def vectors(prefix: str) -> str:
@@ -107,7 +109,7 @@ def plan_retrieval(
             ref, "torch", seq_length(ref, encoder.max_length), prefix, "fp32", pick_device(encoder.device)
         )
 
-    work = inside(cache_dir, "work", f"queries-{key}-{uuid.uuid4().hex[:8]}")
+    work = layout.part("work", f"queries-{key}-{uuid.uuid4().hex[:8]}")
     work.mkdir(parents=True, exist_ok=True)
     texts = variants["text"].unique(maintain_order=True)
     texts.to_frame("text").write_parquet(work / "texts.parquet")
@@ -122,9 +124,9 @@ def plan_retrieval(
         corpus=str(corpus.path),
         corpus_shards=shard_bounds(dataset.n_docs, scale.shard_size),
         embeddings=str(
-            inside(cache_dir, "embeddings", store_key(vectors(encoder.document_prefix), dataset.corpus_fingerprint))
+            layout.part("embeddings", store_key(vectors(encoder.document_prefix), dataset.corpus_fingerprint))
         ),
-        query_vectors=str(inside(cache_dir, "embeddings", store_key(vectors(encoder.query_prefix)))),
+        query_vectors=str(layout.part("embeddings", store_key(vectors(encoder.query_prefix)))),
         queries=str(work),
         query_shards=shard_bounds(texts.len(), scale.query_shard_size),
         started=started,

@@ -1,6 +1,6 @@
 """`build_card(results_dir, system)`: the evaluation section of a model card for one system of a results folder.
 
-The card is built from the folder's full-precision files (terazi.present.card.folder) in the Kalbur card's layout:
+The card is built from the folder's full-precision files (terazi.present.card.inputs) in the Kalbur card's layout:
 method sentences, results table, per-dataset table, comparison counts, significant cells, the judged-variant
 sentence where the system has a judged variant, rank intervals; plus the Hugging Face metadata
 (terazi.present.card.hub). Text is rounded as the card prints it; `Card.to_json()` keeps every number unrounded.
@@ -19,16 +19,16 @@ import polars as pl
 from terazi.analysis import stats
 from terazi.analysis.intervals import pairwise_summary
 from terazi.analysis.judged import Judgement
-from terazi.analysis.known import Known
 from terazi.analysis.ranks import rank_intervals
-from terazi.errors import ConfigError, DatasetError
+from terazi.base.errors import ConfigError, DatasetError
 from terazi.present.card import hub, method, tables
-from terazi.present.card.folder import RunFolder, read_folder
+from terazi.present.card.inputs import RunFolder, read_folder
 from terazi.present.card.method import model_label
 from terazi.present.card.words import condition, word
 from terazi.present.notes import variant_sentence
 from terazi.present.table import Table
 from terazi.schemas import MetricContract, ModelCost, Statistics
+from terazi.store.bootstraps import BootstrapStore
 
 Labels = Literal["tr", "en"]
 FORMATS = ("markdown", "yaml", "eval-results", "json", "all")
@@ -177,10 +177,10 @@ class Card:
         return json.dumps(body, ensure_ascii=False, indent=1)
 
 
-def cells(run: RunFolder, system: str, known: Known | None = None) -> list[hub.Cell]:
+def cells(run: RunFolder, system: str, known: BootstrapStore | None = None) -> list[hub.Cell]:
     """The system's headline per dataset × condition (the configured conditions, datasets in the run's order) with
     a percentile interval from the run's bootstrap settings over that dataset's queries (found in `known` when
-    computed before, terazi.analysis.known)."""
+    computed before, terazi.store.bootstraps)."""
     s = run.settings
     mine = run.per_query.filter(pl.col("system") == system).sort("dataset", "query_id")
     out = []
@@ -233,12 +233,12 @@ def build_card(
     model_name: str | None = None,
     names: dict[str, str] | None = None,
     rivals: list[str] | None = None,
-    known: Known | None = None,
+    known: BootstrapStore | None = None,
 ) -> Card:
     """The card of `system` from a results folder (`terazi run` or `terazi analyze`). `labels`: tr or en (default:
     the run's own); `model_name`: the name in `model-index` (default: the system's); `names`: how rows are called
     (system -> display name); `rivals`: the systems the comparison counts and cells list (default: all); `known`: where
-    intervals computed before are found (terazi.analysis.known; a run publishing its own card passes its cache's)."""
+    intervals computed before are found (terazi.store.bootstraps; a run publishing its own card passes its cache's)."""
     run = read_folder(results_dir)
     if system not in run.order:
         raise DatasetError(run.path / "leaderboard.csv", None, f"no system {system!r}; systems: {', '.join(run.order)}")

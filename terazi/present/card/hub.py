@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from terazi.present.card.words import condition, conf, score
+from terazi.present.card.words import DIGITS, condition
+from terazi.present.labels import level, score
 from terazi.schemas import DatasetManifest, MetricContract
 from terazi.schemas.measures import parse_measure
 from terazi.schemas.sources import parse
@@ -88,7 +89,7 @@ def metric_name(measure: str, cond: str, labels: str) -> str:
 
 def rounded(v: float) -> float:
     """The value as the card prints it (3 decimals)."""
-    return float(score(v))
+    return float(score(v, DIGITS))
 
 
 def model_index(model: str, datasets: list[HubDataset], cells: list[Cell], measure: str, labels: str) -> dict:
@@ -160,9 +161,9 @@ def eval_results(
             continue
         notes = NOTES[labels].format(
             name=metric_name(measure, c.condition, labels),
-            level=conf(confidence, labels),
-            low=score(c.low),
-            high=score(c.high),
+            level=level(confidence, labels),
+            low=score(c.low, DIGITS),
+            high=score(c.high, DIGITS),
             n=c.queries,
             b=resamples,
             seed=seed,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terazi.present.card.folder import RunFolder
-from terazi.present.card.words import condition, conf, word
+from terazi.present.card.inputs import RunFolder
+from terazi.present.card.words import condition, word
+from terazi.present.labels import level
 
 _LOCAL = ("/", ".", "~")
 
@@ -67,7 +68,7 @@ def sentences(run: RunFolder, labels: str) -> list[str]:
     if run.corrupted:
         listed = ", ".join(condition(c, labels) for c in run.corrupted)
         out.append(word("conditions_runs" if run.imported else "conditions_e2e", labels, names=listed))
-    out.append(word("group_rule", labels, level=conf(s.confidence, labels), resamples=s.resamples))
+    out.append(word("group_rule", labels, level=level(s.confidence, labels), resamples=s.resamples))
     if run.corrupted:
         out.append(word("retention_rule", labels, how=word(s.retention, labels)))
     return out

@@ -12,10 +12,10 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.intervals import featured_cells, pairwise_summary
-from terazi.present.card.folder import RunFolder
+from terazi.present.card.inputs import RunFolder
 from terazi.present.card.method import model_label
-from terazi.present.card.words import condition, conf, pct, score, signed, span, word
-from terazi.present.labels import params_text
+from terazi.present.card.words import DIGITS, condition, span, word
+from terazi.present.labels import level, params_text, percent, score, signed
 from terazi.present.table import Table
 from terazi.schemas import FIRST_STAGE
 
@@ -60,8 +60,8 @@ def results(run: RunFolder, system: str, shown: dict[str, str], labels: str) -> 
         rows.append(
             ["–" if r.get("group") is None else str(r["group"]), name]
             + ([params_text(sizes.get(r["system"]))] if sizes else [])
-            + [score(r["mean_task"]), *(score(r[c]) for c in conds)]
-            + [pct(r.get(f"{c} retention"), labels) for c in conds]
+            + [score(r["mean_task"], DIGITS), *(score(r[c], DIGITS) for c in conds)]
+            + [percent(r.get(f"{c} retention"), labels) for c in conds]
         )
     return Table(cols, rows)
 
@@ -78,7 +78,7 @@ def per_dataset(run: RunFolder, system: str, shown: dict[str, str], labels: str)
     cols = [word("model", labels)] + [d.name if d.in_ranking else f"{d.name} *" for d in run.datasets]
     rows = [
         [shown[r["system"]] + (f" ({word('this', labels)})" if r["system"] == system else "")]
-        + [score(r.get(d.name)) for d in run.datasets]
+        + [score(r.get(d.name), DIGITS) for d in run.datasets]
         for r in run.board.iter_rows(named=True)
     ]
     return Table(cols, rows, out_notes(run, labels))
@@ -135,7 +135,7 @@ def significant(
             )
             if sig:
                 listed = ", ".join(
-                    f"{r['dataset']}/{condition(r['condition'], labels)} ({signed(r['delta'])})" for r in sig
+                    f"{r['dataset']}/{condition(r['condition'], labels)} ({signed(r['delta'], DIGITS)})" for r in sig
                 )
                 lines.append(word(key, labels, rival=shown.get(rival, rival), cells=listed))
     return lines or [word("no_cell", labels)]
@@ -145,7 +145,7 @@ def rank_table(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: 
     """Rows in the order of `shown` (the leaderboard's)."""
     order = {s: i for i, s in enumerate(shown)}
     ranks = ranks.sort(pl.col("system").replace_strict(order, default=len(order), return_dtype=pl.Int64))
-    rng = word("rank_range", labels, level=conf(confidence, labels))
+    rng = word("rank_range", labels, level=level(confidence, labels))
     cols = [
         word("model", labels),
         word("rank_mean", labels),
@@ -163,13 +163,13 @@ def rank_table(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: 
                 name,
                 str(r["rank_mean"]),
                 span(r["rank_mean_low"], r["rank_mean_high"]),
-                pct(r["p_rank1_mean"], labels),
+                percent(r["p_rank1_mean"], labels),
                 str(r["rank_borda"]),
                 span(r["rank_borda_low"], r["rank_borda_high"]),
-                pct(r["p_rank1_borda"], labels),
+                percent(r["p_rank1_borda"], labels),
             ]
         )
-    return Table(cols, rows, [word("rank_rule", labels, level=conf(confidence, labels))])
+    return Table(cols, rows, [word("rank_rule", labels, level=level(confidence, labels))])
 
 
 def rank_line(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: str, confidence: float) -> str:
@@ -179,10 +179,10 @@ def rank_line(ranks: pl.DataFrame, system: str, shown: dict[str, str], labels: s
         labels,
         system=shown[system],
         rank=r["rank_mean"],
-        level=conf(confidence, labels),
+        level=level(confidence, labels),
         span=span(r["rank_mean_low"], r["rank_mean_high"]),
-        p1=pct(r["p_rank1_mean"], labels),
+        p1=percent(r["p_rank1_mean"], labels),
         brank=r["rank_borda"],
         bspan=span(r["rank_borda_low"], r["rank_borda_high"]),
-        bp1=pct(r["p_rank1_borda"], labels),
+        bp1=percent(r["p_rank1_borda"], labels),
     )

@@ -7,7 +7,7 @@ terazi.present.labels in Turkish; English names are spelt out for a card (UPPER 
 
 from __future__ import annotations
 
-from terazi.present.labels import TR_CONDITIONS, level, percent
+from terazi.present.labels import TR_CONDITIONS
 from terazi.present.labels import WORDS as SHARED
 
 EN_CONDITIONS = {
@@ -116,6 +116,9 @@ WORDS = {
 }
 
 
+DIGITS = 3  # the card's numbers: three decimals (labels.score and signed print four elsewhere)
+
+
 def word(key: str, labels: str, **kw) -> str:
     """A card sentence or label: the card's own words, then the one label table of every output
     (terazi.present.labels: group, parameters, retention, rank columns)."""
@@ -133,20 +136,3 @@ def condition(name: str, labels: str) -> str:
 def span(low: int, high: int) -> str:
     """A rank range, as the rank table prints it: [2, 4]."""
     return f"[{low}, {high}]"
-
-
-def score(v: float | None) -> str:
-    return "–" if v is None else f"{v:.3f}"
-
-
-def signed(v: float) -> str:
-    return f"{v:+.3f}"
-
-
-def pct(v: float | None, labels: str) -> str:
-    return percent(v, labels)
-
-
-def conf(confidence: float, labels: str) -> str:
-    """%95 / 95%."""
-    return level(confidence, labels)

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from terazi import fingerprint
-from terazi.models.loading import seq_length
+from terazi.base import fingerprint
+from terazi.models.encoders import seq_length
 from terazi.models.vectors import VectorStore, store_key, vector_identity
-from terazi.paths import inside
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Corpus, Pair
+from terazi.store.layout import CacheLayout
 
 
 def cosine(pairs: list[Pair], queries: Callable[[list[str]], np.ndarray], docs: Callable[[list[str]], np.ndarray]):
@@ -76,7 +76,7 @@ class BiEncoder(Backend):
 
     def _stores(self) -> tuple[VectorStore, VectorStore | None]:
         """(queries' store, documents' store: None without a corpus to number them by)."""
-        ident, root = self.vector_identity(), inside(self.cache_dir, "embeddings")
+        ident, root = self.vector_identity(), CacheLayout(self.cache_dir).part("embeddings")
         docs = VectorStore(root / store_key(ident, self.corpus_fingerprint)) if self.corpus_fingerprint else None
         return VectorStore(root / store_key(ident)), docs
 

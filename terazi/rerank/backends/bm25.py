@@ -7,10 +7,10 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
+from terazi.base.shutdown import check
+from terazi.base.turkish import analyse
 from terazi.rerank.pairs import Corpus, Pair
 from terazi.retrieval.bm25_index import BM25Index, build
-from terazi.shutdown import check
-from terazi.turkish import analyse
 
 
 class BM25Scorer:

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
 
 SCORE_FIELD = {"cohere": "relevance_score", "tei": "score"}
 

@@ -9,7 +9,7 @@ The identity names the endpoint, the dialect, the model the server expects, the 
 fields added (`extra_body`, the server's truncation): two servers' scores are never mixed. The API key is read from
 the environment variable `api_key_env` names, when the first request is sent, and lives only in this process's
 HTTP client: it is in no spec, manifest, identity, log line or message (it is held for blotting from whatever the
-server says, `terazi.outside`).
+server says, `terazi.base.outside`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import httpx
 import numpy as np
 
-from terazi import fingerprint
-from terazi.errors import ConfigError
+from terazi.base import fingerprint
+from terazi.base.errors import ConfigError
+from terazi.base.outside import hold
 from terazi.models.costs import RequestLog
-from terazi.outside import hold
-from terazi.paths import inside
 from terazi.rerank.backends import dialects
 from terazi.rerank.backends.service import Slots, send
 from terazi.rerank.pairs import Pair, PartlyScored
+from terazi.store.layout import CacheLayout
 
 
 def api_key(spec) -> str | None:
@@ -73,7 +73,7 @@ class HttpReranker:
         self.batch_size, self.concurrency = spec.batch_size, spec.concurrency
         self.device = f"remote:{spec.url}"  # Metered's turns: one scoring call per endpoint at a time in a process
         self.request_log = RequestLog()
-        self.slots = Slots(inside(cache_dir, "http", fingerprint.of_text(spec.url)), spec.concurrency)
+        self.slots = Slots(CacheLayout(cache_dir).part("http", fingerprint.of_text(spec.url)), spec.concurrency)
         self.where = f"{spec.name} ({spec.url})"
         self._client: httpx.Client | None = None
 

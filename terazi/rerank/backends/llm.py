@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from terazi import fingerprint
-from terazi.models.loading import torch_dtype
+from terazi.base import fingerprint
+from terazi.base.outside import shown
+from terazi.base.shutdown import stoppable
+from terazi.models.encoders import torch_dtype
 from terazi.models.refs import ModelError
-from terazi.outside import shown
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair
-from terazi.shutdown import stoppable
 
 MARKER = "\x00terazi-user-turn\x00"
 

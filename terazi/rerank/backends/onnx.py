@@ -12,13 +12,14 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from terazi import fingerprint
+from terazi.base import fingerprint
+from terazi.base.paths import mark_used, write_atomic
+from terazi.base.shutdown import check
 from terazi.models.refs import (
     ModelError,
     ModelRef,
@@ -30,12 +31,11 @@ from terazi.models.refs import (
     pick_device,
     weights_info,
 )
-from terazi.paths import inside, mark_used
 from terazi.rerank.backends.base import CPU_BATCH, Backend
 from terazi.rerank.backends.bi import BiEncoder
 from terazi.rerank.backends.torch_cross import activation_name
 from terazi.rerank.pairs import Pair
-from terazi.shutdown import check
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.rerank.backends.onnx")
 OPSET = 17
@@ -49,18 +49,6 @@ def ort():
     except ImportError:
         raise ModelError("backend: onnx needs onnxruntime: pip install 'terazi[onnx]'") from None
     return onnxruntime
-
-
-def _atomic(target: Path, write) -> Path:
-    """Write through a temporary name in the same folder, then rename: a second process sees all or nothing."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
 
 
 def quantize_int8(source: Path, target: Path) -> Path:
@@ -77,12 +65,13 @@ def quantize_int8(source: Path, target: Path) -> Path:
     root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process is logged on the root logger
     try:
         log.info("quantising %s to int8", source)
-        return _atomic(
+        write_atomic(
             target,
             lambda tmp: quantize_dynamic(
                 str(source), str(tmp), weight_type=QuantType.QInt8, use_external_data_format=large
             ),
         )
+        return target
     finally:
         root.setLevel(level)
 
@@ -125,7 +114,9 @@ class _Onnx(Backend):
     @property
     def _folder(self) -> Path:
         """One folder per model and ONNX source: the export (if any) and its int8 copy."""
-        return inside(self.cache_dir, "onnx", fingerprint.of_json([self.ref.identity, self.kind, self._source()]))
+        return CacheLayout(self.cache_dir).part(
+            "onnx", fingerprint.of_json([self.ref.identity, self.kind, self._source()])
+        )
 
     def onnx_file(self) -> Path:
         """The file the session runs: the model's own or the export, int8 copy when asked; made at most once."""
@@ -136,7 +127,7 @@ class _Onnx(Backend):
             else:
                 source = self._folder / "model.onnx"
                 if not source.is_file():
-                    _atomic(source, self._export)
+                    write_atomic(source, self._export)
             self._file = quantize_int8(source, self._int8_path) if self.spec.quantization == "int8" else source
             mark_used(self._folder)  # where an export or int8 copy lives (`terazi cache prune`)
         return self._file

@@ -7,8 +7,8 @@ several runs at once): `Slots` are lock files in `<cache>/http/<endpoint hash>/`
 on machines that do not share the folder each keep the bound on their own.
 
 Messages name the endpoint, the status and the server's own words; everything the server controls (status line,
-reason phrase, body, the HTTP client's error text) passes `terazi.outside.shown` first, so a key it echoes is blotted
-and the line bounded. A redirect is refused, not followed: the key would go with it.
+reason phrase, body, the HTTP client's error text) passes `terazi.base.outside.shown` first, so a key it echoes is
+blotted and the line bounded. A redirect is refused, not followed: the key would go with it.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 import httpx
 from filelock import FileLock, Timeout
 
-from terazi.errors import ServiceError
+from terazi.base.errors import ServiceError
+from terazi.base.outside import shown
 from terazi.models.costs import RequestLog
-from terazi.outside import shown
 
 log = logging.getLogger("terazi.backends")
 BACKOFF_S, MAX_BACKOFF_S = 0.5, 30.0  # the first retry waits 0.25-0.5 s, doubling up to 15-30 s

@@ -1,13 +1,13 @@
 """Bi-encoder run by sentence-transformers on torch: cosine of the query's and the passage's embeddings.
 
-The model is the process's shared one (`terazi.models.loading.shared_bi_encoder`): a reranker of the first stage's
+The model is the process's shared one (`terazi.models.encoders.shared_bi_encoder`): a reranker of the first stage's
 own model, length and precision uses the model the first stage loaded."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from terazi.models.loading import shared_bi_encoder
+from terazi.models.encoders import shared_bi_encoder
 from terazi.rerank.backends.bi import BiEncoder
 
 

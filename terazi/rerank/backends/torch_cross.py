@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from terazi.models.loading import load_cross_encoder, torch_dtype
+from terazi.models.encoders import load_cross_encoder, torch_dtype
 from terazi.models.refs import ModelRef, model_config
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.pairs import Pair

@@ -11,7 +11,7 @@ servers' or two templates' answers are never mixed.
 A served row follows the `kind: http` row's rules (`terazi.rerank.backends.service`): at most `concurrency`
 requests in flight per endpoint over every process sharing the cache folder, 429/5xx/time-outs tried again with
 backoff, any other 4xx refused at once, the API key read from `api_key_env` when the first request is sent and
-blotted from whatever the server says (`terazi.outside`); it is in no identity, manifest or log line.
+blotted from whatever the server says (`terazi.base.outside`); it is in no identity, manifest or log line.
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ from typing import NamedTuple
 
 import httpx
 
-from terazi import fingerprint
-from terazi.errors import ServiceError
+from terazi.base import fingerprint
+from terazi.base.errors import ServiceError
+from terazi.base.outside import shown
+from terazi.base.paths import inside
+from terazi.base.shutdown import stoppable
 from terazi.models.costs import RequestLog
-from terazi.models.loading import torch_dtype
+from terazi.models.encoders import torch_dtype
 from terazi.models.refs import ModelError
-from terazi.outside import shown
-from terazi.paths import inside
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.backends.http import api_key
 from terazi.rerank.backends.service import Slots, send, status_line
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.prompts import load
-from terazi.shutdown import stoppable
 
 STABLE_MODEL_FIELDS = ("id", "root", "parent", "max_model_len")  # what `/v1/models` says that a restart keeps
 NO_MODELS_ROUTE = (404, 405, 501)  # a server without `/v1/models`: it says nothing of what it serves
@@ -80,7 +80,7 @@ class ServedAnswerer:
 
     def _connect(self) -> httpx.Client:
         if self._client is None:
-            key = api_key(self.spec)  # held for blotting from whatever the server says (terazi.outside)
+            key = api_key(self.spec)  # held for blotting from whatever the server says (terazi.base.outside)
             self._client = httpx.Client(
                 timeout=self.spec.timeout,
                 headers={"Authorization": f"Bearer {key}"} if key else {},

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from terazi import fingerprint
-from terazi.errors import ConfigError
+from terazi.base import fingerprint
+from terazi.base.errors import ConfigError
 
 BUILT_IN = ("rank_gpt", "rank_zephyr")
 FOLDER = Path(__file__).parent / "templates"

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import polars as pl
 from ftfy import fix_text
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.prompts import load
 from terazi.rerank.store import ModelKey, Scores

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import polars as pl
 
-from terazi import fingerprint
+from terazi.base import fingerprint
 
 KEY_SCHEMA = {"q": pl.Int64, "d": pl.Int64}
 SCORE_SCHEMA = {"q": pl.Int64, "d": pl.Int64, "score": pl.Float64}
@@ -30,7 +30,7 @@ class ScoreStore(Protocol):
     where: str
 
     def get_many(self, model: ModelKey, keys: pl.DataFrame) -> pl.DataFrame:
-        """Known scores (q, d, score) of the given keys (q, d); unknown keys are absent."""
+        """BootstrapStore scores (q, d, score) of the given keys (q, d); unknown keys are absent."""
 
     def put_many(self, model: ModelKey, scores: pl.DataFrame) -> int:
         """Store (q, d, score) rows; a pair stored before is kept as it is. Returns the rows added."""

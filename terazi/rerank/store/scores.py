@@ -17,25 +17,20 @@ from pathlib import Path
 
 import polars as pl
 
-from terazi.errors import OutputPathError
-from terazi.outside import shown
-from terazi.paths import inside
+from terazi.base.errors import OutputPathError
+from terazi.base.outside import shown
 from terazi.rerank.store.keys import ModelKey, empty_scores
 from terazi.rerank.store.shared import SharedStore
 from terazi.rerank.store.sqlite import SQLiteStore, damaged
+from terazi.store.layout import CacheLayout
 
-CACHE_FILE = "scores.sqlite"
 SHARED_PART_ROWS = 20_000
 SHARED_PART_SECONDS = 120.0
 
 
-def cache_file(cache_dir: str | Path) -> Path:
-    return inside(cache_dir, CACHE_FILE)
-
-
 def check_opens(cache_dir: str | Path, shared: str | None = None) -> None:
     """Before any heavy stage: the score cache opens and passes SQLite's quick check, a shared store is reachable."""
-    store = SQLiteStore(cache_file(cache_dir))
+    store = SQLiteStore(CacheLayout(cache_dir).scores)
     problems = store.check(quick=True)
     store.close()
     if problems:
@@ -64,7 +59,7 @@ class Lease:
 
 class Scores:
     def __init__(self, cache_dir: str | Path, shared: str | None = None, local: bool = True):
-        self.local = SQLiteStore(cache_file(cache_dir)) if local else None
+        self.local = SQLiteStore(CacheLayout(cache_dir).scores) if local else None
         self.shared = SharedStore(shared) if shared else None
         self._pending: dict[ModelKey, list[pl.DataFrame]] = {}
         self._flushed = time.monotonic()

@@ -15,7 +15,7 @@ import uuid
 
 import polars as pl
 
-from terazi.errors import CacheError
+from terazi.base.errors import CacheError
 from terazi.rerank.store.keys import SCORE_SCHEMA, ModelKey, empty_scores
 
 
@@ -54,7 +54,9 @@ class SharedStore:
             return empty_scores()
         return self.rows(model.id).join(keys.select("q", "d"), on=["q", "d"], how="semi")
 
-    def _write_atomic(self, data: bytes | pl.DataFrame, final: str) -> None:
+    def _put(self, data: bytes | pl.DataFrame, final: str) -> None:
+        """One object written whole: under `tmp/` first, then moved (on an object store, a single PUT). An fsspec
+        path, not a local file: the cache folder's `write_atomic` cannot reach it."""
         tmp = f"{self.root}/tmp/{uuid.uuid4().hex}"
         self.fs.makedirs(f"{self.root}/tmp", exist_ok=True)
         self.fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
@@ -70,7 +72,7 @@ class SharedStore:
             return 0
         name = f"{self.root}/models/{model_dir(model.id)}.json"
         if not self.fs.exists(name):
-            self._write_atomic(
+            self._put(
                 json.dumps({"id": model.id, "identity": model.identity, "max_length": model.max_length}).encode(), name
             )
         self.put_model_rows(model.id, scores)
@@ -78,7 +80,7 @@ class SharedStore:
 
     def put_model_rows(self, model_id: int, scores: pl.DataFrame) -> None:
         part = f"{self.root}/scores/{model_dir(model_id)}/part-{uuid.uuid4().hex}.parquet"
-        self._write_atomic(scores.select(list(SCORE_SCHEMA)).cast(SCORE_SCHEMA), part)
+        self._put(scores.select(list(SCORE_SCHEMA)).cast(SCORE_SCHEMA), part)
 
     def count(self, model: ModelKey | None = None) -> int:
         ids = [model.id] if model else [m for m, *_ in self.models()]

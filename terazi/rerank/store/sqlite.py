@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from itertools import repeat
 from pathlib import Path
 
@@ -34,9 +32,11 @@ import numpy as np
 import polars as pl
 import psutil
 
-from terazi import fingerprint
-from terazi.errors import CacheError
+from terazi.base import fingerprint
+from terazi.base.errors import CacheError
 from terazi.rerank.store.keys import KEY_SCHEMA, SCORE_SCHEMA, ModelKey, empty_scores
+from terazi.store.files import set_aside
+from terazi.store.layout import CacheLayout
 
 log = logging.getLogger("terazi.store")
 
@@ -354,22 +354,13 @@ def salvage(path: Path) -> tuple[dict[int, tuple[str, int]], dict[int, pl.DataFr
     return names, rows, lost
 
 
-def quarantine(path: Path) -> Path:
-    """Move a cache file (and its WAL and shared-memory files) aside, into `<cache>/quarantine/`."""
-    stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{os.getpid()}-{time.time_ns() % 10**6:06d}"
-    folder = path.parent / "quarantine"
-    folder.mkdir(exist_ok=True)
-    target = folder / f"{path.name}.{stamp}"
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            shutil.move(src, Path(str(target) + suffix))
-    return target
-
-
 def repair(path: Path) -> dict[str, int | str]:
-    """Quarantine the cache file, salvage what is readable into a fresh one. Returns what happened."""
-    kept = quarantine(path)
+    """Set the damaged score file aside (with its WAL and shared-memory files, into the cache's `quarantine/`),
+    salvage what is readable into a fresh one. Returns what happened."""
+    quarantine = CacheLayout(path.parent).quarantine
+    kept = set_aside(
+        path, "damaged; its readable scores salvaged", quarantine, "scores", ("-wal", "-shm"), derived=False
+    )
     names, rows, lost = salvage(kept)
     store = SQLiteStore(path)
     saved = 0
