@@ -60,7 +60,7 @@ def test_bm25_reranker_keeps_the_bm25_first_stage_order(tmp_path, tiny_dataset):
 def test_the_index_built_block_by_block_is_bm25s_own(tiny_dataset):
     """Two documents a block, an empty document and repeated tokens: every token's column (its rows and float32
     scores) is the one `bm25s.BM25.index` builds over all the tokens at once, bit for bit."""
-    from terazi.retrieval.bm25_index import build
+    from terazi.models.bm25_index import build
 
     beir = load_beir(tiny_dataset)
     texts = [*(d.full_text for d in beir.docs.values()), "", "çay çay çay demlik", "..."]

@@ -17,7 +17,7 @@ import polars as pl
 from terazi.base.ties import id_order
 from terazi.base.turkish import analyse
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.retrieval.bm25_index import build
+from terazi.models.bm25_index import build
 from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, lookup_key, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT

@@ -9,15 +9,15 @@ import polars as pl
 
 from terazi.base.shutdown import check
 from terazi.base.turkish import analyse
+from terazi.models.bm25_index import BM25Index, build
 from terazi.rerank.pairs import Corpus, Pair
-from terazi.retrieval.bm25_index import BM25Index, build
 
 
 class BM25Scorer:
     """BM25 (bm25s) over Turkish-lowercased, Snowball-stemmed, ASCII-folded tokens of the whole corpus.
 
     The index (corpus statistics) covers the whole corpus, built a block of documents at a time into bm25s's compact
-    arrays (`terazi.retrieval.bm25_index`); a pair is scored from its document's entries only, so the cost grows with
+    arrays (`terazi.models.bm25_index`); a pair is scored from its document's entries only, so the cost grows with
     the pairs, not with queries × corpus: every (pair, query token) of a block is looked up at once, and the sums are
     the ones `bm25s.BM25.get_scores` forms (float32, in query-token order): the scores are the same."""
 
