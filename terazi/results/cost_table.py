@@ -8,6 +8,22 @@ import polars as pl
 from terazi.models import costs
 from terazi.schemas import FIRST_STAGE, CandidateSet, ListwiseCost, RerankResult
 
+# costs.csv's columns taken from a system's cost record as they are (None where the system has none), in order
+COST_COLUMNS = {
+    "params": pl.Int64,
+    "size_bytes": pl.Int64,
+    "device": pl.Utf8,
+    "precision": pl.Utf8,
+    "batch_size": pl.Int64,
+    "unit": pl.Utf8,
+    "items": pl.Int64,
+    "seconds": pl.Float64,
+    "per_second": pl.Float64,
+    "latency_p50_ms": pl.Float64,
+    "latency_p95_ms": pl.Float64,
+    "cached": pl.Boolean,
+}
+
 
 def system_costs(candidates: list[CandidateSet], reranks: list[RerankResult]) -> dict:
     """Per system, its cost over the datasets (costs.combine); the first stage's from the frozen
@@ -24,46 +40,12 @@ def costs_frame(costs: dict, kinds: dict[str, str], order: list[str]) -> pl.Data
     """costs.csv: one row per system, full precision; with a reranker served over HTTP, its requests too (requests,
     retries, p50 and p95 ms per request); with a listwise reranker, its windows, the windows asked in this run
     (windows_requests), their tokens and the answers' outcomes (ok, wrong_format, repetition, missing_documents)."""
-    rows = []
-    for s in order:
-        c = costs.get(s)
-        rows.append(
-            {
-                "system": s,
-                "kind": kinds.get(s),
-                "params": c and c.params,
-                "size_bytes": c and c.size_bytes,
-                "device": c and c.device,
-                "precision": c and c.precision,
-                "batch_size": c and c.batch_size,
-                "unit": c and c.unit,
-                "items": c and c.items,
-                "seconds": c and c.seconds,
-                "per_second": c and c.per_second,
-                "latency_p50_ms": c and c.latency_p50_ms,
-                "latency_p95_ms": c and c.latency_p95_ms,
-                "cached": c and c.cached,
-            }
-        )
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "system": pl.Utf8,
-            "kind": pl.Utf8,
-            "params": pl.Int64,
-            "size_bytes": pl.Int64,
-            "device": pl.Utf8,
-            "precision": pl.Utf8,
-            "batch_size": pl.Int64,
-            "unit": pl.Utf8,
-            "items": pl.Int64,
-            "seconds": pl.Float64,
-            "per_second": pl.Float64,
-            "latency_p50_ms": pl.Float64,
-            "latency_p95_ms": pl.Float64,
-            "cached": pl.Boolean,
-        },
-    )
+    rows = [
+        {"system": s, "kind": kinds.get(s), **{f: c and getattr(c, f) for f in COST_COLUMNS}}
+        for s in order
+        for c in [costs.get(s)]
+    ]
+    frame = pl.DataFrame(rows, schema={"system": pl.Utf8, "kind": pl.Utf8, **COST_COLUMNS})
     if any(c and c.requests for c in costs.values()):
         served = [costs.get(s) and costs[s].requests for s in order]
         frame = frame.with_columns(

@@ -53,6 +53,20 @@ def user_turn(spec, query: str, doc: str) -> str:
     return spec.user.format(instruction=spec.instruction, query=query, doc=doc)
 
 
+def causal_lm(ref, trust_remote_code: bool, precision: str, what: str, **tokenizer_options):
+    """A causal language model and its tokenizer from `ref` (a folder or a hub name at its revision); a failure is one
+    ModelError naming the model, its cause passed through `shown` (a hub's message can carry a token)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    common = dict(revision=ref.revision, local_files_only=ref.local, trust_remote_code=trust_remote_code)
+    try:
+        tok = AutoTokenizer.from_pretrained(ref.location, **common, **tokenizer_options)
+        model = AutoModelForCausalLM.from_pretrained(ref.location, **common, dtype=torch_dtype(precision))
+    except Exception as e:
+        raise ModelError(f"could not load {what} {ref.name!r} from {ref.location}: {shown(e)}") from e
+    return tok, model
+
+
 class LLMReranker(Backend):
     kind = "llm-reranker"
     llm = True
@@ -63,26 +77,8 @@ class LLMReranker(Backend):
         return f"logit({s.yes_token})-logit({s.no_token}) template={template}"
 
     def _load(self):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         s, ref = self.spec, self.ref
-        try:
-            tok = AutoTokenizer.from_pretrained(
-                ref.location,
-                revision=ref.revision,
-                local_files_only=ref.local,
-                trust_remote_code=s.trust_remote_code,
-                padding_side="left",
-            )
-            model = AutoModelForCausalLM.from_pretrained(
-                ref.location,
-                revision=ref.revision,
-                local_files_only=ref.local,
-                trust_remote_code=s.trust_remote_code,
-                dtype=torch_dtype(self.precision),
-            )
-        except Exception as e:
-            raise ModelError(f"could not load LLM reranker {ref.name!r} from {ref.location}: {shown(e)}") from e
+        tok, model = causal_lm(ref, s.trust_remote_code, self.precision, "LLM reranker", padding_side="left")
         ids = [tok.convert_tokens_to_ids(t) for t in (s.yes_token, s.no_token)]
         if any(i is None or i == tok.unk_token_id for i in ids):
             raise ModelError(f"{ref.name!r}: the tokenizer has no single token {s.yes_token!r} or {s.no_token!r}")

@@ -27,10 +27,10 @@ from terazi.base.outside import shown
 from terazi.base.paths import inside
 from terazi.base.shutdown import stoppable
 from terazi.models.costs import RequestLog
-from terazi.models.encoders import torch_dtype
 from terazi.models.refs import ModelError
 from terazi.rerank.backends.base import Backend
 from terazi.rerank.backends.http import api_key
+from terazi.rerank.backends.llm import causal_lm
 from terazi.rerank.backends.service import Slots, send, status_line
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.prompts import load
@@ -166,22 +166,8 @@ class LocalAnswerer(Backend):
         return decoding(self.spec)
 
     def _load(self):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         s, ref = self.spec, self.ref
-        try:
-            tok = AutoTokenizer.from_pretrained(
-                ref.location, revision=ref.revision, local_files_only=ref.local, trust_remote_code=s.trust_remote_code
-            )
-            model = AutoModelForCausalLM.from_pretrained(
-                ref.location,
-                revision=ref.revision,
-                local_files_only=ref.local,
-                trust_remote_code=s.trust_remote_code,
-                dtype=torch_dtype(self.precision),
-            )
-        except Exception as e:
-            raise ModelError(f"could not load listwise reranker {ref.name!r} from {ref.location}: {e}") from e
+        tok, model = causal_lm(ref, s.trust_remote_code, self.precision, "listwise reranker")
         if not getattr(tok, "chat_template", None):
             raise ModelError(f"{ref.name!r}: its tokenizer has no chat template, so no prompt can be written for it")
         self.tokenizer = tok
