@@ -239,7 +239,7 @@ class Ratio:
         return self.low is not None and (self.low > 1 or self.high < 1)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.ndarray:
+def ratios(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.ndarray:
     """Ratio per row of (rows × datasets) means: macro = mean over datasets of num/den (datasets with den 0 left
     out of that row), pooled = mean(num) / mean(den). NaN where undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -285,11 +285,11 @@ def ratio_interval(
     ):
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
         boot_num[:, j], boot_den[:, j] = resampled_means([x, y], counts, chunk_cells)
-    estimate = float(_ratio(point_num, point_den, aggregation)[0])
+    estimate = float(ratios(point_num, point_den, aggregation)[0])
     used = int((point_den > 0).sum()) if aggregation == "macro" else len(names)
     if not np.isfinite(estimate):
         return Ratio(None, None, None, 0)
-    boot = _ratio(boot_num, boot_den, aggregation)
+    boot = ratios(boot_num, boot_den, aggregation)
     boot = boot[np.isfinite(boot)]
     alpha = 1 - confidence
     if boot.size < n_resamples / 2:  # the ratio is undefined in most resamples: no honest interval

@@ -172,6 +172,47 @@ def robustness(
     return Table(cols, rows)
 
 
+SAMPLES_NOTE = (
+    "Conditions with several samples per query (the stochastic ones): the queries' interval resamples queries, each "
+    "query's samples averaged; the two-level one resamples the queries, then each drawn query's samples. Samples' "
+    "share: the part of the two-level bootstrap's variance that resampling the samples adds (law of total variance): "
+    "near 0, the sampler's luck does not matter; near 1, it is most of the uncertainty."
+)
+
+
+def samples_table(retention: pl.DataFrame, order: list[str], labels: str, confidence: float) -> Table | None:
+    """Per system and condition with several samples per query: retention with its interval over the queries (each
+    query's samples averaged) and its two-level interval (queries, then samples), and the samples' share of the
+    two-level variance (terazi.analysis.two_level); None when no condition has several samples."""
+    if "samples_share" not in retention.columns:
+        return None
+    rows = retention.filter(pl.col("samples") > 1)
+    at = {s: i for i, s in enumerate(order)}
+    rows = rows.sort(pl.col("system").replace_strict(at, default=len(at), return_dtype=pl.Int64), maintain_order=True)
+    lv = level(confidence, labels)
+    pc = lambda v: percent(v, labels)  # noqa: E731
+    setting = {"end-to-end": word("end_to_end", labels), "isolated": word("reranker_only", labels)}
+    cols = [word("system", labels), word("condition", labels), word("setting", labels), word("samples", labels)]
+    cols += [word("retention", labels), word("ci_queries", labels, level=lv), word("ci_two_level", labels, level=lv)]
+    cols += [word("samples_share", labels)]
+    return Table(
+        cols,
+        [
+            [
+                r["system"],
+                condition_label(r["condition"], labels),
+                setting.get(r["setting"], r["setting"]),
+                str(r["samples"]),
+                pc(r["retention"]),
+                interval(r["retention_low"], r["retention_high"], pc),
+                interval(r["retention_low_two_level"], r["retention_high_two_level"], pc),
+                pc(r["samples_share"]),
+            ]
+            for r in rows.iter_rows(named=True)
+        ],
+    )
+
+
 def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
     rows = [
         [
