@@ -19,7 +19,6 @@ import numpy as np
 
 from terazi.analysis.stats import Aggregation, Counts, Scores, draws, ratios, resampled_means
 from terazi.base.shutdown import check
-from terazi.schemas.statistics import DEFAULTS
 from terazi.store.bootstraps import by_content
 
 
@@ -54,9 +53,9 @@ def within_means(values: np.ndarray, counts: Counts, rng: np.random.Generator, c
 def two_level_ratio(
     num: Mapping[str, np.ndarray],
     den: Scores,
-    n_resamples: int = DEFAULTS.bootstrap_resamples,
-    seed: int = DEFAULTS.seed,
-    confidence: float = DEFAULTS.confidence,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
     aggregation: Aggregation = "macro",
     chunk_cells: int = 4_000_000,
 ) -> TwoLevel:

@@ -134,7 +134,7 @@ def level(confidence: float, labels: str = "en") -> str:
     return f"%{100 * confidence:g}" if labels == "tr" else f"{100 * confidence:g}%"
 
 
-def ci_label(labels: str = "en", confidence: float = 0.95) -> str:
+def ci_label(labels: str, confidence: float) -> str:
     """The interval's column name at the run's level: `95% CI`, `%99 GA`."""
     return word("ci", labels, level=level(confidence, labels))
 

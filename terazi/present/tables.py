@@ -28,6 +28,7 @@ from terazi.present.labels import (
 )
 from terazi.present.setup_tables import out_of_ranking_notes
 from terazi.present.table import Table
+from terazi.schemas.statistics import DEFAULTS
 from terazi.schemas.tables import CLEAN
 
 
@@ -38,7 +39,7 @@ def leaderboard(
     compact: bool = False,
     task_types: int = 2,
     costs: dict | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULTS.confidence,
 ) -> Table:
     """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
@@ -90,7 +91,7 @@ def leaderboard(
     return Table(cols, rows)
 
 
-def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> Table:
+def variants_table(judgements: list, labels: str, confidence: float = DEFAULTS.confidence) -> Table:
     ci = ci_label(labels, confidence)
     rows = []
     for j in judgements:
@@ -139,7 +140,7 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
 
 
 def robustness(
-    decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str, confidence: float = 0.95
+    decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str, confidence: float
 ) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
     has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
@@ -213,7 +214,7 @@ def samples_table(retention: pl.DataFrame, order: list[str], labels: str, confid
     )
 
 
-def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
+def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float) -> Table:
     rows = [
         [
             r["system"],
@@ -235,7 +236,7 @@ def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: floa
     )
 
 
-def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float) -> Table:
     rows = [
         [
             r["system"],
@@ -303,7 +304,7 @@ def detectable_table(detectable: pl.DataFrame, uninformative: pl.DataFrame, data
     return Table(["Dataset", "Queries", "No relevant doc.", "MDE (top two)", "MDE (median pair)"], rows, notes)
 
 
-def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float) -> Table:
     """Each system's rank by Mean (Task) and by Borda count, with its interval and P(rank 1) over the same paired
     bootstrap resamples as every interval (terazi.analysis.ranks), in the leaderboard's order."""
     rng = word("rank_range", labels, level=level(confidence, labels))
