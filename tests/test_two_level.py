@@ -55,7 +55,8 @@ def loop_two_level(num: dict, den: dict, resamples: int, seed: int, confidence: 
     for j, d in enumerate(names):
         x, y = num[d], den[d]
         for r in range(resamples):
-            picks = s_rng.integers(0, x.shape[1], size=(len(drawn[d][r]), x.shape[1]))
+            k = x.shape[1]
+            picks = s_rng.integers(0, k, size=(k, len(drawn[d][r])), dtype=np.uint8).T  # copy i's picks: column i
             corrupted = np.mean([np.mean(x[q, p]) for q, p in zip(drawn[d][r], picks)])
             clean = np.mean([y[q] for q in drawn[d][r]])
             two[r, j] = corrupted / clean

@@ -37,15 +37,19 @@ def within_means(values: np.ndarray, counts: Counts, rng: np.random.Generator, c
     each one's samples drawn with replacement: `values` is queries × samples; every drawn copy of a query draws its
     own samples."""
     n, b = values.shape
+    flat = np.ascontiguousarray(values).ravel()  # query q's sample s at q × b + s
     out = np.empty(counts.shape[0])
     step = max(1, chunk_cells // (n * b))
     for start in range(0, counts.shape[0], step):
         check()
         block = counts.rows(start, start + step).astype(np.int64)
         rows = block.shape[0]
-        drawn = np.repeat(np.tile(np.arange(n), rows), block.ravel())  # each row draws n queries: rows × n copies
-        picks = rng.integers(0, b, size=(drawn.size, b))
-        out[start : start + rows] = values[drawn[:, None], picks].mean(axis=1).reshape(rows, n).mean(axis=1)
+        drawn = np.repeat(np.tile(np.arange(n) * b, rows), block.ravel())  # each row draws n queries: rows × n copies
+        picks = rng.integers(0, b, size=(b, drawn.size), dtype=np.min_scalar_type(b))  # each copy's b picks: a column
+        total = np.zeros(drawn.size)
+        for k in range(b):  # one contiguous gather per pick: a reduction over a short axis is slow
+            total += flat[drawn + picks[k]]
+        out[start : start + rows] = total.reshape(rows, n).sum(axis=1) / (n * b)
     return out
 
 
