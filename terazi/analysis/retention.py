@@ -8,6 +8,8 @@ two-level bootstrap (terazi.analysis.two_level).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import polars as pl
 
 from terazi.analysis.intervals import Subset, aligned, by_cell
@@ -33,6 +35,14 @@ def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> tuple[int
     return rows.height, {
         d: part["query_id"] for (d,), part in rows.partition_by("dataset", as_dict=True, include_key=False).items()
     }
+
+
+def _corrupted(pq: pl.DataFrame, conditions: list[str], datasets: list[str]) -> Iterator[tuple]:
+    """Each condition of `conditions` but clean: (condition, its base condition, its setting, `_changed`'s count and
+    query ids)."""
+    for c in conditions:
+        if c != CLEAN:
+            yield (c, *setting_of(c), *_changed(pq, c, datasets))
 
 
 RETENTION_SCHEMA = {
@@ -80,11 +90,7 @@ def retention_intervals(
     systems = pq["system"].unique(maintain_order=True).to_list()
     cells = by_cell(pq, datasets)
     rows = []
-    for c in conditions:
-        if c == CLEAN:
-            continue
-        base, setting = setting_of(c)
-        n_changed, changed = _changed(pq, c, datasets)
+    for c, base, setting, n_changed, changed in _corrupted(pq, conditions, datasets):
         n_all = (
             pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets))
             .select("dataset", "query_id")
@@ -163,11 +169,7 @@ def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list
     """Per system × condition × dataset: the card's R_d = mean corrupted / mean clean over the changed queries."""
     cells = by_cell(pq, datasets)
     rows = []
-    for c in conditions:
-        if c == CLEAN:
-            continue
-        base, setting = setting_of(c)
-        _, changed = _changed(pq, c, datasets)
+    for c, base, setting, _, changed in _corrupted(pq, conditions, datasets):
         for s in pq["system"].unique(maintain_order=True).to_list():
             corrupted, clean = aligned(cells, s, c, only=changed), aligned(cells, s, CLEAN, only=changed)
             for d in datasets:

@@ -35,18 +35,6 @@ class Settings:
     rerank_depth: int | None
     rerankers: list[str]
 
-    @property
-    def seed(self) -> int:
-        return self.statistics.seed
-
-    @property
-    def resamples(self) -> int:
-        return self.statistics.bootstrap_resamples
-
-    @property
-    def confidence(self) -> float:
-        return self.statistics.confidence
-
 
 @dataclass(frozen=True)
 class RunFolder:
