@@ -31,6 +31,12 @@ def test_identical_samples_leave_the_queries_interval_and_no_share(aggregation):
     assert two.share == pytest.approx(0, abs=1e-9)
 
 
+def test_a_condition_that_changes_no_score_has_nothing_to_share():
+    clean = {"a": np.random.default_rng(2).uniform(0.1, 1, 40)}
+    two = two_level_ratio({"a": np.repeat(clean["a"][:, None], 2, axis=1)}, clean, 300, 1, 0.9)
+    assert (two.low, two.high) == pytest.approx((1, 1), abs=1e-12) and two.share == 0  # not 1 from rounding alone
+
+
 def test_alike_queries_with_varying_samples_are_all_the_samples_share():
     sample = np.array([0.2, 0.5, 0.9])
     num = {"a": np.tile(sample, (25, 1)), "b": np.tile(sample[::-1], (8, 1))}  # every query the same samples

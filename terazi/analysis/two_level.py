@@ -89,6 +89,7 @@ def two_level_ratio(
         return TwoLevel(None, None, None)
     alpha = 1 - confidence
     low, high = np.quantile(two[ok], [alpha / 2, 1 - alpha / 2])
-    v_two = float(np.var(two[ok]))
-    share = 0.0 if v_two == 0 else min(1.0, max(0.0, 1 - float(np.var(one[ok])) / v_two))
+    v_one, v_two = float(np.var(one[ok])), float(np.var(two[ok]))
+    noise = (1e-12 * max(1.0, float(np.abs(two[ok]).max()))) ** 2  # the same sums rounded in another order
+    share = 0.0 if v_two <= noise else min(1.0, max(0.0, 1 - v_one / v_two))
     return TwoLevel(float(low), float(high), share)
