@@ -279,7 +279,11 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
         ),
         "<h2>Where the loss comes from</h2>",
         T(tables["robustness_table"]).html("robustness"),
-        *([T(tables["samples_table"]).html("retention-samples")] if tables.get("samples_table") else []),
+        *(
+            ["<h3>Several samples per query</h3>", T(tables["samples_table"]).html("retention-samples")]
+            if tables.get("samples_table")
+            else []
+        ),
     ]
     if tables["explanations"]:
         sections.append(
