@@ -73,6 +73,19 @@ def loop_two_level(num: dict, den: dict, resamples: int, seed: int, confidence: 
     return low, high, 1 - np.var(one) / np.var(two)
 
 
+def test_the_share_is_the_law_of_total_variance_on_a_mean():
+    """Clean values all 1 and pooled: the retention is the mean corrupted value, and the two terms are known. Given the
+    drawn queries, each drawn copy adds σ²_q / k (σ²_q: its samples' variance, ddof 0), so E[Var(θ* | queries)] =
+    mean(σ²_q) / (k n); the queries-only variance is var(query means) / n. Their share, within Monte Carlo error."""
+    rng = np.random.default_rng(5)
+    n, k = 300, 4
+    x = rng.uniform(0, 1, (n, 1)) * 0.25 + rng.uniform(0, 0.6, (n, k))  # queries and samples both vary
+    within, between = x.var(axis=1).mean() / k, x.mean(axis=1).var()
+    assert 0.2 < within / (within + between) < 0.8  # a case where either term matters (0.33)
+    two = two_level_ratio({"d": x}, {"d": np.ones(n)}, 4000, 3, 0.95, "pooled")
+    assert two.share == pytest.approx(within / (within + between), abs=0.035)  # the estimate's sd: 0.012
+
+
 def test_the_vectorised_bootstrap_is_the_loop_over_the_same_draws():
     rng = np.random.default_rng(7)
     num, den = samples_of(rng, {"x": 9, "y": 5, "z": 14}, 4)
