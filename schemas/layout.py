@@ -13,6 +13,7 @@ report, `terazi compare`, the nightly, the card) reads.
     isolated/<dataset>/…                        the isolated setting's candidates and variants
     rankings/<dataset>/<system>.parquet         every system's rankings, all conditions
     per_query/<dataset>/<system>.parquet        their per-query values
+    per_sample/<dataset>/<system>.parquet       each sample's values, where a condition has several samples
     sweep/<dataset>/<system>.parquet            a depth sweep's scores: the clean candidates a reranker rescored
     depths/<dataset>/<system>.parquet           its per-query headline at each depth
     ceiling/<dataset>.parquet                   the first stage's per-query recall@depth and oracle at each depth
@@ -202,6 +203,9 @@ class RunLayout:
 
     def per_query_part(self, dataset: str, system: str) -> Path:
         return inside(self.root, "per_query", dataset, f"{system}.parquet")
+
+    def per_sample_part(self, dataset: str, system: str) -> Path:
+        return inside(self.root, "per_sample", dataset, f"{system}.parquet")
 
     def sweep_scores(self, dataset: str, system: str) -> Path:
         return inside(self.root, "sweep", dataset, f"{system}.parquet")

@@ -94,3 +94,6 @@ class Statistics(StrictModel):
             f"every one), p_adjusted: {correction}; verdicts and groups decided by {decided}; equivalence margin "
             f"δ = {self.equivalence_margin:g}"
         )
+
+
+DEFAULTS = Statistics()  # the defaults a statistic falls back to when called without a run's settings

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.analysis import depths, intervals, stats
+from terazi.analysis import depths, intervals, retention, stats
 from terazi.analysis.judged import judge
 from terazi.schemas import Statistics
 from terazi.store import bootstraps
@@ -101,7 +101,7 @@ def run_statistics(pq: pl.DataFrame, store: bootstraps.BootstrapStore | None) ->
         depths.ceiling_table(ceiling, datasets, *args, known=store),
         depths.depth_table(sweep, ceiling, datasets, ["a"], {"a": None}, *args, known=store),
         intervals.system_intervals(pq, datasets, settings, known=store),
-        intervals.retention_intervals(pq, datasets, ["clean", "upper"], *args, "pooled", known=store),
+        retention.retention_intervals(pq, datasets, ["clean", "upper"], *args, "pooled", known=store),
         intervals.pairwise(pq, datasets, ["clean", "upper"], settings, known=store),
         judge(pq, "a", "b", "nDCG@10", datasets, 50, settings, known=store),
     ]

@@ -73,7 +73,10 @@ def test_the_kalbur_card_from_its_own_figures(kalbur):
     assert f"{100 * by_hand:.1f}" == "93.7"
     assert {d: round(means[(d, "mobile")], 3) for d in DATASETS[1:]} == KALBUR_MOBILE
 
-    assert card.comparisons_caption == "20 hücre = 5 veri seti × 4 koşul"
+    assert (
+        card.comparisons_caption
+        == "20 hücre = 5 veri seti × 4 koşul; eşleştirilmiş bootstrap, %95 aralık, düzeltme yok"
+    )
     counts = md_rows(md, "| Karşılaştırma")
     assert counts[0] == "| Karşılaştırma | Anlamlı üstün | Fark yok | Anlamlı geride |"
     assert counts[2].startswith("| Kalbur vs Qwen3-Reranker-4B |") and len(counts) == 2 + 6
@@ -161,7 +164,10 @@ def test_english_labels(kalbur):
         "Retention: UPPER CASE | Retention: No Turkish characters | Retention: Mobile |"
     )
     assert "| 93.7% |" in md_rows(md, "| Group")[3] and "%93.7" not in md
-    assert card.comparisons_caption == "20 cells = 5 datasets × 4 conditions"
+    assert (
+        card.comparisons_caption
+        == "20 cells = 5 datasets × 4 conditions; paired bootstrap, 95% interval, no correction"
+    )
     assert "(msmarco-tr is out of the ranking: bge reranker'ları MS MARCO ile eğitildi)" in " ".join(card.method)
     assert "| Kalbur (this model) |" in md and "bge-m3 (no reranking)" in md and "Temiz" not in md
     assert {
@@ -176,7 +182,9 @@ def test_a_clean_only_run_has_no_retention(tmp_path):
     md = card.markdown()
     assert md_rows(md, "| Grup")[0] == "| Grup | Model | Param | Temiz |"
     assert "Koruma" not in md and "Bozuk sorgu" not in md
-    assert card.comparisons_caption == "5 hücre = 5 veri seti × 1 koşul"
+    assert (
+        card.comparisons_caption == "5 hücre = 5 veri seti × 1 koşul; eşleştirilmiş bootstrap, %95 aralık, düzeltme yok"
+    )
     assert "parmak izi becd8faab2ad20e7" in md  # it did freeze candidates
 
 
@@ -202,7 +210,10 @@ def test_the_judged_variant_sentence_is_the_runs(tmp_path):
     run_says = json.loads((run / "tables.json").read_text())["variants"]["sentences"][0]
     assert card.variants == [run_says.replace("hız <speed>; ", "")]  # the golden has no measured speeds
     assert "Sürümler:" in card.markdown() and card.labels == "tr"
-    assert "Holm" in card.comparisons_caption and "%90 aralık" in card.markdown()
+    assert card.comparisons_caption.endswith(
+        "eşleştirilmiş bootstrap, %90 aralık, Holm düzeltmesi her karşılaştırmanın hücreleri içinde"
+    )
+    assert "%90 aralık" in card.markdown()
     assert build_card(run, "bm25").variants == []  # another system's variant is not this card's
 
 
@@ -220,3 +231,30 @@ def test_bad_inputs_are_one_line(tmp_path, kalbur):
     (half / results.MARKER).write_text("{}")
     with pytest.raises(IncompleteRunError, match=r"half: not a complete result: it is marked incomplete"):
         build_card(half, "kalbur")
+
+
+@pytest.mark.parametrize(
+    ("settings", "rule"),
+    [
+        ({}, "paired bootstrap, 95% interval, no correction"),  # the default: the interval decides, uncorrected
+        (
+            {"holm": True, "correction": "holm", "correction_scope": "pair", "confidence": 0.9},  # as a run records it
+            "paired bootstrap, 90% interval, Holm correction within each comparison's cells",
+        ),
+        (
+            {"verdict": "p"},
+            "paired randomization test, Benjamini–Hochberg correction across every comparison of the table",
+        ),
+        (
+            {"verdict": "p", "correction": "holm", "correction_scope": "pair"},
+            "paired randomization test, Holm correction within each comparison's cells",
+        ),
+        ({"verdict": "p", "correction": "none"}, "paired randomization test, no correction"),
+    ],
+)
+def test_the_caption_names_the_test_and_correction_that_decided_the_verdicts(tmp_path, settings, rule):
+    run = kalbur_run(tmp_path, conditions=["clean"], systems=["kalbur", "seroe", "first-stage"], n=20)
+    m = json.loads((run / "manifest.json").read_text())
+    m["config"].update(settings)
+    (run / "manifest.json").write_text(json.dumps(m))
+    assert build_card(run, "kalbur", labels="en").comparisons_caption == f"5 cells = 5 datasets × 1 condition; {rule}"

@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from terazi.analysis.intervals import retention_intervals
 from terazi.analysis.leaderboard import board_of_scores, read_long_table
+from terazi.analysis.retention import retention_intervals
 
 
 def long_table():

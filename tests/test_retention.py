@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from terazi.analysis.intervals import AGGREGATION_LABELS, retention_by_dataset, retention_intervals
+from terazi.analysis.retention import AGGREGATION_LABELS, retention_by_dataset, retention_intervals
 from terazi.analysis.stats import ratio_interval
 
 # The card's own per-dataset nDCG@10 of Kalbur, clean and Mobil (four ranked datasets, every query changed).

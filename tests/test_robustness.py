@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from terazi.analysis.intervals import decomposition, retention_intervals
+from terazi.analysis.retention import decomposition, retention_intervals
 from terazi.base.turkish import tr_upper
 from terazi.data.beir import load_beir
 from terazi.data.loading import load_dataset

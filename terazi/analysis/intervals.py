@@ -21,24 +21,20 @@ from terazi.analysis.hypotheses import (
     significant,
 )
 from terazi.analysis.stats import (
-    Aggregation,
-    Interval,
-    balanced_mean,
     differences,
     interval,
     paired_difference,
-    ratio_interval,
     significance_groups,
 )
 from terazi.schemas.statistics import Statistics
-from terazi.schemas.tables import CLEAN, END_TO_END, ISOLATED, setting_of
+from terazi.schemas.tables import CLEAN
 from terazi.store.bootstraps import BootstrapStore
 
 Cells = dict[tuple[str, str], dict[str, tuple[pl.Series, np.ndarray]]]
 Subset = dict[str, pl.Series]
 
 
-def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
+def by_cell(pq: pl.DataFrame, datasets: list[str]) -> Cells:
     """(system, condition) -> dataset -> its query ids and values, sorted by query id, datasets in sorted order: the
     table is filtered, sorted and split once, and every comparison after that takes arrays (a warm demo's statistics
     made a thousand small polars queries here, one group-by per comparison)."""
@@ -53,7 +49,7 @@ def _cells(pq: pl.DataFrame, datasets: list[str]) -> Cells:
     return cells
 
 
-def _aligned(
+def aligned(
     cells: Cells, system: str, condition: str, datasets: list[str] | None = None, only: Subset | None = None
 ) -> dict[str, np.ndarray]:
     """dataset -> values of `system` under `condition`, sorted by query id (optionally some datasets, a query subset:
@@ -78,14 +74,14 @@ def system_intervals(
     test's p-value, adjusted across the adjacent pairs (`correction`; scope `pair`: each alone), is below α."""
     resamples, seed, confidence = statistics.bootstrap_resamples, statistics.seed, statistics.confidence
     systems = pq["system"].unique(maintain_order=True).to_list()
-    cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
-    cis = {s: interval(_aligned(cells, s, CLEAN), resamples, seed, confidence, known=known) for s in systems}
+    cells = by_cell(pq.filter(pl.col("condition") == CLEAN), datasets)
+    cis = {s: interval(aligned(cells, s, CLEAN), resamples, seed, confidence, known=known) for s in systems}
     ordered = sorted(systems, key=lambda s: -cis[s].estimate)
     neighbours = list(zip(ordered, ordered[1:]))
     if statistics.verdict == "p":
         p = [
             randomization(
-                differences(_aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN)),
+                differences(aligned(cells, a, CLEAN), aligned(cells, b, CLEAN)),
                 statistics.randomization_resamples,
                 seed,
                 known=known,
@@ -97,7 +93,7 @@ def system_intervals(
     else:
         adjacent = [
             paired_difference(
-                _aligned(cells, a, CLEAN), _aligned(cells, b, CLEAN), resamples, seed, confidence, known=known
+                aligned(cells, a, CLEAN), aligned(cells, b, CLEAN), resamples, seed, confidence, known=known
             ).significant
             for a, b in neighbours
         ]
@@ -142,12 +138,12 @@ def pairwise(
     (better / no difference / worse) from the interval or, with `verdict: p`, from the adjusted p-value."""
     resamples, seed, confidence = statistics.bootstrap_resamples, statistics.seed, statistics.confidence
     systems = pq["system"].unique(maintain_order=True).to_list()
-    by = _cells(pq, datasets)
+    by = by_cell(pq, datasets)
     rows = []
     for a, b in combinations(systems, 2):
         for d in datasets:
             for c in conditions:
-                x, y = _aligned(by, a, c, [d]), _aligned(by, b, c, [d])
+                x, y = aligned(by, a, c, [d]), aligned(by, b, c, [d])
                 ci = paired_difference(x, y, resamples, seed, confidence, known=known)
                 diffs = differences(x, y)
                 p = randomization(diffs, statistics.randomization_resamples, seed, known=known).p_value
@@ -175,7 +171,7 @@ def detectable_differences(
     """Per dataset, the minimum detectable effect of a two-sided paired t-test at level `alpha` with `power`, in the
     headline's units, from the clean paired differences: of the top two systems of `order` (`mde`), and the median
     over every pair of systems (`mde_median`); None with fewer than two systems or queries."""
-    cells = _cells(pq.filter(pl.col("condition") == CLEAN), datasets)
+    cells = by_cell(pq.filter(pl.col("condition") == CLEAN), datasets)
     rows = []
     for d in datasets:
         values = {s: cells[(s, CLEAN)][d][1] for s in order if d in cells.get((s, CLEAN), {})}
@@ -229,170 +225,3 @@ def pairwise_summary(cells: pl.DataFrame) -> pl.DataFrame:
         (pl.col("verdict") == "worse").sum().alias("worse"),
         pl.col("delta").filter(pl.col("verdict") != "no difference").mean().alias("mean_significant_delta"),
     )
-
-
-AGGREGATION_LABELS = {
-    "macro": "mean over datasets of each dataset's ratio (corrupted / clean over its changed queries), as the "
-    "Kalbur card",
-    "pooled": "ratio of the dataset-balanced means (mean corrupted / mean clean over the changed queries)",
-}
-
-
-def _changed(pq: pl.DataFrame, condition: str, datasets: list[str]) -> tuple[int, Subset]:
-    """How many (dataset, query) pairs `condition` changed, and dataset -> their query ids."""
-    rows = (
-        pq.filter((pl.col("condition") == condition) & pl.col("changed") & pl.col("dataset").is_in(datasets))
-        .select("dataset", "query_id")
-        .unique()
-    )
-    return rows.height, {
-        d: part["query_id"] for (d,), part in rows.partition_by("dataset", as_dict=True, include_key=False).items()
-    }
-
-
-RETENTION_SCHEMA = {
-    "system": pl.Utf8,
-    "condition": pl.Utf8,
-    "setting": pl.Utf8,
-    "aggregation": pl.Utf8,
-    "datasets": pl.Int64,
-    "changed_queries": pl.Int64,
-    "share_changed": pl.Float64,
-    CLEAN: pl.Float64,
-    "corrupted": pl.Float64,
-    "retention": pl.Float64,
-    "retention_low": pl.Float64,
-    "retention_high": pl.Float64,
-    "delta": pl.Float64,
-    "delta_low": pl.Float64,
-    "delta_high": pl.Float64,
-}
-
-
-def retention_intervals(
-    pq: pl.DataFrame,
-    datasets: list[str],
-    conditions: list[str],
-    resamples: int,
-    seed: int,
-    confidence: float,
-    aggregation: Aggregation = "macro",
-    *,
-    known: BootstrapStore | None = None,
-) -> pl.DataFrame:
-    """Per system × condition, over the queries the condition changed: retention (corrupted / clean) with its
-    interval from the dataset-balanced paired bootstrap, and the difference corrupted − clean with its interval.
-
-    `aggregation` (see AGGREGATION_LABELS) decides how datasets combine, in the estimate and in every resample
-    alike. A pseudo-condition `c~isolated` is the isolated setting of `c` (its clean reference is `clean`).
-    `clean`/`corrupted` are dataset-balanced means over the changed queries; `datasets` counts the datasets
-    that contribute (those where the condition changed a query and, for macro, the clean mean is not 0).
-    """
-    systems = pq["system"].unique(maintain_order=True).to_list()
-    cells = _cells(pq, datasets)
-    rows = []
-    for c in conditions:
-        if c == CLEAN:
-            continue
-        base, setting = setting_of(c)
-        n_changed, changed = _changed(pq, c, datasets)
-        n_all = (
-            pq.filter((pl.col("condition") == c) & pl.col("dataset").is_in(datasets))
-            .select("dataset", "query_id")
-            .unique()
-            .height
-        )
-        for s in systems:
-            corrupted = _aligned(cells, s, c, only=changed)
-            if not corrupted:
-                rows.append((s, base, setting, aggregation, 0, 0, 0.0, *[None] * 8))
-                continue
-            clean = _aligned(cells, s, CLEAN, only=changed)
-            ratio = ratio_interval(corrupted, clean, resamples, seed, confidence, aggregation, known=known)
-            ci: Interval = paired_difference(corrupted, clean, resamples, seed, confidence, known=known)
-            rows.append(
-                (
-                    s,
-                    base,
-                    setting,
-                    aggregation,
-                    ratio.datasets,
-                    n_changed,
-                    n_changed / n_all if n_all else 0.0,
-                    balanced_mean(clean),
-                    balanced_mean(corrupted),
-                    ratio.estimate,
-                    ratio.low,
-                    ratio.high,
-                    ci.estimate,
-                    ci.low,
-                    ci.high,
-                )
-            )
-    return pl.DataFrame(rows, schema=RETENTION_SCHEMA, orient="row")
-
-
-def retention_by_dataset(pq: pl.DataFrame, datasets: list[str], conditions: list[str]) -> pl.DataFrame:
-    """Per system × condition × dataset: the card's R_d = mean corrupted / mean clean over the changed queries."""
-    cells = _cells(pq, datasets)
-    rows = []
-    for c in conditions:
-        if c == CLEAN:
-            continue
-        base, setting = setting_of(c)
-        _, changed = _changed(pq, c, datasets)
-        for s in pq["system"].unique(maintain_order=True).to_list():
-            corrupted, clean = _aligned(cells, s, c, only=changed), _aligned(cells, s, CLEAN, only=changed)
-            for d in datasets:
-                if d in corrupted:
-                    m_clean, m_corr = float(clean[d].mean()), float(corrupted[d].mean())
-                    rows.append(
-                        (
-                            s,
-                            base,
-                            setting,
-                            d,
-                            corrupted[d].size,
-                            m_clean,
-                            m_corr,
-                            m_corr / m_clean if m_clean > 0 else None,
-                        )
-                    )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "system": pl.Utf8,
-            "condition": pl.Utf8,
-            "setting": pl.Utf8,
-            "dataset": pl.Utf8,
-            "changed_queries": pl.Int64,
-            CLEAN: pl.Float64,
-            "corrupted": pl.Float64,
-            "retention": pl.Float64,
-        },
-        orient="row",
-    )
-
-
-def decomposition(retention: pl.DataFrame, recall: pl.DataFrame | None) -> pl.DataFrame:
-    """Where a system's loss under each condition comes from: end-to-end retention (corrupted query through
-    first stage and reranker), reranker-only retention (the isolated setting: the clean query's candidates
-    reordered with the corrupted text) and the first stage's recall retention (`recall`: a retention table of
-    the first stage's recall at the rerank depth, end to end), each with its interval."""
-    cols = ["retention", "retention_low", "retention_high"]
-
-    def part(setting: str, prefix: str) -> pl.DataFrame:
-        sel = retention.filter(pl.col("setting") == setting).select("system", "condition", *cols)
-        return sel.rename({c: c.replace("retention", prefix) for c in cols})
-
-    out = part(END_TO_END, "end_to_end").join(part(ISOLATED, "reranker_only"), on=["system", "condition"], how="left")
-    if recall is not None and recall.height:
-        r = recall.filter(pl.col("setting") == END_TO_END).select("condition", *cols)
-        out = out.join(
-            r.rename({c: c.replace("retention", "first_stage_recall") for c in cols}), on="condition", how="left"
-        )
-    else:
-        out = out.with_columns(
-            *[pl.lit(None, pl.Float64).alias(c.replace("retention", "first_stage_recall")) for c in cols]
-        )
-    return out

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from terazi.analysis.stats import draws, resampled_means
+from terazi.schemas.statistics import DEFAULTS
 
 CHUNK_CELLS = 4_000_000  # stats' default: the same chunks mean the same draws
 RANK_SCHEMA = {
@@ -126,7 +127,11 @@ def aligned(frame: pl.DataFrame, datasets: list[str]) -> tuple[list[str], list[s
 
 
 def rank_draws(
-    frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0, chunk_cells: int = CHUNK_CELLS
+    frame: pl.DataFrame,
+    datasets: list[str],
+    resamples: int = DEFAULTS.bootstrap_resamples,
+    seed: int = 0,
+    chunk_cells: int = CHUNK_CELLS,
 ) -> RankDraws:
     """The balanced means and Borda votes of every system in each of `resamples` paired resamples (stats'
     draws, see the module docstring). Memory: resamples × systems per array, whatever the query count."""
@@ -152,7 +157,7 @@ def _ends(ranks: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]
     return low.astype(np.int64), high.astype(np.int64)
 
 
-def rank_table(draws: RankDraws, confidence: float = 0.95) -> pl.DataFrame:
+def rank_table(draws: RankDraws, confidence: float) -> pl.DataFrame:
     """One row per system, by point Mean (Task) (best first, ties in first-appearance order): the point rank,
     its interval and P(rank 1), by Mean (Task) and by Borda count (RANK_SCHEMA)."""
     by_mean, by_borda = draws.mean_ranks, draws.borda_ranks
@@ -177,7 +182,11 @@ def rank_table(draws: RankDraws, confidence: float = 0.95) -> pl.DataFrame:
 
 
 def rank_intervals(
-    frame: pl.DataFrame, datasets: list[str], resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+    frame: pl.DataFrame,
+    datasets: list[str],
+    resamples: int = DEFAULTS.bootstrap_resamples,
+    seed: int = 0,
+    confidence: float = DEFAULTS.confidence,
 ) -> pl.DataFrame:
     """Rank intervals and P(rank 1) by Mean (Task) and by Borda count, from the per-query headline frame
     (dataset, system, condition, query_id, value; its clean rows on the ranked `datasets`)."""

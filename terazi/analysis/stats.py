@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 
 from terazi.base.shutdown import check
+from terazi.schemas.statistics import DEFAULTS
 from terazi.store.bootstraps import BootstrapStore, by_content
 
 Scores = Mapping[str, np.ndarray]  # dataset -> per-query values, aligned across systems
@@ -168,7 +169,7 @@ def resampled_means(arrays: Sequence[np.ndarray], counts: Counts, chunk_cells: i
 
 
 def balanced_bootstrap(
-    values: Scores, n_resamples: int = 2000, seed: int = 0, chunk_cells: int = 4_000_000
+    values: Scores, n_resamples: int = DEFAULTS.bootstrap_resamples, seed: int = 0, chunk_cells: int = 4_000_000
 ) -> np.ndarray:
     """`n_resamples` dataset-balanced means of `values` (per-query numbers, e.g. paired differences)."""
     names = sorted(values)
@@ -187,7 +188,12 @@ def balanced_mean(values: Scores) -> float:
 
 
 @by_content(Interval)
-def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
+def interval(
+    values: Scores,
+    n_resamples: int = DEFAULTS.bootstrap_resamples,
+    seed: int = 0,
+    confidence: float = DEFAULTS.confidence,
+) -> Interval:
     """Percentile interval of the balanced mean, with a two-sided bootstrap p-value against 0 and the 1 − 2α interval
     of the equivalence test. A keyword `known` (`by_content`): a store of results (terazi.store.bootstraps) to find it
     in or keep it in."""
@@ -201,9 +207,9 @@ def interval(values: Scores, n_resamples: int = 2000, seed: int = 0, confidence:
 def paired_difference(
     a: Scores,
     b: Scores,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULTS.bootstrap_resamples,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULTS.confidence,
     *,
     known: BootstrapStore | None = None,
 ) -> Interval:
@@ -239,7 +245,7 @@ class Ratio:
         return self.low is not None and (self.low > 1 or self.high < 1)
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.ndarray:
+def ratios(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.ndarray:
     """Ratio per row of (rows × datasets) means: macro = mean over datasets of num/den (datasets with den 0 left
     out of that row), pooled = mean(num) / mean(den). NaN where undefined."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -255,9 +261,9 @@ def _ratio(num: np.ndarray, den: np.ndarray, aggregation: Aggregation) -> np.nda
 def ratio_interval(
     num: Scores,
     den: Scores,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULTS.bootstrap_resamples,
     seed: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULTS.confidence,
     aggregation: Aggregation = "macro",
     chunk_cells: int = 4_000_000,
 ) -> Ratio:
@@ -285,11 +291,11 @@ def ratio_interval(
     ):
         point_num[0, j], point_den[0, j] = x.mean(), y.mean()
         boot_num[:, j], boot_den[:, j] = resampled_means([x, y], counts, chunk_cells)
-    estimate = float(_ratio(point_num, point_den, aggregation)[0])
+    estimate = float(ratios(point_num, point_den, aggregation)[0])
     used = int((point_den > 0).sum()) if aggregation == "macro" else len(names)
     if not np.isfinite(estimate):
         return Ratio(None, None, None, 0)
-    boot = _ratio(boot_num, boot_den, aggregation)
+    boot = ratios(boot_num, boot_den, aggregation)
     boot = boot[np.isfinite(boot)]
     alpha = 1 - confidence
     if boot.size < n_resamples / 2:  # the ratio is undefined in most resamples: no honest interval

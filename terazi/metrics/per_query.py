@@ -3,6 +3,7 @@ every statistic and every leaderboard is computed from. `terazi run` and `terazi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ class Values:
     conditions: list[str]
     query_ids: pl.Series
     measures: list[str]
+    samples: pl.DataFrame  # (c, s, at, m, value) of each sample of the conditions that have several, else empty
 
     def rows(self, start: int = 0, length: int | None = None) -> pl.DataFrame:
         """(condition, query_id, measure, value, changed) of rows `start` to `start + length` (all from `start`)."""
@@ -59,6 +61,17 @@ class Values:
             pl.col("m").replace_strict(dict(enumerate(self.measures)), return_dtype=pl.Utf8).alias("measure"),
             "value",
             "changed",
+        )
+
+    def sample_rows(self) -> pl.DataFrame:
+        """(condition, sample, query_id, measure, value) of each sample of the conditions that have several: what
+        retention's two-level bootstrap resamples (terazi.analysis.two_level); no rows when every condition has one."""
+        return self.samples.select(
+            pl.col("c").replace_strict(dict(enumerate(self.conditions)), return_dtype=pl.Utf8).alias("condition"),
+            pl.col("s").cast(pl.Int64).alias("sample"),
+            self.query_ids.gather(self.samples["at"]).alias("query_id"),
+            pl.col("m").replace_strict(dict(enumerate(self.measures)), return_dtype=pl.Utf8).alias("measure"),
+            "value",
         )
 
     def slices(self, rows: int = BLOCK_ROWS) -> Iterator[pl.DataFrame]:
@@ -104,16 +117,24 @@ def query_values(
         .join(judged, on="query_id")
         .select("c", "at", "changed")
     )
-    table = (
+    ranked_values = (
         pl.concat(values)
         .sort("g", "m", "at", maintain_order=True)
-        .select(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"), "at", "m", "value")
+        .with_columns(pl.col("g").replace_strict(of_ranking, return_dtype=pl.UInt32).alias("c"))
+    )
+    several = Counter(c for c, _ in rankings)
+    sample_of = {g: s for (c, s), g in rankings.items() if several[c] > 1}
+    samples = ranked_values.filter(pl.col("g").is_in(list(sample_of))).select(
+        "c", pl.col("g").replace_strict(sample_of, return_dtype=pl.UInt32).alias("s"), "at", "m", "value"
+    )
+    table = (
+        ranked_values.select("c", "at", "m", "value")
         .group_by("c", "at", "m", maintain_order=True)
         .agg(pl.col("value").mean())
         .join(flags, on=["c", "at"], how="left", maintain_order="left")
         .with_columns(pl.col("changed").fill_null(False))
     )
-    return Values(table, conditions, judged["query_id"], measures)
+    return Values(table, conditions, judged["query_id"], measures, samples)
 
 
 NO_ROWS = pl.DataFrame(schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64})
@@ -172,6 +193,10 @@ def score_system(
         path = RunLayout(root).per_query_part(dataset.name, ranking.system)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_blocks(path, map(named, values.slices()), lambda: named(values.rows()))  # never the whole table
+        if values.samples.height:  # each sample's values beside the per-query means, for retention's two levels
+            samples = RunLayout(root).per_sample_part(dataset.name, ranking.system)
+            samples.parent.mkdir(parents=True, exist_ok=True)
+            named(values.sample_rows()).write_parquet(samples)
         return {}
 
     key = derived.key(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
-from terazi.analysis.intervals import AGGREGATION_LABELS, featured_cells, uninformative_cells
+from terazi.analysis.intervals import featured_cells, uninformative_cells
+from terazi.analysis.retention import AGGREGATION_LABELS
 from terazi.analysis.summary import ranked_datasets
 from terazi.present.depth_tables import depth_tables
 from terazi.present.labels import level
@@ -23,11 +24,13 @@ from terazi.present.setup_tables import (
     unusable_notes,
 )
 from terazi.present.tables import (
+    SAMPLES_NOTE,
     detectable_table,
     leaderboard,
     per_dataset,
     ranks_table,
     robustness,
+    samples_table,
     variants_table,
 )
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, EvalConfig, RerankResult
@@ -109,6 +112,8 @@ def display_tables(
         + f"Each over the queries the condition changed, aggregated {config.retention} "
         f"({AGGREGATION_LABELS[config.retention]})."
     ]
+    if (two_level := samples_table(agg.retention, order, labels, confidence)) is not None:
+        two_level.notes = [SAMPLES_NOTE]
     tables = {
         "headline": config.headline,
         "order": order,
@@ -121,6 +126,7 @@ def display_tables(
         "ranks": ranks_table(agg.ranks, labels, confidence).to_json(),
         "per_dataset": per_dataset(agg.clean_means, order, datasets, labels).to_json(),
         "robustness_table": robust.to_json(),
+        **({} if two_level is None else {"samples_table": two_level.to_json()}),
         "explanations": explain(decomp, order, conds, config.rerank_depth, FIRST_STAGE),
         "featured": {
             "system": featured,

@@ -61,6 +61,11 @@ WORDS = {
         "verdict": "Verdict",
         "equivalent within δ": "equivalent within δ = {margin:g}",
         "not shown equivalent": "not shown equivalent within δ = {margin:g}",
+        "setting": "Setting",
+        "samples": "Samples",
+        "ci_queries": "{level} CI, queries",
+        "ci_two_level": "{level} CI, queries and samples",
+        "samples_share": "Samples' share of variance",
     },
     "tr": {
         "group": "Grup",
@@ -106,6 +111,11 @@ WORDS = {
         "verdict": "Sonuç",
         "equivalent within δ": "δ = {margin:g} içinde eşdeğer",
         "not shown equivalent": "δ = {margin:g} içinde eşdeğerliği gösterilmedi",
+        "setting": "Düzen",
+        "samples": "Örnek",
+        "ci_queries": "{level} GA, sorgular",
+        "ci_two_level": "{level} GA, sorgular ve örnekler",
+        "samples_share": "Örneklerin varyans payı",
     },
 }
 
@@ -124,7 +134,7 @@ def level(confidence: float, labels: str = "en") -> str:
     return f"%{100 * confidence:g}" if labels == "tr" else f"{100 * confidence:g}%"
 
 
-def ci_label(labels: str = "en", confidence: float = 0.95) -> str:
+def ci_label(labels: str, confidence: float) -> str:
     """The interval's column name at the run's level: `95% CI`, `%99 GA`."""
     return word("ci", labels, level=level(confidence, labels))
 

@@ -17,9 +17,10 @@ from terazi.present.labels import (
     size_text,
     word,
 )
+from terazi.schemas.statistics import DEFAULTS
 
 
-def variant_sentence(j, labels: str = "en", confidence: float = 0.95) -> str:
+def variant_sentence(j, labels: str = "en", confidence: float = DEFAULTS.confidence) -> str:
     """The card's sentence: `int8 sürüm: benchmark alt kümesinde (1000 sorgu) nDCG@10 farkı +0.0000 (%95 GA
     [-0.0035, +0.0035]), δ = 0.01 içinde eşdeğer`, then the speed and size ratios."""
     text = (

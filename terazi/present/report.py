@@ -64,7 +64,7 @@ def _drawn(cache_dir: str | None, plot: Callable[..., str], *args) -> str:
     )
 
 
-def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float = 0.95) -> str:
+def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confidence: float) -> str:
     """Clean headline with its interval per system, top of the leaderboard at the top."""
     plt = _pyplot()
     by = {r["system"]: r for r in intervals.iter_rows(named=True)}
@@ -89,7 +89,7 @@ def plot_scores(intervals: pl.DataFrame, headline: str, order: list[str], confid
     return out
 
 
-def plot_ranks(ranks: pl.DataFrame, confidence: float = 0.95) -> str:
+def plot_ranks(ranks: pl.DataFrame, confidence: float) -> str:
     """Each system's rank interval (bar) and rank (point), by Mean (Task) and by Borda count, rank 1 at the left; the
     leaderboard's top system at the top."""
     plt = _pyplot()
@@ -279,6 +279,11 @@ def render(*, title: str, identity, tables: dict, agg: Aggregates, config, cache
         ),
         "<h2>Where the loss comes from</h2>",
         T(tables["robustness_table"]).html("robustness"),
+        *(
+            ["<h3>Several samples per query</h3>", T(tables["samples_table"]).html("retention-samples")]
+            if tables.get("samples_table")
+            else []
+        ),
     ]
     if tables["explanations"]:
         sections.append(

@@ -28,6 +28,7 @@ from terazi.present.labels import (
 )
 from terazi.present.setup_tables import out_of_ranking_notes
 from terazi.present.table import Table
+from terazi.schemas.statistics import DEFAULTS
 from terazi.schemas.tables import CLEAN
 
 
@@ -38,7 +39,7 @@ def leaderboard(
     compact: bool = False,
     task_types: int = 2,
     costs: dict | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULTS.confidence,
 ) -> Table:
     """The card's table: group, system, its parameters (with `costs`), Borda rank and votes, Mean (Task) with its
     interval, Mean (TaskType) (only with more than one task type: otherwise it repeats Mean (Task)), the headline
@@ -90,7 +91,7 @@ def leaderboard(
     return Table(cols, rows)
 
 
-def variants_table(judgements: list, labels: str, confidence: float = 0.95) -> Table:
+def variants_table(judgements: list, labels: str, confidence: float = DEFAULTS.confidence) -> Table:
     ci = ci_label(labels, confidence)
     rows = []
     for j in judgements:
@@ -139,7 +140,7 @@ def per_dataset(clean: pl.DataFrame, order: list[str], datasets: list, labels: s
 
 
 def robustness(
-    decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str, confidence: float = 0.95
+    decomp: pl.DataFrame, order: list[str], conditions: list[str], k: int, labels: str, confidence: float
 ) -> Table:
     """Per system and condition: end-to-end, reranker-only and first-stage recall@k retention with intervals."""
     has_iso, has_recall = decomp["reranker_only"].is_not_null().any(), decomp["first_stage_recall"].is_not_null().any()
@@ -172,7 +173,48 @@ def robustness(
     return Table(cols, rows)
 
 
-def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float = 0.95) -> Table:
+SAMPLES_NOTE = (
+    "Conditions with several samples per query (the stochastic ones): the queries' interval resamples queries, each "
+    "query's samples averaged; the two-level one resamples the queries, then each drawn query's samples. Samples' "
+    "share: the part of the two-level bootstrap's variance that resampling the samples adds (law of total variance): "
+    "near 0, the sampler's luck does not matter; near 1, it is most of the uncertainty."
+)
+
+
+def samples_table(retention: pl.DataFrame, order: list[str], labels: str, confidence: float) -> Table | None:
+    """Per system and condition with several samples per query: retention with its interval over the queries (each
+    query's samples averaged) and its two-level interval (queries, then samples), and the samples' share of the
+    two-level variance (terazi.analysis.two_level); None when no condition has several samples."""
+    if "samples_share" not in retention.columns:
+        return None
+    rows = retention.filter(pl.col("samples") > 1)
+    at = {s: i for i, s in enumerate(order)}
+    rows = rows.sort(pl.col("system").replace_strict(at, default=len(at), return_dtype=pl.Int64), maintain_order=True)
+    lv = level(confidence, labels)
+    pc = lambda v: percent(v, labels)  # noqa: E731
+    setting = {"end-to-end": word("end_to_end", labels), "isolated": word("reranker_only", labels)}
+    cols = [word("system", labels), word("condition", labels), word("setting", labels), word("samples", labels)]
+    cols += [word("retention", labels), word("ci_queries", labels, level=lv), word("ci_two_level", labels, level=lv)]
+    cols += [word("samples_share", labels)]
+    return Table(
+        cols,
+        [
+            [
+                r["system"],
+                condition_label(r["condition"], labels),
+                setting.get(r["setting"], r["setting"]),
+                str(r["samples"]),
+                pc(r["retention"]),
+                interval(r["retention_low"], r["retention_high"], pc),
+                interval(r["retention_low_two_level"], r["retention_high_two_level"], pc),
+                pc(r["samples_share"]),
+            ]
+            for r in rows.iter_rows(named=True)
+        ],
+    )
+
+
+def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: float) -> Table:
     rows = [
         [
             r["system"],
@@ -194,7 +236,7 @@ def pairs_summary_table(summary: pl.DataFrame, correction: str, confidence: floa
     )
 
 
-def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+def pairs_table(pairs: pl.DataFrame, labels: str, confidence: float) -> Table:
     rows = [
         [
             r["system"],
@@ -262,7 +304,7 @@ def detectable_table(detectable: pl.DataFrame, uninformative: pl.DataFrame, data
     return Table(["Dataset", "Queries", "No relevant doc.", "MDE (top two)", "MDE (median pair)"], rows, notes)
 
 
-def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float = 0.95) -> Table:
+def ranks_table(ranks: pl.DataFrame, labels: str, confidence: float) -> Table:
     """Each system's rank by Mean (Task) and by Borda count, with its interval and P(rank 1) over the same paired
     bootstrap resamples as every interval (terazi.analysis.ranks), in the leaderboard's order."""
     rng = word("rank_range", labels, level=level(confidence, labels))

@@ -17,19 +17,12 @@ import polars as pl
 
 from terazi.analysis.aggregates import Aggregates
 from terazi.analysis.depths import ceiling_table, depth_table
-from terazi.analysis.intervals import (
-    AGGREGATION_LABELS,
-    decomposition,
-    detectable_differences,
-    pairwise,
-    retention_by_dataset,
-    retention_intervals,
-    system_intervals,
-)
+from terazi.analysis.intervals import detectable_differences, pairwise, system_intervals
 from terazi.analysis.judged import Judgement, judge_variants
 from terazi.analysis.leaderboard import board_of_scores, describe
 from terazi.analysis.leak_free import leak_free
 from terazi.analysis.ranks import rank_intervals
+from terazi.analysis.retention import AGGREGATION_LABELS, decomposition, retention_by_dataset, retention_intervals
 from terazi.analysis.summary import cell_means, condition_means, in_order, ranked_datasets
 from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.loading import open_dataset, variant_texts
@@ -77,12 +70,14 @@ def aggregate(
     cache_dir: str | None = None,
     *,
     known: BootstrapStore | None = None,
+    samples: pl.DataFrame | None = None,
 ) -> tuple[Aggregates, pl.DataFrame]:
     """Every number of the results, in one system order (significance group, then headline), from the headline
     measure's per-query rows (`per_query`; other measures' rows are left out); also the per-dataset retention
     (retention_datasets.csv), which only the files show. `depths`: a depth sweep's per-query values (the
     rerankers' and the first stage's ceiling); `cache_dir`: where intermediates are kept (terazi.store.derived);
-    `known`: where intervals computed before are found (terazi.store.bootstraps), passed to every statistic."""
+    `known`: where intervals computed before are found (terazi.store.bootstraps), passed to every statistic;
+    `samples`: the headline's per-sample values of the conditions with several samples (retention's two levels)."""
     conditions = pl.DataFrame(
         [
             {
@@ -105,9 +100,9 @@ def aggregate(
     present = set(headline["condition"].unique())
     settings = [*config.conditions, *(c for c in map(isolated, config.conditions[1:]) if c in present)]
     not_first_iso = ~((pl.col("system") == FIRST_STAGE) & (pl.col("setting") == ISOLATED))
-    retention = retention_intervals(headline, ranked, settings, *stats_args, config.retention, known=known).filter(
-        not_first_iso
-    )
+    retention = retention_intervals(
+        headline, ranked, settings, *stats_args, config.retention, known=known, samples=samples
+    ).filter(not_first_iso)
     by_dataset = retention_by_dataset(headline, names, settings).filter(not_first_iso)
     recall_pq = first_stage_recall(datasets, candidates, variants, config.rerank_depth, variant_sets, cache_dir)
     recall = (
@@ -200,7 +195,7 @@ def build_leaderboard(
     text (tables.json), leaderboard.md and report.html; returns the manifest's leaderboard rows. per_query.parquet
     is linked from the cache's stored outputs when its parts are the same as before (terazi.store.derived)."""
     layout, reranks = RunLayout(run_dir), reranks or []
-    headline = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
+    headline, samples = write_per_query(datasets, score_sets, config, identity, run_dir, cache_dir)
     variants = variant_texts(variant_sets)  # read once: the first stage's changed queries and the examples
     with opened(cache_dir) as known:  # every interval of values seen before is found, not drawn again
         agg, by_dataset = aggregate(
@@ -215,6 +210,7 @@ def build_leaderboard(
             depths,
             cache_dir,
             known=known,
+            samples=samples,
         )
     agg.conditions.write_csv(layout.conditions_csv)
     agg.retention.write_csv(layout.retention_csv)
@@ -260,10 +256,11 @@ def write_per_query(
     identity: BenchmarkIdentity,
     run_dir: str,
     cache_dir: str | None,
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """per_query.parquet (linked from the cache's stored outputs when its parts are the same as before,
     terazi.store.derived), scores.csv and the MTEB result files, from every system's per-query values; returns the
-    headline measure's rows, all that the statistics read. One part (one system on one dataset: its cells are the whole
+    headline measure's rows, all that the statistics read, and their samples' values where a condition has several
+    (None where none has). One part (one system on one dataset: its cells are the whole
     table's) is held at a time: the table of every system's values never is."""
 
     def write(root: Path) -> dict:
@@ -273,15 +270,17 @@ def write_per_query(
     derived.reuse(
         cache_dir, derived.key("per-query-all", [Path(s.path) for s in score_sets], maker=__name__), run_dir, write
     )
-    cells, clean, headline = [], [], []
+    cells, clean, headline, samples = [], [], [], []
     for s in score_sets:
         part = pl.read_parquet(s.path)
         cells.append(cell_means(part))
         clean.append(part.filter(pl.col("condition") == CLEAN))
         headline.append(part.filter(pl.col("measure") == config.headline))
+        if (each := RunLayout(run_dir).per_sample_part(s.dataset, s.system)).is_file():
+            samples.append(pl.scan_parquet(each).filter(pl.col("measure") == config.headline).collect())
     pl.concat(cells).write_csv(RunLayout(run_dir).scores_csv)
     write_mteb_results(pl.concat(clean), datasets, config.headline, identity, run_dir)
-    return pl.concat(headline)
+    return pl.concat(headline), pl.concat(samples) if samples else None
 
 
 def leaderboard_rows(

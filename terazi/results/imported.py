@@ -18,7 +18,7 @@ from terazi.data import runfolder
 from terazi.data.leaked_queries import read_leaked_queries
 from terazi.data.trec import read_qrels, read_run
 from terazi.metrics.contracts import metric_contracts
-from terazi.metrics.per_query import per_query_values
+from terazi.metrics.per_query import query_values
 from terazi.results.run_folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
@@ -113,18 +113,14 @@ def import_dataset(
                 path=str(path),
             )
         )
-        per_query = per_query_values(qrels, ranked.drop("rank"), changed_df, measures, order="score").select(
-            pl.lit(runs.name).alias("dataset"),
-            pl.lit(system).alias("system"),
-            "condition",
-            "query_id",
-            "measure",
-            "value",
-            "changed",
-        )
+        values = query_values(qrels, ranked.drop("rank"), changed_df, measures, order="score")
+        named = [pl.lit(runs.name).alias("dataset"), pl.lit(system).alias("system"), pl.all()]
         pq_path = layout.per_query_part(runs.name, system)
         pq_path.parent.mkdir(parents=True, exist_ok=True)
-        per_query.write_parquet(pq_path)
+        values.rows().select(named).write_parquet(pq_path)
+        if values.samples.height:  # each sample's values, for retention's two levels (as a run keeps them)
+            (each := layout.per_sample_part(runs.name, system)).parent.mkdir(parents=True, exist_ok=True)
+            values.sample_rows().select(named).write_parquet(each)
         scores.append(
             ScoreSet(system=system, dataset=runs.name, path=str(pq_path), contracts=metric_contracts(measures))
         )

@@ -181,14 +181,14 @@ def cells(run: RunFolder, system: str, known: BootstrapStore | None = None) -> l
     """The system's headline per dataset × condition (the configured conditions, datasets in the run's order) with
     a percentile interval from the run's bootstrap settings over that dataset's queries (found in `known` when
     computed before, terazi.store.bootstraps)."""
-    s = run.settings
+    s, st = run.settings, run.settings.statistics
     mine = run.per_query.filter(pl.col("system") == system).sort("dataset", "query_id")
     out = []
     for d in run.datasets:
         for c in s.conditions:
             v = mine.filter((pl.col("dataset") == d.name) & (pl.col("condition") == c))["value"].to_numpy()
             if v.size:
-                iv = stats.interval({d.name: v}, s.resamples, s.seed, s.confidence, known=known)
+                iv = stats.interval({d.name: v}, st.bootstrap_resamples, st.seed, st.confidence, known=known)
                 out.append(hub.Cell(d.name, c, iv.estimate, iv.low, iv.high, int(v.size)))
     return out
 
@@ -222,7 +222,7 @@ def variant_lines(run: RunFolder, system: str, labels: str) -> tuple[list[str], 
             _cost(costs.get(r["base"])),
             _cost(costs.get(r["variant"])),
         )
-        lines.append(variant_sentence(j, labels, run.settings.confidence))
+        lines.append(variant_sentence(j, labels, run.settings.statistics.confidence))
     return lines, rows
 
 
@@ -248,9 +248,9 @@ def build_card(
     labels = labels or run.settings.labels
     if labels not in ("tr", "en"):
         raise ValueError(f"labels must be tr or en, got {labels!r}")
-    s = run.settings
+    s, st = run.settings, run.settings.statistics
     shown = tables.display_names(run, system, labels, names)
-    ranks = rank_intervals(run.per_query, run.ranked, s.resamples, s.seed, s.confidence)
+    ranks = rank_intervals(run.per_query, run.ranked, st.bootstrap_resamples, st.seed, st.confidence)
     counts, caption = tables.comparisons(run, system, shown, labels, rivals)
     variant_text, variant_rows = variant_lines(run, system, labels)
     suffix = f" ({model_label(s.encoder)} top-{s.rerank_depth})" if s.encoder and s.rerank_depth else ""
@@ -277,7 +277,7 @@ def build_card(
         model_name=model_name or system,
         labels=labels,
         headline=s.headline,
-        confidence=s.confidence,
+        confidence=st.confidence,
         method=method.sentences(run, labels),
         results=tables.results(run, system, shown, labels),
         per_dataset=tables.per_dataset(run, system, shown, labels),
@@ -285,14 +285,14 @@ def build_card(
         comparisons_caption=caption,
         significant=tables.significant(run, system, shown, labels, rivals),
         variants=variant_text,
-        ranks=tables.rank_table(ranks, system, shown, labels, s.confidence),
-        rank_line=tables.rank_line(ranks, system, shown, labels, s.confidence),
+        ranks=tables.rank_table(ranks, system, shown, labels, st.confidence),
+        rank_line=tables.rank_line(ranks, system, shown, labels, st.confidence),
         cells=cells(run, system, known),
         datasets=datasets,
         source=f"terazi ({s.benchmark})",
         date=run.started[:10],
-        resamples=s.resamples,
-        seed=s.seed,
+        resamples=st.bootstrap_resamples,
+        seed=st.seed,
         contract=run.contract.model_dump() if run.contract else None,
         numbers=numbers,
     )

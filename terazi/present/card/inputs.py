@@ -17,6 +17,7 @@ from terazi.analysis.intervals import PAIRS_SCHEMA
 from terazi.base.errors import DatasetError
 from terazi.schemas import FIRST_STAGE, CandidateSet, DatasetManifest, MetricContract, RunManifest
 from terazi.schemas.results_folder import ResultsFolder
+from terazi.schemas.statistics import Statistics
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,7 @@ class Settings:
     benchmark: str
     headline: str
     conditions: list[str]
-    seed: int
-    resamples: int
-    confidence: float
-    holm: bool
+    statistics: Statistics
     retention: str
     labels: str
     encoder: str | None
@@ -81,10 +79,7 @@ def _settings(config: dict, manifest: RunManifest) -> Settings:
         benchmark=manifest.benchmark.name,
         headline=config.get("headline", "nDCG@10"),
         conditions=["clean", *(c for c in conditions if c != "clean")],
-        seed=int(config.get("seed", 13)),
-        resamples=int(config.get("bootstrap_resamples", 2000)),
-        confidence=float(config.get("confidence", 0.95)),
-        holm=bool(config.get("holm", False)),
+        statistics=Statistics.model_validate({k: config[k] for k in Statistics.model_fields if k in config}),
         retention=config.get("retention", "macro"),
         labels=config.get("labels", "en"),
         encoder=encoder if manifest.candidates else None,

@@ -68,7 +68,8 @@ def sentences(run: RunFolder, labels: str) -> list[str]:
     if run.corrupted:
         listed = ", ".join(condition(c, labels) for c in run.corrupted)
         out.append(word("conditions_runs" if run.imported else "conditions_e2e", labels, names=listed))
-    out.append(word("group_rule", labels, level=level(s.confidence, labels), resamples=s.resamples))
+    st = s.statistics
+    out.append(word("group_rule", labels, level=level(st.confidence, labels), resamples=st.bootstrap_resamples))
     if run.corrupted:
         out.append(word("retention_rule", labels, how=word(s.retention, labels)))
     return out

@@ -18,6 +18,7 @@ from terazi.present.card.words import DIGITS, condition, span, word
 from terazi.present.labels import level, params_text, percent, score, signed
 from terazi.present.table import Table
 from terazi.schemas import FIRST_STAGE
+from terazi.schemas.statistics import CORRECTIONS, Statistics
 
 
 def display_names(run: RunFolder, system: str, labels: str, names: dict[str, str] | None = None) -> dict[str, str]:
@@ -111,10 +112,23 @@ def comparisons(
     first = cells.filter(pl.col("versus") == cells["versus"][0]) if cells.height else cells
     d, c = first["dataset"].n_unique(), first["condition"].n_unique()
     caption = word("cells", labels, n=first.height, d=d, c=c, ds="" if d == 1 else "s", cs="" if c == 1 else "s")
-    if run.settings.holm:
-        caption += f"; {word('holm', labels)}"
+    caption += f"; {verdict_rule(run.settings.statistics, labels)}"
     table = Table([word("versus", labels), word("better", labels), word("same", labels), word("worse", labels)], rows)
     return table, caption
+
+
+def verdict_rule(statistics: Statistics, labels: str) -> str:
+    """What decided the cells' verdicts, as comparisons.csv's were decided (terazi.analysis.hypotheses.significant):
+    `verdict: p`, the randomization test's p-values under the configured correction; the older `holm: true`, the
+    bootstrap's p-values Holm-adjusted within each pair's cells; else the bootstrap interval, uncorrected."""
+    if statistics.verdict == "p":
+        test, correction, scope = word("by_randomization", labels), statistics.correction, statistics.correction_scope
+    else:
+        test = word("by_bootstrap", labels, level=level(statistics.confidence, labels))
+        correction, scope = ("holm", "pair") if statistics.holm else ("none", "pair")
+    if correction == "none":
+        return f"{test}, {word('no_correction', labels)}"
+    return f"{test}, {word('correction', labels, name=CORRECTIONS[correction], scope=word(f'scope_{scope}', labels))}"
 
 
 def significant(
