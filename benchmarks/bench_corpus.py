@@ -123,17 +123,6 @@ def floor(job: dict) -> dict:
     return {"peak": peak_rss(), "stages": stages, "query_texts": len(queries)}
 
 
-def spawn(argument: str, payload: dict, env: dict) -> dict:
-    """`argument` with its JSON payload in a fresh process of this script; its last line of output, with the wall."""
-    t = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, __file__, argument, json.dumps(payload)], capture_output=True, text=True, env=env, check=False
-    )
-    if out.returncode:
-        raise SystemExit(out.stderr[-3000:])
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t}
-
-
 def with_cpu(run: Callable[..., dict], *args) -> dict:
     """`run(*args)`'s figures with the CPU seconds (user and system) of the process it waited for: on a shared machine
     a side's wall time depends on what else runs, its CPU time much less."""
@@ -191,9 +180,8 @@ def main() -> None:
         return
     from prefect.server.api.server import SubprocessASGIServer
 
-    from benchmarks.bench_scale_up import config
-    from benchmarks.bench_scale_up import spawn as spawn_run
-    from benchmarks.measure import environment
+    from benchmarks import bench_scale_up
+    from benchmarks.measure import environment, spawn
     from benchmarks.tiny import bi_encoder
 
     work = args.work or Path(tempfile.mkdtemp(prefix="terazi-bench-corpus-"))
@@ -213,12 +201,14 @@ def main() -> None:
             run, rows[n] = work / f"n{n}", {}
             if args.side != "floor":
                 subprocess.run(["rm", "-rf", str(run)], check=True)  # cold: a fresh cache and results folder
-                rows[n]["terazi"] = with_cpu(spawn_run, "--run", config(data, run, encoder), env)
+                rows[n]["terazi"] = with_cpu(
+                    spawn, bench_scale_up.__file__, "--run", bench_scale_up.config(data, run, encoder), env
+                )
                 print(f"{n:,}: terazi {rows[n]['terazi']['wall']:.0f} s", flush=True)
             if args.side != "terazi":
                 found = (args.variants or run / "results").glob("**/variants/*/*.parquet")
                 job = {"data": str(data), "encoder": encoder, "variants": sorted(str(p) for p in found)}
-                rows[n]["floor"] = with_cpu(spawn, "--floor", job, env)
+                rows[n]["floor"] = with_cpu(spawn, __file__, "--floor", job, env)
                 print(f"{n:,}: floor {rows[n]['floor']['wall']:.0f} s", flush=True)
             if not args.keep:
                 subprocess.run(["rm", "-rf", str(run / "cache")], check=True)

@@ -79,16 +79,6 @@ def floor(encoder: str) -> dict:
     return {"peak": peak_rss()}
 
 
-def spawn(argument: str, payload: dict | str, env: dict) -> dict:
-    t = time.perf_counter()
-    out = subprocess.run(
-        [sys.executable, __file__, argument, json.dumps(payload)], capture_output=True, text=True, env=env, check=False
-    )
-    if out.returncode:
-        raise SystemExit(out.stderr[-3000:])
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t}
-
-
 def commit() -> str:
     out = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
@@ -135,7 +125,7 @@ def main() -> None:
         return
     from prefect.server.api.server import SubprocessASGIServer
 
-    from benchmarks.measure import dataset, environment
+    from benchmarks.measure import dataset, environment, spawn
     from benchmarks.tiny import bi_encoder
 
     work = args.work or Path(tempfile.mkdtemp(prefix="terazi-bench-scale-up-"))
@@ -151,12 +141,12 @@ def main() -> None:
     env["PREFECT_API_URL"] = os.environ["PREFECT_API_URL"] = server.api_url
     rows = {}
     try:
-        base = spawn("--floor", encoder, env)
+        base = spawn(__file__, "--floor", encoder, env)
         for n in args.replicas:
             data = dataset("xquad", n, work)
             run = work / f"x{n}"
             subprocess.run(["rm", "-rf", str(run)], check=True)  # cold: a fresh cache and results folder
-            rows[n] = spawn("--run", config(data, run, encoder), env)
+            rows[n] = spawn(__file__, "--run", config(data, run, encoder), env)
             print(
                 f"×{n}: {rows[n]['queries']:,} questions, {rows[n]['wall']:.0f}s, peak {rows[n]['peak'] / 2**20:,.0f}"
                 " MB",

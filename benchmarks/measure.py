@@ -1,12 +1,16 @@
-"""The measuring tools the warm and scale-up benchmarks (bench_warm.py, bench_scale_up.py) share: the data set they
-run on (XQuAD-tr or the demo set, replicated), the environment their processes run in, a thread sampling the process's
-RSS, and a flow run's task runs read back from the Prefect server as stages, each with its wall time and peak RSS.
+"""The measuring tools the warm, scale-up and corpus benchmarks (bench_warm.py, bench_scale_up.py, bench_corpus.py)
+share: the data set they run on (XQuAD-tr or the demo set, replicated), the environment their processes run in, a
+side run in a fresh process, a thread sampling the process's RSS, and a flow run's task runs read back from the
+Prefect server as stages, each with its wall time and peak RSS.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -63,6 +67,18 @@ def dataset(kind: str, replicas: int, folder: Path) -> Path:
             raise SystemExit(f"{XQUAD} not found: this benchmark reads XQuAD from ../shared")
         squad_to_beir(XQUAD, source := folder / "xquad-tr")
     return replicate(Path(source), target, replicas)
+
+
+def spawn(script: str, argument: str, payload: dict | str, env: dict) -> dict:
+    """`script argument PAYLOAD` (the payload as JSON) in a fresh Python process: the JSON of its last line of
+    output, with its wall time (`wall`); its stderr's end when it fails."""
+    t = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, script, argument, json.dumps(payload)], capture_output=True, text=True, env=env, check=False
+    )
+    if out.returncode:
+        raise SystemExit(out.stderr[-3000:])
+    return {**json.loads(out.stdout.strip().splitlines()[-1]), "wall": time.perf_counter() - t}
 
 
 class Sampler(threading.Thread):

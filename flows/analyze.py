@@ -14,6 +14,7 @@ from prefect import flow
 
 from terazi.flows.lifecycle import results_folder
 from terazi.flows.runtime import run_kind
+from terazi.flows.steps import PREFECT, Steps
 from terazi.results.imported import Inventory, analysis_identity, copy_inputs, inventory
 from terazi.schemas import AnalyzeConfig, RunManifest
 from terazi.schemas.layout import RunLayout
@@ -23,20 +24,21 @@ from terazi.tasks.results import aggregate_task, protocol_task
 log = logging.getLogger("terazi.analyze")
 
 
-def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
-    """The whole analysis inside the calling flow; writes and returns the results folder's manifest."""
+def analysis(config: AnalyzeConfig, kind: str, steps: Steps = PREFECT) -> RunManifest:
+    """The whole analysis inside the calling flow (each step through `steps`); writes and returns the results
+    folder's manifest."""
     found = inventory(config)  # before the results folder exists: a bad input leaves nothing behind
-    with results_folder(config.out_dir, config.run_name, kind, config.benchmark) as run:
+    with results_folder(config.out_dir, config.run_name, kind, config.benchmark, post=steps.post) as run:
         out = str(run.path)
         copy_inputs(found.folder, run.path)
         if found.stages is None:
-            parts = stage_results(found, config, out)
+            parts = stage_results(steps, found, config, out)
         else:  # each first stage as a folder of its runs alone, the first one's last (its parts fill the manifest)
             roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots(found.stages).items()}
             for name in found.stages[1:]:
-                stage_results(found.of_stage(name), config, roots[name])
-            parts = stage_results(found.of_stage(found.stages[0]), config, out)
-            protocol_task(roots, parts["datasets"], config.as_eval_config(found.conditions), out, [])
+                stage_results(steps, found.of_stage(name), config, roots[name])
+            parts = stage_results(steps, found.of_stage(found.stages[0]), config, out)
+            steps.run(protocol_task, roots, parts["datasets"], config.as_eval_config(found.conditions), out, [])
         run.finish(config, candidates=[], **parts)
     log.info(
         "analysed %d dataset(s), %d system(s) in %.1fs: %s",
@@ -48,10 +50,10 @@ def analysis(config: AnalyzeConfig, kind: str) -> RunManifest:
     return run.manifest
 
 
-def stage_results(found: Inventory, config: AnalyzeConfig, out: str) -> dict:
+def stage_results(steps: Steps, found: Inventory, config: AnalyzeConfig, out: str) -> dict:
     """The runs of `found` imported and aggregated into `out`; the manifest's parts."""
     futures = [
-        import_task.submit(d, found.settings[d.name], found.conditions, found.systems, config.metrics, out)
+        steps.spawn(import_task, d, found.settings[d.name], found.conditions, found.systems, config.metrics, out)
         for d in found.datasets
     ]
     datasets, variants, rankings, scores = [], [], [], []
@@ -62,8 +64,8 @@ def stage_results(found: Inventory, config: AnalyzeConfig, out: str) -> dict:
         rankings += ds_rankings
         scores += ds_scores
     identity = analysis_identity(config, datasets, variants, rankings)
-    board = aggregate_task(
-        datasets, variants, [], scores, config.as_eval_config(found.conditions), out, identity, rankings
+    board = steps.run(
+        aggregate_task, datasets, variants, [], scores, config.as_eval_config(found.conditions), out, identity, rankings
     )
     return {
         "benchmark": identity,

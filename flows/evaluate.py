@@ -2,26 +2,25 @@
 
 `evaluation()` is the recipe; it runs inside whichever flow started it (`terazi-evaluate` for the CLI, the Python API
 and the ad-hoc deployment, `terazi-nightly` for the schedule), so every task, log line and artifact belongs to the run
-the user opens. Tasks exchange manifests only (terazi.schemas); the heavy stages are cut into shards and chunks
-(`config.scale`) that go to the model runner (flows/runners.py), so W workers run W at once.
+the user opens. Every step goes through `Steps` (flows/steps.py): Prefect's in a flow, plain calls in a test that runs
+the whole recipe in its process. Tasks exchange manifests only (terazi.schemas); the heavy stages are cut into shards
+and chunks (`config.scale`) that go to the model runner (flows/runners.py), so W workers run W at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from prefect import flow
-from prefect.futures import PrefectFuture
 
 from terazi.analysis.identity import identity as benchmark_identity
 from terazi.base.paths import writable_folder
 from terazi.config.policy import enforce_if_served
 from terazi.flows.lifecycle import results_folder
-from terazi.flows.runners import Submit, model_runner
 from terazi.flows.runtime import artifact_prefix, crash_stale_runs, refusals_as_failed, run_kind
+from terazi.flows.steps import PREFECT, Steps
 from terazi.results.run_folder import check_outputs
 from terazi.schemas import (
     FIRST_STAGE,
@@ -66,27 +65,26 @@ from terazi.tasks.score import ceiling_task, score_task, sweep_task
 log = logging.getLogger("terazi.flow")
 
 
-def evaluation(config: EvalConfig, kind: str) -> RunManifest:
-    """The whole evaluation, inside the calling flow; writes and returns the results folder's manifest. With several
-    first stages, each one's rows are ranked, scored and aggregated as a run with that first stage alone would
-    (the first one's into the results folder, each other's into first-stages/<name>/), then compared (protocol.md)."""
+def evaluation(config: EvalConfig, kind: str, steps: Steps = PREFECT) -> RunManifest:
+    """The whole evaluation, inside the calling flow (each step through `steps`); writes and returns the results
+    folder's manifest. With several first stages, each one's rows are ranked, scored and aggregated as a run with that
+    first stage alone would (the first one's into the results folder, each other's into first-stages/<name>/), then
+    compared (protocol.md)."""
     check_outputs(config)  # before anything is written: outputs never overlap inputs, the folder is free
     crash_stale_runs(config.out_dir)
     cache = str(writable_folder(config.cache_dir, "cache folder"))
-    with results_folder(config.out_dir, config.run_name, kind, artifact_prefix(config, kind), cache) as run:
+    prefix = artifact_prefix(config, kind)
+    with results_folder(config.out_dir, config.run_name, kind, prefix, cache, steps.post) as run:
         out = str(run.path)
         log.info("results folder: %s (incomplete until the manifest is written)", out)
-        datasets = preflight_task(config)  # every check that can run before heavy work, one line each
+        datasets = steps.run(preflight_task, config)  # every check that can run before heavy work, one line each
         roots = {n: str(p) for n, p in RunLayout(out).first_stage_roots([s.name for s in config.stages]).items()}
         variants, stages = [], {s.name: FirstStageResults() for s in config.stages}
-        with model_runner(config) as submit:
-            steps = Steps(
-                call=lambda task, *a, **k: task(*a, **k), spawn=lambda task, *a, **k: task.submit(*a, **k), model=submit
-            )
+        with steps.models(config) as heavy:  # the model runner, open while the datasets are ranked and scored
             for ds in datasets:
                 # 1. the query variants of every condition
                 conditions = [
-                    corrupt_queries_task.submit(ds, c, config.corruption, config.seed, out, cache)
+                    heavy.spawn(corrupt_queries_task, ds, c, config.corruption, config.seed, out, cache)
                     for c in config.conditions
                 ]
                 ds_variants = [f.result() for f in conditions]
@@ -94,16 +92,18 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                 for spec in config.stages:
                     o, done = roots[spec.name], stages[spec.name]
                     # 2. the first stage, frozen under its fingerprint
-                    frozen = first_stage(steps, ds, ds_variants, spec, config, cache)
+                    frozen = first_stage(heavy, ds, ds_variants, spec, config, cache)
                     # 3. what every row reorders: the frozen candidates, and the isolated setting's pseudo-conditions
-                    pool, pool_variants = isolate_task(ds, frozen, ds_variants, config.robustness, o, cache)
+                    pool, pool_variants = heavy.run(isolate_task, ds, frozen, ds_variants, config.robustness, o, cache)
                     # 4. every row's rankings; 5. their per-query values
-                    ranked = rank_rows(steps, ds, pool, pool_variants, config, cache, o)
+                    ranked = rank_rows(heavy, ds, pool, pool_variants, config, cache, o)
                     per_query = [
-                        score_task.submit(ds, r, pool_variants, config.metrics, o, cache_dir=cache, ties=config.ties)
+                        heavy.spawn(
+                            score_task, ds, r, pool_variants, config.metrics, o, cache_dir=cache, ties=config.ties
+                        )
                         for r in ranked
                     ]
-                    sweeps = depth_sweep(ds, pool, ranked, config, o)
+                    sweeps = depth_sweep(heavy, ds, pool, ranked, config, o)
                     done.scores += [f.result() for f in per_query]
                     done.depths += [f.result() for f in sweeps]
                     done.candidates.append(frozen)
@@ -111,14 +111,14 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
                     done.pools.append((pool, pool_variants))
         # 6. the results of each first stage but the first: a results folder each, as a run with it alone writes
         for spec in config.stages[1:]:
-            results(datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name], cache)
+            results(steps, datasets, variants, stages[spec.name], config.alone(spec), roots[spec.name], cache)
         main = stages[config.stages[0].name]
-        identity, board = results(datasets, variants, main, config, out, cache)
+        identity, board = results(steps, datasets, variants, main, config, out, cache)
         shared: list[SharedPairs] = []
         if len(config.stages) > 1:  # the pairs the first stages share (scored once), then whether the order holds
             for i, ds in enumerate(datasets):
-                shared += shared_pairs_task(ds, {n: s.pools[i] for n, s in stages.items()}, config, cache)
-            protocol_task(roots, datasets, config, out, shared)
+                shared += steps.run(shared_pairs_task, ds, {n: s.pools[i] for n, s in stages.items()}, config, cache)
+            steps.run(protocol_task, roots, datasets, config, out, shared)
         run.finish(
             config,
             benchmark=identity,
@@ -134,17 +134,6 @@ def evaluation(config: EvalConfig, kind: str) -> RunManifest:
     return run.manifest
 
 
-@dataclass(frozen=True)
-class Steps:
-    """How the recipe runs each task: `call` now, in the recipe's thread (its result); `spawn` on the flow's threads
-    and `model` on the model runner (a future each). The flow gives Prefect's; a test gives one that runs each task's
-    own function in its process (tests/stages.py), so what it checks is this recipe, not a copy of it."""
-
-    call: Callable[..., Any]
-    spawn: Callable[..., Any]
-    model: Submit
-
-
 @dataclass
 class FirstStageResults:
     """What one first stage produced, dataset by dataset."""
@@ -157,6 +146,7 @@ class FirstStageResults:
 
 
 def results(
+    steps: Steps,
     datasets: list[DatasetManifest],
     variants: list[VariantSet],
     done: FirstStageResults,
@@ -168,7 +158,8 @@ def results(
     candidates. The statistics and the runs one after the other: side by side, the statistics' per-query tables and
     the runs' blocks add up (benchmarks/bench_scale_up.py), for no time on a machine whose cores each already use."""
     identity = benchmark_identity(config, datasets, done.candidates)
-    board = aggregate_task(
+    board = steps.run(
+        aggregate_task,
         datasets,
         variants,
         done.candidates,
@@ -180,9 +171,9 @@ def results(
         depths=done.depths,
         cache_dir=cache,
     )
-    export_task(datasets, variants, done.rankings, out, cache)
+    steps.run(export_task, datasets, variants, done.rankings, out, cache)
     for cs in done.candidates:
-        publish_candidates_task(cs, out)
+        steps.run(publish_candidates_task, cs, out)
     return identity, board
 
 
@@ -201,7 +192,7 @@ def first_stage(
     """Frozen candidates of one dataset: BM25 over the whole corpus (a bm25 first stage), else `dense_first_stage`
     (reused, imported from the dataset's `first_stage_runs`, or encoded and searched)."""
     if spec.kind == "bm25":
-        return steps.call(bm25_retrieval_task, ds, variants, spec, config.depth, cache)
+        return steps.run(bm25_retrieval_task, ds, variants, spec, config.depth, cache)
     external = {d.label: d.first_stage_runs for d in config.datasets}.get(ds.name)
     return dense_first_stage(
         steps,
@@ -231,13 +222,13 @@ def dense_first_stage(
 ) -> CandidateSet:
     """An encoder's frozen candidates: reused, imported from TREC runs made elsewhere, or named (`frozen`), else
     encoded shard by shard on the model runner, then searched."""
-    plan = steps.call(retrieval_plan_task, ds, variants, encoder, depth, cache, offline, frozen, scale, external)
+    plan = steps.run(retrieval_plan_task, ds, variants, encoder, depth, cache, offline, frozen, scale, external)
     if plan.frozen:
         return plan.frozen
     encode = encode_shard_task
     corpus = [steps.model(encode, plan=plan, part="corpus", shard=i) for i in range(len(plan.corpus_shards))]
     queries = [steps.model(encode, plan=plan, part="queries", shard=i) for i in range(len(plan.query_shards))]
-    return steps.call(search_task, plan, ds, variants, [f.result() for f in corpus], [f.result() for f in queries])
+    return steps.run(search_task, plan, ds, variants, [f.result() for f in corpus], [f.result() for f in queries])
 
 
 def rank_rows(
@@ -278,15 +269,15 @@ def rank_rows(
     ranked = {name: future.result() for name, future in rows.items()}  # a fusion waits for the rows it fuses
     for spec in config.rerankers:
         if spec.kind == "rrf":
-            ranked[spec.name] = steps.call(
+            ranked[spec.name] = steps.run(
                 fuse_task, ds, spec, [ranked[n] for n in spec.fuse], config.rerank_depth, out, cache, config.ties
             )
     return list(ranked.values())
 
 
 def depth_sweep(
-    ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig, out: str
-) -> list[PrefectFuture]:
+    steps: Steps, ds: DatasetManifest, pool: CandidateSet, ranked: list[RerankResult], config: EvalConfig, out: str
+) -> list[Any]:
     """With `rerank_depths`: the first stage's ceiling and each model row's headline at every depth (fusions and the
     first stage's own row have no scores of their own to sweep, listwise rows no score of a pair alone); nothing
     without."""
@@ -295,9 +286,9 @@ def depth_sweep(
     # a listwise row's order at one depth is not its order at another: it is not swept (terazi.rerank.listwise)
     models = {spec.name for spec in config.rerankers if spec.kind not in ("rrf", "listwise")}
     return [
-        ceiling_task.submit(ds, pool, config.rerank_depths, config.headline, out, config.ties),
+        steps.spawn(ceiling_task, ds, pool, config.rerank_depths, config.headline, out, config.ties),
         *(
-            sweep_task.submit(ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
+            steps.spawn(sweep_task, ds, r, pool, config.rerank_depths, config.headline, out, config.ties)
             for r in ranked
             if r.system in models
         ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +29,17 @@ from terazi.schemas import RunManifest
 from terazi.schemas.layout import RunLayout
 from terazi.store.bootstraps import BootstrapStore, opened
 from terazi.version import __version__
+
+Post = Callable[[list[Artifact], str], None]
+
+
+def post_artifacts(items: list[Artifact], prefix: str) -> None:
+    """Artifacts on this flow run, keys starting with `prefix` (a run's, a leakage check's)."""
+    for a in items:
+        if a.markdown is not None:
+            create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)
+        else:
+            create_table_artifact(table=a.table, key=f"{prefix}-{a.key}", description=a.description)
 
 
 @dataclass
@@ -58,10 +69,16 @@ class OpenRun:
 
 @contextmanager
 def results_folder(
-    out_dir: str, run_name: str | None, kind: str, artifact_prefix: str, cache_dir: str | None = None
+    out_dir: str,
+    run_name: str | None,
+    kind: str,
+    artifact_prefix: str,
+    cache_dir: str | None = None,
+    post: Post = post_artifacts,
 ) -> Iterator[OpenRun]:
-    """The run's folder, held for the block; a full disk under it or under `cache_dir` ends the run with the
-    `DiskFullError` that names which (a TeraziError: one line, never retried, never a Prefect state)."""
+    """The run's folder, held for the block, its artifacts then given to `post`; a full disk under it or under
+    `cache_dir` ends the run with the `DiskFullError` that names which (a TeraziError: one line, never retried, never
+    a Prefect state)."""
     with run_folder.held(out_dir, run_name, kind, current_flow_run_id()) as path:  # one run per folder
         run = OpenRun(path, kind)
         try:
@@ -91,13 +108,13 @@ def results_folder(
                 raise full from e
             raise
     with opened(cache_dir) as known:  # the card's intervals are the statistics' own: found, not drawn again
-        publish(run.path, artifact_prefix, known)
+        publish(run.path, artifact_prefix, known, post)
 
 
-def publish(run_dir: Path, prefix: str, known: BootstrapStore | None = None) -> None:
-    """The results folder's artifacts (terazi.present.artifacts) on this flow run, keys starting with `prefix`, and
-    the model card of the featured system (`terazi card`), in the run's labels (its intervals found in `known` when
-    computed before, terazi.store.bootstraps)."""
+def publish(run_dir: Path, prefix: str, known: BootstrapStore | None = None, post: Post = post_artifacts) -> None:
+    """The results folder's artifacts (terazi.present.artifacts), keys starting with `prefix`, and the model card of
+    the featured system (`terazi card`), in the run's labels (its intervals found in `known` when computed before,
+    terazi.store.bootstraps), given to `post` (by default, on this flow run)."""
     items = artifacts(run_dir)
     layout = RunLayout(run_dir)
     if layout.is_complete():  # the card reads the manifest
@@ -111,12 +128,3 @@ def publish(run_dir: Path, prefix: str, known: BootstrapStore | None = None) -> 
             )
         )
     post(items, prefix)
-
-
-def post(items: list[Artifact], prefix: str) -> None:
-    """Artifacts on this flow run, keys starting with `prefix` (a run's, a leakage check's)."""
-    for a in items:
-        if a.markdown is not None:
-            create_markdown_artifact(markdown=a.markdown, key=f"{prefix}-{a.key}", description=a.description)
-        else:
-            create_table_artifact(table=a.table, key=f"{prefix}-{a.key}", description=a.description)

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from terazi.base.errors import FieldsError
-from terazi.schemas.rows import _ModelReranker, endpoint_url
+from terazi.schemas.rows import _ModelReranker, api_key_env_field, endpoint_url
 
 LISTWISE_PROMPTS = ("rank_gpt", "rank_zephyr")
 SERVED_ONLY = ("api_key_env", "concurrency", "timeout", "retries", "extra_body")
@@ -62,12 +62,7 @@ class ListwiseSpec(_ModelReranker):
         "`[1] > … > [n]` (a reasoning model needs more)",
     )
     batch_size: Literal[1] = Field(1, description="windows per model call: one (an answer is the model's on its own)")
-    api_key_env: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-        description="with url: name of the environment variable holding the API key, sent as "
-        "`Authorization: Bearer …`; none: no key",
-    )
+    api_key_env: str | None = api_key_env_field("with url: ")
     concurrency: int = Field(
         4, ge=1, le=64, description="with url: requests in flight to the server at most, over every run on the cache"
     )

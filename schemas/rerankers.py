@@ -15,7 +15,7 @@ from terazi.base.errors import FieldsError
 from terazi.base.paths import slugify
 from terazi.schemas.fields import FIRST_STAGE, SlugName
 from terazi.schemas.listwise import ListwiseSpec
-from terazi.schemas.rows import _ModelReranker, _Reranker, endpoint_url
+from terazi.schemas.rows import _ModelReranker, _Reranker, api_key_env_field, endpoint_url
 
 QWEN3_SYSTEM = (
     "Judge whether the Document meets the requirements based on the Query and the Instruct provided. "
@@ -167,12 +167,7 @@ class HttpRerankerSpec(_Reranker):
         "date): change it when the server's model changes, so old and new "
         "scores are never mixed",
     )
-    api_key_env: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-        description="name of the environment variable holding the API key, sent as "
-        "`Authorization: Bearer …`; none: no key",
-    )
+    api_key_env: str | None = api_key_env_field()
     batch_size: int = Field(
         32,
         ge=1,

@@ -1,9 +1,9 @@
 """What every reranker row shares: its name, a model row's fields, and the rules for an endpoint's address (a
-served row's `url` is written to the manifest: no credentials in it)."""
+served row's `url` is written to the manifest: no credentials in it) and for the variable that holds its key."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, field_validator
@@ -67,3 +67,14 @@ def endpoint_url(v: str) -> str:
             "variable holding the key in api_key_env"
         )
     return v
+
+
+def api_key_env_field(note: str = "") -> Any:
+    """The field that names the environment variable holding a server's API key (the key itself is never in a
+    config); `note` begins its description."""
+    return Field(
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        description=f"{note}name of the environment variable holding the API key, sent as `Authorization: Bearer …`; "
+        "none: no key",
+    )

@@ -1,4 +1,4 @@
-"""The Kalbur card's setup for tests/test_card.py and tests/test_round3_card.py: the card's printed figures, a finished
+"""The Kalbur card's setup for tests/test_card.py and tests/test_card_command.py: the card's printed figures, a finished
 results folder made from them, and golden results folders restored as their runs wrote them.
 
 The Kalbur folder is made by the real aggregation (terazi.results.aggregate.build_leaderboard) on a run with frozen

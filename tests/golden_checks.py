@@ -1,7 +1,7 @@
 """What the golden test (tests/test_golden.py) compares and how: every output normalised (timings, time stamps and
 absolute paths out, timing columns of tables blanked), then compared with its file under tests/golden/ (frames and
 JSON to 1e-12, printed text line by line, TREC files by their sorted records, the models' scores by sums), or written
-there with TERAZI_UPDATE_GOLDEN=1. Kept apart from the test so that the test module holds the runs and what is pinned.
+there with TERAZI_UPDATE_GOLDEN=1; the configs of the tiny runs, which tests/test_recipe.py runs in process too.
 """
 
 from __future__ import annotations
@@ -319,3 +319,82 @@ def cli(*args: str, clean: Paths, env: dict) -> str:
         [sys.executable, "-m", "terazi.cli", *args], capture_output=True, text=True, env=env, timeout=300
     )
     return clean(f"exit {res.returncode}\n{res.stdout}" + (f"--- stderr\n{res.stderr}" if res.stderr.strip() else ""))
+
+
+# ---------------------------------------------------------------- the runs
+
+
+def tiny_run(tiny: Path, ce: str, minilm: str, out: Path, cache: Path) -> dict:
+    """The tiny benchmark: a cross-encoder, a bi-encoder, judged variants, Turkish labels, Holm, a 90% level."""
+    return {
+        "benchmark": "golden-tiny",
+        "datasets": [
+            {"path": str(tiny), "name": "tiny"},
+            {"path": str(tiny), "name": "tiny-copy", "in_ranking": False, "reason": "the same queries again"},
+        ],
+        "rerankers": [
+            {"name": "bm25", "kind": "bm25"},
+            {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
+            {"name": "ce-32", "kind": "cross-encoder", "model": ce, "max_length": 32},
+            {"name": "bi", "kind": "bi-encoder", "model": minilm, "max_length": 64},
+            {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "ce", "bm25"]},
+        ],
+        "conditions": ["upper", "ascii_full", "mobile", "typo", "upper+typo"],
+        "corruption": {"samples": 2},
+        "depth": 8,
+        "rerank_depth": 5,
+        "metrics": ["nDCG@10", "RR@10", "R@8", "AP", "nDCG(dcg='exp-log2')@5"],
+        "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}],
+        "subset": 3,
+        "featured": "ce",
+        "labels": "tr",
+        "confidence": 0.9,
+        "holm": True,
+        "bootstrap_resamples": 500,
+        "seed": 7,
+        "out_dir": str(out),
+        "cache_dir": str(cache),
+        "run_name": "tiny",
+        "offline": True,
+    }
+
+
+def protocol_run(tiny: Path, ce: str, out: Path, cache: Path) -> dict:
+    """The protocol's config: two first stages, each reranked at depths 3, 5 and 8 from one scoring."""
+    return {
+        "benchmark": "golden-protocol",
+        "datasets": [{"path": str(tiny), "name": "tiny"}],
+        "encoder": {"model": "bundled:all-MiniLM-L6-v2"},
+        "first_stages": [{"name": "dense", "kind": "dense"}, {"name": "bm25", "kind": "bm25"}],
+        "rerankers": [
+            {"name": "bm25", "kind": "bm25"},
+            {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
+        ],
+        "conditions": ["clean", "upper", "ascii_full"],
+        "robustness": "end-to-end",
+        "corruption": {"samples": 1},
+        "depth": 8,
+        "rerank_depth": 5,
+        "rerank_depths": [3, 5, 8],
+        "bootstrap_resamples": 200,
+        "seed": 7,
+        "out_dir": str(out),
+        "cache_dir": str(cache),
+        "run_name": "protocol",
+        "offline": True,
+    }
+
+
+def golden_paths(root: Path, ce: str, minilm: str) -> Paths:
+    """The placeholders of the runs under `root` (results/, cache/, tiny/, models/); in braces (html_clean drops
+    <tags>), the tiny cross-encoder's folder hash (transformers writes its version into config.json) and the frozen
+    sets' lookup keys (they hold the code that made them, terazi.store.codehash): this install's, this commit's."""
+    from terazi.config.config_files import DEMO_DIR
+    from terazi.models.refs import resolve
+
+    tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
+    keys = {p.name: "{lookup-key}" for p in (root / "cache" / "candidates").glob("[!.]*")}
+    folders = {"out": root / "results", **{name: root / name for name in ("cache", "tiny", "models")}}
+    return Paths(
+        {tiny_ce_hash: "{tiny-ce-hash}", **keys}, **folders, demo=DEMO_DIR, minilm=minilm, root=root, golden=GOLDEN
+    )

@@ -1,16 +1,18 @@
-"""The heavy stages run by the flow's own recipe, in this process, from what a test builds.
+"""The flow's own recipe, in this process, from what a test builds.
 
-`flows/evaluate.py`'s recipe runs each step through `Steps`; `INLINE` runs each task's own function at once, in
-this process, so a test checks the recipe a run executes, not a copy of it: `first_stage` is the flow's
-`dense_first_stage` (plan, every shard encoded, search), `rank_row` one model row of the flow's `rank_rows` (plan,
-chunks, ranking). `rerank_row` writes a test's candidate and variant frames where those manifests point.
-`wrap_scorers` puts a failing, slow or counting scorer where the stage builds its own.
+The recipes (flows/evaluate.py, flows/analyze.py) run each step through `Steps`; `INLINE` runs each task's own
+function at once, in this process, and posts no artifact, so a test checks the recipe a run executes, not a copy of
+it, without a Prefect server: `evaluation` the whole of it, `first_stage` the flow's `dense_first_stage` (plan, every
+shard encoded, search), `rank_row` one model row of the flow's `rank_rows` (plan, chunks, ranking). `rerank_row`
+writes a test's candidate and variant frames where those manifests point. `wrap_scorers` puts a failing, slow or
+counting scorer where the stage builds its own.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import polars as pl
@@ -18,7 +20,9 @@ import polars as pl
 from terazi.base import fingerprint
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, load_dataset
-from terazi.flows.evaluate import Steps, dense_first_stage, rank_rows
+from terazi.flows import evaluate
+from terazi.flows.evaluate import dense_first_stage, rank_rows
+from terazi.flows.steps import Steps
 from terazi.rerank import backends, stage
 from terazi.schemas import (
     CandidateSet,
@@ -28,6 +32,7 @@ from terazi.schemas import (
     EvalConfig,
     RerankerSpec,
     RerankResult,
+    RunManifest,
     ScaleSpec,
     VariantSet,
 )
@@ -57,11 +62,22 @@ def inline(task, *args, **kwargs):
     return task.fn(*(resolved(a) for a in args), **{k: resolved(v) for k, v in kwargs.items()})
 
 
+def inline_model(task, **kwargs) -> Done:
+    return Done(inline(task, **kwargs))
+
+
 INLINE = Steps(
-    call=inline,
+    run=inline,
     spawn=lambda task, *a, **k: Done(inline(task, *a, **k)),
-    model=lambda task, **k: Done(inline(task, **k)),
+    model_runner=lambda config: nullcontext(inline_model),
+    post=lambda artifacts, prefix: None,
+    model=inline_model,
 )
+
+
+def evaluation(config: EvalConfig, kind: str = "python") -> RunManifest:
+    """The whole evaluation recipe, as `terazi.evaluate(config)` runs it, every step in this process."""
+    return evaluate.evaluation(config, kind, INLINE)
 
 
 def corpus_of(root: Path, cache: Path, name: str = "tiny") -> CorpusTable:

@@ -117,3 +117,53 @@ def test_the_cli_refuses_in_one_line_before_prefect_starts(tmp_path, tiny_datase
     assert proc.returncode == 2, proc.stderr
     assert "corruption.samples: 100,000 is over the limit of 100" in proc.stderr and "--no-limits" in proc.stderr
     assert "Traceback" not in proc.stderr and "starting Prefect" not in proc.stderr
+
+
+def test_5_the_number_of_depths_is_bounded_and_first_stages_multiply_the_pairs(tmp_path, tiny_dataset, monkeypatch):
+    monkeypatch.delenv(NO_LIMITS, raising=False)
+    monkeypatch.delenv("PREFECT__RUNTIME__DEPLOYMENT__ID", raising=False)
+    base = {
+        "datasets": [{"path": str(tiny_dataset)}],
+        "out_dir": str(tmp_path / "r"),
+        "cache_dir": str(tmp_path / "c"),
+        "offline": True,
+        "depth": 20_000,
+        "rerank_depth": 10,
+    }
+    many = EvalConfig.model_validate({**base, "rerank_depths": list(range(1, 1001))})
+    with pytest.raises(
+        LimitError,
+        match=r"^rerank_depths \(depths in the sweep\): 1,000 is over the limit of 100; "
+        r"lower it, or allow more with `terazi run --no-limits`",
+    ):
+        preflight(many, announce=False)
+    assert not (tmp_path / "c").exists()  # refused before anything was read or written
+    # a served run: the server's limit (terazi serve --max-depths), which the form cannot lift
+    monkeypatch.setenv(NO_LIMITS, "1")
+    served = ServicePolicy(results_root=str(tmp_path), cache_root=str(tmp_path), limits=Limits(depths=5))
+    monkeypatch.setenv("TERAZI_SERVICE_POLICY", served.model_dump_json())
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    six = EvalConfig.model_validate({**base, "depth": 100, "rerank_depths": [1, 2, 3, 4, 5]})  # 10 is added: 6
+    with pytest.raises(
+        LimitError,
+        match=r"rerank_depths \(depths in the sweep\): 6 is over the limit of 5; lower it, "
+        r"or ask whoever serves it \(set by `terazi serve --max-depths`\)",
+    ):
+        preflight(six, announce=False)
+    # two first stages rank every variant twice: 4 judged queries × 2 variants (clean, upper) × depth 10 × 2
+    two = EvalConfig.model_validate(
+        {
+            **base,
+            "depth": 10,
+            "conditions": ["clean", "upper"],
+            "first_stages": [{"name": "dense"}, {"name": "bm25", "kind": "bm25"}],
+        }
+    )
+    datasets = [load_dataset(two.datasets[0], two.cache_dir, announce=False)]
+    within_limits(two, Limits(pairs=160), "", datasets)
+    with pytest.raises(
+        LimitError,
+        match=r"^first-stage pairs \(4 judged queries × 2 variants × depth 10 × 2 first "
+        r"stages\): 160 is over the limit of 159",
+    ):
+        within_limits(two, Limits(pairs=159), "", datasets)

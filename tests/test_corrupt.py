@@ -11,8 +11,10 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from terazi.base.turkish import TURKISH_LETTERS, analyse, to_ascii, tr_lower, tr_upper
+from terazi.cli import app
 from terazi.corrupt.conditions import RULES, changed, condition_params, corrupt, samples_for
 from terazi.schemas import CorruptionSpec, MobileSpec
 from tests.conftest import XQUAD_TR
@@ -259,3 +261,31 @@ def test_every_condition_name_has_its_rule():
     from terazi.schemas import CONDITIONS
 
     assert set(RULES) == set(CONDITIONS)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--condition", "ascii_partial", "--rate", "1"],
+        [
+            "--condition",
+            "mobile",
+            "--mobile",
+            "ascii_letter=1",
+            "--mobile",
+            "lowercase=0",
+            "--mobile",
+            "ascii_query=0",
+            "--slip-rate",
+            "0",
+        ],
+    ],
+)
+def test_7_the_lower_case_of_dotted_capital_i_is_folded(tmp_path, args):
+    text = unicodedata.normalize("NFD", "İyi akşamlar".lower())  # 'i̇yi akşamlar': i + U+0307 stays so in NFC too
+    assert "i\u0307" in unicodedata.normalize("NFC", text)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"_id": "q1", "text": text}, ensure_ascii=False) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["corrupt", str(queries), *args])
+    out = json.loads(res.output.splitlines()[0])
+    assert out["text"].startswith("iyi ") and "\u0307" not in out["text"] and out["changed"], out

@@ -180,27 +180,6 @@ offline: true
     assert "ascii_full" in pl.read_csv(out / "conditions.csv")["condition"].to_list()
 
 
-def test_bad_config_is_rejected_with_a_readable_message():
-    from pydantic import ValidationError
-
-    with pytest.raises(ValidationError, match="unknown condition"):
-        EvalConfig.model_validate({"datasets": [{"path": "x"}], "conditions": ["shouting"]})
-    with pytest.raises(ValidationError, match="rerank_depth"):
-        EvalConfig.model_validate({"datasets": [{"path": "x"}], "depth": 10, "rerank_depth": 30})
-    with pytest.raises(ValidationError, match="rows listed above it"):
-        EvalConfig.model_validate(
-            {
-                "datasets": [{"path": "x"}],
-                "rerankers": [
-                    {"name": "h", "kind": "rrf", "fuse": ["first-stage", "b"]},
-                    {"name": "b", "kind": "bm25"},
-                ],
-            }
-        )
-    with pytest.raises(ValidationError, match="rerankers.0.cross-encoder.model\n  Field required"):
-        EvalConfig.model_validate({"datasets": [{"path": "x"}], "rerankers": [{"name": "c", "kind": "cross-encoder"}]})
-
-
 def test_a_failed_artifact_upload_fails_the_run_but_leaves_its_results_complete(
     prefect_server, config, tmp_path, monkeypatch
 ):

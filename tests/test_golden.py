@@ -20,7 +20,7 @@ import shutil
 import pytest
 
 from benchmarks.tiny import cross_encoder
-from tests.golden_checks import GOLDEN, Paths, check, check_results, cli
+from tests.golden_checks import GOLDEN, check, check_results, cli, golden_paths, protocol_run, tiny_run
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     from prefect.settings import PREFECT_API_URL
 
     import terazi
-    from terazi.config.config_files import DEMO_DIR, demo_config
-    from terazi.models.refs import resolve
+    from terazi.config.config_files import demo_config
     from tests.conftest import make_tiny
 
     root = tmp_path_factory.mktemp("golden")
@@ -39,63 +38,8 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
 
     tiny = make_tiny(root / "tiny")
     ce = cross_encoder(root / "models" / "tiny-ce")
-    terazi.evaluate(
-        {
-            "benchmark": "golden-tiny",
-            "datasets": [
-                {"path": str(tiny), "name": "tiny"},
-                {"path": str(tiny), "name": "tiny-copy", "in_ranking": False, "reason": "the same queries again"},
-            ],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
-                {"name": "ce-32", "kind": "cross-encoder", "model": ce, "max_length": 32},
-                {"name": "bi", "kind": "bi-encoder", "model": minilm_path, "max_length": 64},
-                {"name": "fused", "kind": "rrf", "fuse": ["first-stage", "ce", "bm25"]},
-            ],
-            "conditions": ["upper", "ascii_full", "mobile", "typo", "upper+typo"],
-            "corruption": {"samples": 2},
-            "depth": 8,
-            "rerank_depth": 5,
-            "metrics": ["nDCG@10", "RR@10", "R@8", "AP", "nDCG(dcg='exp-log2')@5"],
-            "variants": [{"base": "ce", "variant": "ce-32", "label": "kısa sürüm"}],
-            "subset": 3,
-            "featured": "ce",
-            "labels": "tr",
-            "confidence": 0.9,
-            "holm": True,
-            "bootstrap_resamples": 500,
-            "seed": 7,
-            "out_dir": str(out),
-            "cache_dir": str(cache),
-            "run_name": "tiny",
-            "offline": True,
-        }
-    )
-    terazi.evaluate(
-        {  # the protocol: two first stages, each reranked at depths 3, 5 and 8 from one scoring
-            "benchmark": "golden-protocol",
-            "datasets": [{"path": str(tiny), "name": "tiny"}],
-            "encoder": {"model": "bundled:all-MiniLM-L6-v2"},
-            "first_stages": [{"name": "dense", "kind": "dense"}, {"name": "bm25", "kind": "bm25"}],
-            "rerankers": [
-                {"name": "bm25", "kind": "bm25"},
-                {"name": "ce", "kind": "cross-encoder", "model": ce, "max_length": 64},
-            ],
-            "conditions": ["clean", "upper", "ascii_full"],
-            "robustness": "end-to-end",
-            "corruption": {"samples": 1},
-            "depth": 8,
-            "rerank_depth": 5,
-            "rerank_depths": [3, 5, 8],
-            "bootstrap_resamples": 200,
-            "seed": 7,
-            "out_dir": str(out),
-            "cache_dir": str(cache),
-            "run_name": "protocol",
-            "offline": True,
-        }
-    )
+    terazi.evaluate(tiny_run(tiny, ce, minilm_path, out, cache))
+    terazi.evaluate(protocol_run(tiny, ce, out, cache))
 
     # runs made elsewhere: the demo's TREC files, and a copy in which one system's clean ranking is the first stage's
     terazi.analyze(out / "demo", out=out / "analyzed", bootstrap_resamples=1000)
@@ -113,22 +57,7 @@ def golden_runs(prefect_server, tmp_path_factory, minilm_path):
     terazi.analyze(other, out=out / "changed-run", bootstrap_resamples=1000, labels="tr", holm=True)
 
     env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
-    # `tokens`: the tiny cross-encoder's folder hash is this install's (transformers writes its version into
-    # config.json), not the golden one; braces, as html_clean drops <tags>; what it scores is compared as before.
-    # A frozen set's lookup key holds the code that made it (terazi.store.codehash): it moves with each commit
-    tiny_ce_hash = resolve(ce).identity.rsplit("#", 1)[1]
-    keys = {p.name: "{lookup-key}" for p in (cache / "candidates").glob("[!.]*")}
-    clean = Paths(
-        {tiny_ce_hash: "{tiny-ce-hash}", **keys},
-        out=out,
-        cache=cache,
-        demo=DEMO_DIR,
-        tiny=tiny,
-        models=root / "models",
-        minilm=minilm_path,
-        root=root,
-        golden=GOLDEN,
-    )
+    clean = golden_paths(root, ce, minilm_path)
     return out, clean, env
 
 

@@ -230,6 +230,21 @@ def test_tasks_are_thin_wrappers_that_import_no_other_task_module():
                 assert len(node.body) <= 4, f"{path.name}: {node.name} has {len(node.body)} statements"
 
 
+def test_recipes_run_every_task_through_steps():
+    """A flow runs a task only through its `Steps` (flows/steps.py): never calls one or `.submit`s it itself, so the
+    same recipe runs in a test's process (tests/stages.py). The steps and the model runner are where tasks are run."""
+    direct = []
+    for path in sorted((ROOT / "flows").glob("*.py")):
+        if path.stem in ("steps", "runners"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func)
+                if name.endswith("_task") or name.endswith(".submit"):
+                    direct.append(f"{path.name}:{node.lineno} {name}")
+    assert direct == []
+
+
 @cache
 def uses() -> Counter:
     """How often each name is used as code in the package: read (a name, an attribute), imported by name, or named in

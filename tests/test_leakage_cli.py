@@ -162,3 +162,16 @@ def test_the_python_api_runs_the_flow_and_returns_the_counts(prefect_server, tmp
             ("bench", 1, 1, 1)
         ]
     assert callable(terazi.card) and callable(terazi.leakage)
+
+
+def test_the_package_imports_as_a_package_beside_the_function():
+    import inspect
+    import sys
+
+    import terazi
+    import terazi.leakage.overlap as overlap  # reached through `terazi.leakage`, which is also the API's function
+    from terazi import api
+    from terazi.leakage import check
+
+    assert terazi.leakage.check is check is overlap.check and terazi.leakage.overlap is sys.modules[overlap.__name__]
+    assert callable(terazi.leakage) and inspect.signature(terazi.leakage) == inspect.signature(api.leakage)

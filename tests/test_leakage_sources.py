@@ -236,3 +236,27 @@ def test_planted_copies_of_xquad_passages_and_queries_are_all_found(tmp_path):
         if (python_ngrams(row["text"], 8, True) | python_ngrams(row["query"] or "", 8, True)) & bench_grams
     ]
     assert d.examples and all(e.ngram in e.text and e.ngram in e.train_text for e in d.examples)
+
+
+def test_9_training_records_named_by_id_mixed_fields_read_a_record_with_none_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bench = bench_dataset(tmp_path)
+    copy = window(8).upper()  # as a non-Turkish tool upper-cases it: i → I, read ı by Turkish rules
+    mixed = jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            {"id": "r1", "query": "elma nerede"},  # a query record
+            {"_id": 7, "text": f"x {copy} y"},  # a passage record, numeric id
+            {"text": PLANTED},
+        ],
+    )  # no id: named by its line
+    r = check([bench], [TrainSource(path=str(mixed), fields=("text", "query"))])
+    assert r.train_hits == [f"{mixed}:2 (id 7)", f"{mixed}:3"] and r.datasets[0].passage_hits == ["d1"]
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["yok", copy]}), table)  # no `query` column: skipped
+    assert check([bench], [TrainSource(path=str(table), fields=("text", "query"))]).train_hits == [f"{table}:2 (id b)"]
+    bad = jsonl(tmp_path / "bad.jsonl", [{"text": "yok"}, {"body": copy, "id": "r9"}])
+    with pytest.raises(DatasetError, match=r"bad.jsonl, line 2: no field 'text' or 'query' \(fields: body, id\)"):
+        check([bench], [TrainSource(path=str(bad), fields=("text", "query"))])

@@ -230,3 +230,23 @@ def test_a_hub_pattern_allows_hub_ids_only_not_local_paths_that_match_it(tmp_pat
         policy.apply(
             form(tmp_path, tmp_path, rerankers=[{"name": "x", "kind": "cross-encoder", "model": "BAAI/clone"}])
         )
+
+
+def test_10_form_defaults_always_lie_inside_the_policys_roots(tmp_path, monkeypatch, tiny_dataset):
+    from terazi.deployments.evaluate import form_defaults
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    served = EvalConfig.model_validate(
+        {
+            "datasets": [{"path": str(tiny_dataset), "first_stage_runs": "runs"}],
+            "out_dir": "results",
+            "cache_dir": "cache",
+            "leakage": "leak",
+        }
+    )
+    for roots in ({}, {"results_root": str(tmp_path / "R")}, {"cache_root": "/srv/cache", "results_root": "R2"}):
+        policy = ServicePolicy.for_service(served, **roots)
+        params = form_defaults(served, policy)["config"]
+        applied = policy.apply(EvalConfig.model_validate(params))  # pressing Run with the defaults: never refused
+        assert applied.out_dir == policy.results_root and applied.cache_dir == policy.cache_root, roots

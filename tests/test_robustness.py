@@ -14,7 +14,7 @@ from terazi.metrics.per_query import changed_flags, per_query_values
 from terazi.present.notes import explain
 from terazi.retrieval.isolated import isolated_candidates, isolated_variants, with_isolated
 from terazi.schemas import BM25Spec, DatasetSpec
-from tests.stages import rerank_row
+from tests.stages import candidate_set, rerank_row
 
 
 def pools(ds):
@@ -75,11 +75,10 @@ def test_pool_only_loss_is_end_to_end_not_isolated(tiny_dataset, tmp_path):
 def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
     from terazi.data.loading import load_dataset
     from terazi.retrieval.isolated import add_isolated
-    from terazi.schemas import CandidateSet, DatasetSpec, VariantSet
+    from terazi.schemas import DatasetSpec, VariantSet
 
     ds_manifest = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"))
     cand, var = pools(load_beir(tiny_dataset))
-    cand.write_parquet(tmp_path / "cand.parquet")
     sets = []
     for c in ("clean", "upper"):
         var.filter(pl.col("condition") == c).write_parquet(tmp_path / f"{c}.parquet")
@@ -95,24 +94,7 @@ def test_the_flow_hook_extends_the_tables_only_for_both(tiny_dataset, tmp_path):
                 n_changed=4 * (c != "clean"),
             )
         )
-    cs = CandidateSet(
-        fingerprint="f" * 16,
-        lookup_key="k",
-        dataset="tiny",
-        dataset_fingerprint=ds_manifest.fingerprint,
-        encoder="e",
-        encoder_identity="e",
-        index={},
-        depth=10,
-        faiss_version="x",
-        path=str(tmp_path / "cand.parquet"),
-        trec_dir=str(tmp_path),
-        recall={},
-        reused=False,
-        queries_encoded=0,
-        docs_encoded=0,
-        seconds=0,
-    )
+    cs = candidate_set(ds_manifest, cand, tmp_path / "frozen")
     assert add_isolated(ds_manifest, cs, sets, "end-to-end", str(tmp_path / "run")) == (cs, sets)
     cs2, sets2 = add_isolated(ds_manifest, cs, sets, "both", str(tmp_path / "run"))
     assert cs2.fingerprint == cs.fingerprint and cs2.path != cs.path  # same frozen candidates, extended table

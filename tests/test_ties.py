@@ -204,3 +204,46 @@ def test_dense_first_stage_leaves_them_out_and_old_sets_are_refused(tmp_path):
     manifest.write_text(json.dumps({k: v for k, v in body.items() if k != "ties"}))
     with pytest.raises(ConfigError, match="frozen in FAISS's order"):
         find_frozen(cache, cs.fingerprint, ds)
+
+
+def test_6_a_first_stage_whose_scores_all_tie_is_warned_about(tmp_path, caplog):
+    import logging
+
+    from terazi.rerank.stage import first_stage_ranking
+    from terazi.schemas import DatasetManifest
+    from tests.stages import candidate_set
+
+    rows = [
+        (cond, 0, q, r + 1, f"d{r}", 0.0 if cond == "upper" else float(-r))
+        for cond in ("clean", "upper")
+        for q in ("q1", "q2")
+        for r in range(5)
+    ]
+    rows[0] = ("clean", 0, "q1", 1, "d0", 0.0)  # clean: q2 tells its candidates apart, so clean is not all tied
+    frame = pl.DataFrame(rows, schema=["condition", "sample", "query_id", "rank", "doc_id", "score"], orient="row")
+    ds = DatasetManifest(
+        name="empty",
+        path=str(tmp_path),
+        split="test",
+        task_type="retrieval",
+        in_ranking=True,
+        fingerprint="x",
+        corpus_fingerprint="x",
+        n_docs=5,
+        n_queries=2,
+        n_judgments=2,
+        n_queries_without_relevant=0,
+    )
+    cs = candidate_set(ds, frame, tmp_path)
+    log = logging.getLogger("terazi.rerank")
+    log.addHandler(caplog.handler)  # whether or not a command made the terazi logger stop propagating
+    try:
+        first_stage_ranking(ds, cs, str(tmp_path / "run"))
+    finally:
+        log.removeHandler(caplog.handler)
+    warned = sorted({r.getMessage() for r in caplog.records if r.levelno == logging.WARNING})
+    assert (
+        len(warned) == 1
+        and "first stage test on empty: every query's candidates have one score under upper:" in warned[0]
+        and "tie order of the document ids" in warned[0]
+    ), warned

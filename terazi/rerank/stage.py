@@ -39,6 +39,7 @@ from terazi.rerank.pair_keys import (
     store_keys,
     variant_keys,
 )
+from terazi.rerank.plan_inputs import plan_inputs
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
@@ -133,23 +134,12 @@ def plan_rerank(
         ties,
         maker=__name__,
     )
+    inputs = (dataset, candidates, variant_sets, spec, str(corpus.path), cache_dir, scale, offline, rerank_depth, ties)
     common = dict(
-        system=spec.name,
-        dataset=dataset.name,
-        spec=spec,
+        **plan_inputs(*inputs),
         identity=model.identity,
         max_length=model.max_length,
-        candidates=candidates.fingerprint,
-        candidates_path=candidates.path,
-        rerank_depth=rerank_depth,
         sweep_depth=sweep_depth,
-        ties=ties,
-        corpus=str(corpus.path),
-        corpus_fingerprint=dataset.corpus_fingerprint,
-        cache_dir=str(cache_dir),
-        score_store=scale.score_store,
-        offline=offline,
-        variants=[v.path for v in variant_sets],
         block=block_size(scorer),
         started=started,
         output=output,

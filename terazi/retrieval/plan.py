@@ -25,7 +25,7 @@ from terazi.models.vectors import store_key, vector_identity
 from terazi.retrieval.dense import shard_bounds
 from terazi.retrieval.first_stage import lookup_key
 from terazi.retrieval.frozen import MANIFEST, find_frozen, load_frozen
-from terazi.schemas import DatasetManifest, EncoderSpec, RetrievalPlan, ScaleSpec, VariantSet
+from terazi.schemas import CandidateSet, DatasetManifest, EncoderSpec, RetrievalPlan, ScaleSpec, VariantSet
 from terazi.schemas.tables import VARIANT
 from terazi.store.files import set_aside
 from terazi.store.layout import CacheLayout
@@ -52,15 +52,7 @@ def plan_retrieval(
         from terazi.retrieval.external import import_candidates
 
         cs = import_candidates(dataset, open_dataset(dataset), external, read_variants(variant_sets), depth, cache_dir)
-        return RetrievalPlan(
-            dataset=dataset.name,
-            lookup_key=cs.lookup_key,
-            folder=str(Path(cs.path).parent),
-            frozen=cs,
-            encoder=encoder,
-            depth=depth,
-            offline=offline,
-        )
+        return as_given(dataset, cs, encoder, depth, offline)
     if frozen:
         cs = find_frozen(cache_dir, frozen, dataset)
         have = pl.read_parquet(cs.path, columns=VARIANT).unique()
@@ -73,15 +65,7 @@ def plan_retrieval(
                 f"{cond} sample {smp}: use the conditions, samples and seed they were frozen with"
             )
         log.info("%s: using frozen candidates %s as given (no retrieval)", dataset.name, cs.fingerprint)
-        return RetrievalPlan(
-            dataset=dataset.name,
-            lookup_key=cs.lookup_key,
-            folder=str(Path(cs.path).parent),
-            frozen=cs,
-            encoder=encoder,
-            depth=depth,
-            offline=offline,
-        )
+        return as_given(dataset, cs, encoder, depth, offline)
     variants = read_variants(variant_sets).sort(VARIANT)
     ref = resolve(encoder.model, encoder.revision, offline, cache_dir)
     prepare_environment([ref], offline)
@@ -130,4 +114,19 @@ def plan_retrieval(
         queries=str(work),
         query_shards=shard_bounds(texts.len(), scale.query_shard_size),
         started=started,
+    )
+
+
+def as_given(
+    dataset: DatasetManifest, cs: CandidateSet, encoder: EncoderSpec, depth: int, offline: bool
+) -> RetrievalPlan:
+    """A plan with nothing to do: the candidates `cs` as they are (imported from runs made elsewhere, or named)."""
+    return RetrievalPlan(
+        dataset=dataset.name,
+        lookup_key=cs.lookup_key,
+        folder=str(Path(cs.path).parent),
+        frozen=cs,
+        encoder=encoder,
+        depth=depth,
+        offline=offline,
     )

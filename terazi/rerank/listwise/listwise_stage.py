@@ -26,6 +26,7 @@ from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.windows import Windows, rerank_lists
+from terazi.rerank.plan_inputs import plan_inputs
 from terazi.rerank.ranking import write_ranking
 from terazi.rerank.store import Scores
 from terazi.schemas import (
@@ -82,22 +83,11 @@ def plan(
         [Path(v.path) for v in variant_sets],
         maker=__name__,
     )
+    inputs = (dataset, candidates, variant_sets, spec, str(corpus.path), cache_dir, scale, offline, rerank_depth, ties)
     common = dict(
-        system=spec.name,
-        dataset=dataset.name,
-        spec=spec,
+        **plan_inputs(*inputs),
         identity=identity,
         max_length=0,
-        candidates=candidates.fingerprint,
-        candidates_path=candidates.path,
-        rerank_depth=rerank_depth,
-        ties=ties,
-        corpus=str(corpus.path),
-        corpus_fingerprint=dataset.corpus_fingerprint,
-        cache_dir=str(cache_dir),
-        score_store=scale.score_store,
-        offline=offline,
-        variants=[v.path for v in variant_sets],
         block=rerank_depth,
         started=started,
         output=output,

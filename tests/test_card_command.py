@@ -1,7 +1,7 @@
-"""The third round of hostile inputs (issue 37) that meet `terazi card`, as users meet them: the card writing onto its
-results folder or the run's dataset, a results table holding NaN or text, the card's Hugging Face metadata as the Hub
-reads its two files, a full disk under the card file. docs/reliability.md lists every case with the test that covers
-it; the round's other cases are in tests/test_round3.py.
+"""`terazi card` as a careless or hostile user meets it (issue 37): the card writing onto its results folder or the
+run's dataset, a results table holding NaN or text (also for `leaderboard` and `compare`, and every command's
+`--verbose`), the card's Hugging Face metadata as the Hub reads its two files, a full disk under the card file.
+docs/reliability.md lists every case with the test that covers it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.test_hostile_files import refused, snapshot
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return kalbur_run(
-        tmp_path_factory.mktemp("round3"),
+        tmp_path_factory.mktemp("card-command"),
         conditions=["clean", "mobile"],
         systems=["kalbur", "seroe", "first-stage"],
         n=20,
