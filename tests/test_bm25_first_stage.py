@@ -11,7 +11,7 @@ import pytest
 
 from terazi.base.turkish import analyse
 from terazi.data.beir import load_beir
-from terazi.data.loading import load_dataset
+from terazi.data.loading import dataset_corpus, load_dataset
 from terazi.retrieval.bm25 import bm25_candidates
 from terazi.schemas import BM25Spec, DatasetSpec
 from tests.stages import rerank_row
@@ -45,11 +45,31 @@ def test_bm25_candidates_are_bm25s_top_documents(tmp_path, tiny_dataset):
     assert cs.recall["clean"] > 0
 
 
-def test_bm25_reranker_keeps_the_bm25_first_stage_order(tmp_path, tiny_dataset):
+def test_bm25_reranker_keeps_the_bm25_first_stage_order(tmp_path, tiny_dataset, monkeypatch):
+    """... and the two stages index the corpus once between them; a corpus table made again is indexed again."""
+    from terazi.models import bm25_index
+
+    built, original = [], bm25_index.build
+    monkeypatch.setattr(bm25_index, "build", lambda *a, **k: built.append(1) or original(*a, **k))
     _, variants = clean_variants(tiny_dataset)
     ds = load_dataset(DatasetSpec(path=str(tiny_dataset), name="tiny"), announce=False)
     cands = pl.read_parquet(bm25_candidates(ds, variants, 8, str(tmp_path / "cache")).path)
-    _, ranked = rerank_row(ds, cands, variants, BM25Spec(name="bm25", kind="bm25"), tmp_path / "rerank", rerank_depth=8)
+    _, ranked = rerank_row(
+        ds,
+        cands,
+        variants,
+        BM25Spec(name="bm25", kind="bm25"),
+        tmp_path / "rerank",
+        rerank_depth=8,
+        cache=tmp_path / "cache",
+    )
+    assert len(built) == 1
+    table = dataset_corpus(ds, str(tmp_path / "cache"))
+    again = table.path.with_suffix(".again")
+    again.write_bytes(table.path.read_bytes())
+    again.replace(table.path)  # made again, as terazi writes a table: another file
+    bm25_index.shared(table.path, table.batches(), "turkish", 1.5, 0.75)
+    assert len(built) == 2
     joined = cands.join(ranked, on=["condition", "sample", "query_id", "doc_id"], suffix="_rerank")
     np.testing.assert_allclose(joined["score_rerank"].to_numpy(), joined["score"].to_numpy(), rtol=1e-6)
     distinct = cands.group_by("query_id").agg(pl.col("score").n_unique() == pl.len()).filter(pl.col("score"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import threading
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import numpy as np
 
 from terazi.base.shutdown import check
 from terazi.base.turkish import analyse
+from terazi.store.files import stat_stamp
 
 
 @dataclass(frozen=True)
@@ -119,3 +121,21 @@ def build(batches: Iterable[list[str]], language: str, k1: float, b: float, spil
             data[at], indices[at] = score[order], rows[order]
             heads[col[starts]] += runs
     return BM25Index(vocab, data, indices, indptr, n_docs)
+
+
+_last: tuple[tuple, BM25Index] | None = None
+_last_lock = threading.Lock()
+
+
+def shared(table: Path, batches: Iterable[list[str]], language: str, k1: float, b: float) -> BM25Index:
+    """The index of the corpus table at `table` (its texts: `batches`), built once for the BM25 first stage and the BM25
+    reranker of the same corpus and parameters: the process keeps the last one built, keyed by the table's device, inode
+    and size (a table made again is a new file: indexed again; its time is not in the key, since using a table touches
+    it). One index at a time: a run of several corpora holds one, as before."""
+    global _last
+    key = (str(table), tuple(stat_stamp(table)[:3]), language, k1, b)
+    with _last_lock:
+        if _last is None or _last[0] != key:
+            _last = None  # the old index freed before the new one is built
+            _last = (key, build(batches, language, k1, b, spill=table.parent))
+        return _last[1]

@@ -17,7 +17,7 @@ import polars as pl
 from terazi.base.ties import id_order
 from terazi.base.turkish import analyse
 from terazi.data.loading import dataset_corpus, open_dataset, read_variants
-from terazi.models.bm25_index import build
+from terazi.models.bm25_index import shared
 from terazi.retrieval.frozen import MANIFEST, RULE, allowed, load_frozen, lookup_key, most_dropped, store_candidates
 from terazi.schemas import CandidateSet, DatasetManifest, FirstStageSpec, VariantSet
 from terazi.schemas.tables import VARIANT
@@ -60,7 +60,7 @@ def bm25_candidates(
         log.info("%s: reusing frozen BM25 candidates %s", dataset.name, cs.fingerprint)
         return cs
     corpus = dataset_corpus(dataset, cache_dir)
-    index = build(corpus.batches(), language, k1, b, spill=corpus.path.parent)
+    index = shared(corpus.path, corpus.batches(), language, k1, b)
     ids = corpus.ids().cast(pl.Utf8)
     tie_order = id_order(ids)  # document id descending first
     ds = open_dataset(dataset)

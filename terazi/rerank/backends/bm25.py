@@ -9,7 +9,7 @@ import polars as pl
 
 from terazi.base.shutdown import check
 from terazi.base.turkish import analyse
-from terazi.models.bm25_index import BM25Index, build
+from terazi.models.bm25_index import BM25Index, shared
 from terazi.rerank.pairs import Corpus, Pair
 
 
@@ -38,7 +38,7 @@ class BM25Scorer:
 
     def _index(self) -> BM25Index:
         """Built on first use, so a fully cached run skips it."""
-        index = build(self._corpus.batches(), self.language, self.k1, self.b, spill=self._corpus.path.parent)
+        index = shared(self._corpus.path, self._corpus.batches(), self.language, self.k1, self.b)
         self._ids = self._corpus.ids().cast(pl.Utf8).to_frame("doc_id").with_row_index("row")
         self._tokens = lru_cache(maxsize=200_000)(self._token_ids)
         return index
