@@ -53,7 +53,7 @@ def test_the_hash_moves_with_a_file_of_the_closure_or_a_library_and_not_otherwis
         mp.setattr(codehash, "_digest", lambda p: "edited" if p == engine else real(p))
         assert codehash.of_module("terazi.metrics.per_query") != before
     with monkeypatch.context() as mp:
-        real_version = codehash.version
-        mp.setattr(codehash, "version", lambda lib: "99.0" if lib == "polars" else real_version(lib))
+        real_libraries = codehash.libraries()
+        mp.setattr(codehash, "libraries", lambda: real_libraries.replace("polars=", "polars=99.0+"))
         assert codehash.of_module("terazi.metrics.per_query") != before
     assert codehash.of_module("terazi.metrics.per_query") == before

@@ -36,12 +36,17 @@ _IMPORT = re.compile(
 def of_module(name: str) -> str:
     """SHA-256 (hex) of module `name`'s import closure within terazi (each file's name and bytes, in name order)
     and of the installed versions of `LIBRARIES`."""
-    h = hashlib.sha256()
-    for lib in LIBRARIES:
-        h.update(f"{lib}={version(lib)}\0".encode())
+    h = hashlib.sha256(libraries().encode())
     for module, path in sorted(closure(name).items()):
         h.update(module.encode() + b"\0" + _digest(path).encode() + b"\0")
     return h.hexdigest()
+
+
+@functools.cache
+def libraries() -> str:
+    """The installed versions of `LIBRARIES`, read once a process: `importlib.metadata.version` scans the installed
+    distributions on every call, and a warm run asks for a code key about a hundred times."""
+    return "".join(f"{lib}={version(lib)}\0" for lib in LIBRARIES)
 
 
 @functools.cache
