@@ -4,7 +4,7 @@ each row's own."""
 
 from __future__ import annotations
 
-from terazi.schemas import CandidateSet, DatasetManifest, RerankerSpec, ScaleSpec, VariantSet
+from terazi.schemas import CandidateSet, DatasetManifest, RerankerSpec, RerankPlan, ScaleSpec, VariantSet
 
 
 def plan_inputs(
@@ -34,4 +34,19 @@ def plan_inputs(
         score_store=scale.score_store,
         offline=offline,
         variants=[v.path for v in variant_sets],
+    )
+
+
+def stored_plan(fields: dict, meta: dict, **own) -> RerankPlan:
+    """The plan of a row whose ranking of these candidates and variants is stored (`meta`: what the stored output
+    recorded of its pairs): nothing to score; `own`, the row kind's own fields."""
+    return RerankPlan(
+        **fields,
+        work="",
+        chunks=[],
+        needed=meta["needed"],
+        unique=meta["unique"],
+        cached=meta["unique"],
+        stored=True,
+        **own,
     )

@@ -39,7 +39,7 @@ from terazi.rerank.pair_keys import (
     store_keys,
     variant_keys,
 )
-from terazi.rerank.plan_inputs import plan_inputs
+from terazi.rerank.plan_inputs import plan_inputs, stored_plan
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
@@ -151,15 +151,7 @@ def plan_rerank(
             dataset.name,
             meta["needed"],
         )
-        return RerankPlan(
-            **common,
-            work="",
-            chunks=[],
-            needed=meta["needed"],
-            unique=meta["unique"],
-            cached=meta["unique"],
-            stored=True,
-        )
+        return stored_plan(common, meta)
     cands = pl.scan_parquet(candidates.path)
     var = variant_keys(read_variants(variant_sets))
     docs = document_keys(

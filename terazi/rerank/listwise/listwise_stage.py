@@ -26,7 +26,7 @@ from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.windows import Windows, rerank_lists
-from terazi.rerank.plan_inputs import plan_inputs
+from terazi.rerank.plan_inputs import plan_inputs, stored_plan
 from terazi.rerank.ranking import write_ranking
 from terazi.rerank.store import Scores
 from terazi.schemas import (
@@ -95,16 +95,7 @@ def plan(
     )
     if (meta := derived.stored(cache_dir, output)) is not None:
         log.info("%s on %s: the ranking of these candidates and variants is stored", spec.name, dataset.name)
-        return RerankPlan(
-            **common,
-            work="",
-            chunks=[],
-            needed=meta["needed"],
-            unique=meta["unique"],
-            cached=meta["unique"],
-            stored=True,
-            listwise=ListwiseCost.model_validate({**meta["listwise"], "requests": 0}),
-        )
+        return stored_plan(common, meta, listwise=ListwiseCost.model_validate({**meta["listwise"], "requests": 0}))
     head = (
         pl.scan_parquet(candidates.path)
         .filter(pl.col("rank") <= rerank_depth)
