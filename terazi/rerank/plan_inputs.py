@@ -1,10 +1,36 @@
-"""What a reranking plan takes from its inputs, alike for a row scored pair by pair (terazi.rerank.stage) and a
-listwise row (terazi.rerank.listwise.listwise_stage); the model's identity, its block and what the plan found are
-each row's own."""
+"""What a reranking plan takes from its inputs, and how a chunk of it finds its model, alike for a row scored pair
+by pair (terazi.rerank.stage) and a listwise row (terazi.rerank.listwise.listwise_stage); the model's identity, its
+block and what the plan found are each row's own."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from terazi.data.corpus import CorpusTable
+from terazi.models.refs import ModelError, prepare_environment, resolve
+from terazi.rerank.backends import shared_scorer
 from terazi.schemas import CandidateSet, DatasetManifest, RerankerSpec, RerankPlan, ScaleSpec, VariantSet
+from terazi.schemas.rerankers import loads_model
+
+
+def prepare(spec: RerankerSpec, offline: bool) -> None:
+    """The environment a row's model loads in (hub access, offline), where the row runs a model in this process."""
+    if loads_model(spec):
+        prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
+
+
+def planned_scorer(plan: RerankPlan) -> tuple:
+    """(corpus table, scorer, its lock) for a chunk of `plan`: the process's scorer of the row, which must still be
+    the model the plan was made for."""
+    prepare(plan.spec, plan.offline)
+    corpus = CorpusTable(Path(plan.corpus))
+    scorer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
+    if scorer.identity != plan.identity:
+        raise ModelError(
+            f"{plan.system}: the model changed since the run was planned ({plan.identity} → {scorer.identity}); "
+            "start the run again"
+        )
+    return corpus, scorer, lock
 
 
 def plan_inputs(

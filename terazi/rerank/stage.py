@@ -25,7 +25,6 @@ from terazi.base.progress import progress
 from terazi.base.ties import tied_conditions
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
-from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank import metering
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.listwise import listwise_stage as listwise
@@ -39,7 +38,7 @@ from terazi.rerank.pair_keys import (
     store_keys,
     variant_keys,
 )
-from terazi.rerank.plan_inputs import plan_inputs, stored_plan
+from terazi.rerank.plan_inputs import plan_inputs, planned_scorer, prepare, stored_plan
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
@@ -55,7 +54,6 @@ from terazi.schemas import (
     VariantSet,
 )
 from terazi.schemas.layout import RunLayout
-from terazi.schemas.rerankers import loads_model
 from terazi.store import derived
 from terazi.store.layout import CacheLayout
 
@@ -90,11 +88,6 @@ def first_stage_ranking(
     )
 
 
-def _prepare(spec: RerankerSpec, offline: bool) -> None:
-    if loads_model(spec):
-        prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
-
-
 def plan_rerank(
     dataset: DatasetManifest,
     candidates: CandidateSet,
@@ -116,7 +109,7 @@ def plan_rerank(
     if spec.kind == "listwise":
         return listwise.plan(dataset, candidates, variant_sets, spec, rerank_depth, cache_dir, scale, offline, ties)
     started = time.time()
-    _prepare(spec, offline)
+    prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     scorer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)  # loads nothing yet
     model = model_key(scorer)
@@ -199,14 +192,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
         return listwise.score_chunk(plan, chunk)
     start = time.perf_counter()
     a, z = plan.chunks[chunk]
-    _prepare(plan.spec, plan.offline)
-    corpus = CorpusTable(Path(plan.corpus))
-    scorer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
-    if scorer.identity != plan.identity:
-        raise ModelError(
-            f"{plan.system}: the model changed since the run was planned ({plan.identity} → "
-            f"{scorer.identity}); start the run again"
-        )
+    corpus, scorer, lock = planned_scorer(plan)
     rows = pl.scan_parquet(Path(plan.work) / "todo.parquet").slice(a, z - a).collect()
     meter = metering.Meter(scorer)  # warm speed inside the scoring calls, this chunk only (terazi/rerank/metering.py)
     with progress(f"{plan.system} on {plan.dataset}, chunk {chunk + 1}/{len(plan.chunks)}") as on_progress:

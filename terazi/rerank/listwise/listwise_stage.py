@@ -22,11 +22,10 @@ from terazi.base.progress import progress
 from terazi.data.corpus import CorpusTable
 from terazi.data.loading import dataset_corpus, read_variants
 from terazi.models.costs import CostStore, add_listwise, combine
-from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.windows import Windows, rerank_lists
-from terazi.rerank.plan_inputs import plan_inputs, stored_plan
+from terazi.rerank.plan_inputs import plan_inputs, planned_scorer, prepare, stored_plan
 from terazi.rerank.ranking import write_ranking
 from terazi.rerank.store import Scores
 from terazi.schemas import (
@@ -47,11 +46,6 @@ from terazi.store import derived
 log = logging.getLogger("terazi.rerank")
 
 
-def _prepare(spec, offline: bool) -> None:
-    if not spec.url:
-        prepare_environment([resolve(spec.model, spec.revision, offline)], offline)
-
-
 def plan(
     dataset: DatasetManifest,
     candidates: CandidateSet,
@@ -66,7 +60,7 @@ def plan(
     """Each variant's list (its top `rerank_depth` candidates in first-stage order), identical lists once, cut into
     chunks; nothing at all when the ranking of the same inputs is stored (terazi.store.derived)."""
     started = time.time()
-    _prepare(spec, offline)
+    prepare(spec, offline)
     corpus = dataset_corpus(dataset, cache_dir)
     answerer = make_scorer(spec, corpus, dataset.corpus_fingerprint, offline, cache_dir)
     identity = answerer.identity  # a served row asks its server what it serves, once
@@ -137,14 +131,7 @@ def score_chunk(plan: RerankPlan, chunk: int) -> ChunkResult:
     """Rerank one chunk of the plan's lists; their final scores go to the work folder for the ranking."""
     start = time.perf_counter()
     a, z = plan.chunks[chunk]
-    _prepare(plan.spec, plan.offline)
-    corpus = CorpusTable(Path(plan.corpus))
-    answerer, lock = shared_scorer(plan.spec, corpus, plan.corpus_fingerprint, plan.offline, plan.cache_dir)
-    if answerer.identity != plan.identity:
-        raise ModelError(
-            f"{plan.system}: the model changed since the run was planned ({plan.identity} → {answerer.identity}); "
-            "start the run again"
-        )
+    corpus, answerer, lock = planned_scorer(plan)
     lists = pl.scan_parquet(Path(plan.work) / "lists.parquet").slice(a, z - a).collect()
     pairs = [(t, ids) for t, ids in zip(lists["text"].to_list(), lists["doc_id"].to_list())]
     texts = corpus.texts(sorted({d for _, ids in pairs for d in ids}))
