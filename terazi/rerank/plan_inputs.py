@@ -4,12 +4,21 @@ block and what the plan found are each row's own."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from terazi.data.corpus import CorpusTable
 from terazi.models.refs import ModelError, prepare_environment, resolve
 from terazi.rerank.backends import shared_scorer
-from terazi.schemas import CandidateSet, DatasetManifest, RerankerSpec, RerankPlan, ScaleSpec, VariantSet
+from terazi.schemas import (
+    CandidateSet,
+    DatasetManifest,
+    RerankerSpec,
+    RerankPlan,
+    RerankResult,
+    ScaleSpec,
+    VariantSet,
+)
 from terazi.schemas.rerankers import loads_model
 
 
@@ -74,5 +83,24 @@ def stored_plan(fields: dict, meta: dict, **own) -> RerankPlan:
         unique=meta["unique"],
         cached=meta["unique"],
         stored=True,
+        **own,
+    )
+
+
+def plan_result(plan: RerankPlan, path: Path, scored: int, **own) -> RerankResult:
+    """What a finished row reports of `plan`: its ranking at `path`, `scored` pairs (or windows' pairs) scored now and
+    the rest found stored; `own`, the row kind's own fields (its cost)."""
+    return RerankResult(
+        system=plan.system,
+        dataset=plan.dataset,
+        identity=plan.identity,
+        candidates=plan.candidates,
+        path=str(path),
+        rerank_depth=plan.rerank_depth,
+        pairs_needed=plan.needed,
+        pairs_unique=plan.unique,
+        pairs_cached=plan.unique - scored,
+        pairs_scored=scored,
+        seconds=round(time.time() - plan.started, 3),
         **own,
     )

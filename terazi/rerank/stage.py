@@ -38,7 +38,7 @@ from terazi.rerank.pair_keys import (
     store_keys,
     variant_keys,
 )
-from terazi.rerank.plan_inputs import plan_inputs, planned_scorer, prepare, stored_plan
+from terazi.rerank.plan_inputs import plan_inputs, plan_result, planned_scorer, prepare, stored_plan
 from terazi.rerank.ranking import pair_scores, write_fusion, write_ranking, write_sweep
 from terazi.rerank.store import ModelKey, Scores, empty_scores
 from terazi.rerank.work import chunk_bounds, score_rows, score_unstored, write_work_list
@@ -250,20 +250,7 @@ def finish_rerank(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> 
             plan.spec, CorpusTable(Path(plan.corpus)), plan.corpus_fingerprint, plan.offline, plan.cache_dir
         )[0],
     )
-    result = RerankResult(
-        system=plan.system,
-        dataset=plan.dataset,
-        identity=plan.identity,
-        candidates=plan.candidates,
-        path=str(path),
-        rerank_depth=plan.rerank_depth,
-        pairs_needed=plan.needed,
-        pairs_unique=plan.unique,
-        pairs_cached=plan.unique - scored,
-        pairs_scored=scored,
-        seconds=round(time.time() - plan.started, 3),
-        cost=cost,
-    )
+    result = plan_result(plan, path, scored, cost=cost)
     if not plan.stored:
         shutil.rmtree(work, ignore_errors=True)  # last: a retry of this task (e.g. the cost step failed) still has it
     log.info(

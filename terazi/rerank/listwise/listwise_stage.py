@@ -25,7 +25,7 @@ from terazi.models.costs import CostStore, add_listwise, combine
 from terazi.rerank.backends import make_scorer, shared_scorer
 from terazi.rerank.listwise import core
 from terazi.rerank.listwise.windows import Windows, rerank_lists
-from terazi.rerank.plan_inputs import plan_inputs, planned_scorer, prepare, stored_plan
+from terazi.rerank.plan_inputs import plan_inputs, plan_result, planned_scorer, prepare, stored_plan
 from terazi.rerank.ranking import write_ranking
 from terazi.rerank.store import Scores
 from terazi.schemas import (
@@ -208,20 +208,8 @@ def finish(plan: RerankPlan, chunks: list[ChunkResult], out_dir: str) -> RerankR
 
     derived.reuse(plan.cache_dir, plan.output, out_dir, write)
     scored = sum(c.scored for c in chunks)
-    result = RerankResult(
-        system=plan.system,
-        dataset=plan.dataset,
-        identity=plan.identity,
-        candidates=plan.candidates,
-        path=str(RunLayout(out_dir).ranking(plan.dataset, plan.system)),
-        rerank_depth=plan.rerank_depth,
-        pairs_needed=plan.needed,
-        pairs_unique=plan.unique,
-        pairs_cached=plan.unique - scored,
-        pairs_scored=scored,
-        seconds=round(time.time() - plan.started, 3),
-        cost=_settle(plan, chunks, answers),
-    )
+    path = RunLayout(out_dir).ranking(plan.dataset, plan.system)
+    result = plan_result(plan, path, scored, cost=_settle(plan, chunks, answers))
     if not plan.stored:
         shutil.rmtree(plan.work, ignore_errors=True)
     log.info(
